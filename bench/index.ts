@@ -1,0 +1,58 @@
+/**
+ * `npm run bench [-- name…]`: runs the benchmarks (all, or those named), prints
+ * each as a table, then all results as one JSON document (also written to
+ * bench/results/latest.json). Targets are reported, never asserted as tests.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { renderTable } from '../src/output/table.js';
+import type { Bench, BenchSection } from './report.js';
+
+const benches: Record<string, () => Promise<{ run: Bench }>> = {
+  api: () => import('./api.js'),
+  gateway: () => import('./gateway.js'),
+  fhir: () => import('./fhir.js'),
+};
+
+const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const names = wanted.length ? wanted : Object.keys(benches);
+const sections: BenchSection[] = [];
+let failed = false;
+
+for (const name of names) {
+  const load = benches[name];
+  if (!load) {
+    process.stderr.write(`unknown bench ${name}; known: ${Object.keys(benches).join(', ')}\n`);
+    process.exitCode = 2;
+    continue;
+  }
+  process.stderr.write(`bench ${name}: running…\n`);
+  try {
+    const section = await (await load()).run();
+    sections.push(section);
+    const headers = Object.keys(section.rows[0] ?? {});
+    process.stdout.write(`\n## ${section.name}\n${section.description}\n\n`);
+    process.stdout.write(renderTable(headers, section.rows.map((r) => headers.map((h) => String(r[h] ?? '')))));
+    process.stdout.write('\n');
+    process.stdout.write(
+      renderTable(
+        ['target', 'value', 'goal', 'met'],
+        section.targets.map((t) => [t.name, String(t.value), t.target, t.met ? 'yes' : 'NO']),
+      ),
+    );
+  } catch (err) {
+    failed = true;
+    process.stderr.write(`bench ${name} failed: ${(err as Error).stack ?? String(err)}\n`);
+  }
+}
+
+const doc = {
+  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30) },
+  node: process.version,
+  at: new Date().toISOString(),
+  sections,
+};
+mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+writeFileSync(new URL('./results/latest.json', import.meta.url), JSON.stringify(doc, null, 2) + '\n');
+process.stdout.write('\n' + JSON.stringify(doc) + '\n');
+if (failed) process.exitCode = 1;

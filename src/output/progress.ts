@@ -1,0 +1,43 @@
+/**
+ * Progress for long work, on stderr. On a TTY it redraws one line; elsewhere
+ * (CI, pipes) it prints a line at most every `everyMs` so logs stay readable.
+ */
+export interface Progress {
+  update(done: number, detail?: string): void;
+  finish(detail?: string): void;
+}
+
+export function createProgress(
+  label: string,
+  total: number | undefined,
+  stream: NodeJS.WriteStream = process.stderr,
+  everyMs = 2000,
+): Progress {
+  const tty = stream.isTTY === true;
+  let last = 0;
+  const started = Date.now();
+  const render = (done: number, detail?: string): string => {
+    const pct = total ? ` ${Math.floor((done / total) * 100)}%` : '';
+    const count = total ? `${done}/${total}` : `${done}`;
+    const bar = total && tty ? ` [${'#'.repeat(Math.floor((done / total) * 20)).padEnd(20, '.')}]` : '';
+    return `${label}${bar} ${count}${pct}${detail ? ` ${detail}` : ''}`;
+  };
+  return {
+    update(done, detail) {
+      const now = Date.now();
+      if (tty) {
+        if (now - last < 100) return;
+        last = now;
+        stream.write(`\r\x1b[K${render(done, detail)}`);
+      } else if (now - last >= everyMs) {
+        last = now;
+        stream.write(render(done, detail) + '\n');
+      }
+    },
+    finish(detail) {
+      const secs = ((Date.now() - started) / 1000).toFixed(1);
+      const text = `${label} done in ${secs}s${detail ? ` (${detail})` : ''}`;
+      stream.write(tty ? `\r\x1b[K${text}\n` : `${text}\n`);
+    },
+  };
+}

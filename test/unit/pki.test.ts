@@ -1,0 +1,39 @@
+import { X509Certificate } from 'node:crypto';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Agent, request } from 'undici';
+import { generateCa, issueCertificate } from '../../src/tls/pki.js';
+import { describeCertificate } from '../../src/tls/inspect.js';
+
+describe('pki', () => {
+  const ca = generateCa({ commonName: 'Unit CA' });
+  const server = issueCertificate(ca, { commonName: 'gw.test', hosts: ['127.0.0.1', 'gw.test'], usage: 'server' });
+  const https = createServer({ key: server.keyPem, cert: server.certPem }, (_req, res) => res.end('ok'));
+  afterAll(() => new Promise<void>((r) => https.close(() => r())));
+
+  it('issues a server certificate that chains to the CA and names its hosts', () => {
+    const cert = new X509Certificate(server.certPem);
+    const caCert = new X509Certificate(ca.certPem);
+    expect(cert.verify(caCert.publicKey)).toBe(true);
+    expect(cert.checkIssued(caCert)).toBe(true);
+    expect(cert.checkIP('127.0.0.1')).toBe('127.0.0.1');
+    expect(cert.checkHost('gw.test')).toBe('gw.test');
+    expect(cert.checkHost('other.test')).toBeUndefined();
+    expect(caCert.ca).toBe(true);
+    expect(cert.ca).toBe(false);
+    expect(describeCertificate(cert).subject).toBe('CN=gw.test');
+  });
+
+  it('is accepted by undici with the CA and rejected without it', async () => {
+    await new Promise<void>((r) => https.listen(0, '127.0.0.1', () => r()));
+    const url = `https://127.0.0.1:${(https.address() as AddressInfo).port}/`;
+    const good = await request(url, { dispatcher: new Agent({ connect: { ca: ca.certPem } }) });
+    expect(good.statusCode).toBe(200);
+    expect(await good.body.text()).toBe('ok');
+    const other = generateCa({ commonName: 'Other CA' });
+    await expect(request(url, { dispatcher: new Agent({ connect: { ca: other.certPem } }) })).rejects.toMatchObject({
+      code: expect.stringMatching(/UNABLE_TO_VERIFY|SELF_SIGNED|CERT/),
+    });
+  });
+});
