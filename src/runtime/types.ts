@@ -40,6 +40,8 @@ export interface Runtime {
   up(options?: { demo?: boolean }): Promise<void>;
   /** Stops everything cleanly (SIGTERM, bounded wait). */
   down(): Promise<void>;
+  /** Restarts one component (e.g. `api` after `consumer create --write-env`). */
+  restart(component: string): Promise<void>;
   /** What is running now (verify check 1, `status`). One-shot jobs are excluded. */
   components(): Promise<ComponentState[]>;
   /** Versions for the acceptance record. */
