@@ -20,13 +20,25 @@ export function mergedEnv(path: string, env: NodeJS.ProcessEnv = process.env): R
   return { ...readEnvFile(path), ...env };
 }
 
-/** Serialises settings as a .env file; values are double-quoted and escaped. */
+/**
+ * Quotes a value so util.parseEnv reads it back unchanged. Node's parser has no
+ * escapes inside quotes (only `\n` expansion in double quotes), so pick a quote
+ * character the value does not contain; single quotes are fully literal.
+ */
+function quote(key: string, value: string): string {
+  if (/[\r\n]/.test(value)) throw new Error(`value of ${key} must be a single line`);
+  if (!value.includes("'")) return `'${value}'`;
+  if (!value.includes('"') && !value.includes('\\n')) return `"${value}"`;
+  if (!value.includes('`')) return `\`${value}\``;
+  throw new Error(`value of ${key} contains every quote character`);
+}
+
+/** Serialises settings as a .env file that util.parseEnv reads back unchanged. */
 export function formatEnvFile(values: Record<string, string>, header?: string): string {
   const lines = header ? header.split('\n').map((l) => `# ${l}`) : [];
   for (const [key, value] of Object.entries(values)) {
     if (!/^[A-Z][A-Z0-9_]*$/.test(key)) throw new Error(`invalid variable name ${key}`);
-    const escaped = value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-    lines.push(`${key}="${escaped}"`);
+    lines.push(`${key}=${quote(key, value)}`);
   }
   return lines.join('\n') + '\n';
 }

@@ -1,0 +1,98 @@
+import { readdirSync, readFileSync, statSync, writeFileSync, mkdirSync, chmodSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { writeFileAtomic, writeSecretFile } from '../../src/util/atomic-write.js';
+import { safeEqual } from '../../src/util/constant-time.js';
+import { formatEnvFile, readEnvFile } from '../../src/util/env-file.js';
+import { isLoopback, parseListen } from '../../src/util/listen-address.js';
+import { freePort, isPortFree } from '../../src/util/port-check.js';
+import { createServer } from 'node:net';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+
+afterAll(removeTempDirs);
+
+describe('writeFileAtomic', () => {
+  it('writes secrets with mode 0600 and leaves no temp file', () => {
+    const dir = tempDir();
+    const path = join(dir, 'sub', 'key.pem');
+    writeSecretFile(path, 'secret');
+    expect(readFileSync(path, 'utf8')).toBe('secret');
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(readdirSync(join(dir, 'sub'))).toEqual(['key.pem']);
+  });
+
+  it('keeps the old content when the write fails', () => {
+    const dir = tempDir();
+    const path = join(dir, 'ro', 'state.json');
+    mkdirSync(join(dir, 'ro'));
+    writeFileSync(path, 'old');
+    chmodSync(join(dir, 'ro'), 0o500);
+    try {
+      if (process.getuid?.() === 0) {
+        // root ignores directory permissions; fail the rename instead by targeting a directory.
+        mkdirSync(join(dir, 'ro2', 'state.json'), { recursive: true });
+        expect(() => writeFileAtomic(join(dir, 'ro2', 'state.json'), 'new')).toThrow(/ERR_FILE_WRITE|Cannot write/);
+        expect(readdirSync(join(dir, 'ro2'))).toEqual(['state.json']);
+      } else {
+        expect(() => writeFileAtomic(path, 'new')).toThrow(/Cannot write/);
+      }
+      expect(readFileSync(path, 'utf8')).toBe('old');
+    } finally {
+      chmodSync(join(dir, 'ro'), 0o700);
+    }
+  });
+});
+
+describe('safeEqual', () => {
+  it('compares secrets of any length', () => {
+    expect(safeEqual('abc', 'abc')).toBe(true);
+    expect(safeEqual('abc', 'abd')).toBe(false);
+    expect(safeEqual('abc', 'abcd')).toBe(false);
+    expect(safeEqual('', '')).toBe(true);
+  });
+});
+
+describe('env files', () => {
+  it('round-trips values with quotes, backslashes and spaces', () => {
+    const dir = tempDir();
+    const path = join(dir, '.env');
+    const values = {
+      A_KEY: 'x"y\\z',
+      QUOTES: `it's "x"`,
+      SPACED: 'a b  c',
+      URL: 'https://h:1/p?q=1#f',
+      EMPTY: '',
+    };
+    writeFileSync(path, formatEnvFile(values, 'generated'));
+    expect(readEnvFile(path)).toEqual(values);
+    expect(readEnvFile(join(dir, 'missing'))).toEqual({});
+  });
+
+  it('rejects invalid names and values it cannot write back unchanged', () => {
+    expect(() => formatEnvFile({ 'bad-name': 'x' })).toThrow(/invalid variable name/);
+    expect(() => formatEnvFile({ A: 'two\nlines' })).toThrow(/single line/);
+    expect(() => formatEnvFile({ A: `'"\`` })).toThrow(/quote/);
+  });
+});
+
+describe('listen addresses and ports', () => {
+  it('parses host:port forms and tells loopback apart', () => {
+    expect(parseListen('127.0.0.1:8001', 'X')).toEqual({ host: '127.0.0.1', port: 8001 });
+    expect(parseListen('[::1]:9', 'X')).toEqual({ host: '::1', port: 9 });
+    expect(() => parseListen('nope', 'ADMIN_LISTEN')).toThrow(/ADMIN_LISTEN/);
+    expect(() => parseListen('h:70000', 'X')).toThrow();
+    expect(isLoopback('127.0.0.1')).toBe(true);
+    expect(isLoopback('localhost')).toBe(true);
+    expect(isLoopback('0.0.0.0')).toBe(false);
+    expect(isLoopback('10.0.0.1')).toBe(false);
+  });
+
+  it('sees a taken port as taken', async () => {
+    const port = await freePort();
+    expect(await isPortFree(port)).toBe(true);
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
+    expect(await isPortFree(port)).toBe(false);
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+});
