@@ -1,0 +1,21 @@
+/** basic-auth config (kong.md §2): Kong 3.6+ defaults (realm "service"). */
+import { defineSchema } from '../schema-kit.js';
+import { KONG_VERSION } from '../version.js';
+
+export interface BasicAuthConfig {
+  anonymous: string | null;
+  hide_credentials: boolean;
+  realm: string;
+}
+
+export const basicAuthSchema = defineSchema({
+  name: 'basic-auth',
+  version: KONG_VERSION,
+  priority: 1100,
+  consumerScopable: false,
+  fields: {
+    anonymous: { type: 'string' },
+    hide_credentials: { type: 'boolean', required: true, default: false },
+    realm: { type: 'string', required: true, default: 'service' },
+  },
+});
