@@ -1,15 +1,26 @@
 import type { Command } from 'commander';
-import { HospitalApiError } from '../errors/index.js';
-import { action } from './action.js';
+import { action, type GlobalOptions } from './action.js';
 
-/** `hospital-api down`: stop the native stack */
+interface DownOptions extends GlobalOptions {
+  dir?: string;
+}
+
+/** `hospital-api down`: SIGTERM, a bounded wait, then SIGKILL; no process or port left behind. */
 export function register(program: Command): void {
   program
     .command('down')
-    .description('stop the native stack')
+    .description('stop the installed stack cleanly (SIGTERM, bounded wait, then SIGKILL)')
+    .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .action(
-      action('down', async () => {
-        throw new HospitalApiError('ERR_USAGE', { detail: 'down is not implemented yet' });
+      action<DownOptions>('down', async (options, io) => {
+        const { defaultInstallDir } = await import('../runtime/layout.js');
+        const { openRuntime } = await import('../runtime/index.js');
+        const dir = options.dir ?? defaultInstallDir();
+        const runtime = openRuntime(dir);
+        await runtime.down();
+        if (io.json) io.out(JSON.stringify({ ok: true, command: 'down', result: { dir, runtime: runtime.name } }));
+        else io.out(`Stopped the ${runtime.name} stack in ${dir}.`);
+        return 0;
       }),
     );
 }

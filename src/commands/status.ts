@@ -1,15 +1,56 @@
 import type { Command } from 'commander';
-import { HospitalApiError } from '../errors/index.js';
-import { action } from './action.js';
+import type { Io } from '../output/io.js';
+import type { ComponentState } from '../runtime/types.js';
+import { action, type GlobalOptions } from './action.js';
 
-/** `hospital-api status`: show the state of the native stack */
+interface StatusOptions extends GlobalOptions {
+  dir?: string;
+}
+
+function uptime(seconds: number | undefined): string {
+  if (seconds === undefined) return '-';
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  return h > 0 ? `${h}h${String(m).padStart(2, '0')}m` : m > 0 ? `${m}m${String(s).padStart(2, '0')}s` : `${s}s`;
+}
+
+/** The human table shared by `status` and `up`. */
+export async function renderComponents(io: Io, components: ComponentState[]): Promise<void> {
+  const { renderTable } = await import('../output/table.js');
+  const colour = (state: ComponentState['state']): string =>
+    state === 'up' ? io.colour.green(state) : state === 'down' || state === 'exited' ? io.colour.red(state) : io.colour.yellow(state);
+  io.out(
+    renderTable(
+      ['COMPONENT', 'STATE', 'PID', 'UPTIME', 'RESTARTS', 'PORTS', 'VERSION', 'DETAIL'],
+      components.map((c) => [
+        c.name, colour(c.state), c.pid ? String(c.pid) : '-', uptime(c.uptimeSeconds), String(c.restarts ?? 0),
+        (c.ports ?? []).join(','), c.version ?? '-', c.detail,
+      ]),
+    ),
+  );
+}
+
+/** `hospital-api status`: pid, uptime, version, ports and health of each component. */
 export function register(program: Command): void {
   program
     .command('status')
-    .description('show the state of the native stack')
+    .description('show the state of the native stack: pid, uptime, version, ports and health of each component')
+    .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .action(
-      action('status', async () => {
-        throw new HospitalApiError('ERR_USAGE', { detail: 'status is not implemented yet' });
+      action<StatusOptions>('status', async (options, io) => {
+        const { defaultInstallDir } = await import('../runtime/layout.js');
+        const { openRuntime } = await import('../runtime/index.js');
+        const dir = options.dir ?? defaultInstallDir();
+        const runtime = openRuntime(dir);
+        const components = await runtime.components();
+        const allUp = components.every((c) => c.state === 'up');
+        if (io.json) {
+          io.out(JSON.stringify({ ok: true, command: 'status', result: { dir, runtime: runtime.name, allUp, components } }));
+        } else {
+          await renderComponents(io, components);
+        }
+        return 0;
       }),
     );
 }

@@ -1,15 +1,47 @@
-import type { Command } from 'commander';
-import { HospitalApiError } from '../errors/index.js';
-import { action } from './action.js';
+import { Option, type Command } from 'commander';
+import { action, type GlobalOptions } from './action.js';
 
-/** `hospital-api up`: start the native stack */
+interface UpOptions extends GlobalOptions {
+  dir?: string;
+  demo?: boolean;
+  foreground?: boolean;
+}
+
+/** `hospital-api up`: start the native stack under a supervisor and wait until it answers. */
 export function register(program: Command): void {
   program
     .command('up')
-    .description('start the native stack')
+    .description('start the installed stack (native: supervised processes) and wait until each component answers')
+    .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
+    .option('--demo', 'require a demo installation (adds the DEMO platform stand-in)')
+    // Internal: the detached supervisor process itself (started by `up`).
+    .addOption(new Option('--foreground', 'run the supervisor in this process').hideHelp())
     .action(
-      action('up', async () => {
-        throw new HospitalApiError('ERR_USAGE', { detail: 'up is not implemented yet' });
+      action<UpOptions>('up', async (options, io) => {
+        const { defaultInstallDir } = await import('../runtime/layout.js');
+        const { readInstallConfig } = await import('../runtime/install-config.js');
+        const { HospitalApiError } = await import('../errors/index.js');
+        const dir = options.dir ?? defaultInstallDir();
+        const config = readInstallConfig(dir);
+        if (options.demo && !config.demo) throw new HospitalApiError('ERR_RUNTIME_DEMO_REFUSED', { dir });
+        if (options.foreground) {
+          const { runSupervisor } = await import('../runtime/native/supervisor.js');
+          return runSupervisor(dir, config);
+        }
+        const { openRuntime } = await import('../runtime/index.js');
+        const runtime = openRuntime(dir);
+        const started = Date.now();
+        io.log(`Starting the ${runtime.name} stack in ${dir}${config.demo ? ' (DEMO installation)' : ''}…`);
+        await runtime.up({ demo: options.demo === true });
+        const components = await runtime.components();
+        if (io.json) {
+          io.out(JSON.stringify({ ok: true, command: 'up', result: { dir, runtime: runtime.name, components } }));
+        } else {
+          const { renderComponents } = await import('./status.js');
+          await renderComponents(io, components);
+          io.log(`Ready in ${((Date.now() - started) / 1000).toFixed(1)}s. Stop with \`hospital-api down\`.`);
+        }
+        return 0;
       }),
     );
 }

@@ -1,0 +1,35 @@
+/**
+ * Opens the runtime an installation was made with (install.json decides).
+ * The docker module is imported lazily, on the first call, so native commands
+ * never load it.
+ */
+import { readInstallConfig, type InstallConfig } from './install-config.js';
+import type { Runtime } from './types.js';
+import { createNativeRuntime } from './native/index.js';
+
+type DockerFactory = (dir: string, config: InstallConfig) => Runtime;
+
+function lazyDocker(dir: string, config: InstallConfig): Runtime {
+  let loaded: Promise<Runtime> | null = null;
+  const get = (): Promise<Runtime> => {
+    // A variable specifier keeps the import lazy and off the native path.
+    const specifier = './docker/index.js';
+    loaded ??= (import(specifier) as Promise<{ createDockerRuntime: DockerFactory }>).then((m) => m.createDockerRuntime(dir, config));
+    return loaded;
+  };
+  return {
+    name: 'docker',
+    up: async (options) => (await get()).up(options),
+    down: async () => (await get()).down(),
+    restart: async (component) => (await get()).restart(component),
+    components: async () => (await get()).components(),
+    versions: async () => (await get()).versions(),
+    admin: async (method, path, body) => (await get()).admin(method, path, body),
+  };
+}
+
+/** @throws ERR_RUNTIME_NOT_INSTALLED when `dir` holds no install.json. */
+export function openRuntime(dir: string): Runtime {
+  const config = readInstallConfig(dir);
+  return config.runtime === 'native' ? createNativeRuntime(dir, config) : lazyDocker(dir, config);
+}

@@ -1,0 +1,136 @@
+/**
+ * What the native supervisor runs: one spec per component, derived from
+ * install.json and the install directory, so `up`, `status` and `verify`
+ * agree on names, ports and health URLs.
+ *
+ * Bind addresses (docs/runtime.md): the admin API is ALWAYS 127.0.0.1 (spec §1:
+ * never published). The API, FHIR and gateway proxy ports bind 127.0.0.1 when
+ * every name in install.json `hosts` is loopback, else all interfaces, since
+ * spec §1 makes them reachable "on the node host".
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { endpoints, type InstallConfig } from '../install-config.js';
+import { installPaths } from '../layout.js';
+import { isLoopback } from '../../util/listen-address.js';
+import { readEnvFile } from '../../util/env-file.js';
+import { VERSION } from '../../version.js';
+
+/** The CLI every component is started from (`node bin/hospital-api.js <command> …`). */
+export const BIN_PATH = fileURLToPath(new URL('../../../bin/hospital-api.js', import.meta.url));
+
+/**
+ * The executable the supervisor starts components from. HOSPITAL_API_COMPONENT_BIN
+ * is a test seam (stand-in components for the supervisor's own tests).
+ */
+export function componentBin(env: NodeJS.ProcessEnv = process.env): string {
+  return env.HOSPITAL_API_COMPONENT_BIN || BIN_PATH;
+}
+
+export type ComponentName = 'fhir' | 'gateway' | 'platform' | 'api';
+
+export interface PortBinding {
+  host: string;
+  port: number;
+}
+
+export interface ComponentSpec {
+  name: ComponentName;
+  /** Arguments after `bin/hospital-api.js`. */
+  args: string[];
+  /** Answers 200 once the component serves (loopback). */
+  healthUrl: string;
+  ports: PortBinding[];
+  version: string;
+  /** Set when the component must not start yet; shown as its `down` detail. */
+  blocked?: string;
+}
+
+/** Demo-only settings kept beside the install (never in install.json). */
+export interface DemoSettings {
+  platformPort: number;
+}
+
+export function demoSettingsPath(dir: string): string {
+  return join(installPaths(dir).root, 'demo', 'demo.json');
+}
+
+export function readDemoSettings(dir: string): DemoSettings | null {
+  const path = demoSettingsPath(dir);
+  if (!existsSync(path)) return null;
+  return JSON.parse(readFileSync(path, 'utf8')) as DemoSettings;
+}
+
+/** 127.0.0.1 when every configured host name is loopback, else all interfaces. */
+export function publicBindHost(config: InstallConfig): string {
+  return config.hosts.length > 0 && config.hosts.every(isLoopback) ? '127.0.0.1' : '0.0.0.0';
+}
+
+/** Why the Hospital API cannot start yet, or undefined when its settings are complete. */
+export function apiBlockedReason(dir: string): string | undefined {
+  const env = readEnvFile(installPaths(dir).apiEnv);
+  const missing = ['FHIR_API_KEY', 'PLATFORM_API_URL'].filter((k) => !env[k]);
+  if (missing.length === 0) return undefined;
+  return (
+    `${missing.join(' and ')} not set in hospital-api.env: ` +
+    `run \`hospital-api consumer create <name> --write-env --dir ${installPaths(dir).root}\`` +
+    (missing.includes('PLATFORM_API_URL') ? ' and set PLATFORM_API_URL' : '')
+  );
+}
+
+/** The components of an installation, in start order. Reads the env file each call. */
+export function componentSpecs(dir: string, config: InstallConfig): ComponentSpec[] {
+  const p = installPaths(dir);
+  const host = publicBindHost(config);
+  const ports = config.ports;
+  const specs: ComponentSpec[] = [
+    {
+      name: 'fhir',
+      args: ['fhir', '--host', host, '--port', String(ports.fhir), '--data', p.fhirData, '--public-base', endpoints(config).fhirBase],
+      healthUrl: `http://127.0.0.1:${ports.fhir}/fhir/metadata`,
+      ports: [{ host, port: ports.fhir }],
+      version: VERSION,
+    },
+    {
+      name: 'gateway',
+      args: [
+        'gateway',
+        '--admin-listen', `127.0.0.1:${ports.gatewayAdmin}`,
+        '--proxy-listen', `${host}:${ports.gatewayHttp}`,
+        '--proxy-ssl-listen', `${host}:${ports.gatewayHttps}`,
+        '--cert', p.gatewayCert,
+        '--key', p.gatewayKey,
+        '--state', p.gatewayState,
+      ],
+      healthUrl: `http://127.0.0.1:${ports.gatewayAdmin}/status`,
+      ports: [
+        { host: '127.0.0.1', port: ports.gatewayAdmin },
+        { host, port: ports.gatewayHttp },
+        { host, port: ports.gatewayHttps },
+      ],
+      version: VERSION,
+    },
+  ];
+  const demo = config.demo ? readDemoSettings(dir) : null;
+  if (demo) {
+    specs.push({
+      name: 'platform',
+      args: ['demo', '--platform-stand-in', '--listen', `127.0.0.1:${demo.platformPort}`, '--dir', p.root],
+      healthUrl: `http://127.0.0.1:${demo.platformPort}/health`,
+      ports: [{ host: '127.0.0.1', port: demo.platformPort }],
+      version: `${VERSION} (DEMO stand-in)`,
+    });
+  }
+  const api: ComponentSpec = {
+    name: 'api',
+    args: ['serve', '--host', host, '--port', String(ports.api), '--env-file', p.apiEnv],
+    healthUrl: `http://127.0.0.1:${ports.api}/api/health-check`,
+    ports: [{ host, port: ports.api }],
+    version: VERSION,
+  };
+  const blocked = apiBlockedReason(dir);
+  if (blocked) api.blocked = blocked;
+  specs.push(api);
+  return specs;
+}

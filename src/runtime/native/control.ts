@@ -1,0 +1,125 @@
+/**
+ * The client side of the supervisor: start it detached and wait until every
+ * component settles, stop it (SIGTERM, bounded wait, SIGKILL of its process
+ * group), and ask it to restart one component.
+ */
+import { spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { InstallConfig } from '../install-config.js';
+import { installPaths } from '../layout.js';
+import { HospitalApiError } from '../../errors/index.js';
+import { isPortFree } from '../../util/port-check.js';
+import { writeFileAtomic } from '../../util/atomic-write.js';
+import { BIN_PATH, componentSpecs } from './components.js';
+import { assertPortsFree, sleep } from './health.js';
+import { isAlive, readRunState, runningSupervisor, statePath, type RunState } from './state.js';
+import { fatalError } from './supervisor.js';
+
+const START_TIMEOUT_MS = 90_000;
+const STOP_TIMEOUT_MS = 15_000;
+
+/** Settled: up, or down for a stated reason (the API without its key). */
+function settled(state: RunState): boolean {
+  return state.components.length > 0 && state.components.every((c) => c.state === 'up' || (c.state === 'down' && c.pid === null && c.startedAt === null));
+}
+
+async function waitSettled(dir: string, timeoutMs: number): Promise<RunState> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const state = readRunState(dir);
+    if (state) {
+      const fatal = fatalError(state);
+      if (fatal) throw fatal;
+      if (state.stoppedAt || !isAlive(state.supervisorPid)) {
+        throw new HospitalApiError('ERR_RUNTIME_START_FAILED', {
+          component: 'supervisor', dir, detail: `it exited; see ${join(installPaths(dir).logs, 'supervisor.log')}`,
+        });
+      }
+      if (settled(state)) return state;
+    }
+    if (Date.now() > deadline) {
+      const waiting = state?.components.filter((c) => c.state !== 'up').map((c) => `${c.name} (${c.detail})`) ?? ['supervisor'];
+      throw new HospitalApiError('ERR_RUNTIME_TIMEOUT', { seconds: timeoutMs / 1000, what: waiting.join(', '), dir });
+    }
+    await sleep(150);
+  }
+}
+
+/** Starts the supervisor unless it already runs; resolves once every component settles. */
+export async function startStack(dir: string, config: InstallConfig, timeoutMs = START_TIMEOUT_MS): Promise<RunState> {
+  const paths = installPaths(dir);
+  if (runningSupervisor(dir)) return waitSettled(dir, timeoutMs);
+  await assertPortsFree(componentSpecs(dir, config));
+  mkdirSync(paths.logs, { recursive: true });
+  mkdirSync(paths.run, { recursive: true });
+  rmSync(statePath(dir), { force: true });
+  const fd = openSync(join(paths.logs, 'supervisor.log'), 'a');
+  // detached: its own session and process group, so it outlives this command and
+  // `down` can signal the whole group.
+  const child = spawn(process.execPath, [BIN_PATH, 'up', '--foreground', '--dir', paths.root], {
+    detached: true,
+    stdio: ['ignore', fd, fd],
+    env: { ...process.env, NO_COLOR: '1' },
+  });
+  closeSync(fd);
+  child.unref();
+  return waitSettled(dir, timeoutMs);
+}
+
+/** Stops the supervisor and every component; true when something was running. */
+export async function stopStack(dir: string, timeoutMs = STOP_TIMEOUT_MS): Promise<boolean> {
+  const state = readRunState(dir);
+  if (!state) return false;
+  const pids = state.components.map((c) => c.pid).filter((p): p is number => isAlive(p));
+  const supervisor = isAlive(state.supervisorPid) && !state.stoppedAt ? state.supervisorPid : null;
+  if (!supervisor && pids.length === 0) return false;
+  if (supervisor) process.kill(supervisor, 'SIGTERM');
+  else for (const pid of pids) process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + timeoutMs;
+  const alive = (): boolean => (supervisor !== null && isAlive(supervisor)) || pids.some(isAlive);
+  while (alive() && Date.now() < deadline) await sleep(100);
+  if (alive()) {
+    // Bounded wait is over: kill the group (supervisor and its children) outright.
+    if (supervisor) try { process.kill(-supervisor, 'SIGKILL'); } catch { /* gone */ }
+    for (const pid of pids) if (isAlive(pid)) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+    await sleep(200);
+  }
+  if (alive()) throw new HospitalApiError('ERR_RUNTIME_STOP_FAILED', { what: 'the native stack', detail: `pids ${pids.join(', ')} still alive` });
+  await waitPortsReleased(state, deadline);
+  return true;
+}
+
+async function waitPortsReleased(state: RunState, deadline: number): Promise<void> {
+  const ports = state.components.flatMap((c) => c.ports);
+  for (const port of ports) {
+    while (!(await isPortFree(port)) && Date.now() < deadline + 5_000) await sleep(100);
+  }
+}
+
+/** Asks the running supervisor to restart one component and waits for it to settle. */
+export async function requestRestart(dir: string, component: string, timeoutMs = START_TIMEOUT_MS): Promise<void> {
+  const state = runningSupervisor(dir);
+  if (!state) throw new HospitalApiError('ERR_RUNTIME_NOT_RUNNING', { dir: installPaths(dir).root });
+  const known = state.components.map((c) => c.name);
+  if (!known.includes(component)) {
+    throw new HospitalApiError('ERR_RUNTIME_UNKNOWN_COMPONENT', { component, known: known.join(', ') });
+  }
+  const token = `${Date.now()}-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  writeFileAtomic(join(installPaths(dir).run, `restart-${component}.request`), token + '\n');
+  process.kill(state.supervisorPid, 'SIGUSR2');
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    await sleep(150);
+    const now = runningSupervisor(dir);
+    if (!now) throw new HospitalApiError('ERR_RUNTIME_NOT_RUNNING', { dir: installPaths(dir).root });
+    const c = now.components.find((x) => x.name === component);
+    if (c?.handledRequest === token) {
+      if (c.state === 'up' || c.state === 'down') return;
+      throw new HospitalApiError('ERR_RUNTIME_START_FAILED', { component, dir, detail: c.detail });
+    }
+    if (Date.now() > deadline) {
+      throw new HospitalApiError('ERR_RUNTIME_TIMEOUT', { seconds: timeoutMs / 1000, what: `${component} to restart`, dir });
+    }
+  }
+}

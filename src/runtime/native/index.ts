@@ -1,0 +1,77 @@
+/**
+ * The native runtime: the embedded FHIR server, gateway and Hospital API as
+ * processes under one supervisor (see supervisor.ts), behind the same Runtime
+ * interface as docker.
+ */
+import { request } from 'undici';
+import { endpoints, type InstallConfig } from '../install-config.js';
+import { installPaths } from '../layout.js';
+import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '../types.js';
+import { HospitalApiError } from '../../errors/index.js';
+import { componentSpecs } from './components.js';
+import { requestRestart, startStack, stopStack } from './control.js';
+import { probe } from './health.js';
+import { isAlive, readRunState, runningSupervisor } from './state.js';
+
+/** Live view: the recorded state, checked against the process table and each health URL. */
+export async function nativeComponents(dir: string, config: InstallConfig): Promise<ComponentState[]> {
+  const specs = componentSpecs(dir, config);
+  const state = runningSupervisor(dir);
+  return Promise.all(
+    specs.map(async (spec): Promise<ComponentState> => {
+      const base = { name: spec.name, ports: spec.ports.map((p) => p.port), version: spec.version };
+      const rec = state?.components.find((c) => c.name === spec.name);
+      if (!state || !rec) {
+        return { ...base, state: 'down', detail: spec.blocked ?? `not running (start it with \`hospital-api up --dir ${installPaths(dir).root}\`)` };
+      }
+      const extra = { restarts: rec.restarts, version: rec.version };
+      if (!rec.pid || !isAlive(rec.pid)) return { ...base, ...extra, state: rec.state === 'up' ? 'exited' : rec.state, detail: rec.detail };
+      const uptimeSeconds = rec.startedAt ? Math.max(0, Math.round((Date.now() - Date.parse(rec.startedAt)) / 1000)) : undefined;
+      const live = { ...base, ...extra, pid: rec.pid, ...(uptimeSeconds === undefined ? {} : { uptimeSeconds }) };
+      if (await probe(spec.healthUrl)) return { ...live, state: 'up', detail: `answering ${spec.healthUrl}` };
+      return { ...live, state: rec.state === 'up' ? 'starting' : rec.state, detail: `process alive but ${spec.healthUrl} does not answer` };
+    }),
+  );
+}
+
+export function createNativeRuntime(dir: string, config: InstallConfig): Runtime {
+  const root = installPaths(dir).root;
+  return {
+    name: 'native',
+    async up() {
+      await startStack(root, config);
+    },
+    async down() {
+      await stopStack(root);
+    },
+    restart: (component) => requestRestart(root, component),
+    components: () => nativeComponents(root, config),
+    async versions(): Promise<ComponentVersion[]> {
+      const recorded = readRunState(root)?.components ?? [];
+      return componentSpecs(root, config).map((s) => ({
+        name: s.name,
+        version: recorded.find((c) => c.name === s.name)?.version ?? s.version,
+      }));
+    },
+    async admin(method, path, body): Promise<AdminResponse> {
+      const url = endpoints(config).nativeAdmin + path;
+      try {
+        const res = await request(url, {
+          method,
+          headers: body === undefined ? {} : { 'content-type': 'application/json' },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+          headersTimeout: 10_000,
+          bodyTimeout: 10_000,
+        });
+        const text = await res.body.text();
+        let parsed: unknown = null;
+        if (text) {
+          try { parsed = JSON.parse(text); } catch { parsed = text; }
+        }
+        return { status: res.statusCode, body: parsed };
+      } catch (err) {
+        throw new HospitalApiError('ERR_RUNTIME_ADMIN_UNREACHABLE', { url, dir: root, detail: (err as Error).message }, { cause: err });
+      }
+    },
+  };
+}

@@ -1,0 +1,71 @@
+/**
+ * The supervisor's record in <dir>/run/state.json: pids, ports, start times,
+ * restarts and versions. Only the supervisor writes it (atomically); up, down,
+ * status and verify read it.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { installPaths } from '../layout.js';
+import { writeFileAtomic } from '../../util/atomic-write.js';
+import type { ComponentState } from '../types.js';
+import type { ErrorParams } from '../../errors/index.js';
+
+export interface ComponentRecord {
+  name: string;
+  state: ComponentState['state'];
+  detail: string;
+  pid: number | null;
+  ports: number[];
+  /** ISO 8601, when the current process was spawned. */
+  startedAt: string | null;
+  restarts: number;
+  version: string;
+  log: string;
+  /** The last restart request handled (its token), so the requester knows it is done. */
+  handledRequest?: string;
+}
+
+export interface RunState {
+  supervisorPid: number;
+  startedAt: string;
+  stoppedAt?: string;
+  demo: boolean;
+  components: ComponentRecord[];
+  /** Set when the supervisor gave up before starting (e.g. a port is taken). */
+  fatal?: { code: string; params: ErrorParams };
+}
+
+export function statePath(dir: string): string {
+  return join(installPaths(dir).run, 'state.json');
+}
+
+export function readRunState(dir: string): RunState | null {
+  const path = statePath(dir);
+  if (!existsSync(path)) return null;
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as RunState;
+  } catch {
+    return null;
+  }
+}
+
+export function writeRunState(dir: string, state: RunState): void {
+  writeFileAtomic(statePath(dir), JSON.stringify(state, null, 2) + '\n');
+}
+
+/** True when a process with this pid exists (signal 0 probes without sending). */
+export function isAlive(pid: number | null | undefined): boolean {
+  if (!pid || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The state file's supervisor, when it still runs. */
+export function runningSupervisor(dir: string): RunState | null {
+  const state = readRunState(dir);
+  return state && !state.stoppedAt && isAlive(state.supervisorPid) ? state : null;
+}
