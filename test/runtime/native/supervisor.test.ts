@@ -1,0 +1,130 @@
+/**
+ * The supervisor through the real CLI (`up`, `status`, `logs`, `down`), with
+ * stand-in components (fixtures/fake-components.mjs) so these tests exercise
+ * supervision itself: spawn, health, restart on crash, refusal, clean stop.
+ */
+import { appendFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { runCli } from '../../helpers/cli.js';
+import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { isPortFree } from '../../../src/util/port-check.js';
+import { installPaths } from '../../../src/runtime/layout.js';
+import { createNativeRuntime } from '../../../src/runtime/native/index.js';
+import { isAlive } from '../../../src/runtime/native/state.js';
+import type { ComponentState } from '../../../src/runtime/types.js';
+import { makeNativeInstall } from './install-fixture.js';
+
+const FAKE = fileURLToPath(new URL('./fixtures/fake-components.mjs', import.meta.url));
+const env = { HOSPITAL_API_COMPONENT_BIN: FAKE };
+const started: string[] = [];
+
+async function up(dir: string) {
+  started.push(dir);
+  return runCli(['up', '--dir', dir], { env });
+}
+
+async function status(dir: string): Promise<ComponentState[]> {
+  const r = await runCli(['status', '--dir', dir, '--json'], { env });
+  expect(r.exitCode, r.stderr).toBe(0);
+  return (JSON.parse(r.stdout) as { result: { components: ComponentState[] } }).result.components;
+}
+
+async function until<T>(what: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await what();
+    if (ok(v) || Date.now() > deadline) return v;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+afterEach(async () => {
+  for (const dir of started.splice(0)) await runCli(['down', '--dir', dir], { env });
+});
+afterAll(removeTempDirs);
+
+describe('native supervisor (real CLI, stand-in components)', () => {
+  it('starts every component, restarts a killed one, and down leaves no process and no port', async () => {
+    const dir = tempDir();
+    const config = await makeNativeInstall(dir);
+    const r = await up(dir);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^fhir\s+up\s+\d+/m);
+
+    const first = await status(dir);
+    expect(first.map((c) => [c.name, c.state])).toEqual([['fhir', 'up'], ['gateway', 'up'], ['api', 'up']]);
+    const gateway = first.find((c) => c.name === 'gateway')!;
+    expect(gateway.ports).toEqual([config.ports.gatewayAdmin, config.ports.gatewayHttp, config.ports.gatewayHttps]);
+    const fhirPid = first.find((c) => c.name === 'fhir')!.pid!;
+    expect(isAlive(fhirPid)).toBe(true);
+
+    process.kill(fhirPid, 'SIGKILL');
+    const after = await until(() => status(dir), (cs) => {
+      const f = cs.find((c) => c.name === 'fhir')!;
+      return f.state === 'up' && f.pid !== fhirPid;
+    });
+    const fhir = after.find((c) => c.name === 'fhir')!;
+    expect(fhir.state).toBe('up');
+    expect(fhir.pid).not.toBe(fhirPid);
+    expect(fhir.restarts).toBe(1);
+
+    const logs = await runCli(['logs', 'fhir', '--dir', dir], { env });
+    expect(logs.stdout.match(/fake fhir ready/g)).toHaveLength(2);
+
+    const pids = after.map((c) => c.pid!);
+    const down = await runCli(['down', '--dir', dir], { env });
+    expect(down.exitCode, down.stderr).toBe(0);
+    for (const pid of pids) expect(isAlive(pid), `pid ${pid}`).toBe(false);
+    for (const port of Object.values(config.ports).filter((p) => p !== config.ports.metrics)) {
+      expect(await isPortFree(port), `port ${port}`).toBe(true);
+    }
+    expect((await status(dir)).every((c) => c.state === 'down')).toBe(true);
+  });
+
+  it('refuses to start when a port is taken, naming the port and the component, and starts nothing', async () => {
+    const dir = tempDir();
+    const config = await makeNativeInstall(dir);
+    const blocker: Server = createServer();
+    await new Promise<void>((r) => blocker.listen(config.ports.gatewayHttps, '127.0.0.1', r));
+    try {
+      const r = await up(dir);
+      expect(r.exitCode).toBe(3);
+      expect(r.stderr).toContain('ERR_RUNTIME_PORT_TAKEN');
+      expect(r.stderr).toContain(`Port ${config.ports.gatewayHttps}`);
+      expect(r.stderr).toContain('gateway component');
+      expect(await isPortFree(config.ports.fhir)).toBe(true);
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('reports the API down until it has its key, and restart() starts it once the key is written', async () => {
+    const dir = tempDir();
+    const config = await makeNativeInstall(dir, { withKey: false });
+    expect((await up(dir)).exitCode).toBe(0);
+    const api = (await status(dir)).find((c) => c.name === 'api')!;
+    expect(api.state).toBe('down');
+    expect(api.detail).toContain('FHIR_API_KEY');
+    expect(api.detail).toContain('consumer create');
+    expect(await isPortFree(config.ports.api)).toBe(true);
+
+    appendFileSync(installPaths(dir).apiEnv, 'FHIR_API_KEY="test-key-not-secret"\n');
+    await createNativeRuntime(dir, config).restart('api');
+    const now = (await status(dir)).find((c) => c.name === 'api')!;
+    expect(now.state).toBe('up');
+    expect(await isPortFree(config.ports.api)).toBe(false);
+  });
+
+  it('rejects an unknown component and reports a stopped stack as down', async () => {
+    const dir = tempDir();
+    const config = await makeNativeInstall(dir);
+    const runtime = createNativeRuntime(dir, config);
+    await expect(runtime.restart('api')).rejects.toMatchObject({ code: 'ERR_RUNTIME_NOT_RUNNING' });
+    const logs = await runCli(['logs', 'nope', '--dir', dir], { env });
+    expect(logs.exitCode).toBe(2);
+    expect(logs.stderr).toContain('ERR_RUNTIME_UNKNOWN_COMPONENT');
+    expect((await runtime.components()).map((c) => c.state)).toEqual(['down', 'down', 'down']);
+  });
+});
