@@ -5,16 +5,6 @@ import type { ErrorTable } from './types.js';
  * Codes start with ERR_FHIR_ and are unique across all tables.
  */
 export const fhirDataErrors = {
-  ERR_FHIR_EVERYTHING_PATIENT_NOT_FOUND: {
-    message: 'Patient/{id} is not known to this server',
-    status: 404,
-    exit: 1,
-  },
-  ERR_FHIR_EVERYTHING_PATIENT_GONE: {
-    message: 'Patient/{id} has been deleted',
-    status: 410,
-    exit: 1,
-  },
   ERR_FHIR_EVERYTHING_BAD_PARAM: {
     message: 'Invalid $everything parameter {name}: {detail}',
     status: 400,
