@@ -1,0 +1,48 @@
+/**
+ * FHIR search value escaping (fhir.md §2): after URL-decoding, `\` escapes
+ * `,` `|` `$` and itself; a bare `\` before anything else is an error.
+ * `,` separates OR alternatives, `|` splits system and code.
+ */
+import { HospitalApiError } from '../../errors/index.js';
+
+/** Splits on unescaped `sep`, keeping escapes in the parts. */
+export function splitEscaped(value: string, sep: ',' | '|' | '$', name: string): string[] {
+  const parts: string[] = [];
+  let cur = '';
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i] as string;
+    if (c === '\\') {
+      const next = value[i + 1];
+      if (next !== ',' && next !== '|' && next !== '$' && next !== '\\') {
+        throw new HospitalApiError('ERR_FHIR_INVALID_SEARCH', { name, detail: 'a backslash must precede , | $ or \\' });
+      }
+      cur += c + next;
+      i++;
+    } else if (c === sep) {
+      parts.push(cur);
+      cur = '';
+    } else cur += c;
+  }
+  parts.push(cur);
+  return parts;
+}
+
+/** Removes the escapes of one (already split) part. */
+export function unescapeValue(part: string): string {
+  return part.replace(/\\([,|$\\])/g, '$1');
+}
+
+/** Escapes a literal so it survives as one search value (the inverse of unescapeValue). */
+export function escapeValue(literal: string): string {
+  return literal.replace(/[\\,|$]/g, (c) => `\\${c}`);
+}
+
+/** `system|code`, `code`, `|code`, `system|` → {system (undefined = any, null = none), code (undefined = any)}. */
+export function parseToken(value: string, name: string): { system: string | null | undefined; code: string | undefined } {
+  const parts = splitEscaped(value, '|', name);
+  if (parts.length === 1) return { system: undefined, code: unescapeValue(parts[0] as string) };
+  if (parts.length > 2) throw new HospitalApiError('ERR_FHIR_INVALID_SEARCH', { name, detail: 'more than one unescaped |' });
+  const system = unescapeValue(parts[0] as string);
+  const code = unescapeValue(parts[1] as string);
+  return { system: system === '' ? null : system, code: code === '' ? undefined : code };
+}

