@@ -1,15 +1,45 @@
 import type { Command } from 'commander';
-import { HospitalApiError } from '../errors/index.js';
-import { action } from './action.js';
+import { isLoopback } from '../util/listen-address.js';
+import { action, type GlobalOptions } from './action.js';
 
-/** `hospital-api serve`: run the Hospital API (POST /api/patients, GET /api/health-check) */
+interface ServeOptions extends GlobalOptions {
+  host?: string;
+  port?: string;
+  envFile?: string;
+}
+
+/**
+ * `hospital-api serve`: run the Hospital API (POST /api/patients, GET /api/health-check,
+ * GET /api/ready) until SIGTERM/SIGINT. Configuration: see docs/api.md.
+ */
 export function register(program: Command): void {
   program
     .command('serve')
     .description('run the Hospital API (POST /api/patients, GET /api/health-check)')
+    .option('--host <address>', 'address to listen on (env HOST, default 0.0.0.0)')
+    .option('--port <port>', 'port to listen on (env PORT, default 9000)')
+    .option('--env-file <file>', 'settings file read under the environment (default .env in the working directory)')
     .action(
-      action('serve', async () => {
-        throw new HospitalApiError('ERR_USAGE', { detail: 'serve is not implemented yet' });
+      action<ServeOptions>('serve', async (options, io) => {
+        // Loaded lazily so `--help` stays fast.
+        const { loadConfig } = await import('../api/config.js');
+        const { startApi, stopOnSignals } = await import('../api/server.js');
+        const config = loadConfig({ host: options.host, port: options.port, envFile: options.envFile });
+        const logger = config.logLevel === 'silent' ? false : { level: config.logLevel, stream: process.stderr };
+        const running = await startApi(config, { logger });
+        // Never the key or a token: only addresses.
+        io.log(`hospital-api serve: listening on ${running.url}`);
+        io.log(`  FHIR base ${config.fhirBaseUrl.href}, platform ${config.platformApiUrl.href}`);
+        io.log(`  audit log ${config.auditLog}; metrics ${running.metricsUrl ? `${running.metricsUrl}/metrics` : 'off'}`);
+        if (config.allowedCallers === null) {
+          io.warn('ALLOWED_CALLERS is empty: every caller may reach POST /api/patients (restrict it in production)');
+        }
+        if (config.metricsListen && !isLoopback(config.metricsListen.host)) {
+          io.warn(`METRICS_LISTEN ${config.metricsListen.host} is not loopback: metrics are reachable from the network`);
+        }
+        await stopOnSignals(running, (signal) => io.log(`hospital-api serve: ${signal}, finishing in-flight requests`));
+        io.log('hospital-api serve: stopped');
+        return 0;
       }),
     );
 }

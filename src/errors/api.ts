@@ -1,4 +1,102 @@
 import type { ErrorTable } from './types.js';
 
-/** Errors of the api area. Codes start with ERR_API_. */
-export const apiErrors = {} satisfies ErrorTable;
+/**
+ * Errors of the api area (the Hospital API, `hospital-api serve`). Codes start
+ * with ERR_API_. Statuses follow interface spec §7: 400 for a bad request,
+ * incomplete credentials or denied access; 5xx for upstream failures.
+ * Messages never carry the token or the API key.
+ */
+export const apiErrors = {
+  ERR_API_BAD_REQUEST: {
+    message: 'Bad request: {detail}',
+    status: 400,
+    exit: 1,
+    hint: 'Send Content-Type: application/json with {"platformCareId": "...", "token": "..."}, both non-empty strings.',
+  },
+  ERR_API_BODY_TOO_LARGE: {
+    message: 'Request body larger than {limit} bytes',
+    status: 413,
+    exit: 1,
+  },
+  ERR_API_NOT_FOUND: {
+    message: 'No route {method} {path}',
+    status: 404,
+    exit: 1,
+  },
+  ERR_API_CALLER_FORBIDDEN: {
+    message: 'Caller {caller} is not in ALLOWED_CALLERS',
+    status: 403,
+    exit: 1,
+    hint: 'Add the caller address or its network to ALLOWED_CALLERS (and set TRUST_PROXY when behind a proxy).',
+  },
+  ERR_API_ACCESS_DENIED: {
+    message: 'Access denied: {detail}',
+    status: 400,
+    exit: 1,
+  },
+  ERR_API_UPSTREAM_CREDENTIALS: {
+    message: 'Incomplete upstream credentials: validate-access answered {status}',
+    status: 400,
+    exit: 1,
+  },
+  ERR_API_PLATFORM_UNAVAILABLE: {
+    message: 'Platform validate-access failed: {detail}',
+    status: 502,
+    exit: 1,
+    hint: 'Check PLATFORM_API_URL, PLATFORM_CA_FILE and that the platform is reachable.',
+  },
+  ERR_API_PLATFORM_TIMEOUT: {
+    message: 'Platform validate-access did not answer within {ms} ms',
+    status: 504,
+    exit: 1,
+  },
+  ERR_API_FHIR_UNAVAILABLE: {
+    message: 'FHIR request failed: {detail}',
+    status: 502,
+    exit: 1,
+    hint: 'Check FHIR_BASE_URL, FHIR_API_KEY, FHIR_CA_FILE and that the gateway and FHIR server are up.',
+  },
+  ERR_API_FHIR_TIMEOUT: {
+    message: 'FHIR server did not answer within {ms} ms',
+    status: 504,
+    exit: 1,
+  },
+  ERR_API_FHIR_TLS: {
+    message: 'FHIR server certificate rejected: {detail}',
+    status: 502,
+    exit: 3,
+    hint: 'FHIR_CA_FILE must hold the CA that issued the gateway certificate, and FHIR_BASE_URL must use a name the certificate covers.',
+  },
+  ERR_API_FHIR_BAD_RESPONSE: {
+    message: 'FHIR server sent an unusable response: {detail}',
+    status: 502,
+    exit: 1,
+  },
+  ERR_API_FHIR_FOREIGN_LINK: {
+    message: 'FHIR next link points outside FHIR_BASE_URL ({origin}); refused',
+    status: 502,
+    exit: 1,
+    hint: 'Configure the FHIR server address (hapi.fhir.server_address) or the gateway so next links stay under FHIR_BASE_URL.',
+  },
+  ERR_API_RECORD_TOO_LARGE: {
+    message: 'Patient record exceeds {name}={limit}',
+    status: 502,
+    exit: 1,
+    hint: 'Raise {name} if the record is legitimately this large.',
+  },
+  ERR_API_ABORTED: {
+    message: 'Response aborted mid-stream: {detail}',
+    status: 502,
+    exit: 1,
+  },
+  ERR_API_NOT_READY: {
+    message: 'Not ready: {detail}',
+    status: 503,
+    exit: 1,
+  },
+  ERR_API_SHUTTING_DOWN: {
+    message: 'Server is shutting down',
+    status: 503,
+    exit: 1,
+  },
+} satisfies ErrorTable;

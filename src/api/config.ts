@@ -1,0 +1,192 @@
+/**
+ * Hospital API configuration (issue #2): the process environment over a .env
+ * file, with command-line flags winning over both. Everything is validated
+ * before the server listens; a bad value names its variable (exit 3).
+ * No setting disables TLS verification.
+ */
+import { readFileSync } from 'node:fs';
+import { BlockList, isIP } from 'node:net';
+import { resolve } from 'node:path';
+import { HospitalApiError } from '../errors/index.js';
+import { mergedEnv } from '../util/env-file.js';
+import { parseListen, type ListenAddress } from '../util/listen-address.js';
+
+export type TrustProxy = boolean | number | string[];
+
+export interface ApiConfig {
+  host: string;
+  port: number;
+  platformApiUrl: URL;
+  platformValidateMethod: 'GET' | 'POST';
+  /** PEM text of PLATFORM_CA_FILE, or null for the system store. */
+  platformCa: string | null;
+  platformTimeoutMs: number;
+  fhirBaseUrl: URL;
+  fhirApiKey: string;
+  fhirCa: string | null;
+  fhirTimeoutMs: number;
+  fhirPageSize: number;
+  identifierSystem: string | null;
+  /** Caller allow-list; null allows every caller. */
+  allowedCallers: BlockList | null;
+  allowedCallersText: string[];
+  trustProxy: TrustProxy;
+  auditLog: string;
+  maxPages: number;
+  maxResources: number;
+  /** Metrics listener, or null when METRICS_LISTEN=off. */
+  metricsListen: ListenAddress | null;
+  logLevel: string;
+  shutdownGraceMs: number;
+  bodyLimit: number;
+}
+
+export interface ConfigFlags {
+  host?: string;
+  port?: string | number;
+  envFile?: string;
+}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function invalid(name: string, detail: string): HospitalApiError {
+  return new HospitalApiError('ERR_CONFIG_INVALID', { name, detail });
+}
+
+function text(env: Env, name: string): string | undefined {
+  const v = env[name]?.trim();
+  return v ? v : undefined;
+}
+
+function required(env: Env, name: string): string {
+  const v = text(env, name);
+  if (v === undefined) throw new HospitalApiError('ERR_CONFIG_MISSING', { name });
+  return v;
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const v = text(env, name);
+  if (v === undefined) return fallback;
+  if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) {
+    throw invalid(name, `expected an integer from ${min} to ${max}, got "${v}"`);
+  }
+  return Number(v);
+}
+
+function url(env: Env, name: string, schemes: string[]): URL {
+  const v = required(env, name);
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    throw invalid(name, 'not an absolute URL');
+  }
+  if (!schemes.includes(u.protocol)) throw invalid(name, `scheme must be ${schemes.join(' or ')}`);
+  if (u.username || u.password) throw invalid(name, 'credentials in the URL are not allowed');
+  if (u.search || u.hash) throw invalid(name, 'query and fragment are not allowed');
+  u.pathname = u.pathname.replace(/\/+$/, '');
+  return u;
+}
+
+function pemFile(env: Env, name: string, cwd: string): string | null {
+  const v = text(env, name);
+  if (v === undefined) return null;
+  let pem: string;
+  try {
+    pem = readFileSync(resolve(cwd, v), 'utf8');
+  } catch (err) {
+    throw invalid(name, `cannot read ${v}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw invalid(name, `${v} holds no PEM certificate`);
+  return pem;
+}
+
+/** Adds one IP or CIDR to the list; returns false when the text is neither. */
+function addCaller(list: BlockList, entry: string): boolean {
+  const [addr, bits, extra] = entry.split('/');
+  if (extra !== undefined || !addr) return false;
+  const family = isIP(addr);
+  if (family === 0) return false;
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  if (bits === undefined) {
+    list.addAddress(addr, type);
+    return true;
+  }
+  const n = Number(bits);
+  if (!/^\d+$/.test(bits) || n > (family === 4 ? 32 : 128)) return false;
+  list.addSubnet(addr, n, type);
+  return true;
+}
+
+function callers(env: Env): { list: BlockList | null; entries: string[] } {
+  const entries = (text(env, 'ALLOWED_CALLERS') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (entries.length === 0) return { list: null, entries };
+  const list = new BlockList();
+  for (const e of entries) {
+    if (!addCaller(list, e)) throw invalid('ALLOWED_CALLERS', `"${e}" is not an IP address or CIDR`);
+  }
+  return { list, entries };
+}
+
+/** TRUST_PROXY: false (default), true, a hop count, or a comma list of proxy IPs/CIDRs (Fastify trustProxy). */
+function trustProxy(env: Env): TrustProxy {
+  const v = text(env, 'TRUST_PROXY');
+  if (v === undefined || v === 'false') return false;
+  if (v === 'true') return true;
+  if (/^\d+$/.test(v)) return Number(v);
+  const entries = v.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const e of entries) {
+    if (!addCaller(new BlockList(), e)) throw invalid('TRUST_PROXY', `"${e}" is not true, false, a hop count, an IP or a CIDR`);
+  }
+  return entries;
+}
+
+/** Builds the configuration from flags, the environment and the .env file. @throws ERR_CONFIG_MISSING, ERR_CONFIG_INVALID */
+export function loadConfig(flags: ConfigFlags = {}, processEnv: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ApiConfig {
+  const env: Env = mergedEnv(resolve(cwd, flags.envFile ?? '.env'), processEnv);
+  const portText = flags.port !== undefined ? String(flags.port) : text(env, 'PORT');
+  const port = portText === undefined ? 9000 : Number(portText);
+  if (!/^\d+$/.test(String(portText ?? '9000')) || port > 65535) throw invalid('PORT', `"${portText}" is not a port`);
+  const host = flags.host ?? text(env, 'HOST') ?? '0.0.0.0';
+  if (isIP(host) === 0 && host !== 'localhost') throw invalid('HOST', `"${host}" is not an IP address`);
+
+  const method = (text(env, 'PLATFORM_VALIDATE_METHOD') ?? 'GET').toUpperCase();
+  if (method !== 'GET' && method !== 'POST') throw invalid('PLATFORM_VALIDATE_METHOD', 'must be GET or POST');
+
+  const metrics = text(env, 'METRICS_LISTEN') ?? '127.0.0.1:9464';
+  const logLevel = (text(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
+  if (!LOG_LEVELS.includes(logLevel)) throw invalid('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+
+  const fhirApiKey = required(env, 'FHIR_API_KEY');
+  // The key goes into an HTTP header: refuse what a header cannot carry.
+  if (!/^[\x21-\x7e]+$/.test(fhirApiKey)) throw invalid('FHIR_API_KEY', 'must be printable ASCII without spaces');
+  const { list, entries } = callers(env);
+
+  return {
+    host,
+    port,
+    platformApiUrl: url(env, 'PLATFORM_API_URL', ['http:', 'https:']),
+    platformValidateMethod: method,
+    platformCa: pemFile(env, 'PLATFORM_CA_FILE', cwd),
+    platformTimeoutMs: int(env, 'PLATFORM_TIMEOUT_MS', 5000, 100, 120_000),
+    // The key travels to the gateway: HTTPS only, verified against FHIR_CA_FILE or the system store.
+    fhirBaseUrl: url(env, 'FHIR_BASE_URL', ['https:']),
+    fhirApiKey,
+    fhirCa: pemFile(env, 'FHIR_CA_FILE', cwd),
+    fhirTimeoutMs: int(env, 'FHIR_TIMEOUT_MS', 30_000, 100, 600_000),
+    fhirPageSize: int(env, 'FHIR_PAGE_SIZE', 1000, 1, 10_000),
+    identifierSystem: text(env, 'PLATFORM_IDENTIFIER_SYSTEM') ?? null,
+    allowedCallers: list,
+    allowedCallersText: entries,
+    trustProxy: trustProxy(env),
+    auditLog: resolve(cwd, text(env, 'AUDIT_LOG') ?? 'hospital-api-audit.log'),
+    maxPages: int(env, 'MAX_PAGES', 1000, 1, 1_000_000),
+    maxResources: int(env, 'MAX_RESOURCES', 200_000, 1, 100_000_000),
+    metricsListen: metrics === 'off' ? null : parseListen(metrics, 'METRICS_LISTEN'),
+    logLevel,
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    bodyLimit: 64 * 1024,
+  };
+}

@@ -1,0 +1,132 @@
+/**
+ * The FHIR side of POST /api/patients: patient lookup by identifier and every
+ * page of Patient/{id}/$everything, through the gateway's key-auth route.
+ * Every request goes to FHIR_BASE_URL's origin only, verified against
+ * FHIR_CA_FILE, with the `apikey` header (spec §5); the key is never logged.
+ */
+import { request, type Agent } from 'undici';
+import { HospitalApiError } from '../errors/index.js';
+import { parseBundlePage, type PageEntry } from './bundle-page.js';
+import type { ApiConfig } from './config.js';
+import { identifierQuery, isUnderBase, rebaseNextLink, serverBaseFromSelf } from './fhir-url.js';
+import { classifyFailure, discard, makeAgent, readText } from './upstream-http.js';
+
+const MAX_PAGE_BYTES = 256 * 1024 * 1024;
+/** FHIR id grammar (R4 datatypes: [A-Za-z0-9\-\.]{1,64}). */
+const FHIR_ID = /^[A-Za-z0-9.-]{1,64}$/;
+
+export interface EverythingStats {
+  pages: number;
+  resources: number;
+}
+
+/** Called with each page's new (not yet seen) entries, in order; awaited before the next page. */
+export type PageSink = (entries: PageEntry[]) => Promise<void>;
+
+export interface FhirClient {
+  /** Ids of the Patients whose identifier matches (at most 2: enough to tell one from many). */
+  findPatients(platformCareId: string): Promise<string[]>;
+  /** Streams every page of $everything to `sink`. @throws ERR_API_FHIR_*, ERR_API_RECORD_TOO_LARGE */
+  everything(patientId: string, sink: PageSink, stats: EverythingStats): Promise<void>;
+  /** Readiness: GET metadata through the gateway with the key. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function createFhirClient(config: ApiConfig): FhirClient {
+  const agent: Agent = makeAgent(config.fhirCa, config.fhirTimeoutMs);
+  const base = config.fhirBaseUrl;
+  const ms = config.fhirTimeoutMs;
+  const headers = {
+    apikey: config.fhirApiKey,
+    accept: 'application/fhir+json',
+    // fhir.md §1: HAPI reuses cached searches for 60 s unless told not to.
+    'cache-control': 'no-cache',
+  };
+
+  async function getText(url: URL): Promise<string> {
+    // Last line of defence: the key never leaves for another origin or path.
+    if (!isUnderBase(url, base)) throw new HospitalApiError('ERR_API_FHIR_FOREIGN_LINK', { origin: url.origin });
+    try {
+      const res = await request(url, { dispatcher: agent, method: 'GET', headers, signal: AbortSignal.timeout(ms) });
+      if (res.statusCode !== 200) {
+        await discard(res.body);
+        // fhir.md §1: 410 Gone = an expired or unknown _getpages id.
+        throw new HospitalApiError('ERR_API_FHIR_UNAVAILABLE', { detail: `${url.pathname} answered ${res.statusCode}` });
+      }
+      return await readText(res.body, MAX_PAGE_BYTES);
+    } catch (err) {
+      if (err instanceof HospitalApiError) throw err;
+      const f = classifyFailure(err);
+      if (f.kind === 'timeout') throw new HospitalApiError('ERR_API_FHIR_TIMEOUT', { ms }, { cause: err });
+      if (f.kind === 'tls') throw new HospitalApiError('ERR_API_FHIR_TLS', { detail: f.reason }, { cause: err });
+      throw new HospitalApiError('ERR_API_FHIR_UNAVAILABLE', { detail: f.reason }, { cause: err });
+    }
+  }
+
+  function endpoint(path: string, query: string): URL {
+    const u = new URL(base.href);
+    u.pathname = `${base.pathname.replace(/\/+$/, '')}${path}`;
+    u.search = query;
+    return u;
+  }
+
+  return {
+    async findPatients(platformCareId) {
+      const ids = new Set<string>();
+      let url: URL | null = endpoint('/Patient', `${identifierQuery(platformCareId, config.identifierSystem)}&_count=2`);
+      let serverBase: URL | null = null;
+      // Follow next links too: HAPI can send an empty first page (fhir.md §1, #5198).
+      for (let page = 0; url && page < config.maxPages && ids.size < 2; page++) {
+        const p = parseBundlePage(await getText(url));
+        serverBase ??= serverBaseFromSelf(p.self);
+        for (const e of p.entries) {
+          if (e.resourceType === 'Patient' && e.id && e.mode !== 'include' && e.mode !== 'outcome') ids.add(e.id);
+        }
+        url = p.next ? rebaseNextLink(p.next, base, serverBase) : null;
+      }
+      const list = [...ids];
+      for (const id of list) {
+        if (!FHIR_ID.test(id)) throw new HospitalApiError('ERR_API_FHIR_BAD_RESPONSE', { detail: 'invalid Patient id' });
+      }
+      return list;
+    },
+
+    async everything(patientId, sink, stats) {
+      const seen = new Set<string>();
+      let url: URL | null = endpoint(`/Patient/${patientId}/$everything`, `_count=${config.fhirPageSize}`);
+      let serverBase: URL | null = null;
+      while (url) {
+        if (stats.pages >= config.maxPages) {
+          throw new HospitalApiError('ERR_API_RECORD_TOO_LARGE', { name: 'MAX_PAGES', limit: config.maxPages });
+        }
+        const p = parseBundlePage(await getText(url));
+        stats.pages++;
+        serverBase ??= serverBaseFromSelf(p.self);
+        // fhir.md §1: HAPI repeats included resources across pages; keep the first copy.
+        const fresh = p.entries.filter((e) => e.key === null || (!seen.has(e.key) && seen.add(e.key)));
+        if (stats.resources + fresh.length > config.maxResources) {
+          throw new HospitalApiError('ERR_API_RECORD_TOO_LARGE', { name: 'MAX_RESOURCES', limit: config.maxResources });
+        }
+        url = p.next ? rebaseNextLink(p.next, base, serverBase) : null;
+        stats.resources += fresh.length;
+        await sink(fresh);
+      }
+    },
+
+    async ping() {
+      const text = await getText(endpoint('/metadata', ''));
+      let doc: { resourceType?: unknown };
+      try {
+        doc = JSON.parse(text) as typeof doc;
+      } catch {
+        throw new HospitalApiError('ERR_API_FHIR_BAD_RESPONSE', { detail: 'metadata is not JSON' });
+      }
+      if (doc?.resourceType !== 'CapabilityStatement') {
+        throw new HospitalApiError('ERR_API_FHIR_BAD_RESPONSE', { detail: 'metadata is not a CapabilityStatement' });
+      }
+    },
+
+    close: () => agent.close(),
+  };
+}

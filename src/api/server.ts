@@ -1,0 +1,83 @@
+/**
+ * Runs the Hospital API: the public listener, the metrics listener (its own
+ * Fastify instance, loopback by default) and graceful shutdown on SIGTERM /
+ * SIGINT: stop accepting, let in-flight requests finish within
+ * SHUTDOWN_GRACE_MS, then cut what is left and resolve.
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import { HospitalApiError } from '../errors/index.js';
+import { buildApp, type BuildOptions, type HospitalApi } from './app.js';
+import type { ApiConfig } from './config.js';
+
+export interface RunningApi {
+  api: HospitalApi;
+  /** Base URL of the public listener. */
+  url: string;
+  /** Base URL of the metrics listener, or null when off. */
+  metricsUrl: string | null;
+  /** Graceful stop; resolves when everything is closed. */
+  stop(): Promise<void>;
+}
+
+function urlOf(app: FastifyInstance): string {
+  const a = app.server.address();
+  if (!a || typeof a === 'string') return String(a);
+  const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+  return `http://${host}:${a.port}`;
+}
+
+async function listen(app: FastifyInstance, host: string, port: number): Promise<void> {
+  try {
+    await app.listen({ host, port });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new HospitalApiError('ERR_PORT_IN_USE', { host, port, detail: '' }, { cause: err });
+    }
+    throw err;
+  }
+}
+
+export async function startApi(config: ApiConfig, options: BuildOptions = {}): Promise<RunningApi> {
+  const api = await buildApp(config, options);
+  let metricsApp: FastifyInstance | null = null;
+  try {
+    if (config.metricsListen) {
+      metricsApp = Fastify({ logger: false });
+      const registry = api.context.metrics.registry;
+      metricsApp.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
+      await listen(metricsApp, config.metricsListen.host, config.metricsListen.port);
+    }
+    await listen(api.app, config.host, config.port);
+  } catch (err) {
+    await metricsApp?.close();
+    await api.close();
+    throw err;
+  }
+
+  let stopping: Promise<void> | null = null;
+  const stop = () => {
+    stopping ??= (async () => {
+      const server = api.app.server;
+      const timer = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
+      timer.unref();
+      await Promise.all([api.close(), metricsApp?.close()]);
+      clearTimeout(timer);
+    })();
+    return stopping;
+  };
+  return { api, url: urlOf(api.app), metricsUrl: metricsApp ? urlOf(metricsApp) : null, stop };
+}
+
+/** Resolves after the first SIGTERM or SIGINT has stopped the server. */
+export function stopOnSignals(running: RunningApi, onSignal: (signal: string) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const handler = (signal: NodeJS.Signals) => {
+      process.off('SIGTERM', handler);
+      process.off('SIGINT', handler);
+      onSignal(signal);
+      running.stop().then(resolve, reject);
+    };
+    process.on('SIGTERM', handler);
+    process.on('SIGINT', handler);
+  });
+}

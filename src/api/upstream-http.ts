@@ -1,0 +1,76 @@
+/**
+ * Shared pieces of the two outgoing clients (platform, FHIR): an undici Agent
+ * that verifies TLS against a configured CA, bounded body reads, and the
+ * classification of transport failures into timeout / TLS / network.
+ */
+import { Agent, type Dispatcher } from 'undici';
+
+/** TLS verification stays on: `ca` replaces the trust store when given. */
+export function makeAgent(ca: string | null, timeoutMs: number): Agent {
+  return new Agent({
+    connect: ca === null ? { timeout: timeoutMs } : { ca, timeout: timeoutMs },
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    keepAliveTimeout: 10_000,
+  });
+}
+
+/** Reads a response body as text, failing past `max` bytes. */
+export async function readText(body: Dispatcher.ResponseData['body'], max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length;
+    if (size > max) {
+      body.destroy();
+      throw new Error(`response body larger than ${max} bytes`);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks, size).toString('utf8');
+}
+
+/** Drains and discards a body so the connection can be reused. */
+export async function discard(body: Dispatcher.ResponseData['body']): Promise<void> {
+  try {
+    await body.dump({ limit: 64 * 1024 });
+  } catch {
+    // nothing to recover: the connection is simply not reused
+  }
+}
+
+const TLS_CODES = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_SIGNATURE_FAILURE',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'EPROTO',
+]);
+
+export type FailureKind = 'timeout' | 'tls' | 'network';
+
+export interface Failure {
+  kind: FailureKind;
+  /** A short reason safe to show (an error code, never a header or URL). */
+  reason: string;
+}
+
+/** Names what went wrong with an outgoing request, without echoing headers. */
+export function classifyFailure(err: unknown): Failure {
+  let e = err as { code?: unknown; name?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; e && depth < 4; depth++) {
+    const code = typeof e.code === 'string' ? e.code : '';
+    const name = typeof e.name === 'string' ? e.name : '';
+    if (name === 'TimeoutError' || /TIMEOUT/.test(code)) return { kind: 'timeout', reason: code || name };
+    if (TLS_CODES.has(code) || /^ERR_TLS|^ERR_SSL/.test(code)) return { kind: 'tls', reason: code };
+    if (code && code !== 'UND_ERR_SOCKET' && !e.cause) return { kind: 'network', reason: code };
+    e = e.cause as typeof e;
+  }
+  const code = (err as { code?: unknown })?.code;
+  return { kind: 'network', reason: typeof code === 'string' ? code : 'connection failed' };
+}
