@@ -1,15 +1,54 @@
-import type { Command } from 'commander';
-import { HospitalApiError } from '../errors/index.js';
-import { action } from './action.js';
+import { Option, type Command } from 'commander';
+import { action, type GlobalOptions } from './action.js';
 
-/** `hospital-api demo`: install, start and verify the native stack with demo data (npm start) */
+interface DemoCommandOptions extends GlobalOptions {
+  dir?: string;
+  patients?: string;
+  sizes?: string;
+  apiPort?: string;
+  fhirPort?: string;
+  gatewayHttpPort?: string;
+  gatewayHttpsPort?: string;
+  gatewayAdminPort?: string;
+  metricsPort?: string;
+  platformPort?: string;
+  platformStandIn?: boolean;
+  listen?: string;
+}
+
+/** `hospital-api demo` (npm start): DEMO install, up, data, consumer, verify, then a curl to paste. */
 export function register(program: Command): void {
   program
     .command('demo')
-    .description('install, start and verify the native stack with demo data (npm start)')
+    .description('DEMO: install, start and verify the native stack with synthetic data, then print a curl (npm start)')
+    .option('--dir <dir>', 'demo install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
+    .option('--patients <n>', 'synthetic patients to load on the first run', '20')
+    .option('--sizes <range>', 'resources per patient on the first run', '10-2000')
+    .option('--api-port <n>', 'first run: Hospital API port')
+    .option('--fhir-port <n>', 'first run: FHIR server port')
+    .option('--gateway-http-port <n>', 'first run: gateway HTTP port')
+    .option('--gateway-https-port <n>', 'first run: gateway HTTPS port')
+    .option('--gateway-admin-port <n>', 'first run: gateway admin port (loopback)')
+    .option('--metrics-port <n>', 'first run: Hospital API metrics port (loopback)')
+    .option('--platform-port <n>', 'first run: DEMO platform stand-in port (loopback; default: any free port)')
+    // Internal: the supervised DEMO platform stand-in itself.
+    .addOption(new Option('--platform-stand-in', 'run the DEMO platform stand-in').hideHelp())
+    .addOption(new Option('--listen <host:port>', 'stand-in address').hideHelp())
     .action(
-      action('demo', async () => {
-        throw new HospitalApiError('ERR_USAGE', { detail: 'demo is not implemented yet' });
+      action<DemoCommandOptions>('demo', async (options, io) => {
+        const { defaultInstallDir } = await import('../runtime/layout.js');
+        const dir = options.dir ?? defaultInstallDir();
+        if (options.platformStandIn) {
+          const { parseListen } = await import('../util/listen-address.js');
+          const { runPlatformStandIn } = await import('../demo/platform-stand-in.js');
+          const { host, port } = parseListen(options.listen ?? '', '--listen');
+          return runPlatformStandIn(dir, host, port);
+        }
+        const { runDemo, renderDemo } = await import('../demo/flow.js');
+        const result = await runDemo({ ...options, dir }, io);
+        if (io.json) io.out(JSON.stringify({ ok: true, command: 'demo', result: { ...result, tokens: undefined, tokensFile: `${result.dir}/demo/tokens.json` } }));
+        else renderDemo(result, io);
+        return 0;
       }),
     );
 }

@@ -27,8 +27,8 @@ async function up(dir: string) {
 
 async function status(dir: string): Promise<ComponentState[]> {
   const r = await runCli(['status', '--dir', dir, '--json'], { env });
-  expect(r.exitCode, r.stderr).toBe(0);
-  return (JSON.parse(r.stdout) as { result: { components: ComponentState[] } }).result.components;
+  expect(r.exitCode, String(r.stderr)).toBe(0);
+  return (JSON.parse(String(r.stdout)) as { result: { components: ComponentState[] } }).result.components;
 }
 
 async function until<T>(what: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
@@ -50,8 +50,8 @@ describe('native supervisor (real CLI, stand-in components)', () => {
     const dir = tempDir();
     const config = await makeNativeInstall(dir);
     const r = await up(dir);
-    expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^fhir\s+up\s+\d+/m);
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    expect(String(r.stdout)).toMatch(/^fhir\s+up\s+\d+/m);
 
     const first = await status(dir);
     expect(first.map((c) => [c.name, c.state])).toEqual([['fhir', 'up'], ['gateway', 'up'], ['api', 'up']]);
@@ -71,11 +71,11 @@ describe('native supervisor (real CLI, stand-in components)', () => {
     expect(fhir.restarts).toBe(1);
 
     const logs = await runCli(['logs', 'fhir', '--dir', dir], { env });
-    expect(logs.stdout.match(/fake fhir ready/g)).toHaveLength(2);
+    expect(String(logs.stdout).match(/fake fhir ready/g)).toHaveLength(2);
 
     const pids = after.map((c) => c.pid!);
     const down = await runCli(['down', '--dir', dir], { env });
-    expect(down.exitCode, down.stderr).toBe(0);
+    expect(down.exitCode, String(down.stderr)).toBe(0);
     for (const pid of pids) expect(isAlive(pid), `pid ${pid}`).toBe(false);
     for (const port of Object.values(config.ports).filter((p) => p !== config.ports.metrics)) {
       expect(await isPortFree(port), `port ${port}`).toBe(true);

@@ -1,0 +1,11 @@
+/** The ready-to-paste `curl` line the demo prints (single line, POSIX-shell quoted). */
+
+/** Single-quotes a value for a POSIX shell. */
+export function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+export function patientsCurl(apiBase: string, careId: string, token: string): string {
+  const body = JSON.stringify({ platformCareId: careId, token });
+  return `curl -sS -X POST ${shellQuote(`${apiBase}/api/patients`)} -H 'Content-Type: application/json' -d ${shellQuote(body)}`;
+}

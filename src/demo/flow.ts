@@ -1,0 +1,88 @@
+/**
+ * DEMO ONLY (`hospital-api demo`, run by `npm start`): install (native,
+ * generated CA) → up with the platform stand-in → load generated data once →
+ * `consumer create demo --write-env` → verify → one real POST /api/patients,
+ * then a ready-to-paste curl. A second run reuses the install and is fast.
+ * It refuses to touch an installation that is not labelled demo.
+ */
+import { existsSync } from 'node:fs';
+import { HospitalApiError } from '../errors/index.js';
+import type { Io } from '../output/io.js';
+import { readInstallConfig } from '../runtime/install-config.js';
+import { installPaths } from '../runtime/layout.js';
+import { openRuntime } from '../runtime/index.js';
+import { patientsCurl } from './curl.js';
+import { readTokens, writeTokens, type DemoToken } from './tokens.js';
+import * as step from './steps.js';
+
+export interface DemoOptions extends step.DemoPorts {
+  dir: string;
+  patients?: string;
+  sizes?: string;
+}
+
+export interface DemoResult {
+  dir: string;
+  fresh: boolean;
+  seconds: { total: number; toVerified: number; steps: Record<string, number> };
+  patient: { careId: string; resources: number };
+  curl: string;
+  tokens: DemoToken[];
+}
+
+export async function runDemo(options: DemoOptions, io: Io): Promise<DemoResult> {
+  const dir = installPaths(options.dir).root;
+  const t0 = Date.now();
+  const steps: Record<string, number> = {};
+  const timed = async <T>(name: string, work: () => Promise<T>): Promise<T> => {
+    const s = Date.now();
+    io.log(`DEMO ▸ ${name}…`);
+    const value = await work();
+    steps[name] = (Date.now() - s) / 1000;
+    io.log(`DEMO ▸ ${name} done (${steps[name]!.toFixed(1)}s)`);
+    return value;
+  };
+  io.log(`DEMO MODE — a throw-away installation in ${dir}, with synthetic patients and a platform stand-in. Not for production.`);
+
+  const installed = existsSync(installPaths(dir).installJson);
+  if (installed && !readInstallConfig(dir).demo) throw new HospitalApiError('ERR_RUNTIME_DEMO_REFUSED', { dir });
+  const settings = await step.ensureDemoSettings(dir, options);
+  if (!installed) await timed('install (native, generated CA)', () => step.install(dir, settings, options));
+  const config = readInstallConfig(dir);
+  const runtime = openRuntime(dir);
+  await timed('up (supervised components + DEMO platform stand-in)', () => runtime.up({ demo: true }));
+  const patients = await timed('load generated data (once)', () =>
+    step.loadDataOnce(dir, config, Number(options.patients ?? 20), options.sizes ?? '10-2000'),
+  );
+  let tokens = readTokens(dir);
+  if (tokens.length !== patients.length) tokens = writeTokens(dir, patients.map((p) => p.careId));
+  await timed('consumer create demo --write-env (once)', () => step.ensureConsumer(dir));
+  await timed('verify', () => step.verify(dir));
+  const toVerified = (Date.now() - t0) / 1000;
+
+  // A small patient keeps the pasted curl's output readable.
+  const chosen = [...patients].sort((a, b) => a.size - b.size)[0];
+  const token = tokens.find((t) => t.careId === chosen?.careId);
+  if (!chosen || !token) throw new HospitalApiError('ERR_RUNTIME_DEMO_STEP', { step: 'pick a patient', dir, detail: 'no generated patient' });
+  const resources = await timed('POST /api/patients', () => step.fetchRecord(config, chosen.careId, token.token));
+  return {
+    dir,
+    fresh: !installed,
+    seconds: { total: (Date.now() - t0) / 1000, toVerified, steps },
+    patient: { careId: chosen.careId, resources },
+    curl: patientsCurl(step.publicApiBase(config), chosen.careId, token.token),
+    tokens,
+  };
+}
+
+export function renderDemo(result: DemoResult, io: Io): void {
+  const c = io.colour;
+  io.out(c.bold.yellow('=== DEMO installation: synthetic data, demo tokens, not for production ==='));
+  io.out(`Verified in ${result.seconds.toVerified.toFixed(1)}s (${result.fresh ? 'fresh install' : 'reused install'}); ` +
+    `POST /api/patients returned ${result.patient.resources} resources for care id ${result.patient.careId}.`);
+  io.out(`Demo tokens (each valid for its own care id only) are in ${result.dir}/demo/tokens.json. Try:`);
+  io.out('');
+  io.out(result.curl);
+  io.out('');
+  io.out('Status: `hospital-api status`   Logs: `hospital-api logs -f`   Stop: `npm stop`');
+}

@@ -1,0 +1,124 @@
+/**
+ * DEMO ONLY: the steps of `hospital-api demo`, each calling the real commands
+ * (install, fhir load, consumer create, verify) the way a hospital would.
+ */
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { request } from 'undici';
+import { HospitalApiError } from '../errors/index.js';
+import { createIo } from '../output/io.js';
+import { endpoints, type InstallConfig } from '../runtime/install-config.js';
+import { installPaths } from '../runtime/layout.js';
+import { BIN_PATH, demoSettingsPath, readDemoSettings, type DemoSettings } from '../runtime/native/components.js';
+import { readEnvFile } from '../util/env-file.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import { freePort } from '../util/port-check.js';
+
+export interface DemoPorts {
+  apiPort?: string;
+  fhirPort?: string;
+  gatewayHttpPort?: string;
+  gatewayHttpsPort?: string;
+  gatewayAdminPort?: string;
+  metricsPort?: string;
+  platformPort?: string;
+}
+
+export interface ManifestPatient {
+  careId: string;
+  id: string;
+  size: number;
+}
+
+export function demoPaths(dir: string) {
+  const demo = join(installPaths(dir).root, 'demo');
+  return { demo, data: join(demo, 'data'), loaded: join(demo, 'data-loaded.json'), manifest: join(demo, 'data', 'manifest.json') };
+}
+
+function fail(step: string, dir: string, detail: string): HospitalApiError {
+  return new HospitalApiError('ERR_RUNTIME_DEMO_STEP', { step, dir, detail });
+}
+
+/** Runs `hospital-api …args`; its progress goes to our stderr, its stdout is returned. */
+export async function cli(step: string, dir: string, args: string[]): Promise<string> {
+  const r = await execa(process.execPath, [BIN_PATH, ...args], {
+    reject: false,
+    stdout: 'pipe',
+    stderr: 'inherit',
+    env: { NO_COLOR: '1' },
+  });
+  if (r.exitCode !== 0) {
+    throw fail(step, dir, `\`hospital-api ${args.slice(0, 2).join(' ')}\` exited ${r.exitCode}${r.stdout ? `: ${String(r.stdout).trim().slice(-400)}` : ''}`);
+  }
+  return String(r.stdout);
+}
+
+/** The stand-in's port, chosen once (PLATFORM_API_URL in hospital-api.env points at it). */
+export async function ensureDemoSettings(dir: string, ports: DemoPorts): Promise<DemoSettings> {
+  const existing = readDemoSettings(dir);
+  if (existing) return existing;
+  const settings: DemoSettings = { platformPort: ports.platformPort ? Number(ports.platformPort) : await freePort() };
+  writeFileAtomic(demoSettingsPath(dir), JSON.stringify(settings, null, 2) + '\n');
+  return settings;
+}
+
+export async function install(dir: string, settings: DemoSettings, ports: DemoPorts): Promise<void> {
+  const flags: Array<[keyof DemoPorts, string]> = [
+    ['apiPort', '--api-port'], ['fhirPort', '--fhir-port'], ['gatewayHttpPort', '--gateway-http-port'],
+    ['gatewayHttpsPort', '--gateway-https-port'], ['gatewayAdminPort', '--gateway-admin-port'], ['metricsPort', '--metrics-port'],
+  ];
+  const portArgs = flags.flatMap(([k, flag]) => (ports[k] ? [flag, String(ports[k])] : []));
+  await cli('install', dir, [
+    'install', '--runtime', 'native', '--generate-ca', '--demo', '--dir', installPaths(dir).root,
+    '--platform-url', `http://127.0.0.1:${settings.platformPort}`, ...portArgs,
+  ]);
+}
+
+/** Generates the data set and loads it into the FHIR server, once per install. */
+export async function loadDataOnce(dir: string, config: InstallConfig, patients: number, sizes: string): Promise<ManifestPatient[]> {
+  const p = demoPaths(dir);
+  if (!existsSync(p.loaded)) {
+    mkdirSync(p.data, { recursive: true });
+    const { runGenerate } = await import('../fhir/generate/command.js');
+    const quiet = createIo({ quiet: true, stdout: process.stderr });
+    await runGenerate({ patients, seed: 'hospital-api-demo', sizes, out: p.data }, quiet);
+    await cli('load data', dir, ['fhir', 'load', join(p.data, '00-shared.json'), join(p.data, '01-patients.ndjson'), '--url', `http://127.0.0.1:${config.ports.fhir}/fhir`]);
+    writeFileAtomic(p.loaded, JSON.stringify({ loadedAt: new Date().toISOString(), patients }) + '\n');
+  }
+  return (JSON.parse(readFileSync(p.manifest, 'utf8')) as { patients: ManifestPatient[] }).patients;
+}
+
+/** Creates the demo consumer and its key unless hospital-api.env already has one. */
+export async function ensureConsumer(dir: string): Promise<boolean> {
+  if (readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY) return false;
+  // The key goes to hospital-api.env (0600); we drop the stdout that printed it.
+  await cli('consumer create', dir, ['consumer', 'create', 'demo', '--write-env', '--dir', installPaths(dir).root]);
+  return true;
+}
+
+export async function verify(dir: string): Promise<void> {
+  const out = await cli('verify', dir, ['verify', '--dir', installPaths(dir).root]);
+  process.stderr.write(out);
+}
+
+/** POSTs for one patient as the platform would; returns how many entries came back. */
+export async function fetchRecord(config: InstallConfig, careId: string, token: string): Promise<number> {
+  const url = `http://127.0.0.1:${config.ports.api}/api/patients`;
+  const res = await request(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ platformCareId: careId, token }),
+    headersTimeout: 30_000,
+    bodyTimeout: 30_000,
+  });
+  const body = (await res.body.json()) as { resources?: unknown[] };
+  if (res.statusCode !== 200 || !Array.isArray(body.resources)) {
+    throw fail('check a record', '', `POST ${url} answered ${res.statusCode} without resources`);
+  }
+  return body.resources.length;
+}
+
+export function publicApiBase(config: InstallConfig): string {
+  return endpoints(config).apiBase;
+}
