@@ -1,0 +1,145 @@
+/**
+ * Issue 6 end to end, through the real CLI as a hospital runs it:
+ * install → consumer create → up → verify → POST /api/patients (the Hospital
+ * API reads FHIR through the real gateway over HTTPS) returns every resource
+ * of a generated patient → a killed component comes back → down leaves no
+ * process and no port. Ephemeral ports and a temp dir, never the defaults.
+ */
+import { join } from 'node:path';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { freePort, isPortFree } from '../../src/util/port-check.js';
+import { buildPlatformStandIn } from '../../src/demo/platform-stand-in.js';
+import { writeTokens } from '../../src/demo/tokens.js';
+import { generateDataset } from '../../src/fhir/generate/dataset.js';
+import { SYNTHETIC_ID_SYSTEM, type GeneratedPatient } from '../../src/fhir/generate/model.js';
+import { isAlive } from '../../src/runtime/native/state.js';
+import type { ComponentState } from '../../src/runtime/types.js';
+
+const SEED = 'e2e-native-stack';
+const SIZES = '10-300';
+const PATIENTS = 3;
+
+const dir = tempDir('hapi-e2e-');
+const platformDir = tempDir('hapi-e2e-platform-');
+const platform = buildPlatformStandIn(platformDir);
+let ports: Record<string, number> = {};
+let platformUrl = '';
+
+const cli = async (args: string[]) => {
+  const r = await runCli([...args, '--dir', dir]);
+  return { code: r.exitCode, out: String(r.stdout), err: String(r.stderr) };
+};
+
+async function components(): Promise<ComponentState[]> {
+  const r = await cli(['status', '--json']);
+  expect(r.code, r.err).toBe(0);
+  return (JSON.parse(r.out) as { result: { components: ComponentState[] } }).result.components;
+}
+
+function syntheticIds(entries: Array<{ resource: { identifier?: Array<{ system?: string; value?: string }> } }>): Set<string> {
+  const ids = new Set<string>();
+  for (const e of entries) for (const i of e.resource.identifier ?? []) if (i.system === SYNTHETIC_ID_SYSTEM && i.value) ids.add(i.value);
+  return ids;
+}
+
+function expectedIds(p: GeneratedPatient): string[] {
+  return [p.patient, ...p.groups.flatMap((g) => g.resources)].map((r) => r.id);
+}
+
+async function postPatient(careId: string, token: string) {
+  const res = await request(`http://127.0.0.1:${ports.api}/api/patients`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ platformCareId: careId, token }),
+  });
+  return { status: res.statusCode, body: (await res.body.json()) as { resources?: Array<{ resource: { resourceType: string; id: string } }> } };
+}
+
+beforeAll(async () => {
+  await platform.listen({ host: '127.0.0.1', port: 0 });
+  const addr = platform.server.address();
+  platformUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  ports = {
+    api: await freePort(), fhir: await freePort(), gatewayHttp: await freePort(),
+    gatewayHttps: await freePort(), gatewayAdmin: await freePort(), metrics: await freePort(),
+  };
+});
+
+afterAll(async () => {
+  await runCli(['down', '--dir', dir]);
+  await platform.close();
+  removeTempDirs();
+});
+
+describe('native stack end to end (issue 6)', () => {
+  const dataset = generateDataset({ patients: PATIENTS, seed: SEED, sizes: SIZES });
+  const tokens = writeTokens(platformDir, dataset.patients.map((p) => p.careId));
+
+  it('installs, takes its consumer, comes up and verifies', async () => {
+    const install = await cli([
+      'install', '--runtime', 'native', '--generate-ca', '--platform-url', platformUrl,
+      '--api-port', String(ports.api), '--fhir-port', String(ports.fhir),
+      '--gateway-http-port', String(ports.gatewayHttp), '--gateway-https-port', String(ports.gatewayHttps),
+      '--gateway-admin-port', String(ports.gatewayAdmin), '--metrics-port', String(ports.metrics),
+    ]);
+    expect(install.code, install.err).toBe(0);
+    const consumer = await cli(['consumer', 'create', 'e2e-hospital', '--write-env']);
+    expect(consumer.code, consumer.err).toBe(0);
+    const up = await cli(['up']);
+    expect(up.code, up.err).toBe(0);
+    expect((await components()).map((c) => [c.name, c.state])).toEqual([['fhir', 'up'], ['gateway', 'up'], ['api', 'up']]);
+
+    const data = join(dir, 'e2e-data');
+    const gen = await runCli(['fhir', 'generate', '--patients', String(PATIENTS), '--seed', SEED, '--sizes', SIZES, '--out', data]);
+    expect(gen.exitCode, String(gen.stderr)).toBe(0);
+    const load = await runCli(['fhir', 'load', join(data, '00-shared.json'), join(data, '01-patients.ndjson'), '--url', `http://127.0.0.1:${ports.fhir}/fhir`]);
+    expect(load.exitCode, String(load.stderr)).toBe(0);
+
+    const verify = await cli(['verify']);
+    expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
+  });
+
+  it('returns every resource of a generated patient through the gateway over HTTPS', async () => {
+    const patient = [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
+    const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const { status, body } = await postPatient(patient.careId, token);
+    expect(status).toBe(200);
+    const got = syntheticIds(body.resources as never);
+    const missing = expectedIds(patient).filter((id) => !got.has(id));
+    expect(missing).toEqual([]);
+    expect(body.resources!.every((e) => typeof e.resource.resourceType === 'string')).toBe(true);
+
+    // Another patient's token does not open this record.
+    const other = tokens.find((t) => t.careId !== patient.careId)!.token;
+    expect((await postPatient(patient.careId, other)).status).not.toBe(200);
+  });
+
+  it('restarts a killed component and keeps serving', async () => {
+    const gateway = (await components()).find((c) => c.name === 'gateway')!;
+    process.kill(gateway.pid!, 'SIGKILL');
+    const deadline = Date.now() + 30_000;
+    let now = gateway;
+    while (Date.now() < deadline) {
+      now = (await components()).find((c) => c.name === 'gateway')!;
+      if (now.state === 'up' && now.pid !== gateway.pid) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(now.state).toBe('up');
+    expect(now.restarts).toBe(1);
+    const patient = dataset.patients[0]!;
+    const { status, body } = await postPatient(patient.careId, tokens[0]!.token);
+    expect(status).toBe(200);
+    expect(body.resources!.length).toBeGreaterThanOrEqual(patient.size);
+  });
+
+  it('down leaves no process and no port behind', async () => {
+    const pids = (await components()).map((c) => c.pid!);
+    const down = await cli(['down']);
+    expect(down.code, down.err).toBe(0);
+    for (const pid of pids) expect(isAlive(pid), `pid ${pid}`).toBe(false);
+    for (const [name, port] of Object.entries(ports)) expect(await isPortFree(port), `${name} port ${port}`).toBe(true);
+  });
+});
