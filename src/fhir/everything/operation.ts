@@ -12,9 +12,10 @@
  * ERR_FHIR_EVERYTHING_BAD_PARAM / _BAD_CURSOR 400) for the OperationOutcome mapper.
  */
 import { HospitalApiError } from '../../errors/index.js';
-import type { FhirStore, Resource } from '../store/types.js';
+import type { FhirStore } from '../store/types.js';
 import { everythingPage } from './collect.js';
 import { decodeCursor, encodeCursor, fingerprint } from './cursor.js';
+import { pageLink, searchsetBundle, type SearchsetBundle } from '../server/bundle.js';
 import { pairsFromParameters, parseEverythingParams, type EverythingParams, type ParamSource } from './params.js';
 
 export interface EverythingContext {
@@ -25,26 +26,11 @@ export interface EverythingContext {
   publicBase: string;
 }
 
-export interface SearchsetBundle {
-  resourceType: 'Bundle';
-  type: 'searchset';
-  meta: { lastUpdated: string };
-  link: Array<{ relation: 'self' | 'next'; url: string }>;
-  entry: Array<{ fullUrl: string; resource: Resource; search: { mode: 'match' | 'include' } }>;
-}
-
 const ID = /^[A-Za-z0-9\-.]{1,64}$/;
-
-function link(base: string, patientId: string, echo: Array<[string, string]>, cursor?: string): string {
-  const q = new URLSearchParams(echo);
-  if (cursor) q.set('_cursor', cursor);
-  const query = q.toString();
-  return `${base}/Patient/${patientId}/$everything${query ? `?${query}` : ''}`;
-}
 
 /** Binds cursors to the patient and the filters, so a cursor cannot be replayed on another query. */
 function filterPrint(patientId: string, p: EverythingParams): string {
-  return fingerprint([patientId, p.types ?? null, p.sinceIso ?? null, p.start ?? null, p.end ?? null, p.count]);
+  return fingerprint([patientId, p.types ?? null, p.sinceIso ?? null, p.start ?? null, p.end ?? null]);
 }
 
 export async function everythingOperation(ctx: EverythingContext): Promise<SearchsetBundle> {
@@ -56,21 +42,14 @@ export async function everythingOperation(ctx: EverythingContext): Promise<Searc
   if (current.deleted) throw new HospitalApiError('ERR_FHIR_RESOURCE_GONE', { type: 'Patient', id: patientId });
   const fp = filterPrint(patientId, params);
   const cursor = params.cursor ? decodeCursor(params.cursor, fp) : undefined;
-  const now = new Date().toISOString();
   const page = everythingPage(store, patientId, params, cursor);
   const base = ctx.publicBase.replace(/\/+$/, '');
-  const links: SearchsetBundle['link'] = [{ relation: 'self', url: link(base, patientId, params.echo, params.cursor) }];
-  if (page.next) links.push({ relation: 'next', url: link(base, patientId, params.echo, encodeCursor(page.next, fp)) });
-  return {
-    resourceType: 'Bundle',
-    type: 'searchset',
-    // The response time: a client's next `_since` (fhir.md §1 says it should come from the server).
-    meta: { lastUpdated: now },
-    link: links,
-    entry: page.entries.map(({ resource, mode }) => ({
-      fullUrl: `${base}/${resource.resourceType}/${resource.id}`,
-      resource,
-      search: { mode },
-    })),
-  };
+  const path = `Patient/${patientId}/$everything`;
+  return searchsetBundle({
+    base,
+    matches: page.entries.filter((e) => e.mode === 'match').map((e) => e.resource),
+    included: page.entries.filter((e) => e.mode === 'include').map((e) => e.resource),
+    selfUrl: pageLink(base, path, params.echo, params.cursor),
+    nextUrl: page.next ? pageLink(base, path, params.echo, encodeCursor(page.next, fp)) : null,
+  });
 }
