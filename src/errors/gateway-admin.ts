@@ -1,4 +1,38 @@
 import type { ErrorTable } from './types.js';
 
-/** Errors of the gateway-admin area. Codes start with ERR_GATEWAY_ and are unique across all tables. */
-export const gatewayAdminErrors = {} satisfies ErrorTable;
+/**
+ * Errors of the gateway-admin area (admin API, store, declarative config).
+ * Admin API errors also carry Kong's wire body (kong.md §1 "Errors"); the
+ * code here picks the HTTP status, the Kong body is built by src/gateway/model/kong-error.ts.
+ */
+export const gatewayAdminErrors = {
+  ERR_GATEWAY_ADMIN_SCHEMA: { message: '{detail}', status: 400, exit: 1, hint: 'Correct the fields named in the error.' },
+  ERR_GATEWAY_ADMIN_BAD_REQUEST: { message: '{detail}', status: 400, exit: 1 },
+  ERR_GATEWAY_ADMIN_FOREIGN_KEY: {
+    message: '{detail}',
+    status: 400,
+    exit: 1,
+    hint: 'Refer to an existing entity, or remove the entities that still reference this one first.',
+  },
+  ERR_GATEWAY_ADMIN_NOT_FOUND: { message: 'Not found', status: 404, exit: 1 },
+  ERR_GATEWAY_ADMIN_METHOD: { message: 'Method not allowed', status: 405, exit: 1 },
+  ERR_GATEWAY_ADMIN_UNIQUE: { message: '{detail}', status: 409, exit: 1, hint: 'Use another value, or PUT to update the existing entity.' },
+  ERR_GATEWAY_ADMIN_MEDIA_TYPE: {
+    message: '{detail}',
+    status: 415,
+    exit: 1,
+    hint: 'Send application/json or application/x-www-form-urlencoded.',
+  },
+  ERR_GATEWAY_DECLARATIVE_INVALID: {
+    message: '{detail}',
+    status: 400,
+    exit: 1,
+    hint: 'Fix the declarative configuration (_format_version "3.0") and load it again.',
+  },
+  ERR_GATEWAY_STATE_INVALID: {
+    message: 'Gateway state file {path} is not valid: {detail}',
+    status: 500,
+    exit: 3,
+    hint: 'Restore the file from a backup or an exported declarative config, or move it away to start empty.',
+  },
+} satisfies ErrorTable;

@@ -1,0 +1,93 @@
+/**
+ * The admin API's route table and request dispatch (kong.md §1). Every
+ * error is a KongError carrying its wire body; anything else becomes a 500
+ * with a generic message (never the request body, which may hold secrets).
+ */
+import { isKongError, methodNotAllowed, notFound } from '../model/kong-error.js';
+import { parseBody, type ParsedBody } from './body.js';
+import { postConfig, getConfig } from './config.js';
+import { entityRoutes, itemHandlers } from './crud.js';
+import { pluginsEnabled, rootInfo, status } from './info.js';
+import { Router, type AdminContext, type AdminResponse, type RouteDef } from './router.js';
+
+export type { AdminContext } from './router.js';
+
+const services = { collection: 'services', field: 'service' } as const;
+const routes = { collection: 'routes', field: 'route' } as const;
+const consumers = { collection: 'consumers', field: 'consumer' } as const;
+
+const TABLE: RouteDef[] = [
+  { pattern: '/', handlers: { GET: rootInfo } },
+  { pattern: '/status', handlers: { GET: status } },
+  { pattern: '/config', handlers: { GET: getConfig, POST: postConfig } },
+  { pattern: '/plugins/enabled', handlers: { GET: pluginsEnabled } },
+  ...entityRoutes('/services', 'services'),
+  ...entityRoutes('/services/:s/routes', 'routes', services),
+  ...entityRoutes('/services/:s/plugins', 'plugins', services),
+  ...entityRoutes('/routes', 'routes'),
+  ...entityRoutes('/routes/:r/plugins', 'plugins', routes),
+  ...entityRoutes('/consumers', 'consumers'),
+  ...entityRoutes('/consumers/:c/plugins', 'plugins', consumers),
+  ...entityRoutes('/consumers/:c/key-auth', 'keyauth_credentials', consumers),
+  ...entityRoutes('/consumers/:c/basic-auth', 'basicauth_credentials', consumers),
+  ...entityRoutes('/consumers/:c/acls', 'acls', consumers),
+  ...entityRoutes('/plugins', 'plugins'),
+  ...entityRoutes('/key-auths', 'keyauth_credentials'),
+  ...entityRoutes('/basic-auths', 'basicauth_credentials'),
+  ...entityRoutes('/acls', 'acls'),
+  ...entityRoutes('/ca_certificates', 'ca_certificates'),
+];
+
+// kong.md §1: /routes/{r}/service reads (or patches) the route's service.
+TABLE.push({
+  pattern: '/routes/:r/service',
+  handlers: (() => {
+    const svc = itemHandlers('services');
+    const withService = (h: NonNullable<(typeof svc)['GET']>) => (req: Parameters<typeof h>[0]) => {
+      const route = req.ctx.store.snapshot().config.routes.find((r) => r.id === req.params[0] || r.name === req.params[0]);
+      if (!route?.service) throw notFound();
+      return h({ ...req, params: [route.service.id] });
+    };
+    return { GET: withService(svc.GET as never), PATCH: withService(svc.PATCH as never) };
+  })(),
+});
+
+const router = new Router(TABLE);
+
+export interface RawRequest {
+  method: string;
+  url: string;
+  contentType: string | undefined;
+  body: Buffer | undefined;
+}
+
+export async function handleRequest(ctx: AdminContext, raw: RawRequest): Promise<AdminResponse> {
+  try {
+    const url = new URL(raw.url, 'http://admin.invalid');
+    let segments: string[];
+    try {
+      segments = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+    } catch {
+      throw notFound();
+    }
+    const hit = router.match(segments);
+    if (!hit) throw notFound();
+    const method = raw.method === 'HEAD' ? 'GET' : raw.method;
+    const handler = hit.handlers[method];
+    if (!handler) throw methodNotAllowed();
+    let parsed: ParsedBody | undefined;
+    return await handler({
+      ctx,
+      method,
+      params: hit.params,
+      path: `/${segments.map(encodeURIComponent).join('/')}`,
+      query: url.searchParams,
+      contentType: raw.contentType,
+      rawBody: raw.body,
+      body: () => (parsed ??= parseBody(raw.contentType, raw.body)),
+    });
+  } catch (err) {
+    if (isKongError(err)) return { status: err.status, body: err.body };
+    return { status: 500, body: { message: 'An unexpected error occurred' } };
+  }
+}

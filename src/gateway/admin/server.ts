@@ -1,0 +1,86 @@
+/**
+ * The Kong-compatible admin API (kong.md §1) on Fastify. Fastify's own
+ * routing and body parsing are bypassed: one catch-all route hands every
+ * request to our router so 404/405/415 bodies are exactly Kong's.
+ * The logger is off: request bodies carry keys and passwords.
+ */
+import { randomUUID } from 'node:crypto';
+import Fastify from 'fastify';
+import { HospitalApiError } from '../../errors/index.js';
+import type { GatewayStore } from '../store/index.js';
+import type { PluginSchemaDefinition } from '../model/types.js';
+import { handleRequest, type AdminContext } from './dispatch.js';
+
+export { isLoopback } from '../../util/listen-address.js';
+
+export interface AdminNodeInfo {
+  hostname?: string;
+  nodeId?: string;
+  /** Shown under `configuration` in `GET /` (no secrets). */
+  configuration?: Record<string, unknown>;
+  pids?: { master: number; workers: number[] };
+}
+
+export interface AdminServerOptions {
+  host: string;
+  port: number;
+  store: GatewayStore;
+  plugins: ReadonlyMap<string, PluginSchemaDefinition>;
+  version: string;
+  nodeInfo?: AdminNodeInfo;
+}
+
+export interface AdminServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Starts the admin API; resolves once it listens. @throws ERR_PORT_IN_USE */
+export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
+  const app = Fastify({ logger: false, bodyLimit: 16 * 1024 * 1024 });
+  const ctx: AdminContext = {
+    store: options.store,
+    plugins: options.plugins,
+    version: options.version,
+    ...(options.nodeInfo ? { nodeInfo: options.nodeInfo } : {}),
+    nodeId: options.nodeInfo?.nodeId ?? randomUUID(),
+    stats: { totalRequests: 0, connectionsAccepted: 0, connectionsActive: 0 },
+  };
+  app.server.on('connection', (socket) => {
+    ctx.stats.connectionsAccepted += 1;
+    ctx.stats.connectionsActive += 1;
+    socket.once('close', () => (ctx.stats.connectionsActive -= 1));
+  });
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+  app.route({
+    method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+    url: '*',
+    handler: async (req, reply) => {
+      ctx.stats.totalRequests += 1;
+      const res = await handleRequest(ctx, {
+        method: req.method,
+        url: req.url,
+        contentType: req.headers['content-type'],
+        body: Buffer.isBuffer(req.body) ? req.body : undefined,
+      });
+      reply.code(res.status);
+      if (res.body === undefined) return reply.send();
+      reply.header('content-type', 'application/json; charset=utf-8');
+      return reply.send(JSON.stringify(res.body));
+    },
+  });
+  try {
+    await app.listen({ host: options.host, port: options.port });
+  } catch (err) {
+    await app.close();
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new HospitalApiError('ERR_PORT_IN_USE', { host: options.host, port: options.port, detail: '' }, { cause: err });
+    }
+    throw err;
+  }
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : options.port;
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  return { url: `http://${host}:${port}`, close: () => app.close() };
+}

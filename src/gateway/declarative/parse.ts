@@ -1,0 +1,119 @@
+/**
+ * Declarative config (kong.md §3) → GatewayConfig. Every entity goes through
+ * the same validation as the admin API (store/repo.ts) on an empty
+ * configuration, nested entities getting their parent's key; all errors are
+ * collected and reported at once as Kong's code-14 error.
+ */
+import { emptyConfig } from '../model/config.js';
+import type { CollectionName } from '../model/config.js';
+import { isUuid } from '../model/fields.js';
+import { declarativeInvalid, isKongError, type FlatErrors } from '../model/kong-error.js';
+import type { GatewayConfig, PluginSchemaDefinition } from '../model/types.js';
+import { insertEntity, type Entity, type RepoContext } from '../store/repo.js';
+
+const FORMATS = ['1.1', '2.1', '3.0'];
+const META = ['_format_version', '_transform', '_comment', '_ignore', '_info', '_workspace'];
+const TOP = ['ca_certificates', 'services', 'routes', 'consumers', 'plugins', 'keyauth_credentials', 'basicauth_credentials', 'acls'];
+const NESTED: Record<string, readonly string[]> = {
+  services: ['routes', 'plugins'],
+  routes: ['plugins'],
+  consumers: ['plugins', 'keyauth_credentials', 'basicauth_credentials', 'acls'],
+};
+const COLLECTION_OF: Record<string, CollectionName> = {
+  routes: 'routes',
+  plugins: 'plugins',
+  keyauth_credentials: 'keyauth_credentials',
+  basicauth_credentials: 'basicauth_credentials',
+  acls: 'acls',
+};
+const PARENT_FIELD: Record<string, string> = { services: 'service', routes: 'route', consumers: 'consumer' };
+const REF_KEY: Record<string, string> = { service: 'name', route: 'name', consumer: 'username' };
+
+function isRecord(v: unknown): v is Entity {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Flattens Kong's nested `fields` under a path prefix: `services.0.host`. */
+function flatten(prefix: string, fields: unknown, out: FlatErrors): void {
+  if (isRecord(fields)) {
+    for (const [k, v] of Object.entries(fields)) {
+      if (k === '@entity' && Array.isArray(v)) out[`${prefix}.@entity`] = v as string[];
+      else flatten(`${prefix}.${k}`, v, out);
+    }
+  } else out[prefix] = typeof fields === 'string' ? fields : JSON.stringify(fields);
+}
+
+/** A top-level entity may name others by a string (name or id) as well as by `{id}`/`{name}`. */
+function normaliseRefs(entity: Entity): Entity {
+  const out = { ...entity };
+  for (const [field, key] of Object.entries(REF_KEY)) {
+    const v = out[field];
+    if (typeof v === 'string') out[field] = isUuid(v) ? { id: v } : { [key]: v };
+  }
+  return out;
+}
+
+class Builder {
+  readonly config: GatewayConfig = emptyConfig();
+  readonly errors: FlatErrors = {};
+  constructor(private readonly ctx: RepoContext) {}
+
+  list(path: string, name: string, value: unknown, fixed: Entity): void {
+    if (value === undefined || value === null) return;
+    if (!Array.isArray(value)) {
+      this.errors[path] = 'expected an array';
+      return;
+    }
+    value.forEach((item, i) => this.entity(`${path}.${i}`, name, item, fixed));
+  }
+
+  entity(path: string, name: string, item: unknown, fixed: Entity): void {
+    if (!isRecord(item)) {
+      this.errors[path] = 'expected a record';
+      return;
+    }
+    const nestedNames = NESTED[name] ?? [];
+    const own: Entity = {};
+    for (const [k, v] of Object.entries(item)) if (!nestedNames.includes(k)) own[k] = v;
+    let created: Entity;
+    try {
+      created = insertEntity(this.config, (name === 'services' || name === 'consumers' || name === 'ca_certificates' ? name : COLLECTION_OF[name]) as CollectionName, normaliseRefs(own), this.ctx, fixed);
+    } catch (err) {
+      if (!isKongError(err)) throw err;
+      const fields = err.body.fields;
+      if (fields !== undefined) flatten(path, fields, this.errors);
+      else this.errors[path] = String(err.body.message);
+      return;
+    }
+    const parentField = PARENT_FIELD[name];
+    for (const child of nestedNames) {
+      const childFixed = parentField ? { [parentField]: { id: created.id } } : {};
+      this.list(`${path}.${child}`, child, item[child], childFixed);
+    }
+  }
+}
+
+/**
+ * Parses a declarative document. `_transform: false` takes basic-auth
+ * passwords as already hashed (Kong's SHA-1 hex or our scrypt form).
+ * @throws KongError ERR_GATEWAY_DECLARATIVE_INVALID with Kong's code-14 body
+ */
+export function parseDeclarative(doc: unknown, plugins: ReadonlyMap<string, PluginSchemaDefinition> = new Map()): GatewayConfig {
+  if (!isRecord(doc)) throw declarativeInvalid({ '@entity': ['expected a declarative configuration'] });
+  const errors: FlatErrors = {};
+  const format = doc._format_version;
+  if (format === undefined || format === null) errors._format_version = 'required field missing';
+  else if (typeof format !== 'string' || !FORMATS.includes(format)) errors._format_version = `expected one of: ${FORMATS.join(', ')}`;
+  const transform = doc._transform ?? true;
+  if (typeof transform !== 'boolean') errors._transform = 'expected a boolean';
+  for (const key of Object.keys(doc)) {
+    if (META.includes(key) || TOP.includes(key)) continue;
+    const v = doc[key];
+    if (!(Array.isArray(v) && v.length === 0)) errors[key] = 'unknown field (not supported by the native gateway)';
+  }
+  if (Object.keys(errors).length > 0) throw declarativeInvalid(errors);
+  const builder = new Builder({ plugins, coerce: false, passwords: transform === false ? 'stored' : 'hash' });
+  for (const name of TOP) builder.list(name, name, doc[name], {});
+  if (Object.keys(builder.errors).length > 0) throw declarativeInvalid(builder.errors);
+  return builder.config;
+}

@@ -1,0 +1,125 @@
+/**
+ * A minimal field validator for core entities, with Kong's messages
+ * (kong/db/schema/init.lua via kong.md §1): "required field missing",
+ * "unknown field", "expected an integer", … Form-encoded input arrives as
+ * strings, so `coerce` turns "80" into 80 and "true" into true (Kong does the same).
+ */
+import type { FlatErrors } from './kong-error.js';
+
+export type FieldSpec =
+  | { type: 'string'; default?: string | null; required?: boolean; oneOf?: readonly string[]; check?: (v: string) => string | null }
+  | { type: 'integer'; default?: number | null; required?: boolean; between?: readonly [number, number]; oneOf?: readonly number[] }
+  | { type: 'boolean'; default?: boolean | null; required?: boolean }
+  | {
+      type: 'set';
+      default?: readonly string[] | null;
+      required?: boolean;
+      oneOf?: readonly string[];
+      check?: (v: string) => string | null;
+      /** Kong stores some sets upper-cased, e.g. route methods. */
+      upper?: boolean;
+    }
+  | { type: 'map'; required?: boolean } // route headers: name → string[]
+  | { type: 'json-array'; required?: boolean } // sources / destinations: kept as given
+  | { type: 'foreign'; required?: boolean } // { id } / { name } / { username }, resolved by the store
+  | { type: 'uuid-array'; required?: boolean }
+  | { type: 'record'; required?: boolean }; // plugin config: validated by the plugin's schema
+
+export type FieldSpecs = Readonly<Record<string, FieldSpec>>;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(value: unknown): value is string {
+  return typeof value === 'string' && UUID.test(value);
+}
+
+function coerceScalar(spec: FieldSpec, value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  if (spec.type === 'integer' && /^-?\d+$/.test(value)) return Number(value);
+  if (spec.type === 'boolean' && (value === 'true' || value === 'false')) return value === 'true';
+  if ((spec.type === 'set' || spec.type === 'uuid-array') && value !== '') return [value];
+  return value;
+}
+
+/** Checks one present, non-null value; returns the stored value or an error message. */
+function checkValue(spec: FieldSpec, value: unknown): { value: unknown } | { error: string } {
+  switch (spec.type) {
+    case 'string': {
+      if (typeof value !== 'string') return { error: 'expected a string' };
+      if (value.length === 0) return { error: 'length must be at least 1' };
+      if (spec.oneOf && !spec.oneOf.includes(value)) return { error: `expected one of: ${spec.oneOf.join(', ')}` };
+      const msg = spec.check?.(value);
+      return msg ? { error: msg } : { value };
+    }
+    case 'integer':
+      if (typeof value !== 'number' || !Number.isInteger(value)) return { error: 'expected an integer' };
+      if (spec.between && (value < spec.between[0] || value > spec.between[1])) {
+        return { error: `value should be between ${spec.between[0]} and ${spec.between[1]}` };
+      }
+      if (spec.oneOf && !spec.oneOf.includes(value)) return { error: `expected one of: ${spec.oneOf.join(', ')}` };
+      return { value };
+    case 'boolean':
+      return typeof value === 'boolean' ? { value } : { error: 'expected a boolean' };
+    case 'set': {
+      if (!Array.isArray(value)) return { error: 'expected a set' };
+      const out: string[] = [];
+      for (const raw of value) {
+        if (typeof raw !== 'string') return { error: 'expected a string' };
+        const el = spec.upper ? raw.toUpperCase() : raw;
+        if (spec.oneOf && !spec.oneOf.includes(el)) return { error: `expected one of: ${spec.oneOf.join(', ')}` };
+        const msg = spec.check?.(el);
+        if (msg) return { error: msg };
+        if (!out.includes(el)) out.push(el);
+      }
+      return { value: out };
+    }
+    case 'uuid-array':
+      if (!Array.isArray(value)) return { error: 'expected an array' };
+      return value.every(isUuid) ? { value } : { error: 'expected a valid UUID' };
+    case 'map':
+      if (typeof value !== 'object' || Array.isArray(value)) return { error: 'expected a map' };
+      for (const v of Object.values(value as object)) {
+        if (!(Array.isArray(v) ? v : [v]).every((x) => typeof x === 'string')) return { error: 'expected a string' };
+      }
+      return {
+        value: Object.fromEntries(Object.entries(value as object).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v : [v]])),
+      };
+    case 'json-array':
+      return Array.isArray(value) ? { value } : { error: 'expected an array' };
+    case 'foreign':
+    case 'record':
+      return typeof value === 'object' && !Array.isArray(value) ? { value } : { error: 'expected a record' };
+  }
+}
+
+export interface ValidateResult {
+  value: Record<string, unknown>;
+  errors: FlatErrors;
+}
+
+/**
+ * Validates `input` against `specs`, filling defaults for absent fields.
+ * `extra` names fields the caller handles itself (e.g. a service's `url`).
+ */
+export function validateFields(specs: FieldSpecs, input: Record<string, unknown>, coerce: boolean, extra: readonly string[] = []): ValidateResult {
+  const value: Record<string, unknown> = {};
+  const errors: FlatErrors = {};
+  for (const key of Object.keys(input)) {
+    if (!(key in specs) && !extra.includes(key)) errors[key] = 'unknown field';
+  }
+  for (const [name, spec] of Object.entries(specs)) {
+    let raw = input[name];
+    if (coerce) raw = coerceScalar(spec, raw);
+    if (raw === undefined || raw === null) {
+      const def = 'default' in spec ? spec.default : undefined;
+      const filled = def === undefined ? null : Array.isArray(def) ? [...def] : def;
+      if (filled === null && spec.required) errors[name] = 'required field missing';
+      value[name] = filled;
+      continue;
+    }
+    const checked = checkValue(spec, raw);
+    if ('error' in checked) errors[name] = checked.error;
+    else value[name] = checked.value;
+  }
+  return { value, errors };
+}

@@ -1,0 +1,11 @@
+/** key-auth key generation (kong.md §1; Kong's kong/tools/rand.lua). */
+import { randomBytes, randomInt } from 'node:crypto';
+
+const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** 32 alphanumeric chars: 24 random bytes base64-encoded, `/` and `+` replaced with random letters. */
+export function generateApiKey(): string {
+  return randomBytes(24)
+    .toString('base64')
+    .replace(/[/+]/g, () => LETTERS[randomInt(LETTERS.length)] as string);
+}

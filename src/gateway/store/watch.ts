@@ -1,0 +1,46 @@
+/**
+ * Follows the state file from another process. The admin process replaces the
+ * file by rename, so the directory is watched (a watch on the file itself
+ * would stay on the old inode). Bursts are debounced; a file that cannot be
+ * read or parsed is ignored and the last good snapshot stays in force.
+ */
+import { watch } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import type { ConfigSnapshot } from '../model/types.js';
+import { loadSnapshotFromFile } from './state-file.js';
+
+const DEBOUNCE_MS = 25;
+
+/** Calls `listener` with each new version of the file; returns the stop function. */
+export function watchStateFile(statePath: string, listener: (snapshot: ConfigSnapshot) => void): () => void {
+  const name = basename(statePath);
+  let lastVersion: number | null = null;
+  try {
+    lastVersion = loadSnapshotFromFile(statePath).version;
+  } catch {
+    lastVersion = null;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const reload = (): void => {
+    timer = undefined;
+    let snapshot: ConfigSnapshot;
+    try {
+      snapshot = loadSnapshotFromFile(statePath);
+    } catch {
+      return;
+    }
+    if (snapshot.version === lastVersion) return;
+    lastVersion = snapshot.version;
+    listener(snapshot);
+  };
+  const watcher = watch(dirname(statePath), { persistent: false }, (_event, file) => {
+    if (file !== null && file !== name) return;
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(reload, DEBOUNCE_MS);
+  });
+  watcher.on('error', () => undefined);
+  return () => {
+    if (timer) clearTimeout(timer);
+    watcher.close();
+  };
+}
