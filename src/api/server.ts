@@ -59,9 +59,15 @@ export async function startApi(config: ApiConfig, options: BuildOptions = {}): P
     stopping ??= (async () => {
       const server = api.app.server;
       const timer = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
+      // Keep-alive connections that go idle once their request ends would hold close() open.
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
       timer.unref();
-      await Promise.all([api.close(), metricsApp?.close()]);
-      clearTimeout(timer);
+      try {
+        await Promise.all([api.close(), metricsApp?.close()]);
+      } finally {
+        clearTimeout(timer);
+        clearInterval(sweep);
+      }
     })();
     return stopping;
   };
