@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { endpoints, type InstallConfig } from '../install-config.js';
 import { installPaths } from '../layout.js';
-import { isLoopback } from '../../util/listen-address.js';
+import { isLoopback, parseListen } from '../../util/listen-address.js';
 import { readEnvFile } from '../../util/env-file.js';
 import { VERSION } from '../../version.js';
 
@@ -79,6 +79,17 @@ export function apiBlockedReason(dir: string): string | undefined {
   );
 }
 
+/** The API's metrics listener (METRICS_LISTEN; the API's default 127.0.0.1:9464; none when off). */
+function metricsBinding(dir: string): PortBinding[] {
+  const value = readEnvFile(installPaths(dir).apiEnv).METRICS_LISTEN?.trim() || '127.0.0.1:9464';
+  if (value === 'off') return [];
+  try {
+    return [parseListen(value, 'METRICS_LISTEN')];
+  } catch {
+    return []; // the API itself reports the bad value in its log
+  }
+}
+
 /** The components of an installation, in start order. Reads the env file each call. */
 export function componentSpecs(dir: string, config: InstallConfig): ComponentSpec[] {
   const p = installPaths(dir);
@@ -126,7 +137,7 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
     name: 'api',
     args: ['serve', '--host', host, '--port', String(ports.api), '--env-file', p.apiEnv],
     healthUrl: `http://127.0.0.1:${ports.api}/api/health-check`,
-    ports: [{ host, port: ports.api }],
+    ports: [{ host, port: ports.api }, ...metricsBinding(dir)],
     version: VERSION,
   };
   const blocked = apiBlockedReason(dir);

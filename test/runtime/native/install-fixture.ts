@@ -26,6 +26,6 @@ export async function makeNativeInstall(dir: string, options: { withKey?: boolea
   };
   writeInstallConfig(dir, config);
   const key = options.withKey === false ? '' : 'FHIR_API_KEY="test-key-not-secret"\n';
-  writeFileSync(installPaths(dir).apiEnv, `PLATFORM_API_URL="http://127.0.0.1:9/platform"\n${key}`, { mode: 0o600 });
+  writeFileSync(installPaths(dir).apiEnv, `PLATFORM_API_URL="http://127.0.0.1:9/platform"\nMETRICS_LISTEN="127.0.0.1:${config.ports.metrics}"\n${key}`, { mode: 0o600 });
   return config;
 }

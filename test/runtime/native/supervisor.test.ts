@@ -77,7 +77,7 @@ describe('native supervisor (real CLI, stand-in components)', () => {
     const down = await runCli(['down', '--dir', dir], { env });
     expect(down.exitCode, String(down.stderr)).toBe(0);
     for (const pid of pids) expect(isAlive(pid), `pid ${pid}`).toBe(false);
-    for (const port of Object.values(config.ports).filter((p) => p !== config.ports.metrics)) {
+    for (const port of Object.values(config.ports)) {
       expect(await isPortFree(port), `port ${port}`).toBe(true);
     }
     expect((await status(dir)).every((c) => c.state === 'down')).toBe(true);
