@@ -1,15 +1,42 @@
 import type { Command } from 'commander';
-import { HospitalApiError } from '../errors/index.js';
-import { action } from './action.js';
+import { action, type GlobalOptions } from './action.js';
+import type { InstallFlags } from '../install/options.js';
 
-/** `hospital-api install`: provision the gateway and write the install directory */
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/** `hospital-api install`: write the install directory, start the runtime, provision the gateway (issue 5) */
 export function register(program: Command): void {
   program
     .command('install')
-    .description('provision the gateway and write the install directory')
+    .description('write the install directory, start the runtime and provision the gateway')
+    .option('--runtime <name>', 'docker or native (default: docker when a Docker engine answers)')
+    .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
+    .option('--host <name>', 'host name or address the gateway certificate names; first is used in URLs (repeatable)', collect)
+    .option('--generate-ca', 'create a hospital CA and the gateway and record-signing certificates')
+    .option('--ca <file>', "the hospital's CA certificate (PEM)")
+    .option('--cert <file>', "the gateway's server certificate, issued by --ca")
+    .option('--key <file>', "the gateway certificate's private key")
+    .option('--ca-key <file>', 'with --ca: the CA key, used once to issue the record-signing certificate (not stored)')
+    .option('--signer-cert <file>', 'with --ca: a record-signing certificate issued by the CA')
+    .option('--signer-key <file>', 'the record-signing key')
+    .option('--platform-url <url>', 'PLATFORM_API_URL for the Hospital API')
+    .option('--api-port <n>', 'Hospital API port (9000)')
+    .option('--fhir-port <n>', 'FHIR server port (8080)')
+    .option('--gateway-http-port <n>', 'gateway HTTP port (8000)')
+    .option('--gateway-https-port <n>', 'gateway HTTPS port (8443)')
+    .option('--gateway-admin-port <n>', 'gateway admin port, loopback or in-container only (8001)')
+    .option('--metrics-port <n>', 'Hospital API metrics port, loopback (9464)')
+    .option('--cors-origin <origin>', 'allowed CORS origin on fhir-api (repeatable; default *)', collect)
+    .option('--cors-header <name>', 'CORS allowed header (repeatable)', collect)
+    .option('--cors-exposed-header <name>', 'CORS exposed header (repeatable)', collect)
+    .option('--no-start', 'write the install directory only; do not start or provision')
     .action(
-      action('install', async () => {
-        throw new HospitalApiError('ERR_USAGE', { detail: 'install is not implemented yet' });
+      action<GlobalOptions & InstallFlags>('install', async (options, io) => {
+        const { runInstall } = await import('../install/run.js');
+        const { renderInstallResult } = await import('../install/render.js');
+        const result = await runInstall(options, { log: (t) => io.log(t) });
+        if (io.json) io.out(JSON.stringify({ ok: true, command: 'install', result }));
+        else io.out(renderInstallResult(result));
       }),
     );
 }

@@ -1,15 +1,25 @@
 import type { Command } from 'commander';
-import { HospitalApiError } from '../errors/index.js';
-import { action } from './action.js';
+import { action, type GlobalOptions } from './action.js';
 
-/** `hospital-api record`: check the signature of a test record */
+interface RecordFlags extends GlobalOptions {
+  ca?: string;
+  dir?: string;
+}
+
+/** `hospital-api record verify`: check a test record's detached signature and its chain to the CA (issue 5) */
 export function register(program: Command): void {
-  program
-    .command('record')
-    .description('check the signature of a test record')
+  const record = program.command('record').description('check the signature of a test record');
+  record
+    .command('verify <record>')
+    .description('verify <record>.p7s over <record> and the signer certificate against the CA')
+    .option('--ca <file>', 'CA certificate (default: tls/ca.pem of --dir, or of the install the record lies in)')
+    .option('--dir <dir>', 'install directory whose CA to use')
     .action(
-      action('record', async () => {
-        throw new HospitalApiError('ERR_USAGE', { detail: 'record is not implemented yet' });
+      action<RecordFlags>('record verify', async (options, io, args) => {
+        const { verifyRecordFile } = await import('../record/check-file.js');
+        const result = verifyRecordFile(args[0] as string, options);
+        if (io.json) io.out(JSON.stringify({ ok: true, command: 'record verify', result }));
+        else io.out(`OK: ${result.record} signed by ${result.signer.subject} at ${result.signingTime ?? 'unknown time'} (CA ${result.ca})`);
       }),
     );
 }

@@ -1,15 +1,35 @@
 import type { Command } from 'commander';
-import { HospitalApiError } from '../errors/index.js';
-import { action } from './action.js';
+import { action, type GlobalOptions } from './action.js';
 
-/** `hospital-api verify`: run the acceptance checks and write a signed test record */
+interface VerifyFlags extends GlobalOptions {
+  dir?: string;
+  ca?: string;
+}
+
+/** `hospital-api verify`: run the acceptance checks and write a signed test record (spec §4.5, issue 5) */
 export function register(program: Command): void {
   program
     .command('verify')
     .description('run the acceptance checks and write a signed test record')
+    .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
+    .option('--ca <file>', 'CA certificate to verify the gateway against (default: the install directory\'s)')
     .action(
-      action('verify', async () => {
-        throw new HospitalApiError('ERR_USAGE', { detail: 'verify is not implemented yet' });
+      action<VerifyFlags>('verify', async (options, io) => {
+        const { runVerify } = await import('../install/verify.js');
+        const { renderChecks } = await import('../checks/render.js');
+        const result = await runVerify({
+          ...(options.dir ? { dir: options.dir } : {}),
+          ...(options.ca ? { ca: options.ca } : {}),
+          onResult: (r) => io.log(`  ${r.status.padEnd(5)} ${r.title} (${r.durationMs} ms)`),
+          log: (t) => io.warn(t),
+        });
+        if (io.json) {
+          io.out(JSON.stringify({ ok: result.ok, command: 'verify', result: { record: result.record, recordPath: result.files.json, signaturePath: result.files.signature, markdownPath: result.files.markdown } }));
+        } else {
+          io.out(renderChecks(result.record.checks, io.colour));
+          io.out(`${result.ok ? 'ACCEPTED' : 'REJECTED'}: record ${result.files.json} (signed: ${result.files.signature})`);
+        }
+        return result.ok ? 0 : 1;
       }),
     );
 }

@@ -1,4 +1,76 @@
 import type { ErrorTable } from './types.js';
 
-/** Errors of the install area. Codes start with ERR_INSTALL_. */
-export const installErrors = {} satisfies ErrorTable;
+/** Errors of the install area (install, consumer, verify, record, docker runtime). Codes start with ERR_INSTALL_. */
+export const installErrors = {
+  ERR_INSTALL_TLS_OPTIONS: {
+    message: 'TLS options: {detail}',
+    status: 400,
+    exit: 2,
+    hint: 'Pass either --generate-ca, or all three of --ca, --cert and --key.',
+  },
+  ERR_INSTALL_TLS_MISMATCH: {
+    message: 'The TLS material does not fit together: {detail}',
+    status: 400,
+    exit: 3,
+    hint: 'The certificate must be issued by the CA in --ca and --key must be its private key.',
+  },
+  ERR_INSTALL_BAD_OPTION: {
+    message: 'Invalid option {name}: {detail}',
+    status: 400,
+    exit: 2,
+  },
+  ERR_INSTALL_RUNTIME_CONFLICT: {
+    message: 'The installation in {dir} uses the {existing} runtime, not {requested}',
+    status: 400,
+    exit: 2,
+    hint: 'Use another --dir, or rerun without --runtime.',
+  },
+  ERR_INSTALL_ADMIN: {
+    message: 'Gateway admin API: {method} {path} answered {status}: {detail}',
+    status: 502,
+    exit: 1,
+    hint: 'Check that the gateway runs (`hospital-api status`), then rerun: provisioning is idempotent.',
+  },
+  ERR_INSTALL_ADMIN_UNREACHABLE: {
+    message: 'Gateway admin API unreachable: {detail}',
+    status: 502,
+    exit: 3,
+    hint: 'Start the stack (`hospital-api up`) and rerun.',
+  },
+  ERR_INSTALL_CONSUMER_EXISTS: {
+    message: 'Consumer {username} already has a key-auth credential',
+    status: 409,
+    exit: 1,
+    hint: 'The key was printed when it was created. To rotate it, create a consumer with another name.',
+  },
+  ERR_INSTALL_DOCKER: {
+    message: 'docker {command} failed: {detail}',
+    status: 500,
+    exit: 3,
+    hint: 'Check that the Docker engine runs (`docker info`) and that Compose v2 is installed.',
+  },
+  ERR_INSTALL_DOCKER_CURL: {
+    message: 'curl is missing in the {service} container, so the admin API cannot be reached inside it',
+    status: 500,
+    exit: 3,
+    hint: 'Use the Kong image named in templates/compose.yaml (it ships curl).',
+  },
+  ERR_INSTALL_HEALTH_TIMEOUT: {
+    message: 'Timed out after {seconds}s waiting for {what}',
+    status: 504,
+    exit: 3,
+    hint: 'See the component logs (`hospital-api logs`, or `docker compose logs`).',
+  },
+  ERR_INSTALL_NO_SIGNER: {
+    message: 'No record-signing certificate in {dir}',
+    status: 500,
+    exit: 3,
+    hint: 'Rerun `hospital-api install` for this directory.',
+  },
+  ERR_INSTALL_RECORD_INVALID: {
+    message: 'Record {path} does not verify: {detail}',
+    status: 400,
+    exit: 1,
+    hint: 'The record was changed after signing, or it was signed under another CA (pass --ca).',
+  },
+} satisfies ErrorTable;

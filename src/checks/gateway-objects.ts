@@ -1,0 +1,58 @@
+/**
+ * §4.5.3: through the admin API, the services and routes exist and the
+ * plugins are attached: basic-auth and cors on fhir-api, key-auth on
+ * fhir-api-key-auth (spec §2.3).
+ */
+import type { Check, CheckContext } from './types.js';
+
+type Entity = { id: string; name?: string | null; service?: { id: string } | null };
+
+async function list(ctx: CheckContext, path: string): Promise<Entity[]> {
+  const out: Entity[] = [];
+  let next: string | null = `${path}?size=1000`;
+  // kong.md §1: lists page with `next`; follow it
+  for (let i = 0; next && i < 50; i++) {
+    const res = await ctx.runtime.admin('GET', next);
+    if (res.status !== 200) throw new Error(`GET ${next} answered ${res.status}`);
+    const body = res.body as { data?: Entity[]; next?: string | null };
+    out.push(...(body.data ?? []));
+    next = body.next ?? null;
+  }
+  return out;
+}
+
+export const gatewayObjects: Check = {
+  id: 'gateway-objects',
+  spec: '4.5.3',
+  title: 'Gateway services, routes and plugins are provisioned',
+  mandatory: true,
+  async run(ctx) {
+    const [services, routes, plugins] = await Promise.all([list(ctx, '/services'), list(ctx, '/routes'), list(ctx, '/plugins')]);
+    const problems: string[] = [];
+    const service = (name: string): Entity | undefined => services.find((s) => s.name === name);
+    for (const [svc, route] of [
+      ['fhir-api', 'fhir-api-route'],
+      ['fhir-api-key-auth', 'fhir-api-key-auth-route'],
+    ] as const) {
+      const s = service(svc);
+      if (!s) problems.push(`service ${svc} missing`);
+      const r = routes.find((x) => x.name === route);
+      if (!r) problems.push(`route ${route} missing`);
+      else if (s && r.service?.id !== s.id) problems.push(`route ${route} is not attached to ${svc}`);
+    }
+    const attached = (svc: string, plugin: string): void => {
+      const s = service(svc);
+      if (s && !plugins.some((p) => (p as { name?: string }).name === plugin && p.service?.id === s.id)) {
+        problems.push(`${plugin} not attached to ${svc}`);
+      }
+    };
+    attached('fhir-api', 'basic-auth');
+    attached('fhir-api', 'cors');
+    attached('fhir-api-key-auth', 'key-auth');
+    const detail = `${services.length} services, ${routes.length} routes, ${plugins.length} plugins`;
+    if (problems.length) {
+      return { status: 'fail', summary: problems.join('; '), detail, httpStatus: 200, hint: 'Rerun `hospital-api install` (idempotent).' };
+    }
+    return { status: 'pass', summary: 'fhir-api (basic-auth, cors), fhir-api-key-auth (key-auth) and both routes', detail, httpStatus: 200 };
+  },
+};

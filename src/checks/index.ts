@@ -1,0 +1,27 @@
+/** The acceptance checks in the order issue 5 lists them (spec §4.5 1-4, then the negative checks). */
+import { adminNotExposed } from './admin-not-exposed.js';
+import { apiHealth } from './api-health.js';
+import { basicAuthRequired } from './basic-auth-required.js';
+import { certificateChain } from './certificate-chain.js';
+import { certificateExpiry } from './certificate-expiry.js';
+import { componentsUp } from './components-up.js';
+import { fhirMetadata } from './fhir-metadata.js';
+import { gatewayObjects } from './gateway-objects.js';
+import { keyAuthMetadata } from './key-auth-metadata.js';
+import { keyAuthNoKey } from './key-auth-no-key.js';
+import { keyAuthWrongKey } from './key-auth-wrong-key.js';
+import type { Check } from './types.js';
+
+export const CHECKS: readonly Check[] = Object.freeze([
+  componentsUp,
+  apiHealth,
+  fhirMetadata,
+  gatewayObjects,
+  keyAuthMetadata,
+  keyAuthNoKey,
+  keyAuthWrongKey,
+  basicAuthRequired,
+  adminNotExposed,
+  certificateChain,
+  certificateExpiry,
+]);

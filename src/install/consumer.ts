@@ -1,0 +1,70 @@
+/**
+ * `consumer create`: the hospital's own step (spec §2.3, §5). Creates the
+ * gateway consumer and its key-auth credential; the key is returned once for
+ * printing and, with --write-env, stored as FHIR_API_KEY (0600) before the
+ * Hospital API is restarted to read it.
+ */
+import { randomBytes } from 'node:crypto';
+import { HospitalApiError } from '../errors/index.js';
+import { installPaths } from '../runtime/layout.js';
+import { formatEnvFile, readEnvFile } from '../util/env-file.js';
+import { writeSecretFile } from '../util/atomic-write.js';
+import type { Runtime } from '../runtime/types.js';
+import { adminCall } from './provision.js';
+
+const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** 32 alphanumeric characters, as Kong generates them (kong.md §1), without modulo bias. */
+export function generateKey(length = 32): string {
+  let out = '';
+  while (out.length < length) {
+    for (const b of randomBytes(length * 2)) {
+      if (b < 248 && out.length < length) out += ALPHANUMERIC[b % 62];
+    }
+  }
+  return out;
+}
+
+export interface ConsumerResult {
+  username: string;
+  consumerId: string;
+  credentialId: string;
+  key: string;
+  envWritten: boolean;
+  restarted: boolean;
+}
+
+const USERNAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/;
+
+export async function createConsumer(
+  runtime: Runtime,
+  dir: string,
+  options: { username: string; key?: string; writeEnv?: boolean },
+  log: (text: string) => void,
+): Promise<ConsumerResult> {
+  const { username } = options;
+  if (!USERNAME.test(username)) {
+    throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: 'username', detail: 'letters, digits, . _ @ - (max 128)' });
+  }
+  if (options.key !== undefined && !/^[\x21-\x7e]{16,256}$/.test(options.key)) {
+    throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--key', detail: 'at least 16 printable characters, no spaces' });
+  }
+  const admin = runtime.admin.bind(runtime);
+  // PUT by username: idempotent, so a rerun after a failure reuses the consumer.
+  const consumer = (await adminCall(admin, 'PUT', `/consumers/${encodeURIComponent(username)}`, {})).body as { id: string };
+  const existing = (await adminCall(admin, 'GET', `/consumers/${consumer.id}/key-auth`)).body as { data?: unknown[] };
+  if ((existing.data ?? []).length > 0) throw new HospitalApiError('ERR_INSTALL_CONSUMER_EXISTS', { username });
+  const key = options.key ?? generateKey();
+  const cred = (await adminCall(admin, 'POST', `/consumers/${consumer.id}/key-auth`, { key })).body as { id: string };
+  log(`consumer ${username}: key-auth credential created`);
+  let restarted = false;
+  if (options.writeEnv) {
+    const path = installPaths(dir).apiEnv;
+    const values = { ...readEnvFile(path), FHIR_API_KEY: key };
+    writeSecretFile(path, formatEnvFile(values, 'Hospital API settings (mode 0600: holds FHIR_API_KEY).'));
+    log(`FHIR_API_KEY written to ${path}; restarting the Hospital API`);
+    await runtime.restart('api');
+    restarted = true;
+  }
+  return { username, consumerId: consumer.id, credentialId: cred.id, key, envWritten: options.writeEnv === true, restarted };
+}

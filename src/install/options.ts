@@ -1,0 +1,165 @@
+/**
+ * `install` flags → a validated plan. Everything is checked here, before any
+ * file is written, so bad input changes nothing (issue 5).
+ */
+import { isIP } from 'node:net';
+import { existsSync } from 'node:fs';
+import { HospitalApiError } from '../errors/index.js';
+import { DEFAULT_PORTS, type InstallConfig, type InstallPorts, type RuntimeName } from '../runtime/install-config.js';
+
+export interface InstallFlags {
+  runtime?: string;
+  dir?: string;
+  host?: string[];
+  ca?: string;
+  cert?: string;
+  key?: string;
+  caKey?: string;
+  signerCert?: string;
+  signerKey?: string;
+  generateCa?: boolean;
+  platformUrl?: string;
+  apiPort?: string;
+  fhirPort?: string;
+  gatewayHttpPort?: string;
+  gatewayHttpsPort?: string;
+  gatewayAdminPort?: string;
+  metricsPort?: string;
+  corsOrigin?: string[];
+  corsHeader?: string[];
+  corsExposedHeader?: string[];
+  start?: boolean;
+  demo?: boolean;
+}
+
+export type TlsChoice =
+  | { mode: 'generate' }
+  | { mode: 'provided'; ca: string; cert: string; key: string; caKey?: string; signerCert?: string; signerKey?: string }
+  | { mode: 'keep' };
+
+export interface InstallPlan {
+  runtime: RuntimeName | null;
+  hosts: string[];
+  ports: InstallPorts;
+  platformApiUrl: string | null;
+  cors: { origins: string[]; headers: string[] | null; exposedHeaders: string[] | null };
+  tls: TlsChoice;
+  start: boolean;
+  demo: boolean;
+}
+
+const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+function bad(name: string, detail: string): HospitalApiError {
+  return new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name, detail });
+}
+
+function port(flag: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!/^\d{1,5}$/.test(value) || n < 1 || n > 65535) throw bad(flag, `expected a port 1-65535, got "${value}"`);
+  return n;
+}
+
+function parsePorts(f: InstallFlags, base: InstallPorts): InstallPorts {
+  const ports: InstallPorts = {
+    api: port('--api-port', f.apiPort, base.api),
+    fhir: port('--fhir-port', f.fhirPort, base.fhir),
+    gatewayHttp: port('--gateway-http-port', f.gatewayHttpPort, base.gatewayHttp),
+    gatewayHttps: port('--gateway-https-port', f.gatewayHttpsPort, base.gatewayHttps),
+    gatewayAdmin: port('--gateway-admin-port', f.gatewayAdminPort, base.gatewayAdmin),
+    metrics: port('--metrics-port', f.metricsPort, base.metrics),
+  };
+  const seen = new Map<number, string>();
+  for (const [name, value] of Object.entries(ports)) {
+    const other = seen.get(value);
+    if (other) throw bad('ports', `${name} and ${other} both use port ${value}`);
+    seen.set(value, name);
+  }
+  return ports;
+}
+
+function parseHosts(values: string[] | undefined, base: string[]): string[] {
+  const hosts = values?.length ? values : base;
+  for (const h of hosts) {
+    if (!isIP(h) && !HOSTNAME.test(h)) throw bad('--host', `"${h}" is neither a host name nor an IP address`);
+  }
+  return [...new Set(hosts)];
+}
+
+function parseUrl(value: string | undefined): string | null {
+  if (value === undefined) return null;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw bad('--platform-url', `"${value}" is not a URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw bad('--platform-url', 'must be http(s)');
+  if (url.username || url.password) throw bad('--platform-url', 'must not carry credentials');
+  return value.replace(/\/+$/, '');
+}
+
+function readable(flag: string, path: string | undefined): string | undefined {
+  if (path !== undefined && !existsSync(path)) throw bad(flag, `${path} does not exist`);
+  return path;
+}
+
+function parseTls(f: InstallFlags): TlsChoice {
+  const provided = [f.ca, f.cert, f.key].filter((v) => v !== undefined).length;
+  if (f.generateCa && provided > 0) {
+    throw new HospitalApiError('ERR_INSTALL_TLS_OPTIONS', { detail: '--generate-ca cannot be combined with --ca/--cert/--key' });
+  }
+  if (provided > 0 && provided < 3) {
+    throw new HospitalApiError('ERR_INSTALL_TLS_OPTIONS', { detail: '--ca, --cert and --key go together' });
+  }
+  if ((f.signerCert === undefined) !== (f.signerKey === undefined)) {
+    throw new HospitalApiError('ERR_INSTALL_TLS_OPTIONS', { detail: '--signer-cert and --signer-key go together' });
+  }
+  if (provided === 3) {
+    return {
+      mode: 'provided',
+      ca: readable('--ca', f.ca) as string,
+      cert: readable('--cert', f.cert) as string,
+      key: readable('--key', f.key) as string,
+      ...(f.caKey ? { caKey: readable('--ca-key', f.caKey) as string } : {}),
+      ...(f.signerCert ? { signerCert: readable('--signer-cert', f.signerCert) as string } : {}),
+      ...(f.signerKey ? { signerKey: readable('--signer-key', f.signerKey) as string } : {}),
+    };
+  }
+  return f.generateCa ? { mode: 'generate' } : { mode: 'keep' };
+}
+
+function list(values: string[] | undefined): string[] | null {
+  return values?.length ? values : null;
+}
+
+/**
+ * Flags not given keep what a previous install chose (`previous`), so a rerun
+ * without flags changes nothing.
+ * @throws ERR_INSTALL_BAD_OPTION, ERR_INSTALL_TLS_OPTIONS
+ */
+export function parseInstallFlags(f: InstallFlags, previous: InstallConfig | null = null): InstallPlan {
+  let runtime: RuntimeName | null = null;
+  if (f.runtime !== undefined) {
+    if (f.runtime !== 'docker' && f.runtime !== 'native') throw bad('--runtime', 'expected docker or native');
+    runtime = f.runtime;
+  }
+  const prevCors = previous?.cors;
+  // The original deployment allowed every origin; keep that default, configurable.
+  const origins = f.corsOrigin?.length ? f.corsOrigin : (prevCors?.origins ?? ['*']);
+  return {
+    runtime,
+    hosts: parseHosts(f.host, previous?.hosts ?? ['localhost']),
+    ports: parsePorts(f, previous?.ports ?? DEFAULT_PORTS),
+    platformApiUrl: parseUrl(f.platformUrl) ?? previous?.platformApiUrl ?? null,
+    cors: {
+      origins,
+      headers: list(f.corsHeader) ?? prevCors?.headers ?? null,
+      exposedHeaders: list(f.corsExposedHeader) ?? prevCors?.exposedHeaders ?? null,
+    },
+    tls: parseTls(f),
+    start: f.start !== false,
+    demo: f.demo === true || previous?.demo === true,
+  };
+}

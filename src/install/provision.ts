@@ -1,0 +1,136 @@
+/**
+ * Provisions the gateway through its admin API in the order the spec names
+ * (issue 5; spec §2.3): service fhir-api + basic-auth + cors, route
+ * fhir-api-route, service fhir-api-key-auth + key-auth, route
+ * fhir-api-key-auth-route. Services and routes are PUT by name (kong.md §1: PUT
+ * is an upsert); plugins are found by (name, service), Kong's uniqueness key, and
+ * PATCHed or POSTed. Each step reads first and writes only on a difference, so a
+ * rerun changes nothing and completes a run that was killed part-way.
+ * It never creates a consumer (spec §5: the hospital does that).
+ */
+import { isDeepStrictEqual } from 'node:util';
+import { HospitalApiError } from '../errors/index.js';
+import type { InstallConfig } from '../runtime/install-config.js';
+import type { AdminResponse, Runtime } from '../runtime/types.js';
+
+export type Admin = Runtime['admin'];
+export type Change = 'created' | 'updated' | 'unchanged';
+export interface ProvisionStep {
+  kind: 'service' | 'route' | 'plugin';
+  name: string;
+  change: Change;
+}
+
+type Entity = Record<string, unknown> & { id: string };
+
+function message(body: unknown): string {
+  if (body && typeof body === 'object' && 'message' in body) return String((body as { message: unknown }).message);
+  return typeof body === 'string' ? body.slice(0, 200) : JSON.stringify(body)?.slice(0, 200) ?? '';
+}
+
+/** One admin call; anything but the accepted statuses is a coded error. */
+export async function adminCall(
+  admin: Admin,
+  method: Parameters<Admin>[0],
+  path: string,
+  body?: unknown,
+  accept: number[] = [200, 201, 204],
+): Promise<AdminResponse> {
+  const res = await admin(method, path, body);
+  if (!accept.includes(res.status)) {
+    throw new HospitalApiError('ERR_INSTALL_ADMIN', { method, path, status: res.status, detail: message(res.body) });
+  }
+  return res;
+}
+
+async function get(admin: Admin, path: string): Promise<Entity | null> {
+  const res = await adminCall(admin, 'GET', path, undefined, [200, 404]);
+  return res.status === 404 ? null : (res.body as Entity);
+}
+
+/** True when every desired field equals the entity's (fields we do not set are left alone). */
+function matches(entity: Record<string, unknown>, desired: Record<string, unknown>): boolean {
+  return Object.entries(desired).every(([k, v]) => isDeepStrictEqual(entity[k], v));
+}
+
+function parseUpstream(url: string): Record<string, unknown> {
+  const u = new URL(url);
+  const protocol = u.protocol.replace(':', '');
+  const port = u.port ? Number(u.port) : protocol === 'https' ? 443 : 80;
+  return { protocol, host: u.hostname, port, path: u.pathname === '/' ? null : u.pathname };
+}
+
+async function upsertService(admin: Admin, name: string, upstream: string): Promise<[Entity, Change]> {
+  const desired = parseUpstream(upstream);
+  const before = await get(admin, `/services/${name}`);
+  if (before && matches(before, desired)) return [before, 'unchanged'];
+  const res = await adminCall(admin, 'PUT', `/services/${name}`, { url: upstream });
+  return [res.body as Entity, before ? 'updated' : 'created'];
+}
+
+async function upsertRoute(admin: Admin, name: string, path: string, serviceId: string): Promise<Change> {
+  const desired = { paths: [path], service: { id: serviceId } };
+  const before = await get(admin, `/routes/${name}`);
+  if (before && matches(before, desired)) return 'unchanged';
+  await adminCall(admin, 'PUT', `/routes/${name}`, desired);
+  return before ? 'updated' : 'created';
+}
+
+async function findPlugin(admin: Admin, serviceId: string, plugin: string): Promise<Entity | null> {
+  const res = await adminCall(admin, 'GET', `/services/${serviceId}/plugins`);
+  const list = ((res.body as { data?: Entity[] }).data ?? []) as Entity[];
+  return list.find((p) => p.name === plugin) ?? null;
+}
+
+async function upsertPlugin(
+  admin: Admin,
+  serviceId: string,
+  plugin: string,
+  config: Record<string, unknown>,
+): Promise<Change> {
+  const before = await findPlugin(admin, serviceId, plugin);
+  if (before) {
+    if (matches((before.config ?? {}) as Record<string, unknown>, config) && before.enabled !== false) return 'unchanged';
+    await adminCall(admin, 'PATCH', `/plugins/${before.id}`, { config, enabled: true });
+    return 'updated';
+  }
+  // kong.md §1: one instance per (name, service); a 409 means a concurrent run made it.
+  const res = await adminCall(admin, 'POST', `/services/${serviceId}/plugins`, { name: plugin, config }, [201, 409]);
+  return res.status === 409 ? upsertPlugin(admin, serviceId, plugin, config) : 'created';
+}
+
+/** Where the gateway reaches the FHIR server: the compose service, or loopback. */
+export function fhirUpstream(config: InstallConfig): string {
+  return config.runtime === 'docker' ? 'http://hapi:8080/fhir' : `http://127.0.0.1:${config.ports.fhir}/fhir`;
+}
+
+/** @throws ERR_INSTALL_ADMIN, ERR_INSTALL_ADMIN_UNREACHABLE */
+export async function provisionGateway(
+  admin: Admin,
+  config: InstallConfig,
+  onStep: (step: ProvisionStep) => void = () => {},
+): Promise<ProvisionStep[]> {
+  const steps: ProvisionStep[] = [];
+  const record = (step: ProvisionStep): void => {
+    steps.push(step);
+    onStep(step);
+  };
+  const upstream = fhirUpstream(config);
+  const [basic, basicChange] = await upsertService(admin, 'fhir-api', upstream);
+  record({ kind: 'service', name: 'fhir-api', change: basicChange });
+  record({ kind: 'plugin', name: 'fhir-api/basic-auth', change: await upsertPlugin(admin, basic.id, 'basic-auth', { hide_credentials: true }) });
+  const cors = { origins: config.cors.origins, headers: config.cors.headers, exposed_headers: config.cors.exposedHeaders };
+  record({ kind: 'plugin', name: 'fhir-api/cors', change: await upsertPlugin(admin, basic.id, 'cors', cors) });
+  record({ kind: 'route', name: 'fhir-api-route', change: await upsertRoute(admin, 'fhir-api-route', '/fhir-api', basic.id) });
+  const [keyed, keyedChange] = await upsertService(admin, 'fhir-api-key-auth', upstream);
+  record({ kind: 'service', name: 'fhir-api-key-auth', change: keyedChange });
+  // hide_credentials: the key never reaches the FHIR server (issue 5)
+  const keyAuth = { key_names: ['apikey'], hide_credentials: true };
+  record({ kind: 'plugin', name: 'fhir-api-key-auth/key-auth', change: await upsertPlugin(admin, keyed.id, 'key-auth', keyAuth) });
+  record({
+    kind: 'route',
+    name: 'fhir-api-key-auth-route',
+    change: await upsertRoute(admin, 'fhir-api-key-auth-route', '/fhir-api-key-auth', keyed.id),
+  });
+  return steps;
+}

@@ -1,0 +1,98 @@
+/**
+ * `hospital-api install`: validate → decide TLS → write the install directory
+ * → start the runtime → provision the gateway (issue 5). Nothing is written
+ * before every input has been checked; a failure after the files are written
+ * is completed by a rerun (each step is idempotent).
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { VERSION } from '../version.js';
+import { HospitalApiError } from '../errors/index.js';
+import { defaultInstallDir, installPaths } from '../runtime/layout.js';
+import { endpoints, readInstallConfig, type InstallConfig, type RuntimeName } from '../runtime/install-config.js';
+import { openRuntime } from '../runtime/index.js';
+import type { Runtime } from '../runtime/types.js';
+import { dockerEngineAnswers } from '../runtime/docker/compose.js';
+import { composeFile, renderCompose } from '../runtime/docker/render.js';
+import { parseInstallFlags, type InstallFlags } from './options.js';
+import { prepareTls } from './tls.js';
+import { writeIfChanged, writeInstallFiles, type FileChange } from './files.js';
+import { provisionGateway, type ProvisionStep } from './provision.js';
+
+export interface InstallResult {
+  dir: string;
+  runtime: RuntimeName;
+  started: boolean;
+  files: FileChange[];
+  provisioning: ProvisionStep[];
+  endpoints: ReturnType<typeof endpoints>;
+  platformApiUrlSet: boolean;
+  caGenerated: boolean;
+}
+
+export interface InstallHooks {
+  log(text: string): void;
+  /** For tests: the runtime to use instead of openRuntime(dir). */
+  openRuntime?: (dir: string) => Runtime;
+}
+
+async function chooseRuntime(flag: RuntimeName | null, previous: InstallConfig | null, dir: string): Promise<RuntimeName> {
+  if (flag && previous && previous.runtime !== flag) {
+    throw new HospitalApiError('ERR_INSTALL_RUNTIME_CONFLICT', { dir, existing: previous.runtime, requested: flag });
+  }
+  if (flag) return flag;
+  if (previous) return previous.runtime;
+  return (await dockerEngineAnswers()) ? 'docker' : 'native';
+}
+
+export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Promise<InstallResult> {
+  const dir = installPaths(flags.dir ?? defaultInstallDir()).root;
+  const paths = installPaths(dir);
+  const previous = existsSync(paths.installJson) ? readInstallConfig(dir) : null;
+  const plan = parseInstallFlags(flags, previous);
+  const runtime = await chooseRuntime(plan.runtime, previous, dir);
+  hooks.log(`install: ${runtime} runtime in ${dir}`);
+  const extraHosts = ['localhost', '127.0.0.1', ...(runtime === 'docker' ? ['kong'] : [])];
+  const tls = prepareTls(plan.tls, paths, plan.hosts, extraHosts);
+  const config: InstallConfig = {
+    formatVersion: 1,
+    runtime,
+    hosts: plan.hosts,
+    ports: plan.ports,
+    platformApiUrl: plan.platformApiUrl,
+    caGenerated: tls.caGenerated,
+    cors: plan.cors,
+    toolkitVersion: VERSION,
+    installedAt: previous?.installedAt ?? new Date().toISOString(),
+    demo: plan.demo,
+  };
+  const compose = runtime === 'docker' ? renderCompose(dir, config) : null;
+
+  // Everything is validated: write.
+  mkdirSync(dirname(dir), { recursive: true });
+  const files = writeInstallFiles(paths, config, tls);
+  if (compose) files.push(writeIfChanged(composeFile(dir), compose));
+  for (const f of files) if (f.change !== 'unchanged') hooks.log(`  ${f.change} ${f.path}`);
+  if (!config.platformApiUrl) {
+    hooks.log(`  note: PLATFORM_API_URL is not set; add it to ${paths.apiEnv} (or rerun with --platform-url)`);
+  }
+
+  let provisioning: ProvisionStep[] = [];
+  if (plan.start) {
+    const rt = (hooks.openRuntime ?? openRuntime)(dir);
+    hooks.log(`install: starting the ${runtime} runtime`);
+    await rt.up();
+    hooks.log('install: provisioning the gateway');
+    provisioning = await provisionGateway(rt.admin.bind(rt), config, (s) => hooks.log(`  ${s.kind} ${s.name}: ${s.change}`));
+  }
+  return {
+    dir,
+    runtime,
+    started: plan.start,
+    files,
+    provisioning,
+    endpoints: endpoints(config),
+    platformApiUrlSet: config.platformApiUrl !== null,
+    caGenerated: tls.caGenerated,
+  };
+}

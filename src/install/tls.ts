@@ -1,0 +1,147 @@
+/**
+ * The install's TLS material, decided in memory before anything is written:
+ * a generated hospital CA (reused on rerun) or the hospital's own CA, the
+ * gateway server certificate and the record-signing certificate (issue 5).
+ */
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { HospitalApiError } from '../errors/index.js';
+import { generateCa, issueCertificate, type KeyAndCert } from '../tls/pki.js';
+import { parsePemBundle } from '../tls/inspect.js';
+import type { InstallPaths } from '../runtime/layout.js';
+import type { TlsChoice } from './options.js';
+
+export interface TlsMaterial {
+  caPem: string;
+  /** Only when we generated the CA (or the hospital lent us its key). */
+  caKeyPem: string | null;
+  gateway: KeyAndCert;
+  signer: KeyAndCert;
+  caGenerated: boolean;
+}
+
+const RENEW_WITHIN_MS = 30 * 86_400_000;
+
+function read(path: string): string | null {
+  return existsSync(path) ? readFileSync(path, 'utf8') : null;
+}
+
+function cert(pem: string, path: string): X509Certificate {
+  return parsePemBundle(pem, path)[0] as X509Certificate;
+}
+
+export function chainsTo(leafPem: string, caPem: string): boolean {
+  const leaf = cert(leafPem, 'certificate');
+  return parsePemBundle(caPem, 'ca').some((ca) => leaf.checkIssued(ca) && leaf.verify(ca.publicKey));
+}
+
+export function keyMatches(certPem: string, keyPem: string, path: string): boolean {
+  try {
+    return cert(certPem, path).checkPrivateKey(createPrivateKey(keyPem));
+  } catch (err) {
+    throw new HospitalApiError('ERR_TLS_MATERIAL', { path, detail: (err as Error).message }, { cause: err });
+  }
+}
+
+export function coversHost(certPem: string, host: string): boolean {
+  const c = cert(certPem, 'certificate');
+  return isIP(host) ? c.checkIP(host) !== undefined : c.checkHost(host) !== undefined;
+}
+
+function fresh(certPem: string): boolean {
+  return new Date(cert(certPem, 'certificate').validTo).getTime() - Date.now() > RENEW_WITHIN_MS;
+}
+
+function usable(pair: KeyAndCert | null, caPem: string, hosts: string[]): pair is KeyAndCert {
+  return (
+    pair !== null &&
+    chainsTo(pair.certPem, caPem) &&
+    fresh(pair.certPem) &&
+    hosts.every((h) => coversHost(pair.certPem, h))
+  );
+}
+
+function existingPair(certPath: string, keyPath: string): KeyAndCert | null {
+  const certPem = read(certPath);
+  const keyPem = read(keyPath);
+  return certPem && keyPem ? { certPem, keyPem } : null;
+}
+
+function issueGateway(ca: KeyAndCert, hosts: string[]): KeyAndCert {
+  return issueCertificate(ca, { commonName: hosts[0] as string, hosts, usage: 'server' });
+}
+
+function issueSigner(ca: KeyAndCert): KeyAndCert {
+  return issueCertificate(ca, { commonName: 'Hospital API acceptance record signer', usage: 'signing' });
+}
+
+/** Generated CA: reuse what a previous run made so a rerun changes nothing. */
+function generated(paths: InstallPaths, certHosts: string[]): TlsMaterial {
+  const prevCa = existingPair(paths.caCert, paths.caKey);
+  const ca = prevCa && fresh(prevCa.certPem) ? prevCa : generateCa({ commonName: 'Hospital API CA' });
+  const prevGateway = existingPair(paths.gatewayCert, paths.gatewayKey);
+  const gateway = usable(prevGateway, ca.certPem, certHosts) ? prevGateway : issueGateway(ca, certHosts);
+  const prevSigner = existingPair(paths.signerCert, paths.signerKey);
+  const signer = usable(prevSigner, ca.certPem, []) ? prevSigner : issueSigner(ca);
+  return { caPem: ca.certPem, caKeyPem: ca.keyPem, gateway, signer, caGenerated: true };
+}
+
+function mismatch(detail: string): HospitalApiError {
+  return new HospitalApiError('ERR_INSTALL_TLS_MISMATCH', { detail });
+}
+
+/** The hospital's own CA and gateway certificate, validated before use. */
+function provided(choice: Extract<TlsChoice, { mode: 'provided' }>, paths: InstallPaths, hosts: string[]): TlsMaterial {
+  const caPem = readFileSync(choice.ca, 'utf8');
+  parsePemBundle(caPem, choice.ca);
+  const gateway = { certPem: readFileSync(choice.cert, 'utf8'), keyPem: readFileSync(choice.key, 'utf8') };
+  if (!chainsTo(gateway.certPem, caPem)) throw mismatch(`${choice.cert} is not issued by the CA in ${choice.ca}`);
+  if (!keyMatches(gateway.certPem, gateway.keyPem, choice.key)) throw mismatch(`${choice.key} is not the key of ${choice.cert}`);
+  const missing = hosts.filter((h) => !coversHost(gateway.certPem, h));
+  if (missing.length) throw mismatch(`${choice.cert} does not name ${missing.join(', ')} (add them or drop --host)`);
+  let caKeyPem: string | null = null;
+  let signer: KeyAndCert | null = null;
+  if (choice.signerCert && choice.signerKey) {
+    signer = { certPem: readFileSync(choice.signerCert, 'utf8'), keyPem: readFileSync(choice.signerKey, 'utf8') };
+    if (!chainsTo(signer.certPem, caPem)) throw mismatch(`${choice.signerCert} is not issued by the CA`);
+    if (!keyMatches(signer.certPem, signer.keyPem, choice.signerKey)) throw mismatch(`${choice.signerKey} is not the key of ${choice.signerCert}`);
+  } else {
+    const prev = existingPair(paths.signerCert, paths.signerKey);
+    if (usable(prev, caPem, [])) signer = prev;
+    else if (choice.caKey) {
+      caKeyPem = readFileSync(choice.caKey, 'utf8');
+      if (!keyMatches(caPem, caKeyPem, choice.caKey)) throw mismatch(`${choice.caKey} is not the key of the CA`);
+      signer = issueSigner({ certPem: caPem, keyPem: caKeyPem });
+      caKeyPem = null; // used once to issue the signer; never stored
+    }
+  }
+  if (!signer) {
+    throw new HospitalApiError('ERR_INSTALL_TLS_OPTIONS', {
+      detail: 'a record-signing certificate is needed: pass --signer-cert/--signer-key, or --ca-key to issue one',
+    });
+  }
+  return { caPem, caKeyPem, gateway, signer, caGenerated: false };
+}
+
+/** What was installed before, when neither --generate-ca nor --ca is given. */
+function kept(paths: InstallPaths, certHosts: string[], hosts: string[]): TlsMaterial {
+  const caPem = read(paths.caCert);
+  if (!caPem) {
+    throw new HospitalApiError('ERR_INSTALL_TLS_OPTIONS', { detail: 'this directory has no TLS material yet' });
+  }
+  if (existsSync(paths.caKey)) return generated(paths, certHosts);
+  return provided({ mode: 'provided', ca: paths.caCert, cert: paths.gatewayCert, key: paths.gatewayKey }, paths, hosts);
+}
+
+/**
+ * @param hosts the names the hospital gave (--host)
+ * @param extraHosts names the runtime needs as well (localhost, 127.0.0.1, kong)
+ * @throws ERR_INSTALL_TLS_OPTIONS, ERR_INSTALL_TLS_MISMATCH, ERR_TLS_MATERIAL
+ */
+export function prepareTls(choice: TlsChoice, paths: InstallPaths, hosts: string[], extraHosts: string[]): TlsMaterial {
+  const certHosts = [...new Set([...hosts, ...extraHosts])];
+  if (choice.mode === 'generate') return generated(paths, certHosts);
+  if (choice.mode === 'provided') return provided(choice, paths, hosts);
+  return kept(paths, certHosts, hosts);
+}

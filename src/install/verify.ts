@@ -1,0 +1,85 @@
+/**
+ * `hospital-api verify`: runs the acceptance checks against an installation
+ * and writes the signed record (issue 5). The CA is the install's unless
+ * --ca names another; a CA that does not fit makes check 4 fail, it is not a
+ * usage error. There is deliberately no way to turn certificate checks off.
+ */
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Agent } from 'undici';
+import { HospitalApiError } from '../errors/index.js';
+import { endpoints, readInstallConfig } from '../runtime/install-config.js';
+import { defaultInstallDir, installPaths } from '../runtime/layout.js';
+import { openRuntime } from '../runtime/index.js';
+import type { ComponentVersion, Runtime } from '../runtime/types.js';
+import { describeCertificate, parsePemBundle } from '../tls/inspect.js';
+import { readEnvFile } from '../util/env-file.js';
+import { CHECKS } from '../checks/index.js';
+import { allMandatoryPass, runChecks } from '../checks/runner.js';
+import type { CheckContext, CheckResult } from '../checks/types.js';
+import { buildRecord, type AcceptanceRecord } from '../record/build.js';
+import { writeSignedRecord, type WrittenRecord } from '../record/write.js';
+
+export interface VerifyResult {
+  ok: boolean;
+  record: AcceptanceRecord;
+  files: WrittenRecord;
+}
+
+export interface VerifyOptions {
+  dir?: string;
+  ca?: string;
+  runtime?: Runtime;
+  onResult?: (r: CheckResult) => void;
+  log?: (text: string) => void;
+}
+
+function readCa(path: string): { pem: string; cert: X509Certificate } {
+  let pem: string;
+  try {
+    pem = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new HospitalApiError('ERR_FILE_READ', { path, detail: (err as NodeJS.ErrnoException).code ?? String(err) }, { cause: err });
+  }
+  return { pem, cert: parsePemBundle(pem, path)[0] as X509Certificate };
+}
+
+export async function runVerify(options: VerifyOptions): Promise<VerifyResult> {
+  const dir = installPaths(options.dir ?? defaultInstallDir()).root;
+  const paths = installPaths(dir);
+  const config = readInstallConfig(dir);
+  const caPath = resolve(options.ca ?? paths.caCert);
+  const ca = readCa(caPath);
+  const runtime = options.runtime ?? openRuntime(dir);
+  const apiKey = readEnvFile(paths.apiEnv).FHIR_API_KEY || null;
+  // undici verifies the chain and the host name against exactly this CA.
+  const https = new Agent({ connect: { ca: ca.pem } });
+  const ctx: CheckContext = { dir, config, runtime, urls: endpoints(config), caPem: ca.pem, caPath, apiKey, https, shared: {} };
+  const testedAt = new Date();
+  let checks: CheckResult[];
+  try {
+    checks = await runChecks(CHECKS, ctx, options.onResult);
+  } finally {
+    await https.close();
+  }
+  let versions: ComponentVersion[] = [];
+  try {
+    versions = await runtime.versions();
+  } catch (err) {
+    options.log?.(`versions unavailable: ${(err as Error).message}`);
+  }
+  const ok = allMandatoryPass(checks);
+  const record = buildRecord({
+    config,
+    installDir: dir,
+    testedAt,
+    accepted: ok,
+    gatewayCertificate: ctx.shared.gatewayCertificate ?? null,
+    ca: { path: caPath, certificate: describeCertificate(ca.cert) },
+    versions,
+    checks,
+  });
+  const files = writeSignedRecord(dir, record, [apiKey]);
+  return { ok, record, files };
+}

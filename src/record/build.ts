@@ -1,0 +1,70 @@
+/**
+ * The acceptance record (issue 5 §5; format in reports/README.md): what the
+ * gateway presented, what runs, each check's status and result, when, where
+ * and with which toolkit. It never holds a key, token or password.
+ */
+import { hostname } from 'node:os';
+import { VERSION } from '../version.js';
+import { endpoints, type InstallConfig } from '../runtime/install-config.js';
+import type { ComponentVersion } from '../runtime/types.js';
+import type { CertificateInfo } from '../tls/inspect.js';
+import type { CheckResult } from '../checks/types.js';
+
+export const RECORD_FORMAT = 'hospital-api/acceptance-record@1';
+
+export interface AcceptanceRecord {
+  format: typeof RECORD_FORMAT;
+  result: 'accepted' | 'rejected';
+  testedAt: string;
+  host: string;
+  toolkitVersion: string;
+  runtime: InstallConfig['runtime'];
+  demo: boolean;
+  installDir: string;
+  gateway: { url: string; certificate: CertificateInfo | null };
+  ca: { path: string; certificate: CertificateInfo };
+  versions: ComponentVersion[];
+  checks: Array<Omit<CheckResult, 'hint'> & { hint?: string }>;
+  summary: Record<CheckResult['status'], number>;
+}
+
+export interface RecordInput {
+  config: InstallConfig;
+  installDir: string;
+  testedAt: Date;
+  accepted: boolean;
+  gatewayCertificate: CertificateInfo | null;
+  ca: { path: string; certificate: CertificateInfo };
+  versions: ComponentVersion[];
+  checks: CheckResult[];
+}
+
+export function buildRecord(input: RecordInput): AcceptanceRecord {
+  const summary = { pass: 0, warn: 0, fail: 0, skip: 0, error: 0 };
+  for (const c of input.checks) summary[c.status]++;
+  return {
+    format: RECORD_FORMAT,
+    result: input.accepted ? 'accepted' : 'rejected',
+    testedAt: input.testedAt.toISOString(),
+    host: hostname(),
+    toolkitVersion: VERSION,
+    runtime: input.config.runtime,
+    demo: input.config.demo,
+    installDir: input.installDir,
+    gateway: { url: endpoints(input.config).gatewayHttps, certificate: input.gatewayCertificate },
+    ca: input.ca,
+    versions: input.versions,
+    checks: input.checks,
+    summary,
+  };
+}
+
+/**
+ * The record's bytes, exactly as signed. Any secret passed in is replaced
+ * (defence in depth: no check puts one in, and a test proves it).
+ */
+export function serializeRecord(record: AcceptanceRecord, secrets: Array<string | null | undefined> = []): string {
+  let text = JSON.stringify(record, null, 2) + '\n';
+  for (const s of secrets) if (s && s.length >= 8) text = text.split(s).join('[redacted]');
+  return text;
+}

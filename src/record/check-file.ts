@@ -1,0 +1,43 @@
+/** `record verify`: reads a record and its `.p7s`, and checks both against the CA. */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { HospitalApiError } from '../errors/index.js';
+import { defaultInstallDir, installPaths } from '../runtime/layout.js';
+import type { CertificateInfo } from '../tls/inspect.js';
+import { verifyDetached } from './verify.js';
+
+export interface RecordCheck {
+  record: string;
+  signature: string;
+  ca: string;
+  signer: CertificateInfo;
+  signingTime: string | null;
+}
+
+function read(path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new HospitalApiError('ERR_FILE_READ', { path, detail: (err as NodeJS.ErrnoException).code ?? String(err) }, { cause: err });
+  }
+}
+
+/** The CA: --ca, else --dir's, else the install the record sits in (<dir>/reports/x.json), else the default dir's. */
+function caFor(record: string, options: { ca?: string; dir?: string }): string {
+  if (options.ca) return resolve(options.ca);
+  if (options.dir) return installPaths(options.dir).caCert;
+  const beside = installPaths(dirname(dirname(record))).caCert;
+  return existsSync(beside) ? beside : installPaths(defaultInstallDir()).caCert;
+}
+
+/** @throws ERR_INSTALL_RECORD_INVALID when the signature or the chain does not verify */
+export function verifyRecordFile(path: string, options: { ca?: string; dir?: string }): RecordCheck {
+  const record = resolve(path);
+  const signature = `${record}.p7s`;
+  const ca = caFor(record, options);
+  const result = verifyDetached(read(record), read(signature).toString('utf8'), read(ca).toString('utf8'));
+  if (!result.ok || !result.signer) {
+    throw new HospitalApiError('ERR_INSTALL_RECORD_INVALID', { path: record, detail: result.reason ?? 'unknown' });
+  }
+  return { record, signature, ca, signer: result.signer, signingTime: result.signingTime };
+}

@@ -1,0 +1,113 @@
+/**
+ * Checks a detached CMS signature made by sign.ts (or any SHA-256 RSA
+ * SignedData with signed attributes): the content's digest, the signature over
+ * the signed attributes, and the signer certificate's chain to the CA.
+ * forge can sign but not verify PKCS#7, so the ASN.1 is walked here and the
+ * crypto done by node:crypto.
+ */
+import { createHash, createVerify, X509Certificate } from 'node:crypto';
+import forge from 'node-forge';
+import { describeCertificate, parsePemBundle, type CertificateInfo } from '../tls/inspect.js';
+
+export interface SignatureCheck {
+  ok: boolean;
+  reason: string | null;
+  signer: CertificateInfo | null;
+  signingTime: string | null;
+}
+
+type Asn1 = forge.asn1.Asn1;
+const U = forge.asn1.Class.UNIVERSAL;
+const C = forge.asn1.Class.CONTEXT_SPECIFIC;
+
+function children(node: Asn1): Asn1[] {
+  return Array.isArray(node.value) ? (node.value as Asn1[]) : [];
+}
+
+function oidOf(node: Asn1 | undefined): string {
+  return node ? forge.asn1.derToOid(node.value as string) : '';
+}
+
+function der(node: Asn1): Buffer {
+  return Buffer.from(forge.asn1.toDer(node).getBytes(), 'binary');
+}
+
+interface Parsed {
+  certificates: X509Certificate[];
+  signedAttrs: Asn1;
+  signature: Buffer;
+  digestOid: string;
+}
+
+function parse(pem: string): Parsed {
+  const msg = forge.pem.decode(pem)[0];
+  if (!msg) throw new Error('no PEM block in the signature file');
+  const info = forge.asn1.fromDer(msg.body);
+  if (oidOf(children(info)[0]) !== forge.pki.oids.signedData) throw new Error('not a CMS SignedData');
+  const signedData = children(children(info)[1] as Asn1)[0] as Asn1;
+  const parts = children(signedData);
+  const certSet = parts.find((p) => p.tagClass === C && p.type === 0);
+  const certificates = (certSet ? children(certSet) : []).map((c) => new X509Certificate(der(c)));
+  const signerInfos = parts[parts.length - 1] as Asn1;
+  const signerInfo = children(signerInfos)[0];
+  if (!signerInfo) throw new Error('no signer in the signature');
+  const fields = children(signerInfo);
+  const attrs = fields.find((f) => f.tagClass === C && f.type === 0);
+  if (!attrs) throw new Error('the signature has no signed attributes');
+  const sig = fields.find((f) => f.tagClass === U && f.type === forge.asn1.Type.OCTETSTRING);
+  if (!sig) throw new Error('no signature value');
+  return {
+    certificates,
+    signedAttrs: attrs,
+    signature: Buffer.from(sig.value as string, 'binary'),
+    digestOid: oidOf(children(fields[2] as Asn1)[0]),
+  };
+}
+
+function attribute(attrs: Asn1, oid: string): Asn1 | undefined {
+  const found = children(attrs).find((a) => oidOf(children(a)[0]) === oid);
+  return found ? children(children(found)[1] as Asn1)[0] : undefined;
+}
+
+/** Verifies `content` against the PEM signature, and the signer against `caPem`. */
+export function verifyDetached(content: Uint8Array, signaturePem: string, caPem: string): SignatureCheck {
+  const fail = (reason: string, signer: CertificateInfo | null = null, signingTime: string | null = null): SignatureCheck => ({
+    ok: false,
+    reason,
+    signer,
+    signingTime,
+  });
+  let p: Parsed;
+  try {
+    p = parse(signaturePem);
+  } catch (err) {
+    return fail(`unreadable signature: ${(err as Error).message}`);
+  }
+  if (p.digestOid !== forge.pki.oids.sha256) return fail('the digest algorithm is not SHA-256');
+  const digestAttr = attribute(p.signedAttrs, forge.pki.oids.messageDigest as string);
+  const timeAttr = attribute(p.signedAttrs, forge.pki.oids.signingTime as string);
+  const signingTime = timeAttr ? forge.asn1.utcTimeToDate(timeAttr.value as string).toISOString() : null;
+  // The signature covers the DER of the attributes with a SET tag (RFC 5652 §5.4).
+  const setOf = forge.asn1.create(U, forge.asn1.Type.SET, true, children(p.signedAttrs));
+  const signed = der(setOf);
+  const ca = parsePemBundle(caPem, 'CA');
+  const signer = p.certificates.find((c) => {
+    const v = createVerify('sha256');
+    v.update(signed);
+    return v.verify(c.publicKey, p.signature);
+  });
+  if (!signer) return fail('the signature does not match the signed attributes (or no signer certificate)', null, signingTime);
+  const info = describeCertificate(signer);
+  const digest = createHash('sha256').update(content).digest();
+  if (!digestAttr || !Buffer.from(digestAttr.value as string, 'binary').equals(digest)) {
+    return fail('the record does not match its signature (it changed after signing)', info, signingTime);
+  }
+  if (!ca.some((c) => signer.checkIssued(c) && signer.verify(c.publicKey))) {
+    return fail('the signer certificate is not issued by the given CA', info, signingTime);
+  }
+  const at = signingTime ? Date.parse(signingTime) : Date.now();
+  if (at < Date.parse(signer.validFrom) || at > Date.parse(signer.validTo)) {
+    return fail('the signer certificate was not valid at signing time', info, signingTime);
+  }
+  return { ok: true, reason: null, signer: info, signingTime };
+}
