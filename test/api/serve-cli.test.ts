@@ -1,0 +1,89 @@
+/**
+ * `hospital-api serve` as a real child process: configuration errors exit 3
+ * before listening, a full run serves records, SIGTERM exits 0, and neither
+ * the token nor the API key appears on stdout, stderr or in the audit log.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { freePort } from '../../src/util/port-check.js';
+import { runCli, startCli } from '../helpers/cli.js';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { API_KEY, TOKEN_OK, defaultPlatform, testPki } from './harness.js';
+import { makeRecord, startFhir, startPlatform } from './stand-ins.js';
+
+afterAll(() => removeTempDirs());
+
+const clean = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' };
+
+describe('serve: configuration errors', () => {
+  it('exits 3 naming a missing variable, without listening or printing the key', async () => {
+    const dir = tempDir();
+    const port = await freePort();
+    const res = await runCli(['serve', '--port', String(port)], {
+      cwd: dir,
+      env: { ...clean, PLATFORM_API_URL: 'http://127.0.0.1:1', FHIR_BASE_URL: 'https://127.0.0.1:2/fhir', FHIR_API_KEY: '' },
+      extendEnv: false,
+    });
+    expect(res.exitCode).toBe(3);
+    expect(res.stderr).toContain('ERR_CONFIG_MISSING');
+    expect(res.stderr).toContain('FHIR_API_KEY');
+  });
+
+  it('exits 3 naming an invalid variable read from --env-file', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'api.env'), `PLATFORM_API_URL=http://127.0.0.1:1\nFHIR_BASE_URL=http://127.0.0.1:2/fhir\nFHIR_API_KEY=${API_KEY}\n`);
+    const res = await runCli(['serve', '--env-file', 'api.env', '--port', String(await freePort())], { cwd: dir, env: clean, extendEnv: false });
+    expect(res.exitCode).toBe(3);
+    expect(res.stderr).toContain('Invalid setting FHIR_BASE_URL');
+    expect(res.stdout + res.stderr).not.toContain(API_KEY);
+  });
+});
+
+describe('serve: a full run', () => {
+  it('serves, audits, stops on SIGTERM with exit 0 and never prints a secret', async () => {
+    const { pki } = testPki();
+    const dir = tempDir();
+    const platform = await startPlatform(defaultPlatform);
+    const fhir = await startFhir({ tls: pki.server, apiKey: API_KEY, patients: { 'care-1': ['p1'] }, records: { p1: makeRecord('p1', 40) }, maxPageSize: 15 });
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    // The key lives in the .env file, as the installer writes it; the rest in the environment.
+    writeFileSync(join(dir, '.env'), `FHIR_API_KEY=${API_KEY}\nFHIR_CA_FILE=${pki.files.ca}\n`, { mode: 0o600 });
+    const child = startCli(['serve', '--host', '127.0.0.1', '--port', String(port)], {
+      cwd: dir,
+      extendEnv: false,
+      env: { ...clean, PLATFORM_API_URL: platform.url, FHIR_BASE_URL: fhir.url, METRICS_LISTEN: `127.0.0.1:${metricsPort}`, AUDIT_LOG: 'audit/audit.log', LOG_LEVEL: 'debug' },
+    });
+    let stderr = '';
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    try {
+      for (let i = 0; i < 200 && !stderr.includes('listening on'); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(stderr).toContain(`listening on http://127.0.0.1:${port}`);
+      expect(stderr).toContain('ALLOWED_CALLERS is empty');
+      const url = `http://127.0.0.1:${port}`;
+      const post = async (token: string) => {
+        const res = await request(`${url}/api/patients`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ platformCareId: 'care-1', token }) });
+        return { status: res.statusCode, body: (await res.body.json()) as { resources?: unknown[] } };
+      };
+      const granted = await post(TOKEN_OK);
+      expect(granted.status).toBe(200);
+      expect(granted.body.resources).toHaveLength(40);
+      expect((await post('Bearer wrong-token-9b7c')).status).toBe(400);
+      const metrics = await request(`http://127.0.0.1:${metricsPort}/metrics`);
+      expect(await metrics.body.text()).toContain('hospital_api_requests_total');
+    } finally {
+      child.kill('SIGTERM');
+    }
+    const result = await child;
+    await Promise.all([platform.close(), fhir.close()]);
+    expect(result.exitCode).toBe(0);
+    expect(stderr).toContain('SIGTERM');
+    const audit = readFileSync(join(dir, 'audit/audit.log'), 'utf8');
+    expect(audit.trim().split('\n').map((l) => JSON.parse(l).decision)).toEqual(['granted', 'denied']);
+    for (const secret of [API_KEY, TOKEN_OK, 'good-token', 'wrong-token-9b7c']) {
+      expect(String(result.stdout) + stderr, secret).not.toContain(secret);
+      expect(audit, secret).not.toContain(secret);
+    }
+  });
+});

@@ -1,0 +1,130 @@
+/** Unit rules of the Hospital API: configuration, FHIR URLs, raw Bundle entries. */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { rawEntries, parseBundlePage } from '../../src/api/bundle-page.js';
+import { loadConfig } from '../../src/api/config.js';
+import { escapeTokenPart, identifierQuery, rebaseNextLink, serverBaseFromSelf } from '../../src/api/fhir-url.js';
+import { HospitalApiError } from '../../src/errors/index.js';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+
+afterAll(() => removeTempDirs());
+
+const base = {
+  PLATFORM_API_URL: 'http://platform.test/api',
+  FHIR_BASE_URL: 'https://gw.test:8443/fhir-api-key-auth',
+  FHIR_API_KEY: 'k-123',
+};
+
+function codeOf(fn: () => unknown): { code: string; name: unknown } {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(HospitalApiError);
+    const e = err as HospitalApiError;
+    expect(e.exit).toBe(3);
+    return { code: e.code, name: e.params.name };
+  }
+  throw new Error('expected an error');
+}
+
+describe('loadConfig', () => {
+  it('applies defaults', () => {
+    const c = loadConfig({}, base, tempDir());
+    expect(c).toMatchObject({ host: '0.0.0.0', port: 9000, platformValidateMethod: 'GET', fhirCa: null, allowedCallers: null, trustProxy: false, maxPages: 1000, logLevel: 'info' });
+    expect(c.metricsListen).toEqual({ host: '127.0.0.1', port: 9464 });
+    expect(c.fhirBaseUrl.href).toBe('https://gw.test:8443/fhir-api-key-auth');
+  });
+
+  it.each(['PLATFORM_API_URL', 'FHIR_BASE_URL', 'FHIR_API_KEY'])('names a missing %s', (name) => {
+    expect(codeOf(() => loadConfig({}, { ...base, [name]: '' }, tempDir()))).toEqual({ code: 'ERR_CONFIG_MISSING', name });
+  });
+
+  const invalid: Array<[string, string]> = [
+    ['FHIR_BASE_URL', 'http://gw.test/fhir'],
+    ['FHIR_BASE_URL', 'https://user:pw@gw.test/fhir'],
+    ['PLATFORM_API_URL', 'not a url'],
+    ['PLATFORM_VALIDATE_METHOD', 'PUT'],
+    ['PLATFORM_TIMEOUT_MS', 'soon'],
+    ['FHIR_TIMEOUT_MS', '0'],
+    ['MAX_PAGES', '-1'],
+    ['MAX_RESOURCES', '1e3'],
+    ['ALLOWED_CALLERS', '10.0.0.0/33'],
+    ['ALLOWED_CALLERS', 'example.org'],
+    ['TRUST_PROXY', 'maybe'],
+    ['METRICS_LISTEN', '9464'],
+    ['LOG_LEVEL', 'loud'],
+    ['FHIR_CA_FILE', '/nonexistent/ca.pem'],
+    ['FHIR_API_KEY', 'two words'],
+  ];
+  it.each(invalid)('names an invalid %s (%s)', (name, value) => {
+    expect(codeOf(() => loadConfig({}, { ...base, [name]: value }, tempDir()))).toEqual({ code: 'ERR_CONFIG_INVALID', name });
+  });
+
+  it('reads .env (or --env-file) under the environment, and flags win over both', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, '.env'), 'FHIR_API_KEY=from-file\nPORT=9100\nMAX_PAGES=7\n');
+    writeFileSync(join(dir, 'other.env'), 'FHIR_API_KEY=other-file\n');
+    const c = loadConfig({}, { PLATFORM_API_URL: base.PLATFORM_API_URL, FHIR_BASE_URL: base.FHIR_BASE_URL, MAX_PAGES: '9' }, dir);
+    expect(c).toMatchObject({ fhirApiKey: 'from-file', port: 9100, maxPages: 9 });
+    expect(loadConfig({ port: 9200, host: '127.0.0.1' }, { ...base, PORT: '9300' }, dir)).toMatchObject({ port: 9200, host: '127.0.0.1' });
+    const o = loadConfig({ envFile: 'other.env' }, { PLATFORM_API_URL: base.PLATFORM_API_URL, FHIR_BASE_URL: base.FHIR_BASE_URL }, dir);
+    expect(o.fhirApiKey).toBe('other-file');
+  });
+
+  it('parses caller lists, trust proxy and METRICS_LISTEN=off', () => {
+    const c = loadConfig({}, { ...base, ALLOWED_CALLERS: '10.0.0.0/8, 2001:db8::/32,192.0.2.1', TRUST_PROXY: '10.0.0.1,10.0.0.2', METRICS_LISTEN: 'off' }, tempDir());
+    expect(c.allowedCallers?.check('10.9.8.7', 'ipv4')).toBe(true);
+    expect(c.allowedCallers?.check('11.0.0.1', 'ipv4')).toBe(false);
+    expect(c.allowedCallers?.check('2001:db8::5', 'ipv6')).toBe(true);
+    expect(c.trustProxy).toEqual(['10.0.0.1', '10.0.0.2']);
+    expect(c.metricsListen).toBeNull();
+    expect(loadConfig({}, { ...base, TRUST_PROXY: '2' }, tempDir()).trustProxy).toBe(2);
+  });
+});
+
+describe('FHIR URLs', () => {
+  it('escapes token values (fhir.md §2) and then URL-encodes them', () => {
+    expect(escapeTokenPart('a,b|c$d\\e')).toBe('a\\,b\\|c\\$d\\\\e');
+    expect(identifierQuery('a|b', 'http://x')).toBe('identifier=http%3A%2F%2Fx%7Ca%5C%7Cb'); // fhir.md §2 example
+    expect(identifierQuery('1+2 3', null)).toBe('identifier=1%2B2%203');
+  });
+
+  const gw = new URL('https://gw.test:8443/fhir-api-key-auth');
+  const internal = serverBaseFromSelf('http://hapi:8080/fhir/Patient/p1/$everything?_count=1000');
+
+  it('re-bases HAPI internal next links onto FHIR_BASE_URL', () => {
+    expect(internal?.href).toBe('http://hapi:8080/fhir');
+    expect(rebaseNextLink('http://hapi:8080/fhir?_getpages=abc&_getpagesoffset=20', gw, internal).href).toBe(
+      'https://gw.test:8443/fhir-api-key-auth?_getpages=abc&_getpagesoffset=20',
+    );
+    expect(rebaseNextLink('https://gw.test:8443/fhir-api-key-auth?_getpages=x', gw, null).href).toBe('https://gw.test:8443/fhir-api-key-auth?_getpages=x');
+  });
+
+  it.each([
+    'https://evil.test/fhir-api-key-auth?_getpages=x',
+    'https://gw.test:8443/fhir-api?_getpages=x',
+    'https://gw.test:9443/fhir-api-key-auth?_getpages=x',
+    'http://hapi:8080/admin?_getpages=x',
+    'http://hapi:9090/fhir?_getpages=x',
+    'file:///etc/passwd',
+  ])('refuses %s', (next) => {
+    expect(() => rebaseNextLink(next, gw, internal)).toThrow(/outside FHIR_BASE_URL/);
+  });
+});
+
+describe('Bundle pages', () => {
+  it('keeps each entry as raw text, including tricky strings', () => {
+    const text = '{ "resourceType":"Bundle", "link":[{"relation":"next","url":"n"}], "entry" : [ {"resource":{"resourceType":"A","id":"1","s":"}]\\"\\\\"}} , {"resource":{"resourceType":"B","id":"2","v":1.50}} ] }';
+    expect(rawEntries(text)).toEqual(['{"resource":{"resourceType":"A","id":"1","s":"}]\\"\\\\"}}', '{"resource":{"resourceType":"B","id":"2","v":1.50}}']);
+    const page = parseBundlePage(text);
+    expect(page.next).toBe('n');
+    expect(page.entries.map((e) => e.key)).toEqual(['A/1', 'B/2']);
+  });
+
+  it('rejects what is not a Bundle', () => {
+    expect(() => parseBundlePage('<html>')).toThrow(/not JSON/);
+    expect(() => parseBundlePage('{"resourceType":"OperationOutcome"}')).toThrow(/not a Bundle/);
+    expect(parseBundlePage('{"resourceType":"Bundle"}').entries).toEqual([]);
+  });
+});
