@@ -1,0 +1,74 @@
+/**
+ * What a plugin handler sees. Kong's phases reduced to the two these plugins
+ * use (style.md §1): `access` may end the request with an Exit; `header` adds
+ * response headers to every response, including gateway-generated ones
+ * (kong.md §2: after an early exit the header filters of plugins that already
+ * ran still apply).
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Consumer } from '../model/types.js';
+
+/** A gateway-generated response (kong.response.error). */
+export interface Exit {
+  status: number;
+  message: string;
+  /** Flat [name, value, name, value, …] pairs. */
+  headers?: string[];
+}
+
+/** Per-request state shared by the proxy and the plugins. */
+export interface RequestState {
+  readonly req: IncomingMessage;
+  readonly method: string;
+  /** Normalised path, without the query string. */
+  readonly path: string;
+  /** The raw query string without `?`, or '' (a plugin may rewrite it). */
+  query: string;
+  readonly scheme: 'http' | 'https';
+  /** Client IP, IPv4-mapped IPv6 unwrapped. */
+  readonly clientIp: string;
+  readonly serviceId: string;
+  consumer: Consumer | null;
+  /** Kong's credential identifier (key-auth: credential id; basic-auth: username); null for anonymous. */
+  credentialId: string | null;
+  /** An auth plugin has already authenticated the request (for `anonymous` "logical OR"). */
+  authenticated: boolean;
+  /** Headers to set (value) or remove (null) upstream, lower-case names. */
+  upstreamHeaders: Map<string, string | null> | null;
+  /** The request body when a plugin buffered (and maybe rewrote) it. */
+  body: Buffer | null;
+  /** Response headers added by plugins' access phase (rate-limiting), flat pairs. */
+  responseHeaders: string[] | null;
+  /** First value of a request header (lower-case name), or undefined. */
+  header(name: string): string | undefined;
+  setUpstreamHeader(name: string, value: string | null): void;
+  addResponseHeader(name: string, value: string): void;
+  /** Reads the whole request body (at most `limit` bytes; null when over it). */
+  readBody(limit: number): Promise<Buffer | null>;
+}
+
+/** Lookups a plugin may need, built once per configuration snapshot. */
+export interface CompileEnv {
+  consumerById: ReadonlyMap<string, Consumer>;
+  consumerByUsername: ReadonlyMap<string, Consumer>;
+  keyCredentials: ReadonlyMap<string, { id: string; key: string; consumer: Consumer; expiresAt: number | null }>;
+  basicCredentials: ReadonlyMap<string, { username: string; password: string; consumer: Consumer }>;
+  groupsByConsumer: ReadonlyMap<string, readonly string[]>;
+}
+
+export type AccessResult = Exit | void;
+
+/** A plugin instance compiled from one plugin row. */
+export interface PluginRunner {
+  readonly name: string;
+  readonly priority: number;
+  access?(state: RequestState): AccessResult | Promise<AccessResult>;
+  /** Adds response headers (flat pairs) for this request. */
+  header?(state: RequestState, out: string[]): void;
+}
+
+export interface PluginHandler {
+  readonly name: string;
+  readonly priority: number;
+  compile(config: Readonly<Record<string, unknown>>, env: CompileEnv): PluginRunner;
+}

@@ -1,0 +1,116 @@
+/**
+ * Compiles a configuration snapshot, once per version, into what the hot
+ * path needs: the router, a plugin chain per route, upstream pools and the
+ * credential maps the auth plugins look keys up in.
+ */
+import type { Pool } from 'undici';
+import type { ConfigSnapshot, Consumer, GatewayConfig, Route, Service } from '../model/types.js';
+import { PLUGIN_HANDLERS } from '../plugins/handlers.js';
+import type { CompileEnv } from '../plugins/types.js';
+import { buildChain, scopeLevel, type ChainSlot, type CompiledPlugin } from './plugin-chain.js';
+import { Router } from './router.js';
+import type { UpstreamPools } from './upstream-pools.js';
+
+export interface CompiledService {
+  id: string;
+  protocol: 'http' | 'https';
+  /** Host header sent upstream when preserve_host is false (kong.md §4). */
+  hostHeader: string;
+  basePath: string;
+  retries: number;
+  readTimeout: number;
+  writeTimeout: number;
+  pool: Pool;
+}
+
+export interface CompiledRoute {
+  route: Route;
+  service: CompiledService;
+  http: boolean;
+  https: boolean;
+  chain: ChainSlot[];
+}
+
+export interface CompiledConfig {
+  version: number;
+  router: Router<CompiledRoute>;
+  /** Global plugins: their header filters apply to 404s (kong.md §2 cors). */
+  globalChain: ChainSlot[];
+}
+
+export function compileEnv(config: Readonly<GatewayConfig>): CompileEnv {
+  const consumerById = new Map<string, Consumer>(config.consumers.map((c) => [c.id, c]));
+  const consumerByUsername = new Map<string, Consumer>();
+  for (const c of config.consumers) if (c.username !== null) consumerByUsername.set(c.username, c);
+  const keyCredentials: CompileEnv['keyCredentials'] extends ReadonlyMap<string, infer V> ? Map<string, V> : never = new Map();
+  for (const k of config.keyauth_credentials) {
+    const consumer = consumerById.get(k.consumer.id);
+    if (!consumer) continue;
+    keyCredentials.set(k.key, { id: k.id, key: k.key, consumer, expiresAt: k.ttl ? k.created_at + k.ttl : null });
+  }
+  const basicCredentials: CompileEnv['basicCredentials'] extends ReadonlyMap<string, infer V> ? Map<string, V> : never = new Map();
+  for (const b of config.basicauth_credentials) {
+    const consumer = consumerById.get(b.consumer.id);
+    if (consumer) basicCredentials.set(b.username, { username: b.username, password: b.password, consumer });
+  }
+  const groupsByConsumer = new Map<string, string[]>();
+  for (const a of config.acls) {
+    const list = groupsByConsumer.get(a.consumer.id) ?? [];
+    list.push(a.group);
+    groupsByConsumer.set(a.consumer.id, list);
+  }
+  return { consumerById, consumerByUsername, keyCredentials, basicCredentials, groupsByConsumer };
+}
+
+function compileService(s: Service, config: Readonly<GatewayConfig>, pools: UpstreamPools): CompiledService | null {
+  if (s.protocol !== 'http' && s.protocol !== 'https') return null;
+  const defaultPort = s.protocol === 'https' ? 443 : 80;
+  const ca = s.ca_certificates?.length
+    ? config.ca_certificates.filter((c) => s.ca_certificates?.includes(c.id)).map((c) => c.cert)
+    : null;
+  return {
+    id: s.id,
+    protocol: s.protocol,
+    hostHeader: s.port === defaultPort ? s.host : `${s.host}:${s.port}`,
+    basePath: s.path ?? '/',
+    retries: s.retries,
+    readTimeout: s.read_timeout,
+    writeTimeout: s.write_timeout,
+    pool: pools.get({ protocol: s.protocol, host: s.host, port: s.port, connectTimeout: s.connect_timeout, ca }),
+  };
+}
+
+function compilePlugins(config: Readonly<GatewayConfig>, env: CompileEnv): CompiledPlugin[] {
+  const out: CompiledPlugin[] = [];
+  for (const row of config.plugins) {
+    const handler = PLUGIN_HANDLERS.get(row.name);
+    if (!row.enabled || !handler) continue;
+    const runner = handler.compile(row.config, env);
+    out.push({ row, entry: { runner, level: scopeLevel(row), http: row.protocols.includes('http'), https: row.protocols.includes('https') } });
+  }
+  return out;
+}
+
+export function compileSnapshot(snapshot: ConfigSnapshot, pools: UpstreamPools): CompiledConfig {
+  const { config } = snapshot;
+  const env = compileEnv(config);
+  const plugins = compilePlugins(config, env);
+  pools.begin();
+  const services = new Map<string, CompiledService>();
+  for (const s of config.services) {
+    if (!s.enabled) continue; // kong.md §1: a disabled service's routes behave as absent
+    const compiled = compileService(s, config, pools);
+    if (compiled) services.set(s.id, compiled);
+  }
+  pools.sweep();
+  const routes = [];
+  for (const route of config.routes) {
+    const service = route.service ? services.get(route.service.id) : undefined;
+    if (!service) continue;
+    const http = route.protocols.includes('http');
+    const https = route.protocols.includes('https');
+    if (!http && !https) continue;
+    routes.push({ route, target: { route, service, http, https, chain: buildChain(plugins, route.id, service.id) } });
+  }
+  return { version: snapshot.version, router: new Router(routes), globalChain: buildChain(plugins, null, null).filter((s) => s.fixed?.level === 1 || s.byConsumer) };
+}

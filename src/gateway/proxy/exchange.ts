@@ -1,0 +1,131 @@
+/**
+ * One request through the gateway: run the route's precomputed plugin chain
+ * (sync unless a plugin needs to wait), then proxy upstream or answer with
+ * Kong's response. Header filters of plugins that ran apply either way.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Exit, PluginRunner } from '../plugins/types.js';
+import type { CompiledRoute } from './compile.js';
+import { sendKongResponse } from './kong-response.js';
+import { resolveSlot, type ChainSlot } from './plugin-chain.js';
+import type { ProxyRequestState } from './request-state.js';
+import { UpstreamCall, type UpstreamFailure } from './upstream-call.js';
+import { upstreamHeaders } from './upstream-headers.js';
+import { upstreamPathV0 } from './upstream-uri.js';
+
+export class Exchange {
+  private filters: PluginRunner[] | null = null;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly state: ProxyRequestState,
+    readonly route: CompiledRoute | null,
+    readonly prefix: string | null,
+    readonly requestId: string,
+    readonly startedAt: number,
+  ) {}
+
+  /** Runs `chain` from slot `i`; then proxies (route) or stops (no route). */
+  run(chain: readonly ChainSlot[], i: number): void {
+    const state = this.state;
+    const https = state.scheme === 'https';
+    for (; i < chain.length; i++) {
+      const runner = resolveSlot(chain[i] as ChainSlot, state.consumer === null ? null : state.consumer.id, https);
+      if (runner === null) continue;
+      if (runner.header !== undefined) (this.filters ??= []).push(runner);
+      if (runner.access === undefined) continue;
+      let r;
+      try {
+        r = runner.access(state);
+      } catch (err) {
+        this.internalError(err);
+        return;
+      }
+      if (r instanceof Promise) {
+        const next = i + 1;
+        r.then((exit) => (exit ? this.exit(exit) : this.run(chain, next)), (err: unknown) => this.internalError(err));
+        return;
+      }
+      if (r) {
+        this.exit(r);
+        return;
+      }
+    }
+    if (this.route !== null) this.proxy(this.route);
+  }
+
+  /** Header filters only (no access phase): global plugins on a 404. */
+  useHeaderFilters(chain: readonly ChainSlot[]): void {
+    for (const slot of chain) {
+      const runner = resolveSlot(slot, null, this.state.scheme === 'https');
+      if (runner?.header !== undefined) (this.filters ??= []).push(runner);
+    }
+  }
+
+  /** Response headers from plugins: access-phase ones, then header filters. */
+  private pluginHeaders(): string[] {
+    const out = this.state.responseHeaders === null ? [] : this.state.responseHeaders.slice();
+    if (this.filters !== null) for (const f of this.filters) f.header?.(this.state, out);
+    return out;
+  }
+
+  exit(e: Exit, errorHandler = false): void {
+    const headers = e.headers ? e.headers.concat(this.pluginHeaders()) : this.pluginHeaders();
+    sendKongResponse(this.res, {
+      status: e.status,
+      message: e.message,
+      requestId: this.requestId,
+      accept: this.state.header('accept'),
+      errorHandler,
+      startedAt: this.startedAt,
+      method: this.state.method,
+      headers,
+    });
+  }
+
+  private internalError(err: unknown): void {
+    // Only the error's kind: messages could echo request data (keys, passwords).
+    process.stderr.write(`gateway: plugin error (${(err as Error)?.name ?? 'unknown'}) on request ${this.requestId}\n`);
+    this.exit({ status: 500, message: 'An unexpected error occurred' });
+  }
+
+  private proxy(route: CompiledRoute): void {
+    const { req, state } = this;
+    const service = route.service;
+    const r = route.route;
+    const path = upstreamPathV0(service.basePath, state.path, this.prefix ?? '', r.strip_path);
+    const hostHeader = req.headers.host ?? '';
+    const colon = hostHeader.lastIndexOf(':');
+    const forwardedHost = colon > 0 && !hostHeader.endsWith(']') ? hostHeader.slice(0, colon) : hostHeader;
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    let body: Buffer | IncomingMessage | null = state.body;
+    if (body === null && !state.bodyRead && (req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0')) {
+      body = req;
+    }
+    const responseHeaders = this.pluginHeaders();
+    responseHeaders.push('X-Kong-Request-Id', this.requestId);
+    const call = new UpstreamCall(this.res, {
+      service,
+      method: state.method,
+      path: state.query === '' ? path : `${path}?${state.query}`,
+      headers: upstreamHeaders(req.rawHeaders, state.upstreamHeaders, {
+        host: r.preserve_host && hostHeader !== '' ? hostHeader : service.hostHeader,
+        clientIp: state.clientIp,
+        scheme: state.scheme,
+        forwardedHost,
+        forwardedPort: req.socket.localPort ?? 0,
+        forwardedPath: q < 0 ? url : url.slice(0, q),
+        prefix: r.strip_path ? this.prefix : null,
+        requestId: this.requestId,
+        bodyLength: state.body === null ? null : state.body.length,
+      }),
+      body,
+      responseHeaders,
+      startedAt: this.startedAt,
+      onFailure: (f: UpstreamFailure) => this.exit(f, true),
+    });
+    call.start();
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * The proxy's request entry point: compiles the configuration snapshot when
+ * it changes (identity check, no work per request otherwise), matches the
+ * route and hands the request to an Exchange (kong.md §4).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ConfigSnapshot } from '../model/types.js';
+import { compileSnapshot, type CompiledConfig } from './compile.js';
+import { Exchange } from './exchange.js';
+import { normalisePath } from './normalise-path.js';
+import { nextRequestId } from './request-id.js';
+import { ProxyRequestState } from './request-state.js';
+import { UpstreamPools } from './upstream-pools.js';
+
+const NO_ROUTE = 'no Route matched with those values';
+
+function clientIp(req: IncomingMessage): string {
+  const ip = req.socket.remoteAddress ?? '';
+  return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip;
+}
+
+export class GatewayProxy {
+  private snapshot: ConfigSnapshot | null = null;
+  private compiled: CompiledConfig | null = null;
+  private readonly pools = new UpstreamPools();
+
+  constructor(private readonly source: () => ConfigSnapshot) {}
+
+  /** The compiled form of the current snapshot (recompiled when the snapshot object changes). */
+  current(): CompiledConfig {
+    const snap = this.source();
+    if (snap !== this.snapshot || this.compiled === null) {
+      this.compiled = compileSnapshot(snap, this.pools);
+      this.snapshot = snap;
+    }
+    return this.compiled;
+  }
+
+  handle(req: IncomingMessage, res: ServerResponse, scheme: 'http' | 'https'): void {
+    const startedAt = performance.now();
+    const requestId = nextRequestId();
+    const cfg = this.current();
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = normalisePath(q < 0 ? url : url.slice(0, q));
+    const method = req.method ?? 'GET';
+    const match = path === null ? null : cfg.router.match(method, req.headers.host ?? '', path, req.headers);
+    const route = match === null ? null : match.target;
+    const state = new ProxyRequestState(req, method, path ?? '/', q < 0 ? '' : url.slice(q + 1), scheme, clientIp(req), route === null ? '' : route.service.id);
+    const exchange = new Exchange(req, res, state, route, match === null ? null : match.prefix, requestId, startedAt);
+    if (path === null) {
+      exchange.exit({ status: 400, message: 'Bad request' });
+      return;
+    }
+    if (route === null) {
+      // Global plugins still shape the 404 (kong.md §2: cors headers on 404s).
+      exchange.useHeaderFilters(cfg.globalChain);
+      exchange.exit({ status: 404, message: NO_ROUTE });
+      return;
+    }
+    if (scheme === 'http' && !route.http) {
+      const code = route.route.https_redirect_status_code;
+      if (code === 426) {
+        exchange.exit({ status: 426, message: 'Please use HTTPS protocol', headers: ['Connection', 'Upgrade', 'Upgrade', 'TLS/1.2, HTTP/1.1'] });
+      } else {
+        exchange.exit({ status: code, message: '', headers: ['Location', `https://${req.headers.host ?? ''}${url}`] });
+      }
+      return;
+    }
+    if (scheme === 'https' && !route.https) {
+      exchange.exit({ status: 404, message: NO_ROUTE });
+      return;
+    }
+    exchange.run(route.chain, 0);
+  }
+
+  async close(): Promise<void> {
+    await this.pools.closeAll();
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * Test harness: snapshots built by hand (the proxy needs nothing else), a
+ * real echo upstream on 127.0.0.1 and the real proxy listeners on port 0.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { request } from 'undici';
+import type { ConfigSnapshot, Consumer, GatewayConfig, Plugin, Route, Service } from '../../../src/gateway/model/types.js';
+import { PLUGIN_SCHEMAS } from '../../../src/gateway/plugins/index.js';
+import { GatewayProxy } from '../../../src/gateway/proxy/gateway-proxy.js';
+import { startProxyListeners, type ProxyListeners } from '../../../src/gateway/proxy/listeners.js';
+
+const now = () => Math.floor(Date.now() / 1000);
+
+export function emptyConfig(): GatewayConfig {
+  return { services: [], routes: [], consumers: [], plugins: [], keyauth_credentials: [], basicauth_credentials: [], acls: [], ca_certificates: [] };
+}
+
+export function service(c: GatewayConfig, s: Partial<Service> & { host: string; port: number }): Service {
+  const row: Service = {
+    id: randomUUID(), created_at: now(), updated_at: now(), name: null, retries: 5, protocol: 'http', path: null,
+    connect_timeout: 60000, write_timeout: 60000, read_timeout: 60000, tags: null, client_certificate: null,
+    tls_verify: null, tls_verify_depth: null, ca_certificates: null, enabled: true, ...s,
+  };
+  c.services.push(row);
+  return row;
+}
+
+export function route(c: GatewayConfig, svc: Service, r: Partial<Route>): Route {
+  const row: Route = {
+    id: randomUUID(), created_at: now(), updated_at: now(), name: null, protocols: ['http', 'https'], methods: null,
+    hosts: null, paths: null, headers: null, snis: null, sources: null, destinations: null, https_redirect_status_code: 426,
+    regex_priority: 0, strip_path: true, path_handling: 'v0', preserve_host: false, request_buffering: true,
+    response_buffering: true, tags: null, service: { id: svc.id }, ...r,
+  };
+  c.routes.push(row);
+  return row;
+}
+
+export function plugin(
+  c: GatewayConfig,
+  name: string,
+  config: Record<string, unknown>,
+  scope: { route?: Route; service?: Service; consumer?: Consumer } = {},
+): Plugin {
+  const v = PLUGIN_SCHEMAS.get(name)?.validate(config);
+  if (!v || !v.ok) throw new Error(`bad ${name} config: ${JSON.stringify(v)}`);
+  const row: Plugin = {
+    id: randomUUID(), name, instance_name: null, created_at: now(), updated_at: now(),
+    route: scope.route ? { id: scope.route.id } : null, service: scope.service ? { id: scope.service.id } : null,
+    consumer: scope.consumer ? { id: scope.consumer.id } : null, config: v.config, protocols: ['grpc', 'grpcs', 'http', 'https'],
+    enabled: true, tags: null,
+  };
+  c.plugins.push(row);
+  return row;
+}
+
+export function consumer(c: GatewayConfig, username: string | null, customId: string | null = null): Consumer {
+  const row: Consumer = { id: randomUUID(), created_at: now(), updated_at: now(), username, custom_id: customId, tags: null };
+  c.consumers.push(row);
+  return row;
+}
+
+export function keyCredential(c: GatewayConfig, owner: Consumer, key: string, ttl: number | null = null) {
+  const row = { id: randomUUID(), created_at: now(), consumer: { id: owner.id }, key, ttl, tags: null };
+  c.keyauth_credentials.push(row);
+  return row;
+}
+
+/** A mutable snapshot source: `set` publishes a new version. */
+export class Snapshots {
+  private current: ConfigSnapshot = { version: 1, config: emptyConfig() };
+  get = (): ConfigSnapshot => this.current;
+  set(config: GatewayConfig): void {
+    this.current = { version: this.current.version + 1, config: structuredClone(config) };
+  }
+}
+
+export interface Echo {
+  method: string;
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+export type UpstreamHandler = (req: IncomingMessage, res: ServerResponse, body: Buffer) => void;
+
+/** An upstream that echoes the request as JSON unless given a handler. */
+export async function startUpstream(handler?: UpstreamHandler): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      if (handler) return handler(req, res, body);
+      const echo: Echo = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: body.toString('utf8') };
+      res.writeHead(200, { 'content-type': 'application/json', 'x-upstream': 'yes' });
+      res.end(JSON.stringify(echo));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
+export async function startProxy(snapshots: Snapshots, https?: { cert: string; key: string }) {
+  const proxy = new GatewayProxy(snapshots.get);
+  const listeners: ProxyListeners = await startProxyListeners({
+    proxy,
+    http: { host: '127.0.0.1', port: 0 },
+    https: https ? { host: '127.0.0.1', port: 0, ...https } : null,
+  });
+  return {
+    proxy,
+    listeners,
+    url: `http://127.0.0.1:${listeners.http?.port}`,
+    httpsUrl: listeners.https ? `https://127.0.0.1:${listeners.https.port}` : '',
+    close: async () => {
+      await listeners.close();
+      await proxy.close();
+    },
+  };
+}
+
+export async function get(url: string, options: Parameters<typeof request>[1] = {}) {
+  const res = await request(url, options);
+  const text = await res.body.text();
+  return { status: res.statusCode, headers: res.headers, text, json: () => JSON.parse(text) as Record<string, unknown> };
+}
