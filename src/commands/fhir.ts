@@ -1,15 +1,102 @@
+/**
+ * `hospital-api fhir`: run the native FHIR R4 server; `fhir load` and `fhir generate`
+ * (src/fhir/load, src/fhir/generate) are loaded lazily so `--help` stays fast.
+ */
 import type { Command } from 'commander';
+import { resolve } from 'node:path';
 import { HospitalApiError } from '../errors/index.js';
-import { action } from './action.js';
+import type { Io } from '../output/io.js';
+import { action, type GlobalOptions } from './action.js';
 
-/** `hospital-api fhir`: run the native FHIR R4 server */
+interface ServeOptions extends GlobalOptions {
+  host: string;
+  port: string;
+  data: string;
+  publicBase?: string;
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!/^\d{1,5}$/.test(value) || port > 65535) throw new HospitalApiError('ERR_USAGE', { detail: `--port must be 0-65535, got "${value}"` });
+  return port;
+}
+
+function parseBase(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    throw new HospitalApiError('ERR_USAGE', { detail: `--public-base must be an absolute http(s) URL, got "${value}"` });
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new HospitalApiError('ERR_USAGE', { detail: '--public-base must be http or https' });
+  return value.replace(/\/+$/, '');
+}
+
+async function serve(options: ServeOptions, io: Io): Promise<number> {
+  const port = parsePort(options.port);
+  const publicBase = parseBase(options.publicBase);
+  const { startFhirServer } = await import('../fhir/server/start.js');
+  const server = await startFhirServer({ host: options.host, port, dataDir: resolve(options.data), ...(publicBase ? { publicBase } : {}) });
+  process.stderr.write(`hospital-api fhir listening on ${server.url} (data ${resolve(options.data)})\n`);
+  await new Promise<void>((done) => {
+    const stop = () => {
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      void server.close().then(done, done);
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+  io.log('hospital-api fhir stopped');
+  return 0;
+}
+
 export function register(program: Command): void {
-  program
+  const fhir = program
     .command('fhir')
     .description('run the native FHIR R4 server')
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--port <port>', 'port to listen on', '8080')
+    .option('--data <dir>', 'data directory (one SQLite file)', './fhir-data')
+    .option('--public-base <url>', 'the base URL clients see (for links and fullUrls)')
+    .action(action<ServeOptions>('fhir', (options, io) => serve(options, io)));
+
+  fhir
+    .command('load <files...>')
+    .description('load transaction/batch Bundles and NDJSON into a FHIR server')
+    .option('--url <base>', 'FHIR base URL', 'http://127.0.0.1:8080/fhir')
+    .option('--concurrency <n>', 'bundles in flight')
+    .option('--state <file>', 'resume state file')
     .action(
-      action('fhir', async () => {
-        throw new HospitalApiError('ERR_USAGE', { detail: 'fhir is not implemented yet' });
+      action<GlobalOptions & { url?: string; concurrency?: string; state?: string }>('fhir load', async (options, io, args) => {
+        const { runLoad } = await import('../fhir/load/command.js');
+        const files = args.length ? args : [];
+        return runLoad({ files, ...pick(options, ['url', 'concurrency', 'state']) }, io);
       }),
     );
+
+  fhir
+    .command('generate')
+    .description('write a reproducible synthetic FHIR data set')
+    .requiredOption('--patients <n>', 'number of patients')
+    .requiredOption('--seed <s>', 'random seed')
+    .option('--sizes <range>', 'resources per patient, e.g. 10-10000')
+    .option('--out <dir>', 'output directory')
+    .option('--format <f>', 'bundles, ndjson or both')
+    .action(
+      action<GlobalOptions & { patients: string; seed: string; sizes?: string; out?: string; format?: 'bundles' | 'ndjson' | 'both' }>(
+        'fhir generate',
+        async (options, io) => {
+          const { runGenerate } = await import('../fhir/generate/command.js');
+          return runGenerate({ patients: options.patients, seed: options.seed, ...pick(options, ['sizes', 'out', 'format']) }, io);
+        },
+      ),
+    );
+}
+
+function pick<T extends object, K extends keyof T>(o: T, keys: K[]): Partial<Pick<T, K>> {
+  const out: Partial<Pick<T, K>> = {};
+  for (const k of keys) if (o[k] !== undefined) out[k] = o[k];
+  return out;
 }

@@ -38,6 +38,7 @@ export const fhirServerErrors = {
     status: 400,
     exit: 1,
   },
+  ERR_FHIR_UNPROCESSABLE: { message: 'Unprocessable: {detail}', status: 422, exit: 1 },
   ERR_FHIR_CONFLICT: { message: 'Conflict: {detail}', status: 409, exit: 1 },
   ERR_FHIR_NOT_ACCEPTABLE: {
     message: 'Only JSON is served (asked for {format})',

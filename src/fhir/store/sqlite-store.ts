@@ -198,9 +198,10 @@ export class SqliteFhirStore implements FhirStore {
     return collectReferences(resources);
   }
 
+  /** Top level: BEGIN IMMEDIATE (one writer, no upgrade deadlock); nested: a SAVEPOINT, so a failed inner call undoes only itself. */
   transaction<T>(fn: () => T): T {
-    if (this.db.inTransaction) return fn();
-    return this.db.transaction(fn).immediate();
+    const tx = this.db.transaction(fn);
+    return this.db.inTransaction ? tx() : tx.immediate();
   }
 
   close(): void {

@@ -98,7 +98,7 @@ export interface FhirStore {
   /** `Type/id` of every resource each given resource references (relative references only, deduplicated). */
   referencesFrom(resources: Resource[]): ResourceRef[];
 
-  /** Runs `fn` in one SQLite transaction: all or nothing. Nested calls join the outer one. */
+  /** Runs `fn` in one SQLite transaction: all or nothing. A nested call is a savepoint inside the outer one. */
   transaction<T>(fn: () => T): T;
   close(): void;
 }

@@ -1,0 +1,26 @@
+/**
+ * Content negotiation (fhir.md §3): JSON only. `_format` overrides Accept; asking for
+ * XML (or anything but JSON) → 406; a non-JSON request body → 415.
+ */
+import type { FastifyRequest } from 'fastify';
+import { HospitalApiError } from '../../errors/index.js';
+
+export const FHIR_JSON = 'application/fhir+json; charset=utf-8';
+const JSON_FORMATS = new Set(['json', 'application/json', 'application/fhir+json', 'application/json+fhir']);
+
+function mediaType(value: string): string {
+  return value.split(';')[0]!.trim().toLowerCase();
+}
+
+export function checkAcceptable(request: FastifyRequest): void {
+  const format = (request.query as Record<string, unknown> | undefined)?._format;
+  if (typeof format === 'string' && format !== '') {
+    if (!JSON_FORMATS.has(mediaType(format))) throw new HospitalApiError('ERR_FHIR_NOT_ACCEPTABLE', { format: format.slice(0, 60) });
+    return;
+  }
+  const accept = request.headers.accept;
+  if (!accept) return;
+  const ranges = accept.split(',').map(mediaType);
+  const ok = ranges.some((r) => r === '*/*' || r === 'application/*' || r.endsWith('json') || r === 'text/html');
+  if (!ok) throw new HospitalApiError('ERR_FHIR_NOT_ACCEPTABLE', { format: accept.slice(0, 60) });
+}

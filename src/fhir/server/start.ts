@@ -1,0 +1,47 @@
+/** Opens the store and serves it; `close()` stops listening, then closes the database cleanly. */
+import type { FastifyInstance } from 'fastify';
+import { searchableTypes } from '../search/params.js';
+import { openFhirStore, type SqliteFhirStore } from '../store/sqlite-store.js';
+import { buildFhirApp } from './app.js';
+
+export interface FhirServerOptions {
+  host: string;
+  port: number;
+  dataDir: string;
+  publicBase?: string;
+}
+
+export interface RunningFhirServer {
+  app: FastifyInstance;
+  store: SqliteFhirStore;
+  /** http://host:port/fhir as bound (the real port when 0 was asked for). */
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startFhirServer(options: FhirServerOptions): Promise<RunningFhirServer> {
+  const store = openFhirStore(options.dataDir);
+  searchableTypes(); // load the search parameter definitions now, not on the first request
+  const app = buildFhirApp({ store, ...(options.publicBase ? { publicBase: options.publicBase } : {}) });
+  try {
+    await app.listen({ host: options.host, port: options.port });
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : options.port;
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  let closed = false;
+  return {
+    app,
+    store,
+    url: `http://${host}:${port}/fhir`,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await app.close();
+      store.close();
+    },
+  };
+}

@@ -1,0 +1,190 @@
+/**
+ * `POST [base]` with a transaction or batch Bundle (fhir.md §4).
+ * Transaction: ids are settled first (urn:uuid → new id, ifNoneExist → existing id,
+ * conditional PUT → matched id), references rewritten (urn:uuid and conditional
+ * `Type?query` references, which must match exactly one), then entries run in the
+ * order DELETE, POST, PUT/PATCH, GET inside ONE SQLite transaction; any failure
+ * rolls everything back. Responses come in request order. Batch: entries are
+ * independent, each in its own savepoint, failures reported per entry.
+ */
+import { randomUUID } from 'node:crypto';
+import { HospitalApiError, toHospitalApiError } from '../../errors/index.js';
+import type { Resource } from '../store/types.js';
+import type { FhirContext, FhirRequest, FhirResponse } from './context.js';
+import { dispatch } from './dispatch.js';
+import { errorOutcome } from './outcome.js';
+import { isResourceType } from './resource-types.js';
+import { conditionalMatch, written } from './writes.js';
+
+interface Entry {
+  fullUrl?: string;
+  resource?: Resource;
+  request?: { method?: string; url?: string; ifNoneExist?: string; ifMatch?: string };
+}
+
+interface Parsed {
+  index: number;
+  method: string;
+  segments: string[];
+  params: Array<[string, string]>;
+  entry: Entry;
+  /** Set when the entry is settled without a write (ifNoneExist matched). */
+  existing?: string;
+}
+
+const ORDER: Record<string, number> = { DELETE: 0, POST: 1, PUT: 2, PATCH: 2, GET: 3, HEAD: 3 };
+const STATUS_TEXT: Record<number, string> = { 200: '200 OK', 201: '201 Created', 204: '204 No Content' };
+
+function invalid(detail: string): HospitalApiError {
+  return new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail });
+}
+
+function parseEntry(entry: Entry, index: number): Parsed {
+  const method = entry?.request?.method?.toUpperCase();
+  const url = entry?.request?.url;
+  if (!method || !(method in ORDER) || typeof url !== 'string' || url === '') throw invalid(`entry ${index} needs request.method and request.url`);
+  if ((method === 'POST' || method === 'PUT') && (!entry.resource || typeof entry.resource !== 'object')) throw invalid(`entry ${index} (${method}) needs a resource`);
+  const rel = url.replace(/^[a-z]+:\/\/[^/]+\/(?:[^?]*?\/)?(?=[A-Z][A-Za-z]+(?:[/?]|$))/, '').replace(/^\//, '');
+  const [path, query = ''] = rel.split('?', 2) as [string, string?];
+  return { index, method, segments: path.split('/').filter(Boolean), params: [...new URLSearchParams(query.replace(/\+/g, '%2B'))], entry };
+}
+
+function responseEntry(res: FhirResponse, preferReturn: string | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    response: {
+      status: STATUS_TEXT[res.status] ?? String(res.status),
+      ...(res.location ? { location: res.location } : {}),
+      ...(res.etag ? { etag: res.etag } : {}),
+      ...(res.lastModified ? { lastModified: new Date(res.lastModified).toISOString() } : {}),
+    },
+  };
+  if (res.body !== undefined && (preferReturn === 'representation' || !res.location)) out.resource = res.body;
+  return out;
+}
+
+/** Replaces every string equal to a mapped urn:uuid, and resolves conditional references. */
+function rewrite(ctx: FhirContext, node: unknown, ids: Map<string, string>): unknown {
+  if (typeof node === 'string') return ids.get(node) ?? node;
+  if (Array.isArray(node)) return node.map((x) => rewrite(ctx, x, ids));
+  if (!node || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node)) {
+    if (k === 'reference' && typeof v === 'string' && /^[A-Z][A-Za-z]+\?/.test(v)) {
+      const [type, query] = v.split('?', 2) as [string, string];
+      const found = ctx.store.matchIds(type, query, 2);
+      if (found.length !== 1) throw new HospitalApiError('ERR_FHIR_MULTIPLE_MATCHES', { query: v, count: found.length });
+      out[k] = `${type}/${found[0]}`;
+    } else out[k] = rewrite(ctx, v, ids);
+  }
+  return out;
+}
+
+/** A PATCH entry carries its JSON Patch as a Binary (base64 data), as R4 transactions do. */
+function patchBody(resource: unknown): unknown {
+  const r = resource as { resourceType?: string; data?: string } | undefined;
+  if (r?.resourceType === 'Binary' && typeof r.data === 'string') {
+    try {
+      return JSON.parse(Buffer.from(r.data, 'base64').toString('utf8')) as unknown;
+    } catch {
+      throw invalid('the PATCH entry Binary does not hold a JSON Patch');
+    }
+  }
+  return resource;
+}
+
+export function processBundle(ctx: FhirContext, bundle: unknown, preferReturn?: string): FhirResponse {
+  const b = bundle as { resourceType?: string; type?: string; entry?: Entry[] };
+  if (!b || b.resourceType !== 'Bundle') throw invalid('POST to the base takes a Bundle');
+  if (b.type !== 'transaction' && b.type !== 'batch') throw invalid(`Bundle.type must be transaction or batch, not "${String(b.type)}"`);
+  const entries = Array.isArray(b.entry) ? b.entry : [];
+  return b.type === 'batch' ? batch(ctx, entries, preferReturn) : transaction(ctx, entries, preferReturn);
+}
+
+function toRequest(p: Parsed, resource: Resource | undefined, preferReturn: string | undefined): FhirRequest {
+  const req: FhirRequest = { method: p.method, segments: p.segments, params: p.params, body: resource };
+  if (p.entry.request?.ifMatch) req.ifMatch = p.entry.request.ifMatch;
+  if (preferReturn) req.preferReturn = preferReturn;
+  return req;
+}
+
+function batch(ctx: FhirContext, entries: Entry[], preferReturn?: string): FhirResponse {
+  const out = ctx.store.transaction(() =>
+    entries.map((entry, i) => {
+      try {
+        const p = parseEntry(entry, i);
+        const req = toRequest(p, entry.resource, preferReturn);
+        if (entry.request?.ifNoneExist) req.ifNoneExist = entry.request.ifNoneExist;
+        return responseEntry(ctx.store.transaction(() => dispatch(ctx, req)), preferReturn);
+      } catch (err) {
+        const [status, oo] = errorOutcome(err);
+        return { response: { status: String(status), outcome: oo } };
+      }
+    }),
+  );
+  return { status: 200, body: { resourceType: 'Bundle', type: 'batch-response', entry: out } };
+}
+
+function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: string): FhirResponse {
+  let current = -1;
+  try {
+    const responses = ctx.store.transaction(() => {
+      const parsed = entries.map(parseEntry);
+      const ids = new Map<string, string>();
+      const targets = new Set<string>();
+      // 1. settle identities before anything is written
+      for (const p of parsed) {
+        current = p.index;
+        const [type, id] = p.segments;
+        if (!type || !isResourceType(type)) throw new HospitalApiError('ERR_FHIR_UNKNOWN_TYPE', { type: type ?? '' });
+        let target: string | undefined;
+        if (p.method === 'POST') {
+          const cond = p.entry.request?.ifNoneExist;
+          p.existing = cond ? conditionalMatch(ctx, type, cond) : undefined;
+          target = `${type}/${p.existing ?? randomUUID()}`;
+          p.segments = [type, target.slice(type.length + 1)];
+        } else if ((p.method === 'PUT' || p.method === 'DELETE') && id === undefined && p.params.length) {
+          const q = new URLSearchParams(p.params).toString();
+          const match = conditionalMatch(ctx, type, q);
+          const bodyId = p.entry.resource?.id;
+          target = `${type}/${match ?? bodyId ?? randomUUID()}`;
+          p.segments = [type, target.slice(type.length + 1)];
+          p.params = [];
+        } else if (p.method !== 'GET' && p.method !== 'HEAD' && id) target = `${type}/${id}`;
+        if (target) {
+          if (targets.has(target)) throw invalid(`${target} appears in more than one entry`);
+          targets.add(target);
+        }
+        if (target && p.entry.fullUrl) ids.set(p.entry.fullUrl, target);
+      }
+      // 2. run in processing order, answer in request order
+      const results: Array<Record<string, unknown>> = new Array(parsed.length);
+      const order = [...parsed].sort((a, b) => (ORDER[a.method] as number) - (ORDER[b.method] as number) || a.index - b.index);
+      for (const p of order) {
+        current = p.index;
+        const resource = p.entry.resource ? (rewrite(ctx, p.entry.resource, ids) as Resource) : undefined;
+        let res: FhirResponse;
+        if (p.method === 'POST') {
+          const [type, id] = p.segments as [string, string];
+          const current = p.existing ? ctx.store.read(type, id) : undefined;
+          if (current && !current.deleted) res = written(ctx, current.resource, 200, preferReturn);
+          else {
+            const created = ctx.store.update({ ...(resource as Resource), id });
+            res = written(ctx, created.resource, 201, preferReturn);
+          }
+        } else {
+          const body = p.method === 'PUT' ? { ...(resource as Resource), id: p.segments[1] } : p.method === 'PATCH' ? patchBody(resource) : resource;
+          res = dispatch(ctx, toRequest(p, body as Resource, preferReturn));
+        }
+        results[p.index] = responseEntry(res, preferReturn);
+      }
+      return results;
+    });
+    return { status: 200, body: { resourceType: 'Bundle', type: 'transaction-response', entry: responses } };
+  } catch (err) {
+    const e = toHospitalApiError(err);
+    const [status, oo] = errorOutcome(e);
+    const issue = oo.issue[0];
+    if (issue) issue.diagnostics = `Transaction failed at entry ${current}, nothing was applied: ${e.message}`;
+    return { status, body: oo };
+  }
+}
