@@ -18,6 +18,7 @@ import { fatalError } from './supervisor.js';
 
 const START_TIMEOUT_MS = 90_000;
 const STOP_TIMEOUT_MS = 15_000;
+const FAIL_FAST_RESTARTS = 3;
 
 /** Settled: up, or down for a stated reason (the API without its key). */
 function settled(state: RunState): boolean {
@@ -37,6 +38,11 @@ async function waitSettled(dir: string, timeoutMs: number): Promise<RunState> {
         });
       }
       if (settled(state)) return state;
+      // Crashing on every start will not settle: fail now rather than at the time-out.
+      const failing = state.components.find((c) => c.state !== 'up' && c.restarts >= FAIL_FAST_RESTARTS);
+      if (failing) {
+        throw new HospitalApiError('ERR_RUNTIME_START_FAILED', { component: failing.name, dir, detail: `${failing.detail}` });
+      }
     }
     if (Date.now() > deadline) {
       const waiting = state?.components.filter((c) => c.state !== 'up').map((c) => `${c.name} (${c.detail})`) ?? ['supervisor'];
@@ -64,7 +70,13 @@ export async function startStack(dir: string, config: InstallConfig, timeoutMs =
   });
   closeSync(fd);
   child.unref();
-  return waitSettled(dir, timeoutMs);
+  try {
+    return await waitSettled(dir, timeoutMs);
+  } catch (err) {
+    // We started it, so a failed `up` leaves nothing running behind it.
+    await stopStack(dir).catch(() => undefined);
+    throw err;
+  }
 }
 
 /** Stops the supervisor and every component; true when something was running. */

@@ -117,6 +117,19 @@ describe('native supervisor (real CLI, stand-in components)', () => {
     expect(await isPortFree(config.ports.api)).toBe(false);
   });
 
+  it('fails fast when a component crashes on every start, and leaves nothing running', async () => {
+    const dir = tempDir();
+    const config = await makeNativeInstall(dir);
+    started.push(dir);
+    const r = await runCli(['up', '--dir', dir], { env: { ...env, FAKE_CRASH: 'fhir' } });
+    expect(r.exitCode).toBe(1);
+    expect(String(r.stderr)).toContain('ERR_RUNTIME_START_FAILED');
+    expect(String(r.stderr)).toContain('fhir component did not start: exited with code 1');
+    expect(String(r.stderr)).toContain('logs fhir');
+    expect(await isPortFree(config.ports.gatewayAdmin)).toBe(true);
+    expect((await status(dir)).every((c) => c.state === 'down')).toBe(true);
+  });
+
   it('rejects an unknown component and reports a stopped stack as down', async () => {
     const dir = tempDir();
     const config = await makeNativeInstall(dir);
