@@ -1,6 +1,159 @@
-import type { BenchSection } from './report.js';
+/**
+ * `npm run bench -- fhir` (issue 4): the native FHIR server as the real CLI
+ * child on a free port with a temporary --data, driven over HTTP with undici.
+ *  - ingest: 100 patients × 1,000 resources (+ shared) as transaction Bundles of
+ *    ≤ 100 entries (conditional creates, as `fhir generate` writes them), 2 in flight
+ *  - `Patient?identifier=<care id>` latency with those ~100,000 resources loaded
+ *  - `Patient/{id}/$everything` of a 1,000-resource patient, all pages, default _count
+ *  - the server's peak RSS (VmHWM of its process)
+ */
+import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent, request } from 'undici';
+import { toTransactionBundles } from '../src/fhir/generate/bundles.js';
+import { generateDataset } from '../src/fhir/generate/dataset.js';
+import { PLATFORM_CARE_ID_SYSTEM } from '../src/fhir/generate/model.js';
+import { postBundle } from '../src/fhir/load/post.js';
+import { freePort } from '../src/util/port-check.js';
+import { startCli } from '../test/helpers/cli.js';
+import { percentile, round, type BenchSection } from './report.js';
 
-/** The fhir benchmark (see its issue). */
+const PATIENTS = Number(process.env.FHIR_BENCH_PATIENTS ?? 100);
+const SIZE = 1000;
+const QUERIES = 2000;
+const EVERYTHING_RUNS = 30;
+
+function peakRssMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+  return round(kb / 1024, 1);
+}
+
+async function waitReady(base: string, child: ReturnType<typeof startCli>): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error('fhir server exited before it was ready');
+    try {
+      const res = await request(`${base}/metadata`);
+      await res.body.dump();
+      if (res.statusCode === 200) return;
+    } catch {
+      // not yet listening
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('fhir server did not start in 30 s');
+}
+
+async function timeMs(fn: () => Promise<void>): Promise<number> {
+  const t = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - t) / 1e6;
+}
+
 export async function run(): Promise<BenchSection> {
-  throw new Error('the fhir benchmark is not written yet');
+  const dataset = generateDataset({ patients: PATIENTS, seed: 'bench', sizes: String(SIZE) });
+  const { shared, patients } = toTransactionBundles(dataset);
+  const resources = dataset.shared.length + dataset.patients.reduce((n, p) => n + p.size, 0);
+  const dir = mkdtempSync(join(tmpdir(), 'fhir-bench-'));
+  const port = await freePort();
+  const child = startCli(['fhir', '--host', '127.0.0.1', '--port', String(port), '--data', dir]);
+  const base = `http://127.0.0.1:${port}/fhir`;
+  const baseUrl = new URL(base);
+  const agent = new Agent({ connections: 4 });
+  try {
+    await waitReady(base, child);
+    const pid = child.pid as number;
+
+    // ingest
+    let created = 0;
+    const ingestStart = process.hrtime.bigint();
+    for (const b of shared) created += (await postBundle(agent, baseUrl, b, 'shared')).created;
+    let next = 0;
+    const worker = async () => {
+      while (next < patients.length) {
+        const b = patients[next++];
+        const r = await postBundle(agent, baseUrl, b, `bundle ${next}`);
+        created += r.created;
+        if (r.failed.length) throw new Error(`bundle rejected: ${JSON.stringify(r.failed[0])}`);
+      }
+    };
+    await Promise.all([worker(), worker()]);
+    const ingestSec = Number(process.hrtime.bigint() - ingestStart) / 1e9;
+    if (created !== resources) throw new Error(`created ${created} of ${resources} resources`);
+    const ingestRate = Math.round(created / ingestSec);
+
+    // identifier search
+    const careIds = dataset.patients.map((p) => p.careId);
+    const searchMs: number[] = [];
+    for (let i = 0; i < QUERIES; i++) {
+      const careId = careIds[(i * 7919) % careIds.length] as string;
+      const path = `${baseUrl.pathname}/Patient?identifier=${encodeURIComponent(`${PLATFORM_CARE_ID_SYSTEM}|${careId}`)}`;
+      const ms = await timeMs(async () => {
+        const res = await agent.request({ origin: baseUrl.origin, path, method: 'GET', headers: { accept: 'application/fhir+json' } });
+        const body = (await res.body.json()) as { entry?: unknown[] };
+        if (res.statusCode !== 200 || body.entry?.length !== 1) throw new Error(`identifier search for ${careId} failed`);
+      });
+      if (i >= 100) searchMs.push(ms); // the first 100 warm up
+    }
+    searchMs.sort((a, b) => a - b);
+
+    // $everything of a 1,000-resource patient, every page
+    const ids = await Promise.all(dataset.patients.slice(0, EVERYTHING_RUNS + 3).map((p) => patientId(agent, baseUrl, p.careId)));
+    const everythingMs: number[] = [];
+    let pages = 0;
+    let returned = 0;
+    for (let i = 0; i < EVERYTHING_RUNS + 3; i++) {
+      const id = ids[i % ids.length] as string;
+      pages = 0;
+      returned = 0;
+      const ms = await timeMs(async () => {
+        let url: string | undefined = `${base}/Patient/${encodeURIComponent(id)}/$everything`;
+        while (url) {
+          const u: URL = new URL(url);
+          const res = await agent.request({ origin: baseUrl.origin, path: u.pathname + u.search, method: 'GET', headers: { accept: 'application/fhir+json' } });
+          const body = (await res.body.json()) as { entry?: unknown[]; link?: Array<{ relation: string; url: string }> };
+          if (res.statusCode !== 200) throw new Error(`$everything failed with ${res.statusCode}`);
+          pages++;
+          returned += body.entry?.length ?? 0;
+          url = body.link?.find((l) => l.relation === 'next')?.url;
+        }
+      });
+      if (i >= 3) everythingMs.push(ms);
+    }
+    everythingMs.sort((a, b) => a - b);
+    const rss = peakRssMiB(pid);
+
+    const p50Search = round(percentile(searchMs, 50), 3);
+    const p50Everything = round(percentile(everythingMs, 50), 1);
+    return {
+      name: 'fhir',
+      description: `native FHIR server (hospital-api fhir, better-sqlite3) over HTTP on 127.0.0.1; ${PATIENTS} patients × ${SIZE} resources + ${dataset.shared.length} shared = ${resources} resources in ${patients.length + shared.length} transaction Bundles (≤ 100 entries, conditional creates, 2 in flight); ${QUERIES - 100} identifier searches; ${EVERYTHING_RUNS} $everything runs (distinct patients, ${pages} pages, ${returned} resources each)`,
+      rows: [
+        { measure: 'ingest', value: ingestRate, unit: 'resources/s', detail: `${created} resources in ${round(ingestSec, 1)} s` },
+        { measure: 'Patient?identifier p50', value: p50Search, unit: 'ms', detail: `p90 ${round(percentile(searchMs, 90), 3)} ms, p99 ${round(percentile(searchMs, 99), 3)} ms` },
+        { measure: '$everything 1,000-resource patient p50', value: p50Everything, unit: 'ms', detail: `p90 ${round(percentile(everythingMs, 90), 1)} ms, ${pages} pages, ${returned} resources` },
+        { measure: 'server peak RSS', value: rss, unit: 'MiB', detail: 'VmHWM of the server process' },
+      ],
+      targets: [
+        { name: 'ingest resources/s', value: ingestRate, target: '>= 4000', met: ingestRate >= 4000 },
+        { name: 'Patient?identifier p50 ms', value: p50Search, target: '<= 1', met: p50Search <= 1 },
+        { name: '$everything 1,000 resources p50 ms', value: p50Everything, target: '<= 150', met: p50Everything <= 150 },
+      ],
+    };
+  } finally {
+    await agent.close();
+    child.kill('SIGTERM');
+    await child.catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function patientId(agent: Agent, base: URL, careId: string): Promise<string> {
+  const path = `${base.pathname}/Patient?identifier=${encodeURIComponent(`${PLATFORM_CARE_ID_SYSTEM}|${careId}`)}`;
+  const res = await agent.request({ origin: base.origin, path, method: 'GET', headers: { accept: 'application/fhir+json' } });
+  const body = (await res.body.json()) as { entry?: Array<{ resource: { id: string } }> };
+  const id = body.entry?.[0]?.resource.id;
+  if (!id) throw new Error(`no patient with care id ${careId}`);
+  return id;
 }
