@@ -42,7 +42,7 @@ describe('patient lookup', () => {
     expect(res.status).toBe(200);
     expect(res.json).toEqual({});
     expect(t.fhir.seen.map((s) => s.url.split('?')[0])).toEqual(['/fhir-api-key-auth/Patient']);
-    expect((await waitForAudit(t, 1))[0]).toMatchObject({ decision: 'not-found', status: 200, fhirPatientId: null });
+    expect((await waitForAudit(t, 1))[0]).toMatchObject({ decision: 'not-found', status: 200, fhirPatientId: null, bytes: 2 });
   });
 
   it('returns no patient data when several patients match', async () => {
@@ -96,7 +96,12 @@ describe('$everything', () => {
     expect(pages).toHaveLength(4);
     for (const p of pages) expect(p.url).toMatch(/^\/fhir-api-key-auth\?_getpages=/);
     expect(t.fhir.seen.find((s) => s.url.includes('$everything'))?.url).toMatch(/_count=1000/);
-    expect((await waitForAudit(t, 1))[0]).toMatchObject({ decision: 'granted', fhirPatientId: 'p1', pages: 5, resources: 46, status: 200, aborted: false });
+    const [line] = await waitForAudit(t, 1);
+    expect(line).toMatchObject({ decision: 'granted', fhirPatientId: 'p1', pages: 5, resources: 46, status: 200, aborted: false });
+    expect(line?.bytes).toBe(Buffer.byteLength(res.text));
+    expect(Object.keys(line ?? {}).sort()).toEqual(
+      ['aborted', 'bytes', 'caller', 'code', 'decision', 'durationMs', 'fhirPatientId', 'pages', 'platformCareId', 'requestId', 'resources', 'status', 'time'],
+    );
   });
 
   it('returns each entry as the server sent it (decimal precision kept)', async () => {

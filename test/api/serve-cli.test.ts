@@ -37,7 +37,7 @@ describe('serve: configuration errors', () => {
     const res = await runCli(['serve', '--env-file', 'api.env', '--port', String(await freePort())], { cwd: dir, env: clean, extendEnv: false });
     expect(res.exitCode).toBe(3);
     expect(res.stderr).toContain('Invalid setting FHIR_BASE_URL');
-    expect(res.stdout + res.stderr).not.toContain(API_KEY);
+    expect(String(res.stdout) + String(res.stderr)).not.toContain(API_KEY);
   });
 });
 

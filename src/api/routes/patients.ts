@@ -95,7 +95,6 @@ function finish(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, s
   const code = st.code ?? (aborted ? 'ERR_API_ABORTED' : null);
   const decision = st.decision ?? decisionFor(code, status);
   const durationMs = Number(process.hrtime.bigint() - st.start) / 1e6;
-  const length = Number(raw.getHeader('content-length'));
   ctx.audit.write({
     time: new Date().toISOString(),
     requestId: request.id,
@@ -106,7 +105,7 @@ function finish(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, s
     code,
     pages: st.stats.pages,
     resources: st.stats.resources,
-    bytes: st.bytes || (Number.isFinite(length) ? length : 0),
+    bytes: st.bytes,
     durationMs: Math.round(durationMs * 10) / 10,
     status,
     aborted,
@@ -136,6 +135,12 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
       if (!callerAllowed(ctx, request.ip)) {
         throw new HospitalApiError('ERR_API_CALLER_FORBIDDEN', { caller: request.ip });
       }
+    },
+    // Size of non-streamed replies (errors, {}), for the audit line.
+    onSend: async (request, _reply, payload) => {
+      const st = states.get(request);
+      if (st && (typeof payload === 'string' || Buffer.isBuffer(payload))) st.bytes = Buffer.byteLength(payload);
+      return payload;
     },
     handler: async (request, reply) => {
       const st = states.get(request) as RequestState;
