@@ -50,7 +50,9 @@ export function pairsFromParameters(body: unknown): Array<[string, string]> {
 
 /** @throws ERR_FHIR_EVERYTHING_BAD_PARAM */
 export function parseEverythingParams(source: ParamSource, extra: Array<[string, string]> = []): EverythingParams {
-  const pairs = [...('entries' in source && typeof source.entries === 'function' ? source.entries() : (source as Iterable<[string, string]>)), ...extra];
+  // An array of pairs also has entries() (index, value), so test for it first.
+  const iterable = Array.isArray(source) || !('entries' in source) ? (source as Iterable<[string, string]>) : source.entries();
+  const pairs = [...iterable, ...extra];
   const out: EverythingParams = { count: DEFAULT_COUNT, echo: [] };
   const types: string[] = [];
   for (const [name, raw] of pairs) {
