@@ -1,15 +1,116 @@
 import type { Command } from 'commander';
 import { HospitalApiError } from '../errors/index.js';
-import { action } from './action.js';
+import { defaultInstallDir, installPaths } from '../runtime/layout.js';
+import { isLoopback, parseListen, type ListenAddress } from '../util/listen-address.js';
+import { VERSION } from '../version.js';
+import { action, type GlobalOptions } from './action.js';
 
-/** `hospital-api gateway`: run the native Kong-compatible gateway */
+interface GatewayFlags extends GlobalOptions {
+  adminListen: string;
+  proxyListen: string;
+  proxySslListen?: string;
+  cert?: string;
+  key?: string;
+  state?: string;
+  workers: string;
+}
+
+interface ExportFlags extends GlobalOptions {
+  state?: string;
+  output?: string;
+}
+
+function listen(value: string, name: string): ListenAddress | null {
+  return value === 'off' ? null : parseListen(value, name);
+}
+
+function statePath(flag: string | undefined): string {
+  return flag ?? installPaths(defaultInstallDir()).gatewayState;
+}
+
+function workers(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 64) throw new HospitalApiError('ERR_USAGE', { detail: `--workers must be an integer from 1 to 64, got "${value}"` });
+  return n;
+}
+
+/** Resolves on the first SIGTERM/SIGINT. */
+function untilSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    const on = (signal: string) => {
+      process.off('SIGTERM', on);
+      process.off('SIGINT', on);
+      resolve(signal);
+    };
+    process.on('SIGTERM', on);
+    process.on('SIGINT', on);
+  });
+}
+
+/** `hospital-api gateway`: run the native Kong-compatible gateway (docs/gateway-proxy.md). */
 export function register(program: Command): void {
-  program
+  const gateway = program
     .command('gateway')
-    .description('run the native Kong-compatible gateway')
+    .description('run the native Kong-compatible gateway (admin API + proxy)')
+    .option('--admin-listen <host:port|off>', 'admin API address (loopback unless named explicitly)', '127.0.0.1:8001')
+    .option('--proxy-listen <host:port|off>', 'HTTP proxy address', '0.0.0.0:8000')
+    .option('--proxy-ssl-listen <host:port|off>', 'HTTPS proxy address (default 0.0.0.0:8443 when --cert/--key are given, else off)')
+    .option('--cert <file>', 'PEM server certificate for the HTTPS proxy')
+    .option('--key <file>', 'PEM private key for the HTTPS proxy')
+    .option('--state <file>', 'configuration state file (default <install dir>/gateway/state.json)')
+    .option('--workers <n>', 'proxy worker processes (node:cluster)', '1')
     .action(
-      action('gateway', async () => {
-        throw new HospitalApiError('ERR_USAGE', { detail: 'gateway is not implemented yet' });
+      action<GatewayFlags>('gateway', async (flags, io) => {
+        const server = await import('../gateway/server.js');
+        if (server.isGatewayWorker()) {
+          await server.runGatewayWorker();
+          return 0;
+        }
+        const admin = listen(flags.adminListen, '--admin-listen');
+        const sslDefault = flags.cert && flags.key ? '0.0.0.0:8443' : 'off';
+        const running = await server.runGateway({
+          admin,
+          proxy: listen(flags.proxyListen, '--proxy-listen'),
+          proxySsl: listen(flags.proxySslListen ?? sslDefault, '--proxy-ssl-listen'),
+          certPath: flags.cert ?? null,
+          keyPath: flags.key ?? null,
+          statePath: statePath(flags.state),
+          workers: workers(flags.workers),
+          version: VERSION,
+        });
+        if (admin && !isLoopback(admin.host)) {
+          io.warn(`--admin-listen ${admin.host} is not loopback: the admin API (no authentication) is reachable from the network`);
+        }
+        // One line, always printed: tests and supervisors parse it for the bound ports.
+        process.stderr.write(
+          `hospital-api gateway ready: admin=${running.admin ?? 'off'} proxy=${running.proxy ?? 'off'} proxy-ssl=${running.proxySsl ?? 'off'}\n`,
+        );
+        const signal = await untilSignal();
+        io.log(`hospital-api gateway: ${signal}, closing`);
+        await running.close();
+        return 0;
+      }),
+    );
+
+  gateway
+    .command('export')
+    .description('write the current configuration as a Kong declarative document (YAML)')
+    .option('--state <file>', 'configuration state file (default <install dir>/gateway/state.json)')
+    .option('--output <file>', 'write here (mode 0600: it holds keys) instead of stdout')
+    .action(
+      action<ExportFlags>('gateway export', async (flags, io) => {
+        const { loadSnapshotFromFile } = await import('../gateway/store/index.js');
+        const { exportDeclarative } = await import('../gateway/declarative/index.js');
+        const { stringify } = await import('yaml');
+        const { writeSecretFile } = await import('../util/atomic-write.js');
+        const yaml = stringify(exportDeclarative(loadSnapshotFromFile(statePath(flags.state)).config));
+        if (flags.output) {
+          writeSecretFile(flags.output, yaml);
+          io.log(`hospital-api gateway export: wrote ${flags.output}`);
+        } else {
+          io.out(yaml);
+        }
+        return 0;
       }),
     );
 }
