@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import AjvDraft04 from 'ajv-draft-04';
+import AjvDraft04Module from 'ajv-draft-04';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { exportDeclarative, parseDeclarative } from '../../../src/gateway/declarative/index.js';
 import { kongSha1Password, verifyBasicAuthPassword } from '../../../src/gateway/model/password.js';
@@ -8,6 +8,8 @@ import { removeTempDirs } from '../../helpers/tmp.js';
 import { startAdmin, type Admin } from './harness.js';
 
 const schema = JSON.parse(readFileSync(new URL('../../../../shared/schemas/kong-declarative-config.json', import.meta.url), 'utf8'));
+// ajv-draft-04 is CommonJS: under NodeNext its class is the `default` export of the default import.
+const AjvDraft04 = (AjvDraft04Module as unknown as { default?: typeof AjvDraft04Module.default }).default ?? AjvDraft04Module.default;
 const ajv = new AjvDraft04({ allErrors: true, strict: false });
 const validateKongFile = ajv.compile(schema);
 
