@@ -4,6 +4,8 @@
  * with a generic message (never the request body, which may hold secrets).
  */
 import { isKongError, methodNotAllowed, notFound } from '../model/kong-error.js';
+import type { Route } from '../model/types.js';
+import { findEntity } from '../store/repo.js';
 import { parseBody, type ParsedBody } from './body.js';
 import { postConfig, getConfig } from './config.js';
 import { entityRoutes, itemHandlers } from './crud.js';
@@ -44,7 +46,7 @@ TABLE.push({
   handlers: (() => {
     const svc = itemHandlers('services');
     const withService = (h: NonNullable<(typeof svc)['GET']>) => (req: Parameters<typeof h>[0]) => {
-      const route = req.ctx.store.snapshot().config.routes.find((r) => r.id === req.params[0] || r.name === req.params[0]);
+      const route = findEntity(req.ctx.store.snapshot().config, 'routes', req.params[0] as string) as Route | undefined;
       if (!route?.service) throw notFound();
       return h({ ...req, params: [route.service.id] });
     };
