@@ -9,6 +9,7 @@ import type { CollectionName } from '../model/config.js';
 import { isUuid } from '../model/fields.js';
 import { declarativeInvalid, isKongError, type FlatErrors } from '../model/kong-error.js';
 import type { GatewayConfig, PluginSchemaDefinition } from '../model/types.js';
+import { PLUGIN_SCHEMAS } from '../plugins/index.js';
 import { insertEntity, type Entity, type RepoContext } from '../store/repo.js';
 
 const FORMATS = ['1.1', '2.1', '3.0'];
@@ -98,7 +99,7 @@ class Builder {
  * passwords as already hashed (Kong's SHA-1 hex or our scrypt form).
  * @throws KongError ERR_GATEWAY_DECLARATIVE_INVALID with Kong's code-14 body
  */
-export function parseDeclarative(doc: unknown, plugins: ReadonlyMap<string, PluginSchemaDefinition> = new Map()): GatewayConfig {
+export function parseDeclarative(doc: unknown, plugins: ReadonlyMap<string, PluginSchemaDefinition> = PLUGIN_SCHEMAS): GatewayConfig {
   if (!isRecord(doc)) throw declarativeInvalid({ '@entity': ['expected a declarative configuration'] });
   const errors: FlatErrors = {};
   const format = doc._format_version;
