@@ -7,8 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { HospitalApiError } from '../errors/index.js';
 import { installPaths } from '../runtime/layout.js';
-import { formatEnvFile, readEnvFile } from '../util/env-file.js';
-import { writeSecretFile } from '../util/atomic-write.js';
+import { updateEnvValues } from './files.js';
 import type { Runtime } from '../runtime/types.js';
 import { adminCall } from './provision.js';
 
@@ -60,8 +59,7 @@ export async function createConsumer(
   let restarted = false;
   if (options.writeEnv) {
     const path = installPaths(dir).apiEnv;
-    const values = { ...readEnvFile(path), FHIR_API_KEY: key };
-    writeSecretFile(path, formatEnvFile(values, 'Hospital API settings (mode 0600: holds FHIR_API_KEY).'));
+    updateEnvValues(path, { FHIR_API_KEY: key });
     log(`FHIR_API_KEY written to ${path}; restarting the Hospital API`);
     await runtime.restart('api');
     restarted = true;

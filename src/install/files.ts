@@ -46,7 +46,9 @@ export function renderApiEnv(paths: InstallPaths, config: InstallConfig): string
   };
   const platform = config.platformApiUrl ?? existing.PLATFORM_API_URL;
   if (platform) managed.PLATFORM_API_URL = platform;
-  const values = { ...existing, ...managed };
+  // managed keys first, then the hospital's own, so the order is stable across reruns
+  const values: Record<string, string> = { ...managed };
+  for (const [k, v] of Object.entries(existing)) if (!(k in managed)) values[k] = v;
   const notes = [
     'Hospital API settings, written by `hospital-api install` (mode 0600: it holds FHIR_API_KEY).',
     'FHIR_API_KEY is added by `hospital-api consumer create <name> --write-env`.',
@@ -112,4 +114,16 @@ export function writeInstallFiles(paths: InstallPaths, config: InstallConfig, tl
   changes.push(writeIfChanged(paths.apiEnv, renderApiEnv(paths, config), true));
   changes.push(writeIfChanged(paths.installJson, JSON.stringify(config, null, 2) + '\n'));
   return changes;
+}
+
+/** Sets some values in an env file, keeping its other values and its comment header (0600). */
+export function updateEnvValues(path: string, updates: Record<string, string>): void {
+  const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
+  const header: string[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('# ')) break;
+    header.push(line.slice(2));
+  }
+  const values = { ...readEnvFile(path), ...updates };
+  writeSecretFile(path, formatEnvFile(values, header.length ? header.join('\n') : undefined));
 }

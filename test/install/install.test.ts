@@ -1,0 +1,200 @@
+/**
+ * install, in process: the files it writes, provisioning in the spec's order
+ * against the fake admin API, idempotency, a killed run completed by a rerun,
+ * and bad input that changes nothing.
+ */
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseEnv } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runInstall } from '../../src/install/run.js';
+import type { InstallFlags } from '../../src/install/options.js';
+import { installPaths } from '../../src/runtime/layout.js';
+import { readInstallConfig } from '../../src/runtime/install-config.js';
+import { issueCertificate } from '../../src/tls/pki.js';
+import { chainsTo, coversHost } from '../../src/install/tls.js';
+import { HospitalApiError } from '../../src/errors/index.js';
+import { makeTestPki } from '../helpers/pki.js';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { createFakeKong, type FakeKong } from './fake-kong.js';
+import { fakeRuntime } from './stand-ins.js';
+
+afterAll(removeTempDirs);
+
+const base = (dir: string): InstallFlags => ({ runtime: 'native', dir, host: ['127.0.0.1'], generateCa: true, apiPort: '19000', fhirPort: '18080' });
+const install = (flags: InstallFlags, kong: FakeKong) => runInstall(flags, { log: () => {}, openRuntime: () => fakeRuntime(kong) });
+
+function snapshot(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (d: string): void => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else out.set(p, `${statSync(p).mtimeMs}:${readFileSync(p, 'utf8')}`);
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    return err instanceof HospitalApiError ? err.code : `not coded: ${String(err)}`;
+  }
+  return 'no error';
+}
+
+describe('install (native, generated CA)', () => {
+  it('writes the install directory: settings, TLS material, keys 0600, no secret in install.json', async () => {
+    const dir = join(tempDir(), 'inst');
+    const kong = createFakeKong();
+    const result = await install(base(dir), kong);
+    const p = installPaths(dir);
+    for (const key of [p.caKey, p.gatewayKey, p.signerKey, p.apiEnv]) expect(statSync(key).mode & 0o777, key).toBe(0o600);
+    const env = parseEnv(readFileSync(p.apiEnv, 'utf8'));
+    expect(env.FHIR_BASE_URL).toBe(`https://127.0.0.1:${readInstallConfig(dir).ports.gatewayHttps}/fhir-api-key-auth`);
+    expect(env.FHIR_CA_FILE).toBe(p.caCert);
+    expect(env.AUDIT_LOG).toBe(join(p.logs, 'audit.log'));
+    expect(env.PLATFORM_API_URL).toBeUndefined();
+    expect(readFileSync(p.apiEnv, 'utf8')).toContain('PLATFORM_API_URL is not set yet');
+    expect(result.platformApiUrlSet).toBe(false);
+    const gw = readFileSync(p.gatewayCert, 'utf8');
+    expect(chainsTo(gw, readFileSync(p.caCert, 'utf8'))).toBe(true);
+    expect(chainsTo(readFileSync(p.signerCert, 'utf8'), readFileSync(p.caCert, 'utf8'))).toBe(true);
+    expect(readFileSync(p.installJson, 'utf8')).not.toMatch(/PRIVATE KEY|password/i);
+  });
+
+  it('provisions in the spec order, PUT by name, with hide_credentials, and creates no consumer', async () => {
+    const dir = join(tempDir(), 'inst');
+    const kong = createFakeKong();
+    const result = await install({ ...base(dir), corsOrigin: ['https://portal.example'] }, kong);
+    expect(result.provisioning.map((s) => s.name)).toEqual([
+      'fhir-api', 'fhir-api/basic-auth', 'fhir-api/cors', 'fhir-api-route',
+      'fhir-api-key-auth', 'fhir-api-key-auth/key-auth', 'fhir-api-key-auth-route',
+    ]);
+    expect(result.provisioning.every((s) => s.change === 'created')).toBe(true);
+    const writes = kong.calls.filter((c) => !c.startsWith('GET'));
+    expect(writes).toEqual([
+      'PUT /services/fhir-api', expect.stringMatching(/^POST \/services\/.+\/plugins$/), expect.stringMatching(/^POST \/services\/.+\/plugins$/),
+      'PUT /routes/fhir-api-route', 'PUT /services/fhir-api-key-auth', expect.stringMatching(/^POST \/services\/.+\/plugins$/),
+      'PUT /routes/fhir-api-key-auth-route',
+    ]);
+    const svc = (name: string) => kong.services.find((s) => s.name === name)!;
+    expect(svc('fhir-api')).toMatchObject({ protocol: 'http', host: '127.0.0.1', port: 18080, path: '/fhir' });
+    const plugin = (name: string) => kong.plugins.find((p) => p.name === name)!;
+    expect(plugin('basic-auth')).toMatchObject({ service: { id: svc('fhir-api').id }, config: { hide_credentials: true } });
+    expect(plugin('cors')).toMatchObject({ service: { id: svc('fhir-api').id }, config: { origins: ['https://portal.example'] } });
+    expect(plugin('key-auth')).toMatchObject({ service: { id: svc('fhir-api-key-auth').id }, config: { hide_credentials: true, key_names: ['apikey'] } });
+    expect(kong.routes.find((r) => r.name === 'fhir-api-key-auth-route')).toMatchObject({ paths: ['/fhir-api-key-auth'], service: { id: svc('fhir-api-key-auth').id } });
+    expect(kong.consumers).toEqual([]);
+    expect(kong.calls.some((c) => c.includes('/consumers'))).toBe(false);
+  });
+
+  it('changes nothing when run twice: same files (mtime too), no admin writes', async () => {
+    const dir = join(tempDir(), 'inst');
+    const kong = createFakeKong();
+    await install(base(dir), kong);
+    const before = snapshot(dir);
+    const ids = JSON.stringify([kong.services, kong.routes, kong.plugins]);
+    kong.calls.length = 0;
+    const again = await install(base(dir), kong);
+    expect(again.files.every((f) => f.change === 'unchanged')).toBe(true);
+    expect(again.provisioning.every((s) => s.change === 'unchanged')).toBe(true);
+    expect(kong.calls.filter((c) => !c.startsWith('GET'))).toEqual([]);
+    expect(snapshot(dir)).toEqual(before);
+    expect(JSON.stringify([kong.services, kong.routes, kong.plugins])).toBe(ids);
+    // a rerun without flags keeps the earlier choices
+    await install({ dir }, kong);
+    expect(snapshot(dir)).toEqual(before);
+  });
+
+  it('a run killed part-way is completed by a rerun, without duplicates', async () => {
+    for (const cut of [1, 4, 7, 11]) {
+      const dir = join(tempDir(), 'inst');
+      const kong = createFakeKong();
+      kong.failAfter = cut;
+      await expect(install(base(dir), kong)).rejects.toThrow(/killed part-way/);
+      kong.failAfter = null;
+      const result = await install(base(dir), kong);
+      expect(result.provisioning).toHaveLength(7);
+      expect(kong.services.map((s) => s.name).sort()).toEqual(['fhir-api', 'fhir-api-key-auth']);
+      expect(kong.routes.map((r) => r.name).sort()).toEqual(['fhir-api-key-auth-route', 'fhir-api-route']);
+      expect(kong.plugins.map((p) => p.name).sort()).toEqual(['basic-auth', 'cors', 'key-auth']);
+    }
+  });
+
+  it('keeps a hand-filled PLATFORM_API_URL and FHIR_API_KEY on rerun', async () => {
+    const dir = join(tempDir(), 'inst');
+    const kong = createFakeKong();
+    await install(base(dir), kong);
+    const p = installPaths(dir);
+    writeFileSync(p.apiEnv, readFileSync(p.apiEnv, 'utf8') + 'PLATFORM_API_URL="https://platform.example/api"\nFHIR_API_KEY="k-1234567890abcdef"\n');
+    await install(base(dir), kong);
+    const env = parseEnv(readFileSync(p.apiEnv, 'utf8'));
+    expect(env.PLATFORM_API_URL).toBe('https://platform.example/api');
+    expect(env.FHIR_API_KEY).toBe('k-1234567890abcdef');
+    expect(statSync(p.apiEnv).mode & 0o777).toBe(0o600);
+  });
+});
+
+describe('install: bad input changes nothing', () => {
+  it.each([
+    [{ apiPort: '70000' }, 'ERR_INSTALL_BAD_OPTION'],
+    [{ apiPort: '9100', fhirPort: '9100' }, 'ERR_INSTALL_BAD_OPTION'],
+    [{ host: ['bad host!'] }, 'ERR_INSTALL_BAD_OPTION'],
+    [{ runtime: 'podman' }, 'ERR_INSTALL_BAD_OPTION'],
+    [{ platformUrl: 'ftp://x' }, 'ERR_INSTALL_BAD_OPTION'],
+    [{ generateCa: false }, 'ERR_INSTALL_TLS_OPTIONS'],
+    [{ generateCa: true, ca: '/etc/hostname' }, 'ERR_INSTALL_TLS_OPTIONS'],
+    [{ generateCa: false, ca: '/etc/hostname' }, 'ERR_INSTALL_TLS_OPTIONS'],
+  ] as Array<[Partial<InstallFlags>, string]>)('%j → %s, no directory', async (flags, code) => {
+    const dir = join(tempDir(), 'inst');
+    expect(await codeOf(install({ ...base(dir), ...flags }, createFakeKong()))).toBe(code);
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it("the hospital's own certificate must chain to its CA, its key must match, and it must name the host", async () => {
+    const t = tempDir();
+    const pki = makeTestPki(t);
+    const other = issueCertificate(pki.otherCa, { commonName: '127.0.0.1', hosts: ['127.0.0.1'], usage: 'server' });
+    writeFileSync(join(t, 'other.pem'), other.certPem);
+    writeFileSync(join(t, 'other.key'), other.keyPem);
+    writeFileSync(join(t, 'ca.key'), pki.ca.keyPem);
+    const own = (extra: Partial<InstallFlags>, dir: string): InstallFlags => ({
+      ...base(dir), generateCa: false, ca: pki.files.ca, cert: pki.files.cert, key: pki.files.key, caKey: join(t, 'ca.key'), ...extra,
+    });
+    const d1 = join(t, 'a');
+    expect(await codeOf(install(own({ cert: join(t, 'other.pem'), key: join(t, 'other.key') }, d1), createFakeKong()))).toBe('ERR_INSTALL_TLS_MISMATCH');
+    expect(await codeOf(install(own({ key: join(t, 'other.key') }, d1), createFakeKong()))).toBe('ERR_INSTALL_TLS_MISMATCH');
+    expect(await codeOf(install(own({ host: ['fhir.hospital.example'] }, d1), createFakeKong()))).toBe('ERR_INSTALL_TLS_MISMATCH');
+    expect(await codeOf(install(own({ caKey: undefined }, d1), createFakeKong()))).toBe('ERR_INSTALL_TLS_OPTIONS');
+    expect(existsSync(d1)).toBe(false);
+    // accepted: the CA key issues the record signer once and is not stored
+    const d2 = join(t, 'b');
+    const result = await install(own({}, d2), createFakeKong());
+    expect(result.caGenerated).toBe(false);
+    const p = installPaths(d2);
+    expect(existsSync(p.caKey)).toBe(false);
+    expect(readFileSync(p.gatewayCert, 'utf8')).toBe(pki.server.certPem);
+    expect(chainsTo(readFileSync(p.signerCert, 'utf8'), pki.ca.certPem)).toBe(true);
+    // and a rerun without TLS flags keeps the hospital's material
+    const before = snapshot(d2);
+    await install({ dir: d2 }, createFakeKong());
+    expect(snapshot(d2)).toEqual(before);
+  });
+
+  it('reissues the gateway certificate from the same CA when a host is added', async () => {
+    const dir = join(tempDir(), 'inst');
+    await install(base(dir), createFakeKong());
+    const p = installPaths(dir);
+    const ca = readFileSync(p.caCert, 'utf8');
+    const gw = readFileSync(p.gatewayCert, 'utf8');
+    await install({ ...base(dir), host: ['127.0.0.1', 'fhir.hospital.example'] }, createFakeKong());
+    expect(readFileSync(p.caCert, 'utf8')).toBe(ca);
+    expect(readFileSync(p.gatewayCert, 'utf8')).not.toBe(gw);
+    expect(coversHost(readFileSync(p.gatewayCert, 'utf8'), 'fhir.hospital.example')).toBe(true);
+    expect(chainsTo(readFileSync(p.gatewayCert, 'utf8'), ca)).toBe(true);
+  });
+});
