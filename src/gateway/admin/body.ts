@@ -1,6 +1,7 @@
 /**
  * Admin request bodies (kong.md §1 "General"): JSON or form-urlencoded with
- * dotted keys (`config.minute=5`, `service.id=…`, `paths[]=/a`). Anything
+ * dotted keys (`config.minute=5`, `service.id=…`, `paths[]=/a`), or multipart
+ * text fields with the same keys. Anything
  * else is 415; bad JSON is 400 "Cannot parse JSON body".
  */
 import { badRequest, KongError } from '../model/kong-error.js';
@@ -54,6 +55,22 @@ export function parseForm(text: string): Record<string, unknown> {
   return out;
 }
 
+/** Parses `multipart/form-data` text fields with the same key rules as forms. @throws KongError 400 */
+export function parseMultipart(text: string, contentType: string): Record<string, unknown> {
+  const boundary = /boundary="?([^";]+)"?/i.exec(contentType)?.[1];
+  if (!boundary) throw badRequest('multipart body without a boundary');
+  const out: Node = {};
+  for (const part of text.split(`--${boundary}`).slice(1)) {
+    if (part.startsWith('--')) break;
+    const split = part.indexOf('\r\n\r\n');
+    if (split < 0) continue;
+    const name = /content-disposition:[^\r\n]*\bname="([^"]*)"/i.exec(part.slice(0, split))?.[1];
+    if (name === undefined) continue;
+    setPath(out, name, part.slice(split + 4).replace(/\r\n$/, ''));
+  }
+  return out;
+}
+
 /**
  * Parses a request body by its Content-Type; an empty body is `{}`.
  * `extraTypes` lets POST /config take raw YAML.
@@ -76,6 +93,7 @@ export function parseBody(contentType: string | undefined, body: Buffer | undefi
     return { data: data as Record<string, unknown>, form: false };
   }
   if (type === 'application/x-www-form-urlencoded') return { data: parseForm(text), form: true };
+  if (type === 'multipart/form-data') return { data: parseMultipart(text, contentType ?? ''), form: true };
   if (extraTypes.includes(type)) return { data: { config: text }, form: false };
   throw new KongError('ERR_GATEWAY_ADMIN_MEDIA_TYPE', { message: 'Unsupported Content-Type' });
 }

@@ -177,7 +177,7 @@ export const KINDS: Readonly<Record<CollectionName, KindDef>> = {
       if (typeof value.cert !== 'string') return;
       try {
         const cert = new X509Certificate(value.cert);
-        if (!cert.ca) errors.cert = 'invalid certificate: not a CA certificate';
+        if (!cert.ca) errors.cert = 'certificate does not appear to be a CA because it is missing the "CA" basic constraint';
         value.cert_digest = cert.fingerprint256.replace(/:/g, '').toLowerCase();
       } catch (err) {
         errors.cert = `invalid certificate: ${(err as Error).message}`;
