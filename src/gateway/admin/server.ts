@@ -51,6 +51,15 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     ctx.stats.connectionsActive += 1;
     socket.once('close', () => (ctx.stats.connectionsActive -= 1));
   });
+  // Errors Fastify raises before our router runs (body too large, aborted
+  // request) still get a Kong-style body, never a stack or the request body.
+  app.setErrorHandler((err: { statusCode?: number }, _req, reply) => {
+    const code = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+    void reply
+      .code(code)
+      .header('content-type', 'application/json; charset=utf-8')
+      .send(JSON.stringify({ message: code === 413 ? 'Request size limit exceeded' : code === 500 ? 'An unexpected error occurred' : 'Bad request' }));
+  });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
   app.route({
