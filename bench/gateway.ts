@@ -1,6 +1,200 @@
-import type { BenchSection } from './report.js';
+/**
+ * The gateway benchmark (issue #3): the same 2 KB JSON upstream direct,
+ * through `hospital-api gateway` with key-auth on the route, and through
+ * nginx with an equivalent proxy config (upstream keepalive, access log off,
+ * the same number of workers), each 10 s at 50 connections with wrk
+ * (-t1 -c50 --latency). nginx and wrk come from Debian: used from PATH, else
+ * `apt-get download` + `dpkg-deb -x` into a cache dir (never `apt-get install`:
+ * nginx's postinst starts a daemon on 0.0.0.0:80). Everything binds 127.0.0.1.
+ * Env: BENCH_GATEWAY_WORKERS (default: CPU count), BENCH_GATEWAY_SECONDS (10).
+ */
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa, type ResultPromise } from 'execa';
+import { request } from 'undici';
+import { freePort } from '../src/util/port-check.js';
+import { round, type BenchSection } from './report.js';
 
-/** The gateway benchmark (see its issue). */
+const root = fileURLToPath(new URL('..', import.meta.url));
+const SECONDS = Number(process.env.BENCH_GATEWAY_SECONDS ?? 10);
+const WORKERS = Number(process.env.BENCH_GATEWAY_WORKERS ?? cpus().length);
+const CACHE = join(tmpdir(), 'hospital-api-bench-debs');
+const KEY = 'bench-key-0123456789abcdefghijkl';
+
+interface Tools {
+  nginx: string;
+  wrk: string;
+  libPath: string;
+}
+
+async function which(cmd: string): Promise<string | null> {
+  const r = await execa('sh', ['-c', `command -v ${cmd}`], { reject: false });
+  return r.exitCode === 0 ? r.stdout.trim() : null;
+}
+
+/** nginx and wrk from PATH, else unpacked (not installed) from Debian packages. */
+async function tools(): Promise<Tools> {
+  const libPath = join(CACHE, 'root/usr/lib/x86_64-linux-gnu');
+  const local = { nginx: join(CACHE, 'root/usr/sbin/nginx'), wrk: join(CACHE, 'root/usr/bin/wrk') };
+  const nginx = (await which('nginx')) ?? local.nginx;
+  const wrk = (await which('wrk')) ?? local.wrk;
+  if (!existsSync(nginx) || !existsSync(wrk)) {
+    mkdirSync(CACHE, { recursive: true });
+    await execa('apt-get', ['download', 'nginx', 'nginx-common', 'wrk', 'libluajit2-5.1-2'], { cwd: CACHE });
+    for (const deb of readdirSync(CACHE).filter((f) => f.endsWith('.deb'))) {
+      await execa('dpkg-deb', ['-x', join(CACHE, deb), join(CACHE, 'root')]);
+    }
+  }
+  return { nginx, wrk, libPath };
+}
+
+const UPSTREAM = `
+const http = require('node:http');
+const item = { resourceType: 'Bundle', type: 'searchset', entry: [] };
+while (JSON.stringify(item).length < 1900) item.entry.push({ fullUrl: 'urn:uuid:' + item.entry.length, resource: { resourceType: 'Patient', id: String(item.entry.length) } });
+item.pad = '';
+const body = JSON.stringify({ ...item, pad: ' '.repeat(2048 - JSON.stringify(item).length) });
+const buf = Buffer.from(body);
+http.createServer((req, res) => { res.writeHead(200, { 'content-type': 'application/json', 'content-length': buf.length }); res.end(buf); })
+  .listen(Number(process.argv[1]), '127.0.0.1');
+`;
+
+async function waitFor(url: string, headers: Record<string, string> = {}): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      const res = await request(url, { headers });
+      const body = await res.body.arrayBuffer();
+      if (res.statusCode === 200 && body.byteLength === 2048) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${url} did not answer 200 with 2048 bytes`);
+}
+
+async function admin(base: string, path: string, body: Record<string, unknown>): Promise<void> {
+  const res = await request(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const text = await res.body.text();
+  if (res.statusCode !== 201) throw new Error(`admin ${path}: ${res.statusCode} ${text}`);
+}
+
+function nginxConf(dir: string, port: number, upstream: number, workers: number): string {
+  return `worker_processes ${workers};
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+daemon off;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fcgi;
+  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream up { server 127.0.0.1:${upstream}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${port};
+    location /bench/ {
+      proxy_pass http://up/;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Real-IP $remote_addr;
+    }
+  }
+}
+`;
+}
+
+interface WrkResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: string;
+}
+
+function ms(value: string): number {
+  const m = /^([\d.]+)(us|ms|s)$/.exec(value.trim());
+  if (!m) return NaN;
+  const n = Number(m[1]);
+  return m[2] === 'us' ? n / 1000 : m[2] === 's' ? n * 1000 : n;
+}
+
+async function wrk(t: Tools, url: string, seconds: number, headers: string[] = []): Promise<WrkResult> {
+  const args = ['-t1', '-c50', `-d${seconds}s`, '--latency', ...headers.flatMap((h) => ['-H', h]), url];
+  const r = await execa(t.wrk, args, { env: { LD_LIBRARY_PATH: t.libPath } });
+  const out = r.stdout;
+  const errors = /Socket errors:.*|Non-2xx or 3xx responses: \d+/g;
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN),
+    p50: ms(/\s50%\s+(\S+)/.exec(out)?.[1] ?? ''),
+    p99: ms(/\s99%\s+(\S+)/.exec(out)?.[1] ?? ''),
+    errors: (out.match(errors) ?? []).join('; ') || 'none',
+  };
+}
+
+async function measure(t: Tools, url: string, headers: string[] = []): Promise<WrkResult> {
+  await wrk(t, url, 2, headers); // warm-up: connections, JIT
+  return wrk(t, url, SECONDS, headers);
+}
+
+async function stop(child: ResultPromise | null): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  child.kill('SIGTERM');
+  await Promise.race([child.catch(() => undefined), new Promise((r) => setTimeout(r, 5000))]);
+  if (child.exitCode === null) child.kill('SIGKILL');
+}
+
 export async function run(): Promise<BenchSection> {
-  throw new Error('the gateway benchmark is not written yet');
+  const t = await tools();
+  const dir = mkdtempSync(join(tmpdir(), 'gw-bench-'));
+  const children: ResultPromise[] = [];
+  try {
+    const upPort = await freePort();
+    children.push(execa('node', ['-e', UPSTREAM, String(upPort)], { reject: false }));
+    const direct = `http://127.0.0.1:${upPort}/bench/x`;
+    await waitFor(direct);
+
+    const [adminPort, proxyPort, nginxPort] = [await freePort(), await freePort(), await freePort()];
+    const gw = execa('node', [join(root, 'bin/hospital-api.js'), 'gateway', '--admin-listen', `127.0.0.1:${adminPort}`,
+      '--proxy-listen', `127.0.0.1:${proxyPort}`, '--proxy-ssl-listen', 'off', '--state', join(dir, 'state.json'), '--workers', String(WORKERS)],
+      { reject: false, env: { NO_COLOR: '1' } });
+    children.push(gw);
+    const adminUrl = `http://127.0.0.1:${adminPort}`;
+    await waitFor(`${adminUrl}/status`).catch(() => undefined);
+    await admin(adminUrl, '/services', { name: 'bench', url: `http://127.0.0.1:${upPort}/` });
+    await admin(adminUrl, '/services/bench/routes', { name: 'bench', paths: ['/bench'] });
+    await admin(adminUrl, '/routes/bench/plugins', { name: 'key-auth' });
+    await admin(adminUrl, '/consumers', { username: 'bench' });
+    await admin(adminUrl, '/consumers/bench/key-auth', { key: KEY });
+    const viaGateway = `http://127.0.0.1:${proxyPort}/bench/x`;
+    await waitFor(viaGateway, { apikey: KEY });
+
+    writeFileSync(join(dir, 'nginx.conf'), nginxConf(dir, nginxPort, upPort, WORKERS));
+    children.push(execa(t.nginx, ['-p', dir, '-c', join(dir, 'nginx.conf')], { reject: false, env: { LD_LIBRARY_PATH: t.libPath } }));
+    const viaNginx = `http://127.0.0.1:${nginxPort}/bench/x`;
+    await waitFor(viaNginx);
+
+    const d = await measure(t, direct);
+    const g = await measure(t, viaGateway, [`apikey: ${KEY}`]);
+    const n = await measure(t, viaNginx);
+    const row = (target: string, r: WrkResult) => ({ target, 'req/s': round(r.rps, 0), 'p50 ms': round(r.p50), 'p99 ms': round(r.p99), errors: r.errors });
+    const rpsRatio = round(g.rps / n.rps);
+    const p99Ratio = round(g.p99 / n.p99);
+    return {
+      name: 'gateway',
+      description:
+        `2 KB JSON upstream (node:http); wrk -t1 -c50 -d${SECONDS}s --latency after a 2 s warm-up; gateway with key-auth on the route, ` +
+        `${WORKERS} proxy worker(s); nginx ${WORKERS} worker(s), upstream keepalive 64; ${cpus().length} CPUs shared by all processes.`,
+      rows: [row('upstream direct', d), row('hospital-api gateway + key-auth', g), row('nginx proxy', n)],
+      targets: [
+        { name: 'gateway req/s ÷ nginx req/s', value: rpsRatio, target: '>= 0.5', met: rpsRatio >= 0.5 },
+        { name: 'gateway p99 ÷ nginx p99', value: p99Ratio, target: '<= 2', met: p99Ratio <= 2 },
+      ],
+    };
+  } finally {
+    for (const c of children.reverse()) await stop(c);
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

@@ -52,6 +52,8 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   private sentAt = 0;
   private attempts = 0;
   private done = false;
+  /** Bytes of body still expected (content-length), or -1 when unknown. */
+  private remaining = -1;
   private readonly onDrain = (): void => this.resumeFn?.();
   private readonly onClientClose = (): void => {
     if (!this.done) this.abortFn?.(new Error('client closed'));
@@ -80,7 +82,11 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     const out: string[] = [];
     for (let i = 0; i < rawHeaders.length; i += 2) {
       const name = (rawHeaders[i] as Buffer).toString('latin1');
-      if (name.length <= 17 && HOP.has(name.toLowerCase())) continue;
+      if (name.length <= 17) {
+        const lower = name.toLowerCase();
+        if (HOP.has(lower)) continue;
+        if (lower === 'content-length') this.remaining = Number((rawHeaders[i + 1] as Buffer).toString('latin1'));
+      }
       out.push(name, (rawHeaders[i + 1] as Buffer).toString('latin1'));
     }
     const extra = this.o.responseHeaders;
@@ -95,6 +101,13 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   }
 
   onData(chunk: Buffer): boolean {
+    if (this.remaining === chunk.length) {
+      // The whole (rest of the) body: headers and body leave in one write.
+      this.remaining = 0;
+      this.res.end(chunk);
+      return true;
+    }
+    if (this.remaining > 0) this.remaining -= chunk.length;
     if (this.res.write(chunk)) return true;
     this.res.once('drain', this.onDrain);
     return false;
@@ -102,7 +115,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
 
   onComplete(): void {
     this.done = true;
-    this.res.end();
+    if (!this.res.writableEnded) this.res.end();
   }
 
   onError(err: Error): void {
