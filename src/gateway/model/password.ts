@@ -75,11 +75,11 @@ function remember(stored: string, d: Buffer): void {
 
 /** Constant-time check of a password against a stored hash. Sync: blocks ~35 ms on a cache miss. */
 export function verifyBasicAuthPassword(password: string, consumerId: string, stored: string): boolean {
+  const d = digest(password);
+  if (cached(stored, d)) return true;
   if (SHA1_HEX.test(stored)) return safeEqual(kongSha1Password(password, consumerId), stored);
   const params = parseScrypt(stored);
   if (!params) return false;
-  const d = digest(password);
-  if (cached(stored, d)) return true;
   const hash = scryptSync(password, params.salt, params.hash.length, { N: params.n, r: params.r, p: params.p, maxmem: MAXMEM });
   const ok = hash.length === params.hash.length && timingSafeEqual(hash, params.hash);
   if (ok) remember(stored, d);
@@ -88,11 +88,11 @@ export function verifyBasicAuthPassword(password: string, consumerId: string, st
 
 /** Same as verifyBasicAuthPassword, but a cache miss runs scrypt on the libuv pool, not the event loop. */
 export async function verifyBasicAuthPasswordAsync(password: string, consumerId: string, stored: string): Promise<boolean> {
+  const d = digest(password);
+  if (cached(stored, d)) return true;
   if (SHA1_HEX.test(stored)) return safeEqual(kongSha1Password(password, consumerId), stored);
   const params = parseScrypt(stored);
   if (!params) return false;
-  const d = digest(password);
-  if (cached(stored, d)) return true;
   const hash = await new Promise<Buffer>((resolve, reject) =>
     scrypt(password, params.salt, params.hash.length, { N: params.n, r: params.r, p: params.p, maxmem: MAXMEM }, (err, key) =>
       err ? reject(err) : resolve(key),
