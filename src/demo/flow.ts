@@ -30,6 +30,11 @@ export interface DemoResult {
   tokens: DemoToken[];
 }
 
+function portsOf(o: DemoOptions): step.DemoPorts {
+  const keys = ['apiPort', 'fhirPort', 'gatewayHttpPort', 'gatewayHttpsPort', 'gatewayAdminPort', 'metricsPort', 'platformPort'] as const;
+  return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
+}
+
 export async function runDemo(options: DemoOptions, io: Io): Promise<DemoResult> {
   const dir = installPaths(options.dir).root;
   const t0 = Date.now();
@@ -47,7 +52,7 @@ export async function runDemo(options: DemoOptions, io: Io): Promise<DemoResult>
   const installed = existsSync(installPaths(dir).installJson);
   if (installed && !readInstallConfig(dir).demo) throw new HospitalApiError('ERR_RUNTIME_DEMO_REFUSED', { dir });
   const settings = await step.ensureDemoSettings(dir, options);
-  if (!installed) await timed('install (native, generated CA)', () => step.install(dir, settings, options));
+  if (!installed) await timed('install (native, generated CA)', () => step.install(dir, settings, portsOf(options), (t) => io.log(t)));
   const config = readInstallConfig(dir);
   const runtime = openRuntime(dir);
   await timed('up (supervised components + DEMO platform stand-in)', () => runtime.up({ demo: true }));

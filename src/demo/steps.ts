@@ -63,16 +63,21 @@ export async function ensureDemoSettings(dir: string, ports: DemoPorts): Promise
   return settings;
 }
 
-export async function install(dir: string, settings: DemoSettings, ports: DemoPorts): Promise<void> {
-  const flags: Array<[keyof DemoPorts, string]> = [
-    ['apiPort', '--api-port'], ['fhirPort', '--fhir-port'], ['gatewayHttpPort', '--gateway-http-port'],
-    ['gatewayHttpsPort', '--gateway-https-port'], ['gatewayAdminPort', '--gateway-admin-port'], ['metricsPort', '--metrics-port'],
-  ];
-  const portArgs = flags.flatMap(([k, flag]) => (ports[k] ? [flag, String(ports[k])] : []));
-  await cli('install', dir, [
-    'install', '--runtime', 'native', '--generate-ca', '--demo', '--dir', installPaths(dir).root,
-    '--platform-url', `http://127.0.0.1:${settings.platformPort}`, ...portArgs,
-  ]);
+/** The install engineer's own code, in process, with the demo label install.json carries. */
+export async function install(dir: string, settings: DemoSettings, ports: DemoPorts, log: (text: string) => void): Promise<void> {
+  const { runInstall } = await import('../install/run.js');
+  const { platformPort: _unused, ...installPorts } = ports;
+  await runInstall(
+    {
+      ...installPorts,
+      runtime: 'native',
+      generateCa: true,
+      demo: true,
+      dir: installPaths(dir).root,
+      platformUrl: `http://127.0.0.1:${settings.platformPort}`,
+    },
+    { log },
+  );
 }
 
 /** Generates the data set and loads it into the FHIR server, once per install. */

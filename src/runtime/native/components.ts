@@ -43,6 +43,8 @@ export interface ComponentSpec {
   healthUrl: string;
   ports: PortBinding[];
   version: string;
+  /** Extra environment for the child (wins over the env file). */
+  env?: Record<string, string>;
   /** Set when the component must not start yet; shown as its `down` detail. */
   blocked?: string;
 }
@@ -79,14 +81,22 @@ export function apiBlockedReason(dir: string): string | undefined {
   );
 }
 
-/** The API's metrics listener (METRICS_LISTEN; the API's default 127.0.0.1:9464; none when off). */
-function metricsBinding(dir: string): PortBinding[] {
-  const value = readEnvFile(installPaths(dir).apiEnv).METRICS_LISTEN?.trim() || '127.0.0.1:9464';
-  if (value === 'off') return [];
+/**
+ * The API's metrics listener: METRICS_LISTEN from hospital-api.env when the
+ * hospital set it, else loopback on install.json's metrics port (passed to the
+ * child's environment so the port install chose is the one used).
+ */
+function metricsListen(dir: string, config: InstallConfig): { bindings: PortBinding[]; env?: Record<string, string> } {
+  const value = readEnvFile(installPaths(dir).apiEnv).METRICS_LISTEN?.trim();
+  if (!value) {
+    const listen = `127.0.0.1:${config.ports.metrics}`;
+    return { bindings: [{ host: '127.0.0.1', port: config.ports.metrics }], env: { METRICS_LISTEN: listen } };
+  }
+  if (value === 'off') return { bindings: [] };
   try {
-    return [parseListen(value, 'METRICS_LISTEN')];
+    return { bindings: [parseListen(value, 'METRICS_LISTEN')] };
   } catch {
-    return []; // the API itself reports the bad value in its log
+    return { bindings: [] }; // the API itself reports the bad value in its log
   }
 }
 
@@ -133,11 +143,13 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
       version: `${VERSION} (DEMO stand-in)`,
     });
   }
+  const metrics = metricsListen(dir, config);
   const api: ComponentSpec = {
     name: 'api',
     args: ['serve', '--host', host, '--port', String(ports.api), '--env-file', p.apiEnv],
     healthUrl: `http://127.0.0.1:${ports.api}/api/health-check`,
-    ports: [{ host, port: ports.api }, ...metricsBinding(dir)],
+    ports: [{ host, port: ports.api }, ...metrics.bindings],
+    ...(metrics.env ? { env: metrics.env } : {}),
     version: VERSION,
   };
   const blocked = apiBlockedReason(dir);

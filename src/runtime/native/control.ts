@@ -41,7 +41,7 @@ async function waitSettled(dir: string, timeoutMs: number): Promise<RunState> {
       // Crashing on every start will not settle: fail now rather than at the time-out.
       const failing = state.components.find((c) => c.state !== 'up' && c.restarts >= FAIL_FAST_RESTARTS);
       if (failing) {
-        throw new HospitalApiError('ERR_RUNTIME_START_FAILED', { component: failing.name, dir, detail: `${failing.detail}` });
+        throw new HospitalApiError('ERR_RUNTIME_START_FAILED', { component: failing.name, dir, detail: `${failing.detail.split(';')[0]} (${failing.restarts} restarts)` });
       }
     }
     if (Date.now() > deadline) {

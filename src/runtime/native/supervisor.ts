@@ -22,7 +22,7 @@ const BACKOFF_MAX_MS = 30_000;
 /** A component that stayed healthy this long has its backoff reset. */
 const STABLE_MS = 20_000;
 /** Settings the env file must decide, not whatever the supervisor inherited. */
-const SCRUBBED_ENV = ['FHIR_API_KEY', 'PLATFORM_API_URL', 'FHIR_BASE_URL', 'FHIR_CA_FILE'];
+const SCRUBBED_ENV = ['FHIR_API_KEY', 'PLATFORM_API_URL', 'FHIR_BASE_URL', 'FHIR_CA_FILE', 'METRICS_LISTEN'];
 
 interface Supervised {
   record: ComponentRecord;
@@ -53,7 +53,7 @@ export async function runSupervisor(dir: string, config: InstallConfig): Promise
   const units = new Map<string, Supervised>();
   for (const spec of initial) {
     const record: ComponentRecord = {
-      name: spec.name, state: 'down', detail: 'not started', pid: null,
+      name: spec.name, state: 'starting', detail: 'about to start', pid: null,
       ports: spec.ports.map((p) => p.port), startedAt: null, restarts: 0, version: spec.version,
       log: join(paths.logs, `${spec.name}.log`),
     };
@@ -73,6 +73,7 @@ export async function runSupervisor(dir: string, config: InstallConfig): Promise
     const fd = openSync(unit.record.log, 'a');
     const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
     for (const key of SCRUBBED_ENV) delete env[key];
+    Object.assign(env, spec.env);
     const child = spawn(process.execPath, [componentBin(), ...spec.args], { stdio: ['ignore', fd, fd], env });
     closeSync(fd);
     unit.child = child;

@@ -1,0 +1,39 @@
+/** Component specs from a real install directory: bind choice, admin on loopback, API gating. */
+import { writeFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { componentSpecs, publicBindHost } from '../../../src/runtime/native/components.js';
+import { installPaths } from '../../../src/runtime/layout.js';
+import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { makeNativeInstall } from './install-fixture.js';
+
+afterAll(removeTempDirs);
+
+describe('native component specs', () => {
+  it('binds public ports on loopback for loopback hosts, all interfaces otherwise; admin always loopback', async () => {
+    const dir = tempDir();
+    const config = await makeNativeInstall(dir);
+    expect(publicBindHost(config)).toBe('127.0.0.1');
+    const wide = { ...config, hosts: ['hospital.example.org', 'localhost'] };
+    expect(publicBindHost(wide)).toBe('0.0.0.0');
+    const gateway = componentSpecs(dir, wide).find((s) => s.name === 'gateway')!;
+    expect(gateway.args).toContain(`127.0.0.1:${config.ports.gatewayAdmin}`);
+    expect(gateway.args).toContain(`0.0.0.0:${config.ports.gatewayHttps}`);
+    expect(gateway.ports[0]).toEqual({ host: '127.0.0.1', port: config.ports.gatewayAdmin });
+  });
+
+  it("gives the API install.json's metrics port unless hospital-api.env sets METRICS_LISTEN", async () => {
+    const dir = tempDir();
+    const config = await makeNativeInstall(dir);
+    writeFileSync(installPaths(dir).apiEnv, 'FHIR_API_KEY="k"\nPLATFORM_API_URL="http://127.0.0.1:9"\n');
+    const api = componentSpecs(dir, config).find((s) => s.name === 'api')!;
+    expect(api.env).toEqual({ METRICS_LISTEN: `127.0.0.1:${config.ports.metrics}` });
+    expect(api.ports).toContainEqual({ host: '127.0.0.1', port: config.ports.metrics });
+    expect(api.blocked).toBeUndefined();
+
+    writeFileSync(installPaths(dir).apiEnv, 'PLATFORM_API_URL="http://127.0.0.1:9"\nMETRICS_LISTEN="off"\n');
+    const held = componentSpecs(dir, config).find((s) => s.name === 'api')!;
+    expect(held.env).toBeUndefined();
+    expect(held.ports).toEqual([{ host: '127.0.0.1', port: config.ports.api }]);
+    expect(held.blocked).toMatch(/FHIR_API_KEY not set .*consumer create/);
+  });
+});
