@@ -72,30 +72,78 @@ function skipValue(s: string, i: number): number {
   throw bad('unbalanced JSON');
 }
 
-/** Raw text of each element of the top-level `entry` array. */
-export function rawEntries(s: string): string[] {
+export interface EntryArray {
+  /** Raw text of each element of the top-level `entry` array. */
+  raws: string[];
+  /** Offsets of the array itself (`[` … `]` inclusive-exclusive). */
+  start: number;
+  end: number;
+}
+
+/** Finds the top-level `entry` array and slices its elements, or null if there is none. */
+export function scanEntries(s: string): EntryArray | null {
   let i = skipWs(s, 0);
-  if (s[i] !== '{') return [];
+  if (s[i] !== '{') return null;
   i = skipWs(s, i + 1);
   while (i < s.length && s[i] !== '}') {
+    if (s[i] !== '"') throw bad('malformed JSON');
     const keyEnd = skipString(s, i);
     const key = JSON.parse(s.slice(i, keyEnd)) as string;
     i = skipWs(s, skipWs(s, keyEnd) + 1); // past ':'
     if (key === 'entry' && s[i] === '[') {
-      const out: string[] = [];
+      const start = i;
+      const raws: string[] = [];
       i = skipWs(s, i + 1);
       while (s[i] !== ']') {
+        if (s[i] !== '{') throw bad('Bundle.entry holds a non-object');
         const end = skipValue(s, i);
-        out.push(s.slice(i, end));
+        raws.push(s.slice(i, end));
         i = skipWs(s, end);
         if (s[i] === ',') i = skipWs(s, i + 1);
+        else if (s[i] !== ']') throw bad('malformed Bundle.entry');
       }
-      return out;
+      return { raws, start, end: i + 1 };
     }
     i = skipWs(s, skipValue(s, i));
     if (s[i] === ',') i = skipWs(s, i + 1);
   }
-  return [];
+  return null;
+}
+
+/** Raw text of each element of the top-level `entry` array. */
+export function rawEntries(s: string): string[] {
+  return scanEntries(s)?.raws ?? [];
+}
+
+const FULL_URL_FIRST = /^\{\s*"fullUrl"\s*:\s*"((?:[^"\\]|\\.)*)"/;
+
+/** De-duplication key of a raw entry: its fullUrl (HAPI writes it first), else resourceType/id. */
+function entryKey(raw: string): string | null {
+  const m = FULL_URL_FIRST.exec(raw);
+  if (m) return `url:${m[1]}`;
+  let e: { fullUrl?: unknown; resource?: { resourceType?: unknown; id?: unknown } };
+  try {
+    e = JSON.parse(raw) as typeof e;
+  } catch {
+    throw bad('Bundle entry is not JSON');
+  }
+  if (typeof e.fullUrl === 'string') return `url:${JSON.stringify(e.fullUrl).slice(1, -1)}`;
+  const r = e.resource;
+  return typeof r?.resourceType === 'string' && typeof r.id === 'string' ? `${r.resourceType}/${r.id}` : null;
+}
+
+/**
+ * The fast path for $everything pages: the Bundle minus its entries is parsed
+ * (links, type); entries are sliced, not parsed, and keyed by fullUrl. Entries
+ * are passed on as sent, after the scanner's structural check.
+ * @throws ERR_API_FHIR_BAD_RESPONSE
+ */
+export function scanBundlePage(text: string): BundlePage {
+  const arr = scanEntries(text);
+  const shell = arr ? `${text.slice(0, arr.start)}[]${text.slice(arr.end)}` : text;
+  const page = parseBundlePage(shell);
+  const entries = (arr?.raws ?? []).map((raw): PageEntry => ({ raw, key: entryKey(raw), resourceType: null, id: null, mode: null }));
+  return { entries, next: page.next, self: page.self };
 }
 
 function linkOf(links: unknown, relation: string): string | undefined {

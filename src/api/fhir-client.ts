@@ -6,7 +6,7 @@
  */
 import { request, type Agent } from 'undici';
 import { HospitalApiError } from '../errors/index.js';
-import { parseBundlePage, type PageEntry } from './bundle-page.js';
+import { parseBundlePage, scanBundlePage, type BundlePage, type PageEntry } from './bundle-page.js';
 import type { ApiConfig } from './config.js';
 import { identifierQuery, isUnderBase, rebaseNextLink, serverBaseFromSelf } from './fhir-url.js';
 import { classifyFailure, discard, makeAgent, readText } from './upstream-http.js';
@@ -94,22 +94,26 @@ export function createFhirClient(config: ApiConfig): FhirClient {
 
     async everything(patientId, sink, stats) {
       const seen = new Set<string>();
-      let url: URL | null = endpoint(`/Patient/${patientId}/$everything`, `_count=${config.fhirPageSize}`);
       let serverBase: URL | null = null;
-      while (url) {
-        if (stats.pages >= config.maxPages) {
-          throw new HospitalApiError('ERR_API_RECORD_TOO_LARGE', { name: 'MAX_PAGES', limit: config.maxPages });
-        }
-        const p = parseBundlePage(await getText(url));
+      const fetchPage = (url: URL) => getText(url).then(scanBundlePage);
+      let pending: Promise<BundlePage> | null = fetchPage(endpoint(`/Patient/${patientId}/$everything`, `_count=${config.fhirPageSize}`));
+      while (pending) {
+        const p: BundlePage = await pending;
         stats.pages++;
         serverBase ??= serverBaseFromSelf(p.self);
+        const next = p.next ? rebaseNextLink(p.next, base, serverBase) : null;
+        if (next && stats.pages >= config.maxPages) {
+          throw new HospitalApiError('ERR_API_RECORD_TOO_LARGE', { name: 'MAX_PAGES', limit: config.maxPages });
+        }
         // fhir.md §1: HAPI repeats included resources across pages; keep the first copy.
         const fresh = p.entries.filter((e) => e.key === null || (!seen.has(e.key) && seen.add(e.key)));
         if (stats.resources + fresh.length > config.maxResources) {
           throw new HospitalApiError('ERR_API_RECORD_TOO_LARGE', { name: 'MAX_RESOURCES', limit: config.maxResources });
         }
-        url = p.next ? rebaseNextLink(p.next, base, serverBase) : null;
         stats.resources += fresh.length;
+        // Fetch the next page while this one is written out: at most two pages in memory.
+        pending = next ? fetchPage(next) : null;
+        pending?.catch(() => undefined); // handled when awaited; avoids an unhandled rejection if sink throws
         await sink(fresh);
       }
     },

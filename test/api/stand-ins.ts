@@ -169,13 +169,21 @@ export async function startFhir(opts: FhirOptions): Promise<StandIn & { options:
   return { url: `${url}${basePath}`, seen, options: opts, close: closer(server) };
 }
 
-/** A record of `n` entries for patient `id`: the Patient then Observations (with a decimal to keep). */
+/** A record of `n` entries for patient `id`: the Patient then Observations of a realistic size (~450 bytes). */
 export function makeRecord(id: string, n: number): unknown[] {
   const entries: unknown[] = [{ fullUrl: `${INTERNAL}/Patient/${id}`, resource: { resourceType: 'Patient', id }, search: { mode: 'match' } }];
   for (let i = 1; i < n; i++) {
     entries.push({
       fullUrl: `${INTERNAL}/Observation/${id}-o${i}`,
-      resource: { resourceType: 'Observation', id: `${id}-o${i}`, status: 'final', subject: { reference: `Patient/${id}` } },
+      resource: {
+        resourceType: 'Observation',
+        id: `${id}-o${i}`,
+        status: 'final',
+        code: { coding: [{ system: 'http://loinc.org', code: '8867-4', display: 'Heart rate' }] },
+        subject: { reference: `Patient/${id}` },
+        effectiveDateTime: '2026-01-01T10:00:00+07:00',
+        valueQuantity: { value: 60 + (i % 40), unit: 'beats/minute', system: 'http://unitsofmeasure.org', code: '/min' },
+      },
       search: { mode: 'match' },
     });
   }

@@ -2,7 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { rawEntries, parseBundlePage } from '../../src/api/bundle-page.js';
+import { rawEntries, parseBundlePage, scanBundlePage } from '../../src/api/bundle-page.js';
 import { loadConfig } from '../../src/api/config.js';
 import { escapeTokenPart, identifierQuery, rebaseNextLink, serverBaseFromSelf } from '../../src/api/fhir-url.js';
 import { HospitalApiError } from '../../src/errors/index.js';
@@ -120,6 +120,17 @@ describe('Bundle pages', () => {
     const page = parseBundlePage(text);
     expect(page.next).toBe('n');
     expect(page.entries.map((e) => e.key)).toEqual(['A/1', 'B/2']);
+  });
+
+  it('scans $everything pages without parsing entries, keyed by fullUrl', () => {
+    const text = '{"resourceType":"Bundle","link":[{"relation":"next","url":"n"}],"entry":[{"fullUrl":"http://h/A/1","resource":{"v":1.50}},\n  {"resource":{"resourceType":"B","id":"2"}},{"search":{}}],"total":3}';
+    const page = scanBundlePage(text);
+    expect(page.next).toBe('n');
+    expect(page.entries.map((e) => e.key)).toEqual(['url:http://h/A/1', 'B/2', null]);
+    expect(page.entries[0]?.raw).toBe('{"fullUrl":"http://h/A/1","resource":{"v":1.50}}');
+    expect(() => scanBundlePage('{"resourceType":"Bundle","entry":[1,2]}')).toThrow(/non-object/);
+    expect(() => scanBundlePage('{"resourceType":"Bundle","entry":[{"a":1} {"b":2}]}')).toThrow(/malformed/);
+    expect(() => scanBundlePage('{"resourceType":"Patient","entry":[]}')).toThrow(/not a Bundle/);
   });
 
   it('rejects what is not a Bundle', () => {
