@@ -99,7 +99,8 @@ export function everythingPage(store: FhirStore, patientId: string, p: Everythin
   const referenced = referencedResources(store, whole ?? wholeCompartment(store, patientId, p), p);
   whole = undefined;
   const rest = key ? referenced.filter((r) => keyOf(r) > key) : referenced;
-  const room = p.count - entries.length;
+  // Includes do not count toward _count (as in HAPI, fhir.md §1), but at most _count of them ride on one page.
+  const room = p.count;
   const sent = rest.slice(0, room);
   for (const r of sent) entries.push({ resource: r, mode: 'include' });
   if (rest.length <= room) return { entries, next: null };
