@@ -82,7 +82,7 @@ function valueCondition(def: ParamDef, name: string, modifier: string | undefine
       const { system, code } = parseToken(raw, name);
       const parts: Sql[] = [];
       if (code !== undefined) parts.push({ sql: 'value = ?', args: [code] });
-      if (system === null) parts.push({ sql: 'system IS NULL', args: [] });
+      if (system === null) parts.push({ sql: "system = ''", args: [] });
       else if (system !== undefined) parts.push({ sql: 'system = ?', args: [system] });
       if (parts.length === 0) throw bad(name, 'empty token');
       return and(parts);

@@ -124,13 +124,19 @@ function compilePart(type: string, raw: string): Extractor {
   const plain = new RegExp(`^${type}((?:\\.${IDENT})+)$`).exec(part);
   if (plain) return walker((plain[1] as string).slice(1).split('.'));
   const as = new RegExp(`^${type}((?:\\.${IDENT})+)\\s+as\\s+(${IDENT})$`).exec(part);
-  const ofType = new RegExp(`^${type}((?:\\.${IDENT})+)\\.ofType\\((${IDENT})\\)$`).exec(part);
-  const choice = as ?? ofType;
-  if (choice) {
-    const path = (choice[1] as string).slice(1).split('.');
-    const t = choice[2] as string;
-    path[path.length - 1] += t.charAt(0).toUpperCase() + t.slice(1);
-    return walker(path);
+  const fn = new RegExp(`^${type}((?:\\.${IDENT})+)\\.(?:ofType|as)\\((${IDENT})\\)$`).exec(part);
+  const choice = as ?? fn;
+  if (choice) return walker(choicePath(choice[1] as string, choice[2] as string));
+  // (Type.x as T).y
+  const asThen = new RegExp(`^\\(${type}((?:\\.${IDENT})+)\\s+as\\s+(${IDENT})\\)((?:\\.${IDENT})+)$`).exec(part);
+  if (asThen) return walker([...choicePath(asThen[1] as string, asThen[2] as string), ...(asThen[3] as string).slice(1).split('.')]);
+  // Type.x.where(field = 'v'), e.g. Patient.telecom.where(system = 'email')
+  const where = new RegExp(`^${type}((?:\\.${IDENT})+)\\.where\\(\\(?(${IDENT}) = '([^'\\\\]*)'\\)?\\)$`).exec(part);
+  if (where) {
+    const walk = walker((where[1] as string).slice(1).split('.'));
+    const field = where[2] as string;
+    const wanted = where[3] as string;
+    return (r) => walk(r).filter((v) => !!v && typeof v === 'object' && (v as Record<string, unknown>)[field] === wanted);
   }
   const resolve = new RegExp(`^${type}((?:\\.${IDENT})+)\\.where\\(\\(?resolve\\(\\) is (${IDENT})\\)?\\)$`).exec(part);
   if (resolve) {
@@ -140,6 +146,13 @@ function compilePart(type: string, raw: string): Extractor {
   }
   const atom: FhirPathAtom = parseFhirPath(part);
   return (r) => evalFhirPathTyped(atom, [toTypedValue(r)]).map((tv) => tv.value);
+}
+
+/** `effective` + `dateTime` → [..., 'effectiveDateTime'] (the JSON name of a choice element). */
+function choicePath(dotted: string, t: string): string[] {
+  const path = dotted.slice(1).split('.');
+  path[path.length - 1] += t.charAt(0).toUpperCase() + t.slice(1);
+  return path;
 }
 
 function balanced(s: string): boolean {

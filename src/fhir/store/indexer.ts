@@ -6,27 +6,33 @@
 import type Database from 'better-sqlite3';
 import { extractIndex } from './index-rows.js';
 import { compartmentParams } from './compartment.js';
-import { INDEX_TABLES } from './schema.js';
 
 export class Indexer {
   private readonly pids = new Map<string, number>();
   private readonly insPid: Database.Statement;
   private readonly getPid: Database.Statement;
   private readonly ins: Record<'token' | 'string' | 'ref' | 'date' | 'number' | 'compartment', Database.Statement>;
-  private readonly clears: Database.Statement[];
+  private readonly del: Record<'token' | 'string' | 'ref' | 'date' | 'number' | 'compartment', Database.Statement>;
 
   constructor(private readonly db: Database.Database) {
     this.insPid = db.prepare('INSERT OR IGNORE INTO param (type, code) VALUES (?, ?)');
     this.getPid = db.prepare('SELECT pid FROM param WHERE type = ? AND code = ?').pluck();
     this.ins = {
-      token: db.prepare('INSERT INTO sp_token (pid, value, system, rid) VALUES (?, ?, ?, ?)'),
-      string: db.prepare('INSERT INTO sp_string (pid, value, rid) VALUES (?, ?, ?)'),
-      ref: db.prepare('INSERT INTO sp_ref (pid, target_id, target_type, rid) VALUES (?, ?, ?, ?)'),
-      date: db.prepare('INSERT INTO sp_date (pid, lo, hi, rid) VALUES (?, ?, ?, ?)'),
-      number: db.prepare('INSERT INTO sp_number (pid, value, rid) VALUES (?, ?, ?)'),
+      token: db.prepare('INSERT OR IGNORE INTO sp_token (pid, value, system, rid) VALUES (?, ?, ?, ?)'),
+      string: db.prepare('INSERT OR IGNORE INTO sp_string (pid, value, rid) VALUES (?, ?, ?)'),
+      ref: db.prepare('INSERT OR IGNORE INTO sp_ref (pid, target_id, target_type, rid) VALUES (?, ?, ?, ?)'),
+      date: db.prepare('INSERT OR IGNORE INTO sp_date (pid, lo, hi, rid) VALUES (?, ?, ?, ?)'),
+      number: db.prepare('INSERT OR IGNORE INTO sp_number (pid, value, rid) VALUES (?, ?, ?)'),
       compartment: db.prepare('INSERT OR IGNORE INTO compartment (patient_id, rid) VALUES (?, ?)'),
     };
-    this.clears = INDEX_TABLES.map((t) => db.prepare(`DELETE FROM ${t} WHERE rid = ?`));
+    this.del = {
+      token: db.prepare('DELETE FROM sp_token WHERE pid = ? AND value = ? AND system = ? AND rid = ?'),
+      string: db.prepare('DELETE FROM sp_string WHERE pid = ? AND value = ? AND rid = ?'),
+      ref: db.prepare('DELETE FROM sp_ref WHERE pid = ? AND target_id = ? AND target_type = ? AND rid = ?'),
+      date: db.prepare('DELETE FROM sp_date WHERE pid = ? AND lo = ? AND hi = ? AND rid = ?'),
+      number: db.prepare('DELETE FROM sp_number WHERE pid = ? AND value = ? AND rid = ?'),
+      compartment: db.prepare('DELETE FROM compartment WHERE patient_id = ? AND rid = ?'),
+    };
   }
 
   /** The id of (type, code), created on first use; `lookupOnly` returns undefined instead of creating. */
@@ -44,36 +50,31 @@ export class Indexer {
     return pid;
   }
 
-  clear(rid: number): void {
-    for (const s of this.clears) s.run(rid);
+  /** Removes the rows `index(rid, old)` wrote, found by extracting them again from the old version. */
+  clear(rid: number, old: Record<string, unknown>): void {
+    this.apply(rid, old, this.del);
   }
 
   index(rid: number, resource: Record<string, unknown>): void {
+    this.apply(rid, resource, this.ins);
+  }
+
+  private apply(rid: number, resource: Record<string, unknown>, s: Indexer['ins']): void {
     const type = resource.resourceType as string;
     const rows = extractIndex(resource);
-    for (const [code, system, value] of dedupe(rows.token)) this.ins.token.run(this.pid(type, code), value, system, rid);
-    for (const [code, value] of dedupe(rows.string)) this.ins.string.run(this.pid(type, code), value, rid);
-    for (const [code, t, id] of dedupe(rows.reference)) this.ins.ref.run(this.pid(type, code), id, t, rid);
-    for (const [code, lo, hi] of rows.date) this.ins.date.run(this.pid(type, code), lo, hi, rid);
-    for (const [code, value] of rows.number) this.ins.number.run(this.pid(type, code), value, rid);
+    // INSERT OR IGNORE: the primary key already makes duplicate values one row
+    for (const [code, system, value] of rows.token) s.token.run(this.pid(type, code), value, system ?? '', rid);
+    for (const [code, value] of rows.string) s.string.run(this.pid(type, code), value, rid);
+    for (const [code, t, id] of rows.reference) s.ref.run(this.pid(type, code), id, t, rid);
+    for (const [code, lo, hi] of rows.date) s.date.run(this.pid(type, code), lo, hi, rid);
+    for (const [code, value] of rows.number) s.number.run(this.pid(type, code), value, rid);
     // fhir.md §5: membership follows the unmodified HL7 R4 Patient CompartmentDefinition
-    if (type === 'Patient') this.ins.compartment.run(resource.id as string, rid);
+    if (type === 'Patient') s.compartment.run(resource.id as string, rid);
     const params = compartmentParams(type);
     if (params) {
       for (const [code, targetType, id] of rows.reference) {
-        if (targetType === 'Patient' && params.has(code)) this.ins.compartment.run(id, rid);
+        if (targetType === 'Patient' && params.has(code)) s.compartment.run(id, rid);
       }
     }
   }
-}
-
-function dedupe<T extends unknown[]>(rows: T[]): T[] {
-  if (rows.length < 2) return rows;
-  const seen = new Set<string>();
-  return rows.filter((r) => {
-    const k = JSON.stringify(r);
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  });
 }

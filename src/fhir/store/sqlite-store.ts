@@ -123,7 +123,7 @@ export class SqliteFhirStore implements FhirStore {
   }
 
   private write(input: Resource, ifMatch: string | undefined): WriteResult {
-    return this.transaction(() => {
+    return this.atomic(() => {
       const type = input.resourceType;
       const id = input.id as string;
       const existing = this.row(type, id);
@@ -137,8 +137,8 @@ export class SqliteFhirStore implements FhirStore {
       let rid: number;
       if (existing) {
         rid = existing.rid;
+        if (existing.content) this.indexer.clear(rid, JSON.parse(existing.content) as Record<string, unknown>);
         this.q.update!.run(version, lastUpdated, 0, content, rid);
-        this.indexer.clear(rid);
       } else {
         rid = Number(this.q.insert!.run(type, id, version, lastUpdated, 0, content).lastInsertRowid);
       }
@@ -149,14 +149,14 @@ export class SqliteFhirStore implements FhirStore {
   }
 
   delete(type: string, id: string): boolean {
-    return this.transaction(() => {
+    return this.atomic(() => {
       const existing = this.row(type, id);
       if (!existing || existing.deleted) return false;
       const version = existing.version + 1;
       const lastUpdated = this.now();
+      this.indexer.clear(existing.rid, JSON.parse(existing.content as string) as Record<string, unknown>);
       this.q.update!.run(version, lastUpdated, 1, null, existing.rid);
       this.q.hist!.run(existing.rid, version, lastUpdated, 1, null);
-      this.indexer.clear(existing.rid);
       return true;
     });
   }
@@ -196,6 +196,11 @@ export class SqliteFhirStore implements FhirStore {
 
   referencesFrom(resources: Resource[]): ResourceRef[] {
     return collectReferences(resources);
+  }
+
+  /** One write: joins the caller's transaction as is (no savepoint per resource: ~20% of ingest CPU), else its own. */
+  private atomic<T>(fn: () => T): T {
+    return this.db.inTransaction ? fn() : this.db.transaction(fn).immediate();
   }
 
   /** Top level: BEGIN IMMEDIATE (one writer, no upgrade deadlock); nested: a SAVEPOINT, so a failed inner call undoes only itself. */
