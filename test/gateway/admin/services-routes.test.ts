@@ -74,6 +74,12 @@ describe('services (kong.md §1)', () => {
     expect(put.json.name).toBeNull();
     expect((await admin.call('GET', '/services/nope')).status).toBe(404);
     expect((await admin.call('GET', '/services/nope')).json).toEqual({ message: 'Not found' });
+    // A name that looks like a UUID cannot be found by name (kong.md §1).
+    const sneaky = 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee';
+    const c = await admin.call('POST', '/consumers', { username: sneaky });
+    expect(c.status).toBe(201);
+    expect((await admin.call('GET', `/consumers/${sneaky}`)).status).toBe(404);
+    expect((await admin.call('GET', `/consumers/${c.json.id}`)).json.username).toBe(sneaky);
   });
 
   it('PUT upserts by name, idempotently, keeping id and created_at', async () => {
