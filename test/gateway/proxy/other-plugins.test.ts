@@ -1,5 +1,6 @@
 /** cors, acl, ip-restriction, rate-limiting, request-size-limiting, scoping precedence and run order (kong.md §2). */
 import type { Server } from 'node:http';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { consumer, emptyConfig, get, keyCredential, plugin, route, service, Snapshots, startProxy, startUpstream, type Echo } from './harness.js';
 
@@ -133,8 +134,8 @@ describe('cors, acl, ip-restriction, rate-limiting, request-size-limiting', () =
       yield Buffer.from('x'.repeat(8));
       yield Buffer.from('x'.repeat(8));
     }
-    expect((await get(`${gw.url}/size/x`, { method: 'POST', body: chunks() })).status).toBe(413);
-    const small = await get(`${gw.url}/size/x`, { method: 'POST', body: (async function* () { yield Buffer.from('abc'); })() });
+    expect((await get(`${gw.url}/size/x`, { method: 'POST', body: Readable.from(chunks()) })).status).toBe(413);
+    const small = await get(`${gw.url}/size/x`, { method: 'POST', body: Readable.from((async function* () { yield Buffer.from('abc'); })()) });
     expect([small.status, (small.json() as unknown as Echo).body]).toEqual([200, 'abc']);
     expect((await get(`${gw.url}/size-cl/x`)).status).toBe(411);
   });
