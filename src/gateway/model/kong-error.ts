@@ -155,13 +155,35 @@ export function invalidOffset(offset: string): KongError {
   });
 }
 
-/** 400 code 14 `declarative config is invalid: {…}` (kong.md §3). */
+/** Entity lists come back as JSON arrays, null where an entry was valid (as Kong's cjson encodes them). */
+function arraysFromIndexes(v: unknown): unknown {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return v;
+  const entries = Object.entries(v as Record<string, unknown>);
+  if (entries.length > 0 && entries.every(([k]) => /^\d+$/.test(k))) {
+    const arr: unknown[] = Array.from({ length: Math.max(...entries.map(([k]) => Number(k))) + 1 }, () => null);
+    for (const [k, item] of entries) arr[Number(k)] = arraysFromIndexes(item);
+    return arr;
+  }
+  return Object.fromEntries(entries.map(([k, item]) => [k, arraysFromIndexes(item)]));
+}
+
+/** Lua's pl.pretty.write(t, "") for nested error tables; arrays are 1-based `[n]=` as in Kong's message. */
+function luaPrettyDeep(v: unknown): string {
+  if (Array.isArray(v)) return `{${v.map((x, i) => (x === null ? null : `[${i + 1}]=${luaPrettyDeep(x)}`)).filter((x) => x !== null).join(',')}}`;
+  if (typeof v === 'object' && v !== null) {
+    const key = (k: string): string => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? k : `[${JSON.stringify(k)}]`);
+    return `{${Object.entries(v).map(([k, x]) => `${key(k)}=${luaPrettyDeep(x)}`).join(',')}}`;
+  }
+  return typeof v === 'string' ? JSON.stringify(v) : String(v);
+}
+
+/** 400 code 14 `declarative config is invalid: {…}` (kong.md §3; Kong's errors.lua declarative_config). */
 export function declarativeInvalid(flat: FlatErrors): KongError {
-  const fields = nestFields(flat);
+  const fields = arraysFromIndexes(nestFields(flat)) as Record<string, unknown>;
   return new KongError('ERR_GATEWAY_DECLARATIVE_INVALID', {
     code: KONG_CODES.DECLARATIVE_CONFIG,
     name: 'invalid declarative configuration',
-    message: `declarative config is invalid: ${violationList(flat).join('; ')}`,
+    message: `declarative config is invalid: ${luaPrettyDeep(fields)}`,
     fields,
   });
 }
