@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runGenerate } from '../../../src/fhir/generate/command.js';
+import { generateDataset } from '../../../src/fhir/generate/dataset.js';
+import { runCli } from '../../helpers/cli.js';
 import { load, runLoad } from '../../../src/fhir/load/command.js';
 import { createIo } from '../../../src/output/io.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
@@ -60,11 +62,46 @@ describe('fhir load', () => {
     expect(second.kept).toBe(first.created + first.kept);
     expect({ obs: await countOf('Observation'), patients: await countOf('Patient'), practitioners: await countOf('Practitioner') }).toEqual(counts);
 
-    // the platform care id finds each patient
-    for (const p of manifest.patients) {
+    // the platform care id finds each patient, and $everything returns exactly its record plus the shared resources it uses
+    const dataset = generateDataset({ patients: 4, seed: 'load', sizes: '10,120,250,40' });
+    const sharedByKey = new Map(dataset.shared.map((r) => [`${r.resourceType}/${r.id}`, r]));
+    const refsOf = (r: unknown) => [...JSON.stringify(r).matchAll(/"reference":"([^"]+)"/g)].map((m) => m[1] as string);
+    for (const [i, p] of manifest.patients.entries()) {
       const { body } = await fhirJson(`${fhir.base}/Patient?identifier=${encodeURIComponent(`urn:hospital-api:platform-care-id|${p.careId}`)}`);
-      expect(body.entry.map((e: { resource: { id: string } }) => e.resource.id)).toHaveLength(1);
+      expect(body.entry).toHaveLength(1);
+      const gen = dataset.patients[i]!;
+      const used = new Set<string>();
+      const walk = (r: unknown) => {
+        for (const k of refsOf(r)) {
+          if (!sharedByKey.has(k) || used.has(k)) continue;
+          used.add(k);
+          walk(sharedByKey.get(k)); // Location → Organization is followed too
+        }
+      };
+      for (const r of [gen.patient, ...gen.groups.flatMap((g) => g.resources)]) walk(r);
+      const types: Record<string, number> = {};
+      let url: string | undefined = `${fhir.base}/Patient/${body.entry[0].resource.id}/$everything?_count=97`;
+      while (url) {
+        const page: { entry?: Array<{ resource: { resourceType: string } }>; link: Array<{ relation: string; url: string }> } = (await fhirJson(url)).body;
+        for (const e of page.entry ?? []) types[e.resource.resourceType] = (types[e.resource.resourceType] ?? 0) + 1;
+        url = page.link.find((l) => l.relation === 'next')?.url;
+      }
+      expect(Object.values(types).reduce((a, b) => a + b, 0)).toBe(p.size + used.size);
+      expect(types.Patient).toBe(1);
     }
+  });
+
+  it('runs as the real CLI: fhir generate then fhir load --url', async () => {
+    const dir = tempDir();
+    const gen = await runCli(['fhir', 'generate', '--patients', '2', '--seed', 'cli', '--sizes', '30', '--out', dir]);
+    expect(gen.exitCode, String(gen.stderr)).toBe(0);
+    expect(gen.stdout).toMatch(/Generated 2 patients, 114 resources/);
+    const loaded = await runCli(['--json', 'fhir', 'load', join(dir, '00-shared.json'), join(dir, '01-patients.ndjson'), '--url', fhir.base]);
+    expect(loaded.exitCode, String(loaded.stderr)).toBe(0);
+    const doc = JSON.parse(String(loaded.stdout));
+    expect(doc.ok).toBe(true);
+    // another seed, so its shared resources are new too: 54 shared + 2 × 30
+    expect(doc.result).toMatchObject({ created: 114, kept: 0, failed: 0, bundles: 3 });
   });
 
   it('loads NDJSON resources (PUT by id) and reports through runLoad', async () => {
