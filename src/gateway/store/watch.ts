@@ -9,7 +9,8 @@ import { basename, dirname } from 'node:path';
 import type { ConfigSnapshot } from '../model/types.js';
 import { loadSnapshotFromFile } from './state-file.js';
 
-const DEBOUNCE_MS = 25;
+// Only the final rename carries our file name (temp files are filtered out), so a short debounce suffices.
+const DEBOUNCE_MS = 5;
 
 /** Calls `listener` with each new version of the file; returns the stop function. */
 export function watchStateFile(statePath: string, listener: (snapshot: ConfigSnapshot) => void): () => void {
