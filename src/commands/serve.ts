@@ -34,6 +34,9 @@ export function register(program: Command): void {
         if (config.allowedCallers === null) {
           io.warn('ALLOWED_CALLERS is empty: every caller may reach POST /api/patients (restrict it in production)');
         }
+        if (config.platformApiUrl.protocol === 'http:' && !isLoopback(config.platformApiUrl.hostname)) {
+          io.warn('PLATFORM_API_URL uses plain http: tokens cross the network unencrypted');
+        }
         if (config.metricsListen && !isLoopback(config.metricsListen.host)) {
           io.warn(`METRICS_LISTEN ${config.metricsListen.host} is not loopback: metrics are reachable from the network`);
         }

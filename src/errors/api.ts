@@ -94,9 +94,4 @@ export const apiErrors = {
     status: 503,
     exit: 1,
   },
-  ERR_API_SHUTTING_DOWN: {
-    message: 'Server is shutting down',
-    status: 503,
-    exit: 1,
-  },
 } satisfies ErrorTable;

@@ -159,6 +159,20 @@ describe('$everything', () => {
     expect(line).toMatchObject({ decision: 'error', aborted: true, pages: 2, resources: 20 });
   });
 
+  it('stops fetching when the caller goes away mid-stream, and keeps serving', async () => {
+    const t = await harness({ fhir: { records: { p1: makeRecord('p1', 200) }, maxPageSize: 10, delayMs: 30 } });
+    const controller = new AbortController();
+    const res = await request(`${t.url}/api/patients`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ok), signal: controller.signal });
+    expect(res.statusCode).toBe(200);
+    controller.abort();
+    await res.body.text().catch(() => undefined);
+    const [line] = await waitForAudit(t, 1);
+    expect(line).toMatchObject({ decision: 'error', aborted: true });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(t.fhir.seen.length).toBeLessThan(10); // far fewer than the 20 pages of the record
+    expect((await t.post(ok)).status).toBe(200);
+  });
+
   it('fails instead of truncating past MAX_RESOURCES and MAX_PAGES', async () => {
     const t = await harness({ env: { MAX_RESOURCES: '5' }, fhir: { records: { p1: makeRecord('p1', 30) }, maxPageSize: 10 } });
     const res = await t.post(ok);
