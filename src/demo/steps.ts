@@ -4,6 +4,7 @@
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { execa } from 'execa';
 import { request } from 'undici';
 import { HospitalApiError } from '../errors/index.js';
@@ -86,7 +87,8 @@ export async function loadDataOnce(dir: string, config: InstallConfig, patients:
   if (!existsSync(p.loaded)) {
     mkdirSync(p.data, { recursive: true });
     const { runGenerate } = await import('../fhir/generate/command.js');
-    const quiet = createIo({ quiet: true, stdout: process.stderr });
+    // The generator's own hints ("Load with: …") would only confuse a demo run.
+    const quiet = createIo({ quiet: true, stdout: new Writable({ write: (_c, _e, done) => done() }) });
     await runGenerate({ patients, seed: 'hospital-api-demo', sizes, out: p.data }, quiet);
     await cli('load data', dir, ['fhir', 'load', join(p.data, '00-shared.json'), join(p.data, '01-patients.ndjson'), '--url', `http://127.0.0.1:${config.ports.fhir}/fhir`]);
     writeFileAtomic(p.loaded, JSON.stringify({ loadedAt: new Date().toISOString(), patients }) + '\n');
@@ -103,8 +105,8 @@ export async function ensureConsumer(dir: string): Promise<boolean> {
 }
 
 export async function verify(dir: string): Promise<void> {
-  const out = await cli('verify', dir, ['verify', '--dir', installPaths(dir).root]);
-  process.stderr.write(out);
+  const out = await cli('verify', dir, ['verify', '--quiet', '--dir', installPaths(dir).root]);
+  process.stderr.write(out.endsWith('\n') ? out : out + '\n');
 }
 
 /** POSTs for one patient as the platform would; returns how many entries came back. */
