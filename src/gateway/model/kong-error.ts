@@ -21,8 +21,9 @@ export type FlatErrors = Record<string, string | string[]>;
 
 export class KongError extends HospitalApiError {
   readonly body: Record<string, unknown>;
-  constructor(code: ErrorCode, body: Record<string, unknown>) {
-    super(code, { detail: typeof body.message === 'string' ? body.message : '' });
+  /** `logDetail` replaces the wire message in the error's own message when the wire one holds a secret. */
+  constructor(code: ErrorCode, body: Record<string, unknown>, logDetail?: string) {
+    super(code, { detail: logDetail ?? (typeof body.message === 'string' ? body.message : '') });
     this.body = body;
   }
 }
@@ -78,12 +79,18 @@ export function schemaViolation(flat: FlatErrors): KongError {
 
 /** 409 code 5 `UNIQUE violation detected on '{name="fhir"}'`. */
 export function uniqueViolation(field: string, value: unknown): KongError {
-  return new KongError('ERR_GATEWAY_ADMIN_UNIQUE', {
-    code: KONG_CODES.UNIQUE_VIOLATION,
-    name: 'unique constraint violation',
-    message: `UNIQUE violation detected on '${luaPretty({ [field]: value })}'`,
-    fields: { [field]: value },
-  });
+  // Kong echoes the duplicate value; for an API key only the wire body (to the caller who sent it) carries it, never our logs.
+  const logDetail = field === 'key' ? `UNIQUE violation detected on '{key=<redacted>}'` : undefined;
+  return new KongError(
+    'ERR_GATEWAY_ADMIN_UNIQUE',
+    {
+      code: KONG_CODES.UNIQUE_VIOLATION,
+      name: 'unique constraint violation',
+      message: `UNIQUE violation detected on '${luaPretty({ [field]: value })}'`,
+      fields: { [field]: value },
+    },
+    logDetail,
+  );
 }
 
 /** 409 for a caller-supplied id that already exists (kong.md §1). */

@@ -1,7 +1,11 @@
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { KongError } from '../../../src/gateway/model/kong-error.js';
 import { verifyBasicAuthPassword } from '../../../src/gateway/model/password.js';
+import { insertEntity } from '../../../src/gateway/store/repo.js';
 import { removeTempDirs } from '../../helpers/tmp.js';
-import { startAdmin, type Admin } from './harness.js';
+import { startAdmin, STAND_IN_PLUGINS, type Admin } from './harness.js';
+
+const ctx = { plugins: STAND_IN_PLUGINS, coerce: false, passwords: 'hash' as const };
 
 let admin: Admin;
 beforeEach(async () => {
@@ -41,6 +45,15 @@ describe('key-auth credentials (kong.md §1)', () => {
     const dup = await admin.call('POST', '/consumers/bob/key-auth', { key: k.json.key });
     expect(dup.status).toBe(409);
     expect(dup.json.fields).toEqual({ key: k.json.key });
+    // The error object itself (what a CLI would log) never carries the key.
+    let thrown: unknown;
+    try {
+      admin.store.transact((d) => insertEntity(d, 'keyauth_credentials', { key: k.json.key, consumer: { username: 'bob' } }, ctx));
+    } catch (err) {
+      thrown = err;
+    }
+    expect(String((thrown as Error).message)).not.toContain(k.json.key);
+    expect(JSON.stringify((thrown as KongError).body)).toContain(k.json.key);
   });
 
   it('finds a credential by id or key under its consumer, lists it globally, and 404s elsewhere', async () => {
