@@ -7,7 +7,7 @@
 import { emptyConfig } from '../model/config.js';
 import type { CollectionName } from '../model/config.js';
 import { isUuid } from '../model/fields.js';
-import { declarativeInvalid, isKongError, type FlatErrors } from '../model/kong-error.js';
+import { declarativeInvalid, isKongError, KONG_CODES, type FlatErrors } from '../model/kong-error.js';
 import type { GatewayConfig, PluginSchemaDefinition } from '../model/types.js';
 import { PLUGIN_SCHEMAS } from '../plugins/index.js';
 import { insertEntity, type Entity, type RepoContext } from '../store/repo.js';
@@ -82,7 +82,13 @@ class Builder {
     } catch (err) {
       if (!isKongError(err)) throw err;
       const fields = err.body.fields;
-      if (fields !== undefined) flatten(path, fields, this.errors);
+      if (err.body.code === KONG_CODES.UNIQUE_VIOLATION && isRecord(fields)) {
+        // Kong: "uniqueness violation: … already declared"; an API key is never echoed.
+        for (const [f, v] of Object.entries(fields)) {
+          this.errors[`${path}.${f}`] =
+            f === 'key' ? `uniqueness violation: '${name}' entity with this key already declared` : `uniqueness violation: '${name}' entity with ${f} set to '${typeof v === 'string' ? v : JSON.stringify(v)}' already declared`;
+        }
+      } else if (fields !== undefined) flatten(path, fields, this.errors);
       else this.errors[path] = String(err.body.message);
       return;
     }

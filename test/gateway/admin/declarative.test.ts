@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import AjvDraft04Module from 'ajv-draft-04';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { exportDeclarative, parseDeclarative } from '../../../src/gateway/declarative/index.js';
+import type { KongError } from '../../../src/gateway/model/kong-error.js';
 import { kongSha1Password, verifyBasicAuthPassword } from '../../../src/gateway/model/password.js';
 import { PLUGIN_SCHEMAS } from '../../../src/gateway/plugins/index.js';
 import { removeTempDirs } from '../../helpers/tmp.js';
@@ -144,5 +145,25 @@ describe('parseDeclarative (kong.md §3)', () => {
     expect(config.plugins[0]?.route?.id).toBe(config.routes[0]?.id);
     expect(() => parseDeclarative({ _format_version: '3.0', upstreams: [{ name: 'u' }] })).toThrow(/upstreams/);
     expect(() => parseDeclarative({ _format_version: '9.9' })).toThrow(/_format_version/);
+  });
+
+  it('reports a duplicate key as already declared without echoing the key', () => {
+    const secret = 'duplicate-secret-key-0123456789';
+    let body: Record<string, unknown> = {};
+    try {
+      parseDeclarative({
+        _format_version: '3.0',
+        consumers: [
+          { username: 'a', keyauth_credentials: [{ key: secret }] },
+          { username: 'b', keyauth_credentials: [{ key: secret }] },
+        ],
+      });
+    } catch (err) {
+      body = (err as KongError).body;
+      expect((err as Error).message).not.toContain(secret);
+    }
+    expect(body.code).toBe(14);
+    expect(JSON.stringify(body)).not.toContain(secret);
+    expect(JSON.stringify(body.fields)).toContain('already declared');
   });
 });
