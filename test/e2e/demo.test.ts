@@ -1,0 +1,72 @@
+/**
+ * `hospital-api demo` (npm start) through the real CLI on ephemeral ports:
+ * a fresh run installs, loads, creates its consumer, verifies and prints a
+ * curl that really returns the record; a second run reuses all of it; it never
+ * touches an installation that is not a demo.
+ */
+import { execa } from 'execa';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { freePort, isPortFree } from '../../src/util/port-check.js';
+import { readInstallConfig } from '../../src/runtime/install-config.js';
+import { makeNativeInstall } from '../runtime/native/install-fixture.js';
+
+const dir = tempDir('hapi-demo-');
+afterAll(async () => {
+  await runCli(['down', '--dir', dir]);
+  removeTempDirs();
+});
+
+async function portFlags(): Promise<string[]> {
+  const names = ['--api-port', '--fhir-port', '--gateway-http-port', '--gateway-https-port', '--gateway-admin-port', '--metrics-port', '--platform-port'];
+  const flags: string[] = [];
+  for (const name of names) flags.push(name, String(await freePort()));
+  return flags;
+}
+
+describe('hospital-api demo', () => {
+  let curl = '';
+
+  it('installs, loads, verifies and prints a single-line curl that returns a real record', async () => {
+    const r = await runCli(['demo', '--dir', dir, '--patients', '3', '--sizes', '10-120', ...(await portFlags())]);
+    const out = String(r.stdout);
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    expect(out).toContain('DEMO installation');
+    expect(out).toContain('(fresh install)');
+    expect(String(r.stderr)).toContain('DEMO MODE');
+    expect(readInstallConfig(dir).demo).toBe(true);
+    curl = out.split('\n').find((l) => l.startsWith('curl '))!;
+    expect(curl).toMatch(/^curl -sS -X POST 'http:\/\/localhost:\d+\/api\/patients' .* -d '\{"platformCareId":"[^"]+","token":"demo-[^"]+"\}'$/);
+
+    const pasted = await execa('sh', ['-c', curl], { reject: false });
+    expect(pasted.exitCode, pasted.stderr).toBe(0);
+    const body = JSON.parse(pasted.stdout) as { resources: Array<{ resource: { resourceType: string } }> };
+    expect(body.resources.some((e) => e.resource.resourceType === 'Patient')).toBe(true);
+    expect(body.resources.length).toBeGreaterThanOrEqual(10);
+  });
+
+  it('reuses the install on a second run, with the same data and the same curl', async () => {
+    const r = await runCli(['demo', '--dir', dir]);
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    expect(String(r.stdout)).toContain('(reused install)');
+    expect(String(r.stderr)).not.toContain('install (native');
+    expect(String(r.stdout).split('\n').find((l) => l.startsWith('curl '))).toBe(curl);
+  });
+
+  it('npm stop (down) stops it, ports released', async () => {
+    const config = readInstallConfig(dir);
+    expect((await runCli(['down', '--dir', dir])).exitCode).toBe(0);
+    for (const port of [config.ports.api, config.ports.fhir, config.ports.gatewayHttps, config.ports.gatewayAdmin]) {
+      expect(await isPortFree(port), `port ${port}`).toBe(true);
+    }
+  });
+
+  it('refuses to touch an installation that is not a demo', async () => {
+    const prod = tempDir('hapi-not-demo-');
+    await makeNativeInstall(prod);
+    const r = await runCli(['demo', '--dir', prod]);
+    expect(r.exitCode).toBe(2);
+    expect(String(r.stderr)).toContain('ERR_RUNTIME_DEMO_REFUSED');
+  });
+});
