@@ -1,0 +1,55 @@
+/** install's CLI surface: usage errors exit 2 and write nothing; --no-start writes the directory only. */
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { installPaths } from '../../src/runtime/layout.js';
+import { runCli } from '../helpers/cli.js';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+
+afterAll(removeTempDirs);
+
+describe('hospital-api install (CLI)', () => {
+  it.each([
+    [['--api-port', 'abc', '--generate-ca'], 2, 'ERR_INSTALL_BAD_OPTION'],
+    [['--ca', '/etc/hostname', '--generate-ca'], 2, 'ERR_INSTALL_TLS_OPTIONS'],
+    [['--ca', '/etc/hostname'], 2, 'ERR_INSTALL_TLS_OPTIONS'],
+    [['--host', 'a b', '--generate-ca'], 2, 'ERR_INSTALL_BAD_OPTION'],
+    [[], 2, 'ERR_INSTALL_TLS_OPTIONS'],
+  ])('%j → exit %i %s, nothing written', async (args, exit, code) => {
+    const dir = join(tempDir(), 'inst');
+    const r = await runCli(['install', '--runtime', 'native', '--no-start', '--dir', dir, '--json', ...args]);
+    expect(r.exitCode).toBe(exit);
+    expect(JSON.parse(r.stdout).error.code).toBe(code);
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('--no-start writes the install directory (keys 0600) and explains the next steps', async () => {
+    const dir = join(tempDir(), 'inst');
+    const r = await runCli(['install', '--runtime', 'native', '--no-start', '--dir', dir, '--generate-ca', '--host', 'fhir.hospital.example']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toContain('consumer create');
+    expect(r.stdout).toContain('PLATFORM_API_URL');
+    expect(r.stderr).toContain('PLATFORM_API_URL is not set');
+    const p = installPaths(dir);
+    expect(statSync(p.gatewayKey).mode & 0o777).toBe(0o600);
+    expect(statSync(p.secrets).mode & 0o777).toBe(0o700);
+    expect(existsSync(p.installJson)).toBe(true);
+  });
+
+  it('refuses to switch an installation to another runtime', async () => {
+    const dir = join(tempDir(), 'inst');
+    expect((await runCli(['install', '--runtime', 'native', '--no-start', '--dir', dir, '--generate-ca'])).exitCode).toBe(0);
+    const r = await runCli(['install', '--runtime', 'docker', '--no-start', '--dir', dir, '--json']);
+    expect(r.exitCode).toBe(2);
+    expect(JSON.parse(r.stdout).error.code).toBe('ERR_INSTALL_RUNTIME_CONFLICT');
+  });
+
+  it('verify and consumer create on a directory without an install exit 3 with a hint', async () => {
+    const dir = join(tempDir(), 'none');
+    for (const args of [['verify', '--dir', dir], ['consumer', 'create', 'x', '--dir', dir]]) {
+      const r = await runCli([...args, '--json']);
+      expect(r.exitCode).toBe(3);
+      expect(JSON.parse(r.stdout).error.code).toBe('ERR_RUNTIME_NOT_INSTALLED');
+    }
+  });
+});
