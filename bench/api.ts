@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
@@ -155,7 +155,8 @@ export async function run(): Promise<BenchSection> {
       description:
         `POST /api/patients through a real serve child (platform + FHIR stand-ins in another process, FHIR over HTTPS), ` +
         `${RUNS} runs per size after ${WARMUP} warm-ups, sequential. Floor: undici fetching and parsing the same FHIR search ` +
-        `and $everything pages (_count=${PAGE}) directly. Peak RSS is the serve process's VmHWM after each size, in order.`,
+        `and $everything pages (_count=${PAGE}) directly. Peak RSS is the serve process's VmHWM after each size, in order. ` +
+        `Load average at the end: ${loadavg().map((l) => l.toFixed(1)).join(' ')}.`,
       rows,
       targets: [
         { name: 'ratio at 1,000', value: ratios[1000] as number, target: '<= 1.25', met: (ratios[1000] as number) <= 1.25 },

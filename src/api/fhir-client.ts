@@ -87,7 +87,8 @@ export function createFhirClient(config: ApiConfig): FhirClient {
       }
       const list = [...ids];
       for (const id of list) {
-        if (!FHIR_ID.test(id)) throw new HospitalApiError('ERR_API_FHIR_BAD_RESPONSE', { detail: 'invalid Patient id' });
+        // `.`/`..` would be resolved as path segments by the URL parser.
+        if (!FHIR_ID.test(id) || /^\.+$/.test(id)) throw new HospitalApiError('ERR_API_FHIR_BAD_RESPONSE', { detail: 'invalid Patient id' });
       }
       return list;
     },

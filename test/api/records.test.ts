@@ -143,6 +143,21 @@ describe('$everything', () => {
     expect((await u.post(ok)).json.error.code).toBe('ERR_API_FHIR_TLS');
   });
 
+  it('answers 504 when FHIR does not answer within FHIR_TIMEOUT_MS', async () => {
+    const t = await harness({ env: { FHIR_TIMEOUT_MS: '300' }, fhir: { delayMs: 3000 } });
+    const res = await t.post(ok);
+    expect(res.status).toBe(504);
+    expect(res.json.error.code).toBe('ERR_API_FHIR_TIMEOUT');
+  });
+
+  it('refuses a Patient id that is not a FHIR id', async () => {
+    const t = await harness({ fhir: { patients: { 'care-1': ['..'] } } });
+    const res = await t.post(ok);
+    expect(res.status).toBe(502);
+    expect(res.json.error.code).toBe('ERR_API_FHIR_BAD_RESPONSE');
+    expect(t.fhir.seen).toHaveLength(1);
+  });
+
   it('answers 502 when the first page fails, with a JSON error', async () => {
     const t = await harness({ fhir: { records: { p1: makeRecord('p1', 5) }, failPage: { page: 1, mode: 'status' } } });
     const res = await t.post(ok);
