@@ -10,7 +10,7 @@ import { parseBody, type ParsedBody } from './body.js';
 import { postConfig, getConfig } from './config.js';
 import { entityRoutes, itemHandlers } from './crud.js';
 import { pluginsEnabled, rootInfo, status } from './info.js';
-import { Router, type AdminContext, type AdminResponse, type RouteDef } from './router.js';
+import { Router, type AdminContext, type AdminResponse, type Handler, type RouteDef } from './router.js';
 
 export type { AdminContext } from './router.js';
 
@@ -40,18 +40,18 @@ const TABLE: RouteDef[] = [
   ...entityRoutes('/ca_certificates', 'ca_certificates'),
 ];
 
-// kong.md §1: /routes/{r}/service reads (or patches) the route's service.
+/** kong.md §1: /routes/{r}/service reads (or patches) the route's service. */
+function viaRouteService(handler: Handler): Handler {
+  return (req) => {
+    const route = findEntity(req.ctx.store.snapshot().config, 'routes', req.params[0] as string) as Route | undefined;
+    if (!route?.service) throw notFound();
+    return handler({ ...req, params: [route.service.id] });
+  };
+}
+const serviceItem = itemHandlers('services');
 TABLE.push({
   pattern: '/routes/:r/service',
-  handlers: (() => {
-    const svc = itemHandlers('services');
-    const withService = (h: NonNullable<(typeof svc)['GET']>) => (req: Parameters<typeof h>[0]) => {
-      const route = findEntity(req.ctx.store.snapshot().config, 'routes', req.params[0] as string) as Route | undefined;
-      if (!route?.service) throw notFound();
-      return h({ ...req, params: [route.service.id] });
-    };
-    return { GET: withService(svc.GET as never), PATCH: withService(svc.PATCH as never) };
-  })(),
+  handlers: { GET: viaRouteService(serviceItem.GET as Handler), PATCH: viaRouteService(serviceItem.PATCH as Handler) },
 });
 
 const router = new Router(TABLE);

@@ -135,7 +135,9 @@ describe('services (kong.md §1)', () => {
       expect(r.status).toBe(400);
       expect(r.json.message).toBe('size must be an integer between 1 and 1000');
     }
-    expect((await admin.call('GET', '/services?offset=%%%')).status).toBe(400);
+    const badOffset = await admin.call('GET', '/services?offset=not-an-offset');
+    expect(badOffset.status).toBe(400);
+    expect(badOffset.json).toMatchObject({ code: 7, name: 'invalid offset' });
     expect((await admin.call('GET', '/services?tags=odd')).json.data).toHaveLength(2);
     expect((await admin.call('GET', '/services?tags=odd,even')).json.data).toHaveLength(0);
     expect((await admin.call('GET', '/services?tags=odd/even')).json.data).toHaveLength(5);
@@ -193,6 +195,7 @@ describe('routes (kong.md §1)', () => {
     expect((await admin.call('GET', '/services/ghost/routes')).status).toBe(404);
     expect((await admin.call('GET', '/services/b/routes')).json).toEqual({ data: [], next: null });
     expect((await admin.call('GET', '/routes/ra/service')).json.id).toBe(a.json.id);
+    expect((await admin.call('PATCH', '/routes/ra/service', { retries: 2 })).json).toMatchObject({ id: a.json.id, retries: 2 });
     const del = await admin.call('DELETE', '/services/a');
     expect(del.status).toBe(400);
     expect(del.json).toEqual({
