@@ -70,7 +70,7 @@ export async function load(options: LoadOptions, io: Io): Promise<LoadSummary> {
   let doneBytes = 0;
   try {
     for (const [i, file] of files.entries()) {
-      const key = `${file}:${sizes[i]}`;
+      const key = file; // by path: a file fixed after a rejected Bundle resumes where it stopped
       const inflight = new Set<Promise<void>>();
       let fileBytes = 0;
       let error: unknown;

@@ -11,7 +11,7 @@ import { writeFileAtomic } from '../../util/atomic-write.js';
 interface StateDoc {
   version: 1;
   url: string;
-  /** file key (absolute path + size) → completed unit indexes */
+  /** absolute file path → completed unit indexes */
   done: Record<string, number[]>;
 }
 
