@@ -8,9 +8,10 @@ import { HospitalApiError, isHospitalApiError } from '../../errors/index.js';
 import type { ApiContext } from '../app.js';
 
 export function registerHealthRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  app.get('/api/health-check', async (_request, reply) => reply.type('application/json').send({}));
+  // Probes run every few seconds: their request lines would drown the log.
+  app.get('/api/health-check', { logLevel: 'warn' }, async (_request, reply) => reply.type('application/json').send({}));
 
-  app.get('/api/ready', async () => {
+  app.get('/api/ready', { logLevel: 'warn' }, async () => {
     const [platform, fhir] = await Promise.allSettled([ctx.platform.ping(), ctx.fhir.ping()]);
     const why = (r: PromiseSettledResult<void>) =>
       r.status === 'fulfilled' ? 'ok' : isHospitalApiError(r.reason) ? r.reason.code : 'failed';
