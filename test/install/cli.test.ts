@@ -3,10 +3,15 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { installPaths } from '../../src/runtime/layout.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli as run } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 
 afterAll(removeTempDirs);
+
+async function runCli(args: string[]): Promise<{ exitCode: number | undefined; stdout: string; stderr: string }> {
+  const r = await run(args);
+  return { exitCode: r.exitCode, stdout: String(r.stdout), stderr: String(r.stderr) };
+}
 
 describe('hospital-api install (CLI)', () => {
   it.each([

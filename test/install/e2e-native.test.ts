@@ -25,10 +25,11 @@ let installArgs: string[] = [];
 let key = '';
 const outputs: string[] = [];
 
-async function cli(args: string[]) {
+async function cli(args: string[]): Promise<{ exitCode: number | undefined; stdout: string; stderr: string }> {
   const r = await runCli(args);
-  outputs.push(String(r.stdout), String(r.stderr));
-  return r;
+  const out = { exitCode: r.exitCode, stdout: String(r.stdout), stderr: String(r.stderr) };
+  outputs.push(out.stdout, out.stderr);
+  return out;
 }
 
 async function admin(method: string, path: string): Promise<{ status: number; body: any }> {
@@ -106,7 +107,7 @@ describe('native end to end through the CLI', () => {
     expect((await cli(['record', 'verify', record])).exitCode).toBe(0);
     expect((await openssl(record, ca)).exitCode).toBe(0);
     const bytes = readFileSync(record);
-    bytes[bytes.length - 3] ^= 1;
+    bytes[bytes.length - 3] = (bytes[bytes.length - 3] as number) ^ 1;
     writeFileSync(record, bytes);
     expect((await cli(['record', 'verify', record])).exitCode).toBe(1);
     expect((await openssl(record, ca)).exitCode).not.toBe(0);

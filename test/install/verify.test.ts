@@ -105,7 +105,7 @@ describe('verify (stand-in stack)', () => {
     expect((await openssl(r.files.json, ca)).exitCode).not.toBe(0);
     const cli = await runCli(['record', 'verify', r.files.json, '--json']);
     expect(cli.exitCode).toBe(1);
-    expect(JSON.parse(cli.stdout).error.code).toBe('ERR_INSTALL_RECORD_INVALID');
+    expect(JSON.parse(String(cli.stdout)).error.code).toBe('ERR_INSTALL_RECORD_INVALID');
   });
 
   it('with another CA: check 4 fails as a check (not a usage error), the record is rejected', async () => {
