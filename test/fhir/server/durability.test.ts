@@ -1,0 +1,102 @@
+/**
+ * The real CLI as a child process: ready line, SIGTERM closes cleanly, data survives a
+ * restart, and kill -9 in the middle of a large transaction leaves nothing half-applied.
+ */
+import { readFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { openFhirStore } from '../../../src/fhir/store/sqlite-store.js';
+import { startCli } from '../../helpers/cli.js';
+import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { call } from './helpers.js';
+
+afterAll(() => removeTempDirs());
+
+async function startChild(dataDir: string) {
+  const child = startCli(['fhir', '--host', '127.0.0.1', '--port', '0', '--data', dataDir]);
+  let stderr = '';
+  const base = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ready line: ${stderr}`)), 30_000);
+    child.stderr?.on('data', (c: Buffer) => {
+      stderr += c.toString();
+      const m = /listening on (http:\/\/127\.0\.0\.1:\d+\/fhir)/.exec(stderr);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1] as string);
+      }
+    });
+    void child.then(() => reject(new Error(`exited early: ${stderr}`)), () => reject(new Error(`exited early: ${stderr}`)));
+  });
+  return { child, base, stderr: () => stderr };
+}
+
+/** user + system CPU seconds of a process, from /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+const TAG = { system: 'urn:test:durability', code: 'big' };
+
+describe('hospital-api fhir (CLI child)', () => {
+  it('prints one ready line, stops cleanly on SIGTERM and keeps data across a restart', async () => {
+    const dir = tempDir('fhir-cli-');
+    const first = await startChild(dir);
+    const created = await call(first.base, 'POST', 'Patient', { resourceType: 'Patient', identifier: [{ system: 'urn:test', value: 'restart' }] });
+    expect(created.status).toBe(201);
+    expect(first.stderr().trim().split('\n').filter((l) => l.includes('listening on'))).toHaveLength(1);
+    first.child.kill('SIGTERM');
+    const result = await first.child;
+    expect(result.exitCode).toBe(0);
+
+    const second = await startChild(dir);
+    try {
+      const read = await call(second.base, 'GET', `Patient/${created.body.id}`);
+      expect(read.status).toBe(200);
+      expect(read.body.meta.versionId).toBe('1');
+      expect((await call(second.base, 'GET', 'Patient?identifier=urn:test|restart')).body.total).toBe(1);
+    } finally {
+      second.child.kill('SIGTERM');
+      await second.child;
+    }
+  });
+
+  it('kill -9 during a large transaction: committed data stays, the transaction is absent entirely', async () => {
+    const dir = tempDir('fhir-kill-');
+    const server = await startChild(dir);
+    const committed = await call(server.base, 'POST', 'Patient', { resourceType: 'Patient', name: [{ family: 'Committed' }] });
+    expect(committed.status).toBe(201);
+    const pid = committed.body.id as string;
+    const N = 20_000;
+    const entry = Array.from({ length: N }, (_, i) => ({
+      resource: { resourceType: 'Observation', status: 'final', meta: { tag: [TAG] }, code: { text: `o${i}` }, subject: { reference: `Patient/${pid}` } },
+      request: { method: 'POST', url: 'Observation' },
+    }));
+    entry.push({ resource: { resourceType: 'Patient', meta: { tag: [TAG] }, name: [{ family: 'Last' }] } as any, request: { method: 'POST', url: 'Patient' } });
+    const body = JSON.stringify({ resourceType: 'Bundle', type: 'transaction', entry });
+    const pending = request(`${server.base}`, { method: 'POST', headers: { 'content-type': 'application/fhir+json' }, body }).then(
+      async (r) => ({ status: r.statusCode, text: await r.body.text() }),
+      (err: Error) => ({ status: 0, text: err.message }),
+    );
+    // parsing the body costs a fraction of a CPU-second, the writes several: kill once the
+    // server has spent 1 CPU-second on this request (Linux /proc), so the kill lands mid-transaction
+    const start = cpuSeconds(server.child.pid as number);
+    while (cpuSeconds(server.child.pid as number) - start < 1) await new Promise((r) => setTimeout(r, 20));
+    server.child.kill('SIGKILL');
+    const outcome = await pending;
+    await server.child;
+    expect(outcome.status, 'the server answered before it was killed: the kill came too late to test anything').toBe(0);
+
+    const store = openFhirStore(dir);
+    try {
+      expect(store.db.pragma('integrity_check', { simple: true })).toBe('ok');
+      expect(store.read('Patient', pid)?.deleted).toBe(false);
+      const count = store.db.prepare("SELECT count(*) FROM resource WHERE type = 'Observation'").pluck().get();
+      expect(count).toBe(0);
+      expect(store.compartmentPage(pid, { limit: 10 }).resources.map((r) => r.resourceType)).toEqual(['Patient']);
+      expect(store.search({ resourceType: 'Patient', params: [['_tag', `${TAG.system}|${TAG.code}`]] }).matches).toEqual([]);
+    } finally {
+      store.close();
+    }
+  });
+});
