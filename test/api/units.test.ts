@@ -131,6 +131,10 @@ describe('Bundle pages', () => {
     expect(() => scanBundlePage('{"resourceType":"Bundle","entry":[1,2]}')).toThrow(/non-object/);
     expect(() => scanBundlePage('{"resourceType":"Bundle","entry":[{"a":1} {"b":2}]}')).toThrow(/malformed/);
     expect(() => scanBundlePage('{"resourceType":"Patient","entry":[]}')).toThrow(/not a Bundle/);
+    expect(() => scanBundlePage('{"resourceType":"Bundle","entry":[{"a":1}')).toThrow(/malformed/); // truncated
+    expect(() => scanBundlePage('{"resourceType":"Bundle","entry":[{"a":"b}]}')).toThrow(/unterminated|malformed/);
+    expect(() => scanBundlePage('{"resourceType":"Bundle","entry":null}')).toThrow(/not an array/);
+    expect(scanBundlePage('{"resourceType":"Bundle","entry":[]}').entries).toEqual([]);
   });
 
   it('rejects what is not a Bundle', () => {
