@@ -6,7 +6,9 @@
  */
 import { request } from 'undici';
 import { HospitalApiError } from '../../errors/index.js';
+import { readEnvFile } from '../../util/env-file.js';
 import type { InstallConfig } from '../install-config.js';
+import { installPaths } from '../layout.js';
 import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '../types.js';
 import { dockerCli } from './compose.js';
 import { componentsFromPs, parsePsOutput, versionsFromInspect, type ContainerInspect, type ImageInspect } from './parse.js';
@@ -20,6 +22,15 @@ export const SERVICE_OF: Readonly<Record<string, string>> = Object.freeze({
 });
 
 const ADMIN_URL = 'http://127.0.0.1:8001';
+
+/** Every long-running service but the API, which waits for its key (as native does). */
+export const STACK_WITHOUT_API: readonly string[] = Object.freeze(['kong-database', 'kong-migrations', 'kong', 'hapi-database', 'hapi']);
+
+/** The API container starts only once the hospital has created its key and named the platform. */
+export function apiReady(dir: string): boolean {
+  const env = readEnvFile(installPaths(dir).apiEnv);
+  return Boolean(env.FHIR_API_KEY && env.PLATFORM_API_URL);
+}
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Splits curl's output: the body, then the status code written by -w on its own last line. */
@@ -62,10 +73,10 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     return componentsFromPs(parsePsOutput(res.stdout));
   };
 
-  const waitHealthy = async (): Promise<void> => {
+  const waitHealthy = async (withApi: boolean): Promise<void> => {
     const deadline = Date.now() + waitTimeoutMs;
     for (;;) {
-      const list = await components();
+      const list = (await components()).filter((c) => withApi || c.name !== SERVICE_OF.api);
       const ready = list.length > 0 && list.every((c) => c.state === 'up') && (await fhirAnswers(config.ports.fhir));
       if (ready) return;
       if (Date.now() > deadline) {
@@ -82,16 +93,18 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
   return {
     name: 'docker',
     async up() {
-      await cli.compose(['up', '-d', '--build', '--remove-orphans']);
-      await waitHealthy();
+      const withApi = apiReady(dir);
+      await cli.compose(['up', '-d', '--build', '--remove-orphans', ...(withApi ? [] : STACK_WITHOUT_API)]);
+      await waitHealthy(withApi);
     },
     async down() {
       await cli.compose(['down']);
     },
     async restart(component) {
       const service = SERVICE_OF[component] ?? component;
-      // recreate, not restart: a changed env_file (FHIR_API_KEY) is read only on create
-      await cli.compose(['up', '-d', '--no-deps', '--force-recreate', service]);
+      // recreate, not restart: a changed env_file (FHIR_API_KEY) is read only on create;
+      // --build: the API image is built on its first start, after consumer create
+      await cli.compose(['up', '-d', '--no-deps', '--force-recreate', '--build', service]);
     },
     components,
     async versions(): Promise<ComponentVersion[]> {

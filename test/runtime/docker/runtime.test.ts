@@ -6,7 +6,7 @@
  * admin API.
  */
 import { createServer, type Server } from 'node:http';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseEnv } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -15,6 +15,8 @@ import { componentsFromPs, parsePsOutput, splitReference } from '../../../src/ru
 import { composeFile, projectName } from '../../../src/runtime/docker/render.js';
 import { dockerEngineAnswers } from '../../../src/runtime/docker/compose.js';
 import { runInstall } from '../../../src/install/run.js';
+import { createConsumer } from '../../../src/install/consumer.js';
+import { openRuntime } from '../../../src/runtime/index.js';
 import { installPaths } from '../../../src/runtime/layout.js';
 import { readInstallConfig, DEFAULT_PORTS, type InstallConfig } from '../../../src/runtime/install-config.js';
 import { coversHost } from '../../../src/install/tls.js';
@@ -118,7 +120,7 @@ describe('createDockerRuntime through the docker stand-in', () => {
 
   it('restart(api) recreates the hospital-api service so a new env file is read', async () => {
     await createDockerRuntime(dir, config()).restart('api');
-    expect(shim.calls()).toEqual([[...head(), 'up', '-d', '--no-deps', '--force-recreate', 'hospital-api']]);
+    expect(shim.calls()).toEqual([[...head(), 'up', '-d', '--no-deps', '--force-recreate', '--build', 'hospital-api']]);
   });
 
   it('admin() runs curl inside the kong container against 127.0.0.1:8001, the body on stdin', async () => {
@@ -140,7 +142,18 @@ describe('createDockerRuntime through the docker stand-in', () => {
     process.env.DOCKER_SHIM_PS = 'compose-ps-starting.json';
     const rt = createDockerRuntime(dir, config(), { waitTimeoutMs: 300, pollMs: 50 });
     await expect(rt.up()).rejects.toMatchObject({ code: 'ERR_INSTALL_HEALTH_TIMEOUT', message: expect.stringContaining('kong') });
-    expect(shim.calls()[0]).toEqual([...head(), 'up', '-d', '--build', '--remove-orphans']);
+  });
+
+  it('up() leaves the API container out until FHIR_API_KEY and PLATFORM_API_URL are set', async () => {
+    const inst = tempDir();
+    const { apiEnv } = installPaths(inst);
+    await createDockerRuntime(inst, config()).up();
+    const h = ['compose', '-p', projectName(inst), '-f', composeFile(inst)];
+    expect(shim.calls()[0]).toEqual([...h, 'up', '-d', '--build', '--remove-orphans', 'kong-database', 'kong-migrations', 'kong', 'hapi-database', 'hapi']);
+    writeFileSync(apiEnv, 'FHIR_API_KEY="k"\nPLATFORM_API_URL="https://p.example"\n');
+    shim.reset();
+    await createDockerRuntime(inst, config()).up();
+    expect(shim.calls()[0]).toEqual([...h, 'up', '-d', '--build', '--remove-orphans']);
   });
 
   it('the runtime choice follows `docker info`', async () => {
@@ -173,12 +186,21 @@ describe('install --runtime docker (stand-in engine)', () => {
     expect(coversHost(readFileSync(p.gatewayCert, 'utf8'), 'fhir.hospital.example')).toBe(true);
     const calls = shim.calls();
     const compose = calls.filter((c) => c[0] === 'compose').map((c) => c.slice(5));
-    expect(compose[0]).toEqual(['up', '-d', '--build', '--remove-orphans']);
+    expect(compose[0]).toEqual(['up', '-d', '--build', '--remove-orphans', 'kong-database', 'kong-migrations', 'kong', 'hapi-database', 'hapi']);
     expect(compose[1]).toEqual(['ps', '--all', '--format', 'json']);
     const admin = compose.filter((c) => c[0] === 'exec').map((c) => `${c[c.indexOf('-X') + 1]} ${c[c.length - 1]!.replace('http://127.0.0.1:8001', '')}`);
     expect(admin).toContain('PUT /services/fhir-api');
     expect(admin).toContain('PUT /routes/fhir-api-key-auth-route');
     expect(kong.services.find((s) => s.name === 'fhir-api-key-auth')).toMatchObject({ host: 'hapi', port: 8080, path: '/fhir' });
     expect(result.provisioning).toHaveLength(7);
+
+    // the hospital's own step: the consumer through the kong container, then the API recreated
+    shim.reset();
+    const made = await createConsumer(openRuntime(dir), dir, { username: 'hospital-a', writeEnv: true }, () => {});
+    expect(kong.keys.map((k) => k.key)).toContain(made.key);
+    const after = shim.calls().map((c) => c.slice(5));
+    expect(after.filter((c) => c[0] === 'exec').map((c) => c[c.indexOf('-X') + 1])).toEqual(['PUT', 'GET', 'POST']);
+    expect(after[after.length - 1]).toEqual(['up', '-d', '--no-deps', '--force-recreate', '--build', 'hospital-api']);
+    expect(shim.calls().flat().join(' ')).not.toContain(made.key); // the key goes on stdin, never argv
   });
 });
