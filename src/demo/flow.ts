@@ -23,6 +23,8 @@ export interface DemoOptions extends step.DemoPorts {
 
 export interface DemoResult {
   dir: string;
+  /** The signed acceptance record verify wrote. */
+  record: string;
   fresh: boolean;
   seconds: { total: number; toVerified: number; steps: Record<string, number> };
   patient: { careId: string; resources: number };
@@ -56,13 +58,14 @@ export async function runDemo(options: DemoOptions, io: Io): Promise<DemoResult>
   const config = readInstallConfig(dir);
   const runtime = openRuntime(dir);
   await timed('up (supervised components + DEMO platform stand-in)', () => runtime.up({ demo: true }));
-  const patients = await timed('load generated data (once)', () =>
-    step.loadDataOnce(dir, config, Number(options.patients ?? 20), options.sizes ?? '10-2000'),
-  );
+  // Loading (FHIR server) and the consumer (gateway + API restart) touch different components: run both at once.
+  const [patients] = await Promise.all([
+    timed('load generated data (once)', () => step.loadDataOnce(dir, config, Number(options.patients ?? 20), options.sizes ?? '10-2000')),
+    timed('consumer create demo --write-env (once)', () => step.ensureConsumer(dir, runtime, (t) => io.log(t))),
+  ]);
   let tokens = readTokens(dir);
   if (tokens.length !== patients.length) tokens = writeTokens(dir, patients.map((p) => p.careId));
-  await timed('consumer create demo --write-env (once)', () => step.ensureConsumer(dir));
-  await timed('verify', () => step.verify(dir));
+  const record = await timed('verify', () => step.verify(dir, runtime, (t) => io.log(t)));
   const toVerified = (Date.now() - t0) / 1000;
 
   // A small patient keeps the pasted curl's output readable.
@@ -72,6 +75,7 @@ export async function runDemo(options: DemoOptions, io: Io): Promise<DemoResult>
   const resources = await timed('POST /api/patients', () => step.fetchRecord(config, chosen.careId, token.token));
   return {
     dir,
+    record,
     fresh: !installed,
     seconds: { total: (Date.now() - t0) / 1000, toVerified, steps },
     patient: { careId: chosen.careId, resources },
@@ -85,6 +89,7 @@ export function renderDemo(result: DemoResult, io: Io): void {
   io.out(c.bold.yellow('=== DEMO installation: synthetic data, demo tokens, not for production ==='));
   io.out(`Verified in ${result.seconds.toVerified.toFixed(1)}s (${result.fresh ? 'fresh install' : 'reused install'}); ` +
     `POST /api/patients returned ${result.patient.resources} resources for care id ${result.patient.careId}.`);
+  io.out(`Acceptance record: ${result.record}`);
   io.out(`Demo tokens (each valid for its own care id only) are in ${result.dir}/demo/tokens.json. Try:`);
   io.out('');
   io.out(result.curl);

@@ -1,17 +1,18 @@
 /**
- * DEMO ONLY: the steps of `hospital-api demo`, each calling the real commands
- * (install, fhir load, consumer create, verify) the way a hospital would.
+ * DEMO ONLY: the steps of `hospital-api demo`, each calling the code behind the
+ * real commands (install, fhir generate/load, consumer create, verify) in
+ * process, as the hospital's own runs of those commands would.
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { execa } from 'execa';
 import { request } from 'undici';
 import { HospitalApiError } from '../errors/index.js';
 import { createIo } from '../output/io.js';
 import { endpoints, type InstallConfig } from '../runtime/install-config.js';
+import type { Runtime } from '../runtime/types.js';
 import { installPaths } from '../runtime/layout.js';
-import { BIN_PATH, demoSettingsPath, readDemoSettings, type DemoSettings } from '../runtime/native/components.js';
+import { demoSettingsPath, readDemoSettings, type DemoSettings } from '../runtime/native/components.js';
 import { readEnvFile } from '../util/env-file.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { freePort } from '../util/port-check.js';
@@ -39,20 +40,6 @@ export function demoPaths(dir: string) {
 
 function fail(step: string, dir: string, detail: string): HospitalApiError {
   return new HospitalApiError('ERR_RUNTIME_DEMO_STEP', { step, dir, detail });
-}
-
-/** Runs `hospital-api …args`; its progress goes to our stderr, its stdout is returned. */
-export async function cli(step: string, dir: string, args: string[]): Promise<string> {
-  const r = await execa(process.execPath, [BIN_PATH, ...args], {
-    reject: false,
-    stdout: 'pipe',
-    stderr: 'inherit',
-    env: { NO_COLOR: '1' },
-  });
-  if (r.exitCode !== 0) {
-    throw fail(step, dir, `\`hospital-api ${args.slice(0, 2).join(' ')}\` exited ${r.exitCode}${r.stdout ? `: ${String(r.stdout).trim().slice(-400)}` : ''}`);
-  }
-  return String(r.stdout);
 }
 
 /** The stand-in's port, chosen once (PLATFORM_API_URL in hospital-api.env points at it). */
@@ -90,23 +77,40 @@ export async function loadDataOnce(dir: string, config: InstallConfig, patients:
     // The generator's own hints ("Load with: …") would only confuse a demo run.
     const quiet = createIo({ quiet: true, stdout: new Writable({ write: (_c, _e, done) => done() }) });
     await runGenerate({ patients, seed: 'hospital-api-demo', sizes, out: p.data }, quiet);
-    await cli('load data', dir, ['fhir', 'load', join(p.data, '00-shared.json'), join(p.data, '01-patients.ndjson'), '--url', `http://127.0.0.1:${config.ports.fhir}/fhir`]);
+    const { load } = await import('../fhir/load/command.js');
+    const summary = await load(
+      { files: [join(p.data, '00-shared.json'), join(p.data, '01-patients.ndjson')], url: `http://127.0.0.1:${config.ports.fhir}/fhir` },
+      createIo({ stdout: process.stderr }),
+    );
+    if (summary.failed > 0) throw fail('load data', dir, `${summary.failed} bundles failed to load`);
     writeFileAtomic(p.loaded, JSON.stringify({ loadedAt: new Date().toISOString(), patients }) + '\n');
   }
   return (JSON.parse(readFileSync(p.manifest, 'utf8')) as { patients: ManifestPatient[] }).patients;
 }
 
 /** Creates the demo consumer and its key unless hospital-api.env already has one. */
-export async function ensureConsumer(dir: string): Promise<boolean> {
+export async function ensureConsumer(dir: string, runtime: Runtime, log: (text: string) => void): Promise<boolean> {
   if (readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY) return false;
-  // The key goes to hospital-api.env (0600); we drop the stdout that printed it.
-  await cli('consumer create', dir, ['consumer', 'create', 'demo', '--write-env', '--dir', installPaths(dir).root]);
+  // The install engineer's own code; the key goes to hospital-api.env (0600) and is never printed here.
+  const { createConsumer } = await import('../install/consumer.js');
+  await createConsumer(runtime, installPaths(dir).root, { username: 'demo', writeEnv: true }, log);
   return true;
 }
 
-export async function verify(dir: string): Promise<void> {
-  const out = await cli('verify', dir, ['verify', '--quiet', '--dir', installPaths(dir).root]);
-  process.stderr.write(out.endsWith('\n') ? out : out + '\n');
+/** Every §4.5 check, with a signed record, through the install engineer's verify. */
+export async function verify(dir: string, runtime: Runtime, log: (text: string) => void): Promise<string> {
+  const { runVerify } = await import('../install/verify.js');
+  const result = await runVerify({
+    dir: installPaths(dir).root,
+    runtime,
+    onResult: (r) => log(`  ${r.status.padEnd(5)} ${r.title} (${r.durationMs} ms)`),
+    log,
+  });
+  if (!result.ok) {
+    const failed = result.record.checks.filter((c) => c.status === 'fail' || c.status === 'error').map((c) => c.title);
+    throw fail('verify', dir, `failed: ${failed.join('; ')} (record ${result.files.json})`);
+  }
+  return result.files.json;
 }
 
 /** POSTs for one patient as the platform would; returns how many entries came back. */
