@@ -22,12 +22,15 @@ import { readInstallConfig, DEFAULT_PORTS, type InstallConfig } from '../../../s
 import { coversHost } from '../../../src/install/tls.js';
 import { freePort } from '../../../src/util/port-check.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { runCli, startCli } from '../../helpers/cli.js';
 import { createFakeKong } from '../../install/fake-kong.js';
 import { FIXTURES, useDockerShim } from './shim.js';
 
 const shim = useDockerShim(tempDir());
 const kong = createFakeKong();
 let adminServer: Server;
+/** When set, the admin stand-in SIGKILLs this process on the Nth write (a real install killed part-way). */
+let killer: { pid: number; onWrite: number; writes: number } | null = null;
 let fhirServer: Server;
 let fhirPort = 0;
 
@@ -39,6 +42,10 @@ beforeAll(async () => {
   adminServer = createServer(async (req, res) => {
     let body = '';
     for await (const chunk of req) body += chunk;
+    if (killer && req.method !== 'GET' && ++killer.writes === killer.onWrite) {
+      process.kill(killer.pid, 'SIGKILL');
+      return void res.destroy();
+    }
     const out = await kong.admin(req.method as 'GET', req.url ?? '/', body ? JSON.parse(body) : undefined);
     res.writeHead(out.status, { 'content-type': 'application/json' }).end(JSON.stringify(out.body));
   });
@@ -164,6 +171,32 @@ describe('createDockerRuntime through the docker stand-in', () => {
 });
 
 describe('install --runtime docker (stand-in engine)', () => {
+  it('an install process SIGKILLed part-way through provisioning is completed by a rerun, without duplicates', async () => {
+    const fresh = createFakeKong();
+    const saved = kong.admin;
+    kong.admin = fresh.admin; // the admin stand-in now serves an empty gateway
+    try {
+      const dir = join(tempDir(), 'inst');
+      const args = ['install', '--runtime', 'docker', '--dir', dir, '--generate-ca', '--fhir-port', String(fhirPort), '--json'];
+      for (const onWrite of [2, 5]) {
+        const child = startCli(args, { env: { ...process.env } });
+        killer = { pid: child.pid as number, onWrite, writes: 0 };
+        const killed = await child;
+        expect(killed.signal).toBe('SIGKILL');
+      }
+      killer = null;
+      const rerun = await runCli(args, { env: { ...process.env } });
+      expect(rerun.exitCode, String(rerun.stderr)).toBe(0);
+      expect(fresh.services.map((x) => x.name).sort()).toEqual(['fhir-api', 'fhir-api-key-auth']);
+      expect(fresh.routes.map((x) => x.name).sort()).toEqual(['fhir-api-key-auth-route', 'fhir-api-route']);
+      expect(fresh.plugins.map((x) => x.name).sort()).toEqual(['basic-auth', 'cors', 'key-auth']);
+      expect(fresh.consumers).toEqual([]);
+    } finally {
+      killer = null;
+      kong.admin = saved;
+    }
+  });
+
   it('renders the project, writes secrets 0600, starts compose, waits, provisions through the kong container', async () => {
     const dir = join(tempDir(), 'inst');
     const result = await runInstall(
