@@ -17,11 +17,16 @@ import { isAlive, readRunState, runningSupervisor } from './state.js';
 export async function nativeComponents(dir: string, config: InstallConfig): Promise<ComponentState[]> {
   const specs = componentSpecs(dir, config);
   const state = runningSupervisor(dir);
+  const recorded = state ? null : readRunState(dir);
   return Promise.all(
     specs.map(async (spec): Promise<ComponentState> => {
       const base = { name: spec.name, ports: spec.ports.map((p) => p.port), version: spec.version };
       const rec = state?.components.find((c) => c.name === spec.name);
       if (!state || !rec) {
+        const orphan = recorded?.components.find((c) => c.name === spec.name && isAlive(c.pid));
+        if (orphan?.pid) {
+          return { ...base, state: 'down', pid: orphan.pid, detail: `unsupervised: the supervisor is gone but pid ${orphan.pid} still runs (stop it with \`hospital-api down\`)` };
+        }
         return { ...base, state: 'down', detail: spec.blocked ?? `not running (start it with \`hospital-api up --dir ${installPaths(dir).root}\`)` };
       }
       const extra = { restarts: rec.restarts, version: rec.version };

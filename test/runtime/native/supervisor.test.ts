@@ -3,7 +3,8 @@
  * stand-in components (fixtures/fake-components.mjs) so these tests exercise
  * supervision itself: spawn, health, restart on crash, refusal, clean stop.
  */
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createServer, type Server } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -128,6 +129,27 @@ describe('native supervisor (real CLI, stand-in components)', () => {
     expect(String(r.stderr)).toContain('logs fhir');
     expect(await isPortFree(config.ports.gatewayAdmin)).toBe(true);
     expect((await status(dir)).every((c) => c.state === 'down')).toBe(true);
+  });
+
+  it('down still stops the components when the supervisor itself was killed', async () => {
+    const dir = tempDir();
+    const config = await makeNativeInstall(dir);
+    expect((await up(dir)).exitCode).toBe(0);
+    const state = JSON.parse(readFileSync(join(installPaths(dir).run, 'state.json'), 'utf8')) as { supervisorPid: number };
+    const pids = (await status(dir)).map((c) => c.pid!);
+    process.kill(state.supervisorPid, 'SIGKILL');
+    await until(async () => isAlive(state.supervisorPid), (alive) => !alive, 5_000);
+    const orphans = await status(dir);
+    expect(orphans.every((c) => c.state === 'down' && c.detail.includes('unsupervised'))).toBe(true);
+    expect(pids.every(isAlive)).toBe(true);
+
+    const again = await runCli(['up', '--dir', dir], { env });
+    expect(again.exitCode).toBe(3);
+    expect(String(again.stderr)).toContain('ERR_RUNTIME_PORT_TAKEN');
+
+    expect((await runCli(['down', '--dir', dir], { env })).exitCode).toBe(0);
+    for (const pid of pids) expect(isAlive(pid), `pid ${pid}`).toBe(false);
+    expect(await isPortFree(config.ports.fhir)).toBe(true);
   });
 
   it('rejects an unknown component and reports a stopped stack as down', async () => {
