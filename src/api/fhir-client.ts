@@ -6,10 +6,11 @@
  */
 import { request, type Agent } from 'undici';
 import { HospitalApiError } from '../errors/index.js';
-import { parseBundlePage, scanBundlePage, type BundlePage, type PageEntry } from './bundle-page.js';
+import { parseBundlePage } from './bundle-page.js';
 import type { ApiConfig } from './config.js';
 import { identifierQuery, isUnderBase, rebaseNextLink, serverBaseFromSelf } from './fhir-url.js';
-import { classifyFailure, discard, makeAgent, readText } from './upstream-http.js';
+import { scanPage, type ScannedPage } from './page-scan.js';
+import { classifyFailure, discard, makeAgent, readBytes } from './upstream-http.js';
 
 const MAX_PAGE_BYTES = 256 * 1024 * 1024;
 /** FHIR id grammar (R4 datatypes: [A-Za-z0-9\-\.]{1,64}). */
@@ -20,8 +21,13 @@ export interface EverythingStats {
   resources: number;
 }
 
-/** Called with each page's new (not yet seen) entries, in order; awaited before the next page. */
-export type PageSink = (entries: PageEntry[]) => Promise<void>;
+/**
+ * Called once per page, in order, with the page's new (not yet seen) entries
+ * as comma-separated JSON bytes and their count; awaited before the next page.
+ */
+export type PageSink = (entries: Buffer, count: number) => Promise<void>;
+
+const COMMA = Buffer.from(',');
 
 export interface FhirClient {
   /** Ids of the Patients whose identifier matches (at most 2: enough to tell one from many). */
@@ -44,7 +50,7 @@ export function createFhirClient(config: ApiConfig): FhirClient {
     'cache-control': 'no-cache',
   };
 
-  async function getText(url: URL): Promise<string> {
+  async function getBytes(url: URL): Promise<Buffer> {
     // Last line of defence: the key never leaves for another origin or path.
     if (!isUnderBase(url, base)) throw new HospitalApiError('ERR_API_FHIR_FOREIGN_LINK', { origin: url.origin });
     try {
@@ -54,7 +60,7 @@ export function createFhirClient(config: ApiConfig): FhirClient {
         // fhir.md §1: 410 Gone = an expired or unknown _getpages id.
         throw new HospitalApiError('ERR_API_FHIR_UNAVAILABLE', { detail: `${url.pathname} answered ${res.statusCode}` });
       }
-      return await readText(res.body, MAX_PAGE_BYTES);
+      return await readBytes(res.body, MAX_PAGE_BYTES);
     } catch (err) {
       if (err instanceof HospitalApiError) throw err;
       const f = classifyFailure(err);
@@ -78,7 +84,7 @@ export function createFhirClient(config: ApiConfig): FhirClient {
       let serverBase: URL | null = null;
       // Follow next links too: HAPI can send an empty first page (fhir.md §1, #5198).
       for (let page = 0; url && page < config.maxPages && ids.size < 2; page++) {
-        const p = parseBundlePage(await getText(url));
+        const p = parseBundlePage((await getBytes(url)).toString('utf8'));
         serverBase ??= serverBaseFromSelf(p.self);
         for (const e of p.entries) {
           if (e.resourceType === 'Patient' && e.id && e.mode !== 'include' && e.mode !== 'outcome') ids.add(e.id);
@@ -96,10 +102,10 @@ export function createFhirClient(config: ApiConfig): FhirClient {
     async everything(patientId, sink, stats) {
       const seen = new Set<string>();
       let serverBase: URL | null = null;
-      const fetchPage = (url: URL) => getText(url).then(scanBundlePage);
-      let pending: Promise<BundlePage> | null = fetchPage(endpoint(`/Patient/${patientId}/$everything`, `_count=${config.fhirPageSize}`));
+      const fetchPage = (url: URL) => getBytes(url).then(scanPage);
+      let pending: Promise<ScannedPage> | null = fetchPage(endpoint(`/Patient/${patientId}/$everything`, `_count=${config.fhirPageSize}`));
       while (pending) {
-        const p: BundlePage = await pending;
+        const p: ScannedPage = await pending;
         stats.pages++;
         serverBase ??= serverBaseFromSelf(p.self);
         const next = p.next ? rebaseNextLink(p.next, base, serverBase) : null;
@@ -115,15 +121,17 @@ export function createFhirClient(config: ApiConfig): FhirClient {
         // Fetch the next page while this one is written out: at most two pages in memory.
         pending = next ? fetchPage(next) : null;
         pending?.catch(() => undefined); // handled when awaited; avoids an unhandled rejection if sink throws
-        await sink(fresh);
+        // Unchanged pages go out as one zero-copy slice; otherwise the kept entries are re-joined.
+        const bytes = fresh.length === p.entries.length ? p.interior : joinEntries(fresh.map((e) => e.raw));
+        await sink(bytes, fresh.length);
       }
     },
 
     async ping() {
-      const text = await getText(endpoint('/metadata', ''));
+      const bytes = await getBytes(endpoint('/metadata', ''));
       let doc: { resourceType?: unknown };
       try {
-        doc = JSON.parse(text) as typeof doc;
+        doc = JSON.parse(bytes.toString('utf8')) as typeof doc;
       } catch {
         throw new HospitalApiError('ERR_API_FHIR_BAD_RESPONSE', { detail: 'metadata is not JSON' });
       }
@@ -134,4 +142,10 @@ export function createFhirClient(config: ApiConfig): FhirClient {
 
     close: () => agent.close(),
   };
+}
+
+function joinEntries(raws: Buffer[]): Buffer {
+  const parts: Buffer[] = [];
+  raws.forEach((r, i) => (i === 0 ? parts.push(r) : parts.push(COMMA, r)));
+  return Buffer.concat(parts);
 }

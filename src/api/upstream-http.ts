@@ -17,6 +17,11 @@ export function makeAgent(ca: string | null, timeoutMs: number): Agent {
 
 /** Reads a response body as text, failing past `max` bytes. */
 export async function readText(body: Dispatcher.ResponseData['body'], max: number): Promise<string> {
+  return (await readBytes(body, max)).toString('utf8');
+}
+
+/** Reads a response body, failing past `max` bytes. */
+export async function readBytes(body: Dispatcher.ResponseData['body'], max: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -27,7 +32,7 @@ export async function readText(body: Dispatcher.ResponseData['body'], max: numbe
     }
     chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks, size).toString('utf8');
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
 }
 
 /** Drains and discards a body so the connection can be reused. */

@@ -2,7 +2,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { rawEntries, parseBundlePage, scanBundlePage } from '../../src/api/bundle-page.js';
+import { parseBundlePage } from '../../src/api/bundle-page.js';
+import { scanPage as scan } from '../../src/api/page-scan.js';
 import { loadConfig } from '../../src/api/config.js';
 import { escapeTokenPart, identifierQuery, rebaseNextLink, serverBaseFromSelf } from '../../src/api/fhir-url.js';
 import { HospitalApiError } from '../../src/errors/index.js';
@@ -114,12 +115,20 @@ describe('FHIR URLs', () => {
 });
 
 describe('Bundle pages', () => {
-  it('keeps each entry as raw text, including tricky strings', () => {
-    const text = '{ "resourceType":"Bundle", "link":[{"relation":"next","url":"n"}], "entry" : [ {"resource":{"resourceType":"A","id":"1","s":"}]\\"\\\\"}} , {"resource":{"resourceType":"B","id":"2","v":1.50}} ] }';
-    expect(rawEntries(text)).toEqual(['{"resource":{"resourceType":"A","id":"1","s":"}]\\"\\\\"}}', '{"resource":{"resourceType":"B","id":"2","v":1.50}}']);
-    const page = parseBundlePage(text);
+  const scanBundlePage = (text: string) => scan(Buffer.from(text));
+
+  it('keeps each entry as raw bytes, including tricky and non-ASCII strings', () => {
+    const text = '{ "resourceType":"Bundle", "link":[{"relation":"next","url":"n"}], "entry" : [ {"resource":{"resourceType":"A","id":"1","s":"}]\\"\\\\"}} , {"resource":{"resourceType":"B","id":"2","v":1.50,"name":"สมชาย \u00e9"}} ] }';
+    const page = scanBundlePage(text);
+    expect(page.entries.map((e) => e.raw.toString())).toEqual(['{"resource":{"resourceType":"A","id":"1","s":"}]\\"\\\\"}}', '{"resource":{"resourceType":"B","id":"2","v":1.50,"name":"สมชาย \u00e9"}}']);
     expect(page.next).toBe('n');
     expect(page.entries.map((e) => e.key)).toEqual(['A/1', 'B/2']);
+    expect(JSON.parse(`[${page.interior.toString()}]`)).toHaveLength(2);
+  });
+
+  it('parses search pages for resource type, id and mode', () => {
+    const page = parseBundlePage('{"resourceType":"Bundle","entry":[{"resource":{"resourceType":"Patient","id":"p1"},"search":{"mode":"match"}}]}');
+    expect(page.entries).toEqual([{ resourceType: 'Patient', id: 'p1', mode: 'match' }]);
   });
 
   it('scans $everything pages without parsing entries, keyed by fullUrl', () => {
@@ -127,7 +136,7 @@ describe('Bundle pages', () => {
     const page = scanBundlePage(text);
     expect(page.next).toBe('n');
     expect(page.entries.map((e) => e.key)).toEqual(['url:http://h/A/1', 'B/2', null]);
-    expect(page.entries[0]?.raw).toBe('{"fullUrl":"http://h/A/1","resource":{"v":1.50}}');
+    expect(page.entries[0]?.raw.toString()).toBe('{"fullUrl":"http://h/A/1","resource":{"v":1.50}}');
     expect(() => scanBundlePage('{"resourceType":"Bundle","entry":[1,2]}')).toThrow(/non-object/);
     expect(() => scanBundlePage('{"resourceType":"Bundle","entry":[{"a":1} {"b":2}]}')).toThrow(/malformed/);
     expect(() => scanBundlePage('{"resourceType":"Patient","entry":[]}')).toThrow(/not a Bundle/);
@@ -139,6 +148,7 @@ describe('Bundle pages', () => {
 
   it('rejects what is not a Bundle', () => {
     expect(() => parseBundlePage('<html>')).toThrow(/not JSON/);
+    expect(() => scanBundlePage('<html>')).toThrow(/not JSON/);
     expect(() => parseBundlePage('{"resourceType":"OperationOutcome"}')).toThrow(/not a Bundle/);
     expect(parseBundlePage('{"resourceType":"Bundle"}').entries).toEqual([]);
   });

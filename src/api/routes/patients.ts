@@ -9,7 +9,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HospitalApiError } from '../../errors/index.js';
 import type { AuditDecision } from '../audit.js';
 import type { ApiContext } from '../app.js';
-import type { PageEntry } from '../bundle-page.js';
 import type { EverythingStats } from '../fhir-client.js';
 
 interface RequestState {
@@ -71,7 +70,7 @@ function validate(body: unknown): { platformCareId: string; token: string } {
 }
 
 /** Writes to the raw response, waiting on back-pressure; throws if the caller went away. */
-function writeRaw(reply: FastifyReply, st: RequestState, chunk: string): Promise<void> {
+function writeRaw(reply: FastifyReply, st: RequestState, chunk: string | Buffer): Promise<void> {
   const raw = reply.raw;
   if (raw.destroyed) return Promise.reject(new Error('caller closed the connection'));
   st.bytes += Buffer.byteLength(chunk);
@@ -165,21 +164,20 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
 
       let started = false;
       let written = 0;
-      const sink = async (entries: PageEntry[]) => {
+      const sink = async (entries: Buffer, count: number) => {
         ctx.metrics.pages.inc();
-        ctx.metrics.resources.inc(entries.length);
-        let body = entries.map((e) => e.raw).join(',');
-        if (body && written > 0) body = `,${body}`;
-        written += entries.length;
+        ctx.metrics.resources.inc(count);
         if (!started) {
           started = true;
           st.streamed = true;
           reply.hijack();
           reply.raw.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'x-request-id': request.id });
-          await writeRaw(reply, st, `{"resources":[${body}`);
-        } else if (body) {
-          await writeRaw(reply, st, body);
+          await writeRaw(reply, st, '{"resources":[');
         }
+        if (count === 0) return;
+        if (written > 0) await writeRaw(reply, st, ',');
+        written += count;
+        await writeRaw(reply, st, entries);
       };
       try {
         await ctx.fhir.everything(patientId, sink, st.stats);
