@@ -17,6 +17,9 @@ import { PLATFORM_CARE_ID_SYSTEM } from '../src/fhir/generate/model.js';
 import { postBundle } from '../src/fhir/load/post.js';
 import { freePort } from '../src/util/port-check.js';
 import { startCli } from '../test/helpers/cli.js';
+import { openFhirStore } from '../src/fhir/store/sqlite-store.js';
+import { extractIndex } from '../src/fhir/store/index-rows.js';
+import type { Resource } from '../src/fhir/store/types.js';
 import { percentile, round, type BenchSection } from './report.js';
 
 const PATIENTS = Number(process.env.FHIR_BENCH_PATIENTS ?? 100);
@@ -83,6 +86,22 @@ export async function run(): Promise<BenchSection> {
     if (created !== resources) throw new Error(`created ${created} of ${resources} resources`);
     const ingestRate = Math.round(created / ingestSec);
 
+    // the same kind of Bundles without ifNoneExist: what conditional creates cost
+    const plainSet = toTransactionBundles(generateDataset({ patients: 10, seed: 'bench-plain', sizes: String(SIZE) }));
+    for (const b of plainSet.shared) await postBundle(agent, baseUrl, b, 'plain shared');
+    const plain = plainSet.patients.map((b) => ({
+      ...b,
+      entry: b.entry.map((e) => ({ ...e, request: { method: e.request.method, url: e.request.url } })),
+    }));
+    let plainCreated = 0;
+    const plainStart = process.hrtime.bigint();
+    let plainNext = 0;
+    const plainWorker = async () => {
+      while (plainNext < plain.length) plainCreated += (await postBundle(agent, baseUrl, plain[plainNext++], 'plain')).created;
+    };
+    await Promise.all([plainWorker(), plainWorker()]);
+    const plainRate = Math.round(plainCreated / (Number(process.hrtime.bigint() - plainStart) / 1e9));
+
     // identifier search
     const careIds = dataset.patients.map((p) => p.careId);
     const searchMs: number[] = [];
@@ -124,6 +143,7 @@ export async function run(): Promise<BenchSection> {
     everythingMs.sort((a, b) => a - b);
     const rss = peakRssMiB(pid);
 
+    const split = storeBreakdown(dataset.patients.slice(0, 5).flatMap((p) => [p.patient, ...p.groups.flatMap((g) => g.resources)]) as unknown as Resource[]);
     const p50Search = round(percentile(searchMs, 50), 3);
     const p50Everything = round(percentile(everythingMs, 50), 1);
     return {
@@ -134,6 +154,10 @@ export async function run(): Promise<BenchSection> {
         { measure: 'Patient?identifier p50', value: p50Search, unit: 'ms', detail: `p90 ${round(percentile(searchMs, 90), 3)} ms, p99 ${round(percentile(searchMs, 99), 3)} ms` },
         { measure: '$everything 1,000-resource patient p50', value: p50Everything, unit: 'ms', detail: `p90 ${round(percentile(everythingMs, 90), 1)} ms, ${pages} pages, ${returned} resources` },
         { measure: 'server peak RSS', value: rss, unit: 'MiB', detail: 'VmHWM of the server process' },
+        { measure: 'ingest without ifNoneExist', value: plainRate, unit: 'resources/s', detail: `${plainCreated} resources, 10 patients, 2 in flight` },
+        { measure: 'in-process: index extraction', value: split.extractMs, unit: 'ms/resource', detail: 'extractIndex (store/index-rows.ts)' },
+        { measure: 'in-process: store.create', value: split.createMs, unit: 'ms/resource', detail: 'in SQLite transactions of 100, indexing included' },
+        { measure: 'in-process: ifNoneExist lookup', value: split.matchMs, unit: 'ms/lookup', detail: 'store.matchIds(identifier=S|V)' },
       ],
       targets: [
         { name: 'ingest resources/s', value: ingestRate, target: '>= 4000', met: ingestRate >= 4000 },
@@ -156,4 +180,27 @@ async function patientId(agent: Agent, base: URL, careId: string): Promise<strin
   const id = body.entry?.[0]?.resource.id;
   if (!id) throw new Error(`no patient with care id ${careId}`);
   return id;
+}
+
+/** Where ingest time goes, measured in this process on a scratch store (no HTTP, no JSON parsing). */
+function storeBreakdown(resources: Resource[]): { extractMs: number; createMs: number; matchMs: number } {
+  const dir = mkdtempSync(join(tmpdir(), 'fhir-bench-split-'));
+  const store = openFhirStore(dir);
+  try {
+    for (const r of resources.slice(0, 500)) extractIndex(r as unknown as Record<string, unknown>); // warm up the JIT
+    let t = performance.now();
+    for (const r of resources) extractIndex(r as unknown as Record<string, unknown>);
+    const extractMs = (performance.now() - t) / resources.length;
+    t = performance.now();
+    for (let i = 0; i < resources.length; i += 100) store.transaction(() => resources.slice(i, i + 100).forEach((r) => store.create({ ...r })));
+    const createMs = (performance.now() - t) / resources.length;
+    const ids = resources.map((r) => (r as unknown as { identifier?: Array<{ system: string; value: string }> }).identifier?.at(-1));
+    t = performance.now();
+    resources.forEach((r, i) => store.matchIds(r.resourceType, `identifier=${encodeURIComponent(ids[i]?.system ?? '')}|${ids[i]?.value ?? ''}`));
+    const matchMs = (performance.now() - t) / resources.length;
+    return { extractMs: round(extractMs, 3), createMs: round(createMs, 3), matchMs: round(matchMs, 3) };
+  } finally {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
