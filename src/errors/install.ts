@@ -43,6 +43,12 @@ export const installErrors = {
     exit: 1,
     hint: 'The key was printed when it was created. To rotate it, create a consumer with another name.',
   },
+  ERR_INSTALL_KEY_TAKEN: {
+    message: 'The key given with --key is already a credential of another consumer',
+    status: 409,
+    exit: 1,
+    hint: 'Omit --key to have a new key generated.',
+  },
   ERR_INSTALL_DOCKER: {
     message: 'docker {command} failed: {detail}',
     status: 500,

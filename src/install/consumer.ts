@@ -54,7 +54,10 @@ export async function createConsumer(
   const existing = (await adminCall(admin, 'GET', `/consumers/${consumer.id}/key-auth`)).body as { data?: unknown[] };
   if ((existing.data ?? []).length > 0) throw new HospitalApiError('ERR_INSTALL_CONSUMER_EXISTS', { username });
   const key = options.key ?? generateKey();
-  const cred = (await adminCall(admin, 'POST', `/consumers/${consumer.id}/key-auth`, { key })).body as { id: string };
+  // A 409 body names the duplicate key (kong.md §1): never echo it into an error.
+  const created = await adminCall(admin, 'POST', `/consumers/${consumer.id}/key-auth`, { key }, [201, 409]);
+  if (created.status === 409) throw new HospitalApiError('ERR_INSTALL_KEY_TAKEN');
+  const cred = created.body as { id: string };
   log(`consumer ${username}: key-auth credential created`);
   let restarted = false;
   if (options.writeEnv) {

@@ -91,7 +91,8 @@ export function createFakeKong(): FakeKong {
       if (!consumer) return notFound();
       if (method === 'GET') return ok(200, { data: k.keys.filter((r) => (r.consumer as Row).id === consumer.id), next: null });
       if (method === 'POST') {
-        if (k.keys.some((r) => r.key === b.key)) return ok(409, { message: 'UNIQUE violation' });
+        // kong.md §1: the 409 message names the duplicate value
+        if (k.keys.some((r) => r.key === b.key)) return ok(409, { message: `UNIQUE violation detected on '{key="${String(b.key)}"}'` });
         const row = { id: randomUUID(), key: b.key, consumer: { id: consumer.id } };
         k.keys.push(row);
         return ok(201, row);

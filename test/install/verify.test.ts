@@ -66,7 +66,12 @@ describe('verify (stand-in stack)', () => {
     expect(readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY).toBe(key);
     expect(restarts).toEqual(['api']);
     expect(kong.consumers).toHaveLength(1);
-    await expect(createConsumer(runtime, dir, { username: 'hospital-a' }, () => {})).rejects.toThrow(HospitalApiError);
+    await expect(createConsumer(runtime, dir, { username: 'hospital-a' }, () => {})).rejects.toMatchObject({ code: 'ERR_INSTALL_CONSUMER_EXISTS' });
+    // a --key already used by another consumer: refused without echoing the key
+    const taken = createConsumer(runtime, dir, { username: 'hospital-b', key }, () => {});
+    await expect(taken).rejects.toMatchObject({ code: 'ERR_INSTALL_KEY_TAKEN' });
+    const err = (await taken.catch((e: unknown) => e)) as HospitalApiError;
+    expect(`${err.message} ${err.hint}`).not.toContain(key);
     expect(kong.keys).toHaveLength(1);
   });
 
