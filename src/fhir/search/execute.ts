@@ -15,7 +15,7 @@ import { sortKeys, type SortKey } from './sort.js';
 export const DEFAULT_COUNT = 20;
 export const MAX_COUNT = 1000;
 /** Parameters that shape the result rather than filter it; ignored when unknown to search. */
-const IGNORED = new Set(['_format', '_pretty', '_summary', '_elements', '_total', '_contained', '_containedType']);
+const IGNORED = new Set(['_format', '_pretty', '_elements', '_contained', '_containedType']);
 
 interface Plan {
   where: Sql[];
@@ -24,12 +24,14 @@ interface Plan {
   include: string[];
   revinclude: string[];
   cursor: string | undefined;
+  /** `_total=accurate`, `_summary=count` or `_count=0`: run a count query. */
+  countTotal: boolean;
   used: Array<[string, string]>;
 }
 
 function plan(store: SqliteFhirStore, request: SearchRequest, lookupOnly: boolean): Plan | undefined {
   const type = request.resourceType;
-  const p: Plan = { where: [], count: DEFAULT_COUNT, sort: [], include: [], revinclude: [], cursor: undefined, used: [] };
+  const p: Plan = { where: [], count: DEFAULT_COUNT, sort: [], include: [], revinclude: [], cursor: undefined, countTotal: false, used: [] };
   let sortSpec: string | undefined;
   for (const [fullName, value] of request.params) {
     const [name, modifier] = fullName.split(':', 2) as [string, string | undefined];
@@ -38,6 +40,13 @@ function plan(store: SqliteFhirStore, request: SearchRequest, lookupOnly: boolea
       continue;
     }
     if (IGNORED.has(name)) continue;
+    if (name === '_total' || name === '_summary') {
+      if (value === 'accurate' || value === 'count') p.countTotal = true;
+      if (value === 'count') p.count = 0;
+      if (name === '_summary' && value !== 'count') continue; // other summaries return full resources
+      p.used.push([fullName, value]);
+      continue;
+    }
     if (name === '_count') {
       const n = Number(value);
       if (!/^\d+$/.test(value)) throw new HospitalApiError('ERR_FHIR_INVALID_SEARCH', { name, detail: 'must be a non-negative integer' });
@@ -80,7 +89,11 @@ export function executeSearch(store: SqliteFhirStore, request: SearchRequest): S
   const last = page[page.length - 1];
   const nextCursor = more && last ? encodeCursor([...p.sort.map((_, i) => last[`s${i}`]), last.rid]) : null;
   const included = includes(store, type, page.map((r) => r.rid as number), matches, p.include, p.revinclude);
-  return { matches, included, nextCursor, used: p.used };
+  const result: SearchResult = { matches, included, nextCursor, used: p.used };
+  if (p.countTotal || p.count === 0) {
+    result.total = store.db.prepare(`SELECT count(*) FROM resource r WHERE ${w.sql}`).pluck().get(...w.args) as number;
+  }
+  return result;
 }
 
 /** Rows strictly after the cursor in (s0 dir0, s1 dir1, …, rid ASC) order. */

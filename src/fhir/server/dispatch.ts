@@ -103,8 +103,8 @@ export function search(ctx: FhirContext, type: string, params: Array<[string, st
       included: result.included,
       selfUrl: pageLink(ctx.base, type, result.used, cursor),
       nextUrl: result.nextCursor ? pageLink(ctx.base, type, result.used, result.nextCursor) : null,
-      // the total is known without a count query only when everything fit on the first page
-      ...(first && !result.nextCursor ? { total: result.matches.length } : {}),
+      // without a count query the total is known only when everything fit on the first page
+      ...(result.total !== undefined ? { total: result.total } : first && !result.nextCursor ? { total: result.matches.length } : {}),
     }),
   };
 }

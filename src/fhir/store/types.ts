@@ -60,6 +60,8 @@ export interface SearchResult {
   included: Resource[];
   /** Opaque cursor for the next page, or null. */
   nextCursor: string | null;
+  /** The number of all matches, when it was asked for (`_total=accurate`, `_summary=count`, `_count=0`). */
+  total?: number;
   /** The parameters actually used (for link.self). */
   used: Array<[string, string]>;
 }

@@ -131,6 +131,20 @@ describe('string, reference, date, uri and number search', () => {
   });
 });
 
+describe('totals', () => {
+  it('counts with _summary=count, _count=0 and _total=accurate; omits a total it would have to guess', async () => {
+    const c = await call(base, 'GET', q('Patient', [['identifier', `${S}|`], ['_summary', 'count']]));
+    expect(c.body.total).toBe(5);
+    expect(c.body.entry ?? []).toEqual([]);
+    expect((await call(base, 'GET', q('Patient', [['_count', '0']]))).body.total).toBe(6);
+    const paged = await call(base, 'GET', q('Patient', [['_count', '2']]));
+    expect(paged.body.total).toBeUndefined();
+    const accurate = await call(base, 'GET', q('Patient', [['_count', '2'], ['_total', 'accurate']]));
+    expect(accurate.body.total).toBe(6);
+    expect(accurate.body.entry).toHaveLength(2);
+  });
+});
+
 describe('_include and _revinclude (one level)', () => {
   it('adds the referenced and the referencing resources as include entries', async () => {
     const inc = (await call(base, 'GET', q('Observation', [['_id', made.obsB as string], ['_include', 'Observation:subject'], ['_include', 'Observation:performer']]))).body;
