@@ -42,7 +42,8 @@ export async function runGenerate(options: GenerateOptions, io: Io): Promise<num
   }
   const patients = typeof options.patients === 'string' && /^\d+$/.test(options.patients) ? Number(options.patients) : options.patients;
   const dataset = generateDataset({ patients: patients as number, seed: options.seed, ...(options.sizes ? { sizes: options.sizes } : {}) });
-  const out = resolve(options.out ?? 'fhir-data');
+  // not ./fhir-data: that is the server's default --data directory
+  const out = resolve(options.out ?? 'fhir-generated');
   try {
     mkdirSync(out, { recursive: true });
   } catch (err) {
