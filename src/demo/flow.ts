@@ -51,10 +51,15 @@ export async function runDemo(options: DemoOptions, io: Io): Promise<DemoResult>
   };
   io.log(`DEMO MODE — a throw-away installation in ${dir}, with synthetic patients and a platform stand-in. Not for production.`);
 
-  const installed = existsSync(installPaths(dir).installJson);
-  if (installed && !readInstallConfig(dir).demo) throw new HospitalApiError('ERR_RUNTIME_DEMO_REFUSED', { dir });
+  if (existsSync(installPaths(dir).installJson) && !readInstallConfig(dir).demo) {
+    throw new HospitalApiError('ERR_RUNTIME_DEMO_REFUSED', { dir });
+  }
+  // Installed means install ran to the end (provisioning included); a run cut short is completed by rerunning install.
+  const installed = existsSync(step.demoPaths(dir).installed);
   const settings = await step.ensureDemoSettings(dir, options);
-  if (!installed) await timed('install (native, generated CA)', () => step.install(dir, settings, portsOf(options), (t) => io.log(t)));
+  if (!installed) {
+    await timed('install (native, generated CA)', () => step.install(dir, settings, portsOf(options), (t) => io.log(t)));
+  }
   const config = readInstallConfig(dir);
   const runtime = openRuntime(dir);
   await timed('up (supervised components + DEMO platform stand-in)', () => runtime.up({ demo: true }));

@@ -35,7 +35,13 @@ export interface ManifestPatient {
 
 export function demoPaths(dir: string) {
   const demo = join(installPaths(dir).root, 'demo');
-  return { demo, data: join(demo, 'data'), loaded: join(demo, 'data-loaded.json'), manifest: join(demo, 'data', 'manifest.json') };
+  return {
+    demo,
+    data: join(demo, 'data'),
+    installed: join(demo, 'installed.json'),
+    loaded: join(demo, 'data-loaded.json'),
+    manifest: join(demo, 'data', 'manifest.json'),
+  };
 }
 
 function fail(step: string, dir: string, detail: string): HospitalApiError {
@@ -66,6 +72,7 @@ export async function install(dir: string, settings: DemoSettings, ports: DemoPo
     },
     { log },
   );
+  writeFileAtomic(demoPaths(dir).installed, JSON.stringify({ installedAt: new Date().toISOString() }) + '\n');
 }
 
 /** Generates the data set and loads it into the FHIR server, once per install. */

@@ -4,6 +4,7 @@
  * curl that really returns the record; a second run reuses all of it; it never
  * touches an installation that is not a demo.
  */
+import { createServer } from 'node:net';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
@@ -27,9 +28,25 @@ async function portFlags(): Promise<string[]> {
 
 describe('hospital-api demo', () => {
   let curl = '';
+  let rerunFlags: string[] = [];
+
+  it('stops at a taken port, naming it and the component; the rerun completes the install', async () => {
+    const flags = await portFlags();
+    const fhirPort = Number(flags[flags.indexOf('--fhir-port') + 1]);
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(fhirPort, '127.0.0.1', r));
+    try {
+      const r = await runCli(['demo', '--dir', dir, '--patients', '3', '--sizes', '10-120', ...flags]);
+      expect(r.exitCode).toBe(3);
+      expect(String(r.stderr)).toContain(`ERR_RUNTIME_PORT_TAKEN: Port ${fhirPort} (127.0.0.1) needed by the fhir component`);
+    } finally {
+      await new Promise((r) => blocker.close(r));
+    }
+    rerunFlags = flags;
+  });
 
   it('installs, loads, verifies and prints a single-line curl that returns a real record', async () => {
-    const r = await runCli(['demo', '--dir', dir, '--patients', '3', '--sizes', '10-120', ...(await portFlags())]);
+    const r = await runCli(['demo', '--dir', dir, '--patients', '3', '--sizes', '10-120', ...rerunFlags]);
     const out = String(r.stdout);
     expect(r.exitCode, String(r.stderr)).toBe(0);
     expect(out).toContain('DEMO installation');
