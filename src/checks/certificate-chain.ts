@@ -7,7 +7,7 @@ import { connect } from 'node:tls';
 import { isIP } from 'node:net';
 import { X509Certificate } from 'node:crypto';
 import { describeCertificate } from '../tls/inspect.js';
-import { describeFailure } from './http.js';
+import { describeFailure, isTlsFailure } from './http.js';
 import type { Check } from './types.js';
 
 function handshake(host: string, port: number, ca: string): Promise<X509Certificate> {
@@ -35,6 +35,9 @@ export const certificateChain: Check = {
     try {
       cert = await handshake(host, port, ctx.caPem);
     } catch (err) {
+      if (!isTlsFailure(err)) {
+        return { status: 'fail', summary: 'the gateway does not answer', detail: `${host}:${port}: ${describeFailure(err)}`, hint: 'Is the gateway running?' };
+      }
       return {
         status: 'fail',
         summary: 'the gateway certificate does not verify',
