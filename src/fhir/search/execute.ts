@@ -82,7 +82,7 @@ export function executeSearch(store: SqliteFhirStore, request: SearchRequest): S
   const inner = `SELECT ${select.join(', ')} FROM resource r WHERE ${w.sql}`;
   const outerWhere = after.length ? ` WHERE ${and(after).sql}` : '';
   const sql = `SELECT * FROM (${inner})${outerWhere} ORDER BY ${order} LIMIT ?`;
-  const rows = p.count === 0 ? [] : (store.db.prepare(sql).all(...sortArgs, ...w.args, ...after.flatMap((a) => a.args), p.count + 1) as Array<Record<string, unknown>>);
+  const rows = p.count === 0 ? [] : (store.prepare(sql).all(...sortArgs, ...w.args, ...after.flatMap((a) => a.args), p.count + 1) as Array<Record<string, unknown>>);
   const more = rows.length > p.count;
   const page = more ? rows.slice(0, p.count) : rows;
   const matches = page.map((r) => JSON.parse(r.content as string) as Resource);
@@ -91,7 +91,7 @@ export function executeSearch(store: SqliteFhirStore, request: SearchRequest): S
   const included = includes(store, type, page.map((r) => r.rid as number), matches, p.include, p.revinclude);
   const result: SearchResult = { matches, included, nextCursor, used: p.used };
   if (p.countTotal || p.count === 0) {
-    result.total = store.db.prepare(`SELECT count(*) FROM resource r WHERE ${w.sql}`).pluck().get(...w.args) as number;
+    result.total = store.prepare(`SELECT count(*) FROM resource r WHERE ${w.sql}`).pluck().get(...w.args) as number;
   }
   return result;
 }

@@ -43,6 +43,7 @@ export class SqliteFhirStore implements FhirStore {
   readonly indexer: Indexer;
   private readonly q: Record<string, Database.Statement>;
   private lastStamp = 0;
+  private readonly statements = new Map<string, Database.Statement>();
 
   constructor(readonly db: Database.Database) {
     applySchema(db);
@@ -55,6 +56,17 @@ export class SqliteFhirStore implements FhirStore {
       vread: db.prepare('SELECT version, last_updated, deleted, content FROM history WHERE rid = ? AND version = ?'),
       history: db.prepare('SELECT version, last_updated, deleted, content FROM history WHERE rid = ? ORDER BY version DESC'),
     };
+  }
+
+  /** A prepared statement, cached by its SQL (searches repeat the same shapes; preparing costs more than running). */
+  prepare(sql: string): Database.Statement {
+    let st = this.statements.get(sql);
+    if (!st) {
+      if (this.statements.size >= 500) this.statements.clear();
+      st = this.db.prepare(sql);
+      this.statements.set(sql, st);
+    }
+    return st;
   }
 
   /** A strictly increasing instant, so versions written in one millisecond still order. */
@@ -88,10 +100,8 @@ export class SqliteFhirStore implements FhirStore {
       // SQLite allows 32,766 bound parameters; chunk well below it
       for (let i = 0; i < list.length; i += 500) {
         const chunk = list.slice(i, i + 500);
-        const rows = this.db
-          .prepare(`SELECT content FROM resource WHERE type = ? AND deleted = 0 AND id IN (${chunk.map(() => '?').join(',')})`)
-          .pluck()
-          .all(type, ...chunk) as string[];
+        const sql = `SELECT content FROM resource WHERE type = ? AND deleted = 0 AND id IN (${chunk.map(() => '?').join(',')})`;
+        const rows = this.prepare(sql).pluck().all(type, ...chunk) as string[];
         for (const c of rows) out.push(JSON.parse(c) as Resource);
       }
     }
@@ -185,7 +195,7 @@ export class SqliteFhirStore implements FhirStore {
     }
     sql += ' ORDER BY c.rid LIMIT ?';
     args.push(limit + 1);
-    const rows = this.db.prepare(sql).all(...args) as Array<{ rid: number; content: string }>;
+    const rows = this.prepare(sql).all(...args) as Array<{ rid: number; content: string }>;
     const more = rows.length > limit;
     const page = more ? rows.slice(0, limit) : rows;
     return {
