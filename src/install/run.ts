@@ -82,6 +82,12 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
     const rt = (hooks.openRuntime ?? openRuntime)(dir);
     hooks.log(`install: starting the ${runtime} runtime`);
     await rt.up();
+    // a reissued certificate is read by the gateway only when it starts
+    const certChanged = files.some((f) => f.change === 'updated' && (f.path === paths.gatewayCert || f.path === paths.gatewayKey));
+    if (certChanged && runtime === 'native') {
+      hooks.log('install: restarting the gateway for its new certificate');
+      await rt.restart('gateway');
+    }
     hooks.log('install: provisioning the gateway');
     provisioning = await provisionGateway(rt.admin.bind(rt), config, (s) => hooks.log(`  ${s.kind} ${s.name}: ${s.change}`));
   }

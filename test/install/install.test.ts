@@ -191,7 +191,9 @@ describe('install: bad input changes nothing', () => {
     const p = installPaths(dir);
     const ca = readFileSync(p.caCert, 'utf8');
     const gw = readFileSync(p.gatewayCert, 'utf8');
-    await install({ ...base(dir), host: ['127.0.0.1', 'fhir.hospital.example'] }, createFakeKong());
+    const restarts: string[] = [];
+    await runInstall({ ...base(dir), host: ['127.0.0.1', 'fhir.hospital.example'] }, { log: () => {}, openRuntime: () => fakeRuntime(createFakeKong(), restarts) });
+    expect(restarts).toEqual(['gateway']); // the running gateway loads its new certificate
     expect(readFileSync(p.caCert, 'utf8')).toBe(ca);
     expect(readFileSync(p.gatewayCert, 'utf8')).not.toBe(gw);
     expect(coversHost(readFileSync(p.gatewayCert, 'utf8'), 'fhir.hospital.example')).toBe(true);
