@@ -1,5 +1,6 @@
 /** Opens the store and serves it; `close()` stops listening, then closes the database cleanly. */
 import type { FastifyInstance } from 'fastify';
+import { HospitalApiError } from '../../errors/index.js';
 import { searchableTypes } from '../search/params.js';
 import { openFhirStore, type SqliteFhirStore } from '../store/sqlite-store.js';
 import { buildFhirApp } from './app.js';
@@ -27,6 +28,9 @@ export async function startFhirServer(options: FhirServerOptions): Promise<Runni
     await app.listen({ host: options.host, port: options.port });
   } catch (err) {
     store.close();
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new HospitalApiError('ERR_PORT_IN_USE', { port: options.port, host: options.host }, { cause: err });
+    }
     throw err;
   }
   const addr = app.server.address();

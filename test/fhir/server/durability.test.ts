@@ -6,9 +6,9 @@ import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { openFhirStore } from '../../../src/fhir/store/sqlite-store.js';
-import { startCli } from '../../helpers/cli.js';
+import { runCli, startCli } from '../../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
-import { call } from './helpers.js';
+import { call, startServer } from './helpers.js';
 
 afterAll(() => removeTempDirs());
 
@@ -59,6 +59,19 @@ describe('hospital-api fhir (CLI child)', () => {
       second.child.kill('SIGTERM');
       await second.child;
     }
+  });
+
+  it('refuses a port in use with ERR_PORT_IN_USE (exit 3) and a bad --port with exit 2', async () => {
+    const busy = await startServer();
+    try {
+      const port = new URL(busy.url).port;
+      const r = await runCli(['fhir', '--port', port, '--data', tempDir('fhir-busy-')]);
+      expect(r.exitCode).toBe(3);
+      expect(String(r.stderr)).toContain('ERR_PORT_IN_USE');
+    } finally {
+      await busy.close();
+    }
+    expect((await runCli(['fhir', '--port', '99999'])).exitCode).toBe(2);
   });
 
   it('kill -9 during a large transaction: committed data stays, the transaction is absent entirely', async () => {
