@@ -71,3 +71,21 @@ describe('compartment index, readMany and referencesFrom', () => {
     expect(many.map((r) => `${r.resourceType}/${r.id}`).sort()).toEqual([`Organization/${org}`, `Practitioner/${pr}`]);
   });
 });
+
+describe('Patient/{id}/$everything routing (GET and POST, to src/fhir/everything)', () => {
+  it('answers with a searchset that holds the patient and what its compartment references', async () => {
+    const pr = (await call(base, 'POST', 'Practitioner', { resourceType: 'Practitioner' })).body.id;
+    const p = (await call(base, 'POST', 'Patient', { resourceType: 'Patient', generalPractitioner: [{ reference: `Practitioner/${pr}` }] })).body.id;
+    const get = await call(base, 'GET', `Patient/${p}/$everything`);
+    expect(get.status).toBe(200);
+    expect(get.body.type).toBe('searchset');
+    const got = get.body.entry.map((e: any) => `${e.resource.resourceType}/${e.resource.id}`);
+    expect(got).toEqual(expect.arrayContaining([`Patient/${p}`, `Practitioner/${pr}`]));
+    const post = await call(base, 'POST', `Patient/${p}/$everything`, { resourceType: 'Parameters', parameter: [{ name: '_type', valueCode: 'Patient' }] });
+    expect(post.status).toBe(200);
+    expect(post.body.entry.map((e: any) => e.resource.resourceType)).toContain('Patient');
+    expect((await call(base, 'GET', 'Patient/nobody/$everything')).status).toBe(404);
+    expect((await call(base, 'DELETE', `Patient/${p}/$everything`)).status).toBe(405);
+  });
+});
+
