@@ -42,8 +42,15 @@ function stateOf(e: PsEntry): ComponentState['state'] {
   return 'down';
 }
 
-/** Long-running services only, with Up meaning running and (where defined) healthy. */
-export function componentsFromPs(entries: PsEntry[]): ComponentState[] {
+/** The long-running services of templates/compose.yaml: each must be listed, or it is down. */
+export const LONG_RUNNING_SERVICES: readonly string[] = Object.freeze(['hapi', 'hapi-database', 'hospital-api', 'kong', 'kong-database']);
+
+/** Long-running services only, with Up meaning running and (where defined) healthy; missing ones are down. */
+export function componentsFromPs(entries: PsEntry[], expected: readonly string[] = LONG_RUNNING_SERVICES): ComponentState[] {
+  const listed = entries.map((e) => e.Service ?? '');
+  const missing: ComponentState[] = expected
+    .filter((name) => !listed.includes(name))
+    .map((name) => ({ name, state: 'down', detail: 'no container (not created)' }));
   return entries
     .filter((e) => !ONE_SHOT_SERVICES.has(e.Service ?? ''))
     .map((e) => {
@@ -55,6 +62,7 @@ export function componentsFromPs(entries: PsEntry[]): ComponentState[] {
         ...(ports.length ? { ports: [...new Set(ports)] } : {}),
       };
     })
+    .concat(missing)
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 

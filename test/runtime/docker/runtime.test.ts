@@ -85,7 +85,10 @@ describe('docker compose ps / inspect parsing', () => {
 
   it('reads the array form: health starting, restarting and exited are not Up', () => {
     const list = componentsFromPs(parsePsOutput(readFileSync(join(FIXTURES, 'compose-ps-starting.json'), 'utf8')));
-    expect(list.map((c) => [c.name, c.state])).toEqual([['hapi', 'restarting'], ['hospital-api', 'exited'], ['kong', 'starting']]);
+    expect(list.map((c) => [c.name, c.state])).toEqual([
+      ['hapi', 'restarting'], ['hapi-database', 'down'], ['hospital-api', 'exited'], ['kong', 'starting'], ['kong-database', 'down'],
+    ]);
+    expect(list.find((c) => c.name === 'kong-database')!.detail).toMatch(/no container/);
     expect(list.find((c) => c.name === 'hospital-api')!.detail).toBe('Exited (3) 5 seconds ago');
   });
 
