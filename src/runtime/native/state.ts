@@ -53,15 +53,25 @@ export function writeRunState(dir: string, state: RunState): void {
   writeFileAtomic(statePath(dir), JSON.stringify(state, null, 2) + '\n');
 }
 
-/** True when a process with this pid exists (signal 0 probes without sending). */
+/** Linux: a zombie (exited, not yet reaped by its parent, e.g. init) still answers signal 0. */
+function isZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+  } catch {
+    return false; // no procfs: trust signal 0
+  }
+}
+
+/** True when a process with this pid runs (signal 0 probes without sending). */
 export function isAlive(pid: number | null | undefined): boolean {
   if (!pid || pid <= 0) return false;
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+  return !isZombie(pid);
 }
 
 /** The state file's supervisor, when it still runs. */
