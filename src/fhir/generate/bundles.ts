@@ -1,7 +1,10 @@
 /**
- * Writers: transaction Bundles of at most 100 entries (fhir.md §4: urn:uuid
- * fullUrls, POST + ifNoneExist on an identifier so a second load creates
- * nothing) and NDJSON (ids kept, for PUT-based loads).
+ * Writers: transaction Bundles of at most 100 entries and NDJSON (ids kept).
+ * Shared resources (Practitioner, Organization, Location, Medication) are PUT
+ * with their stable ids, so patients reference them literally (`Practitioner/id`):
+ * a conditional reference would cost the server a search per occurrence.
+ * Patient data is POST with urn:uuid fullUrls and ifNoneExist on an identifier
+ * (fhir.md §4). Either way a second load creates nothing.
  */
 import { firstIdentifier, type Dataset, type Resource } from './model.js';
 
@@ -10,7 +13,7 @@ export const MAX_BUNDLE_ENTRIES = 100;
 export interface BundleEntry {
   fullUrl: string;
   resource: Record<string, unknown>;
-  request: { method: 'POST'; url: string; ifNoneExist?: string };
+  request: { method: 'POST' | 'PUT'; url: string; ifNoneExist?: string };
 }
 export interface TransactionBundle {
   resourceType: 'Bundle';
@@ -40,40 +43,35 @@ function rewrite(value: unknown, map: (r: string) => string | undefined): unknow
   return out;
 }
 
-function entry(resource: Resource, local: Set<string>, shared: Map<string, string>): BundleEntry {
+function entry(resource: Resource, local: Set<string>): BundleEntry {
   const { id, ...body } = resource;
   const ifNoneExist = identifierQuery(resource);
   return {
     fullUrl: `urn:uuid:${id}`,
-    resource: rewrite(body, (r) => {
-      if (local.has(r)) return `urn:uuid:${r.slice(r.indexOf('/') + 1)}`;
-      return shared.get(r); // conditional reference, resolved by the server (fhir.md §4)
-    }) as Record<string, unknown>,
+    // references inside the Bundle become urn:uuid; those to shared resources stay literal
+    resource: rewrite(body, (r) => (local.has(r) ? `urn:uuid:${r.slice(r.indexOf('/') + 1)}` : undefined)) as Record<string, unknown>,
     request: { method: 'POST', url: resource.resourceType, ...(ifNoneExist ? { ifNoneExist } : {}) },
   };
+}
+
+function sharedEntry(resource: Resource): BundleEntry {
+  return { fullUrl: `urn:uuid:${resource.id}`, resource: { ...resource }, request: { method: 'PUT', url: `${resource.resourceType}/${resource.id}` } };
 }
 
 const key = (r: Resource) => `${r.resourceType}/${r.id}`;
 
 /** Shared resources first (their own Bundles), then each patient's groups packed with the Patient repeated. */
 export function toTransactionBundles(dataset: Dataset): { shared: TransactionBundle[]; patients: TransactionBundle[] } {
-  const conditional = new Map<string, string>();
-  for (const r of dataset.shared) {
-    const q = identifierQuery(r);
-    if (q) conditional.set(key(r), `${r.resourceType}?${q}`);
-  }
   const shared: TransactionBundle[] = [];
   for (let i = 0; i < dataset.shared.length; i += MAX_BUNDLE_ENTRIES) {
-    const chunk = dataset.shared.slice(i, i + MAX_BUNDLE_ENTRIES);
-    const local = new Set(chunk.map(key));
-    shared.push({ resourceType: 'Bundle', type: 'transaction', entry: chunk.map((r) => entry(r, local, conditional)) });
+    shared.push({ resourceType: 'Bundle', type: 'transaction', entry: dataset.shared.slice(i, i + MAX_BUNDLE_ENTRIES).map(sharedEntry) });
   }
   const patients: TransactionBundle[] = [];
   for (const p of dataset.patients) {
     let current: Resource[] = [p.patient];
     const flush = () => {
       const local = new Set(current.map(key));
-      patients.push({ resourceType: 'Bundle', type: 'transaction', entry: current.map((r) => entry(r, local, conditional)) });
+      patients.push({ resourceType: 'Bundle', type: 'transaction', entry: current.map((r) => entry(r, local)) });
       current = [p.patient];
     };
     for (const g of p.groups) {
