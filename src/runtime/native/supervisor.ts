@@ -81,6 +81,8 @@ export async function runSupervisor(dir: string, config: InstallConfig): Promise
     Object.assign(unit.record, { state: 'starting', detail: `waiting for ${spec.healthUrl}`, pid: child.pid ?? null, startedAt: new Date().toISOString() });
     save();
     child.once('exit', (code, signal) => onExit(unit, child, code, signal));
+    // A failed spawn also emits 'exit' (or never started): record why instead of crashing the supervisor.
+    child.once('error', (err) => { unit.record.detail = `cannot start: ${err.message}`; save(); });
     const deadline = Date.now() + HEALTH_TIMEOUT_MS;
     while (unit.child === child && child.exitCode === null && Date.now() < deadline) {
       if (await probe(spec.healthUrl)) {
