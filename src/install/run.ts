@@ -7,6 +7,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { VERSION } from '../version.js';
+import { readEnvFile } from '../util/env-file.js';
 import { HospitalApiError } from '../errors/index.js';
 import { defaultInstallDir, installPaths } from '../runtime/layout.js';
 import { endpoints, readInstallConfig, type InstallConfig, type RuntimeName } from '../runtime/install-config.js';
@@ -73,7 +74,8 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
   const files = writeInstallFiles(paths, config, tls);
   if (compose) files.push(writeIfChanged(composeFile(dir), compose));
   for (const f of files) if (f.change !== 'unchanged') hooks.log(`  ${f.change} ${f.path}`);
-  if (!config.platformApiUrl) {
+  const platformSet = Boolean(readEnvFile(paths.apiEnv).PLATFORM_API_URL);
+  if (!platformSet) {
     hooks.log(`  note: PLATFORM_API_URL is not set; add it to ${paths.apiEnv} (or rerun with --platform-url)`);
   }
 
@@ -98,7 +100,7 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
     files,
     provisioning,
     endpoints: endpoints(config),
-    platformApiUrlSet: config.platformApiUrl !== null,
+    platformApiUrlSet: platformSet,
     caGenerated: tls.caGenerated,
   };
 }

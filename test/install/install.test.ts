@@ -131,7 +131,8 @@ describe('install (native, generated CA)', () => {
     await install(base(dir), kong);
     const p = installPaths(dir);
     writeFileSync(p.apiEnv, readFileSync(p.apiEnv, 'utf8') + 'PLATFORM_API_URL="https://platform.example/api"\nFHIR_API_KEY="k-1234567890abcdef"\n');
-    await install(base(dir), kong);
+    const rerun = await install(base(dir), kong);
+    expect(rerun.platformApiUrlSet).toBe(true);
     const env = parseEnv(readFileSync(p.apiEnv, 'utf8'));
     expect(env.PLATFORM_API_URL).toBe('https://platform.example/api');
     expect(env.FHIR_API_KEY).toBe('k-1234567890abcdef');
