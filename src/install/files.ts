@@ -75,8 +75,8 @@ function dockerSecrets(paths: InstallPaths, tls: TlsMaterial): Record<string, st
     // env_file for the containers that connect to the databases
     'kong-db.env': formatEnvFile({ KONG_PG_PASSWORD: kong }),
     'hapi-db.env': formatEnvFile({ SPRING_DATASOURCE_PASSWORD: hapi }),
-    // Kong takes the certificate and key as base64 values, so the 0600 key file
-    // need not be readable by the container's user.
+    // Kong's conf loader takes ssl_cert/ssl_cert_key as a path, PEM or base64
+    // (try_decode_base64), so the 0600 key file need not be readable in the container.
     'kong-tls.env': formatEnvFile({
       KONG_SSL_CERT: Buffer.from(tls.gateway.certPem).toString('base64'),
       KONG_SSL_CERT_KEY: Buffer.from(tls.gateway.keyPem).toString('base64'),
