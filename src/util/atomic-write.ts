@@ -29,7 +29,11 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
     }
     renameSync(tmp, path);
   } catch (err) {
-    rmSync(tmp, { force: true });
+    try {
+      rmSync(tmp, { force: true });
+    } catch {
+      // The temp file never existed (e.g. the directory is a file): nothing to clean.
+    }
     throw new HospitalApiError('ERR_FILE_WRITE', { path, detail: (err as Error).message }, { cause: err });
   }
 }

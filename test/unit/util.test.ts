@@ -96,3 +96,11 @@ describe('listen addresses and ports', () => {
     await new Promise<void>((r) => server.close(() => r()));
   });
 });
+
+describe('writeFileAtomic into an impossible directory', () => {
+  it('reports ERR_FILE_WRITE, not the cleanup failure', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'file'), 'x');
+    expect(() => writeFileAtomic(join(dir, 'file', 'child.json'), '{}')).toThrow(/Cannot write .*child\.json/);
+  });
+});
