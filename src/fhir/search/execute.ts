@@ -113,10 +113,12 @@ function keyset(sort: SortKey[], values: unknown[]): Sql {
 export function matchIds(store: SqliteFhirStore, type: string, query: string, limit: number): string[] {
   const params = [...new URLSearchParams(query.replace(/\+/g, '%2B'))].filter(([k]) => !k.startsWith('_') || k === '_id' || k === '_lastUpdated');
   if (params.length === 0) throw new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail: `conditional query "${query}" has no search parameters` });
-  const result = executeSearch(store, { resourceType: type, params: [...params, ['_count', String(limit)]] });
+  const p = plan(store, { resourceType: type, params }, true) as Plan;
   // a condition made only of unknown parameters would match everything: refuse it
-  if (!result.used.some(([k]) => k !== '_count')) {
+  if (p.used.length === 0) {
     throw new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail: `conditional query "${query}" names no known search parameter of ${type}` });
   }
-  return result.matches.map((r) => r.id as string);
+  // ids only: no content read or parsed (this runs for every ifNoneExist and conditional reference)
+  const w = and([{ sql: 'r.type = ? AND r.deleted = 0', args: [type] }, ...p.where]);
+  return store.prepare(`SELECT r.id FROM resource r WHERE ${w.sql} ORDER BY r.rid LIMIT ?`).pluck().all(...w.args, limit) as string[];
 }

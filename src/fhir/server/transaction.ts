@@ -70,10 +70,16 @@ function rewrite(ctx: FhirContext, node: unknown, ids: Map<string, string>): unk
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(node)) {
     if (k === 'reference' && typeof v === 'string' && /^[A-Z][A-Za-z]+\?/.test(v)) {
-      const [type, query] = v.split('?', 2) as [string, string];
-      const found = ctx.store.matchIds(type, query, 2);
-      if (found.length !== 1) throw new HospitalApiError('ERR_FHIR_MULTIPLE_MATCHES', { query: v, count: found.length });
-      out[k] = `${type}/${found[0]}`;
+      // resolved once per transaction: bundles repeat the same Practitioner/Organization conditions
+      let resolved = ids.get(v);
+      if (resolved === undefined) {
+        const [type, query] = v.split('?', 2) as [string, string];
+        const found = ctx.store.matchIds(type, query, 2);
+        if (found.length !== 1) throw new HospitalApiError('ERR_FHIR_MULTIPLE_MATCHES', { query: v, count: found.length });
+        resolved = `${type}/${found[0]}`;
+        ids.set(v, resolved);
+      }
+      out[k] = resolved;
     } else out[k] = rewrite(ctx, v, ids);
   }
   return out;

@@ -1,7 +1,7 @@
 /**
  * The SQLite schema: one file, WAL. `resource` holds the current version of each
- * resource (rid = stable internal key, the keyset-paging order), `history` every
- * version, and one index table per search-parameter type keyed by `pid` (one id
+ * resource (rid = stable internal key, the keyset-paging order), `history` the
+ * earlier versions, and one index table per search-parameter type keyed by `pid` (one id
  * per resource type + parameter code) so every lookup is an index seek. Index
  * tables are WITHOUT ROWID with the lookup key as primary key: one B-tree insert
  * per row (no rid index: an update deletes the old rows by re-extracting them
@@ -9,7 +9,7 @@
  */
 import type Database from 'better-sqlite3';
 
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 const DDL = `
 CREATE TABLE IF NOT EXISTS resource (

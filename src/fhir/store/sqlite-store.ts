@@ -111,6 +111,7 @@ export class SqliteFhirStore implements FhirStore {
   vread(type: string, id: string, versionId: string): HistoryEntry | undefined {
     const r = this.row(type, id);
     if (!r || !/^\d+$/.test(versionId)) return undefined;
+    if (Number(versionId) === r.version) return toEntry(type, id, r);
     const h = this.q.vread!.get(r.rid, Number(versionId)) as Omit<Row, 'rid' | 'type' | 'id'> | undefined;
     return h && toEntry(type, id, h);
   }
@@ -118,7 +119,8 @@ export class SqliteFhirStore implements FhirStore {
   history(type: string, id: string): HistoryEntry[] {
     const r = this.row(type, id);
     if (!r) return [];
-    return (this.q.history!.all(r.rid) as Array<Omit<Row, 'rid' | 'type' | 'id'>>).map((h) => toEntry(type, id, h));
+    const older = this.q.history!.all(r.rid) as Array<Omit<Row, 'rid' | 'type' | 'id'>>;
+    return [toEntry(type, id, r), ...older.map((h) => toEntry(type, id, h))];
   }
 
   create(resource: Resource): WriteResult {
@@ -148,14 +150,19 @@ export class SqliteFhirStore implements FhirStore {
       if (existing) {
         rid = existing.rid;
         if (existing.content) this.indexer.clear(rid, JSON.parse(existing.content) as Record<string, unknown>);
+        this.archive(existing);
         this.q.update!.run(version, lastUpdated, 0, content, rid);
       } else {
         rid = Number(this.q.insert!.run(type, id, version, lastUpdated, 0, content).lastInsertRowid);
       }
-      this.q.hist!.run(rid, version, lastUpdated, 0, content);
       this.indexer.index(rid, resource as unknown as Record<string, unknown>);
       return { resource, created: !existing || existing.deleted === 1 };
     });
+  }
+
+  /** `history` holds the versions before the current one (the current lives in `resource` only: one content write per version). */
+  private archive(row: Row): void {
+    this.q.hist!.run(row.rid, row.version, row.last_updated, row.deleted, row.content);
   }
 
   delete(type: string, id: string): boolean {
@@ -165,8 +172,8 @@ export class SqliteFhirStore implements FhirStore {
       const version = existing.version + 1;
       const lastUpdated = this.now();
       this.indexer.clear(existing.rid, JSON.parse(existing.content as string) as Record<string, unknown>);
+      this.archive(existing);
       this.q.update!.run(version, lastUpdated, 1, null, existing.rid);
-      this.q.hist!.run(existing.rid, version, lastUpdated, 1, null);
       return true;
     });
   }
