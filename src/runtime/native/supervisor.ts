@@ -13,6 +13,7 @@ import { installPaths } from '../layout.js';
 import { HospitalApiError, toHospitalApiError } from '../../errors/index.js';
 import { componentBin, componentSpecs, type ComponentSpec } from './components.js';
 import { assertPortsFree, probe, sleep } from './health.js';
+import { acquireSupervisorLock, releaseSupervisorLock } from './lock.js';
 import { writeRunState, type ComponentRecord, type RunState } from './state.js';
 
 const HEALTH_TIMEOUT_MS = 60_000;
@@ -37,6 +38,12 @@ export async function runSupervisor(dir: string, config: InstallConfig): Promise
   const paths = installPaths(dir);
   mkdirSync(paths.logs, { recursive: true });
   mkdirSync(paths.run, { recursive: true });
+  const holder = acquireSupervisorLock(dir);
+  if (holder !== null) {
+    // Another `up` won the race: leave its state alone; our caller waits on it.
+    process.stderr.write(`supervisor: another supervisor (pid ${holder}) already runs for ${paths.root}\n`);
+    return 0;
+  }
   const state: RunState = { supervisorPid: process.pid, startedAt: new Date().toISOString(), demo: config.demo, components: [] };
   const save = (): void => writeRunState(dir, state);
   const initial = componentSpecs(dir, config);
@@ -48,6 +55,7 @@ export async function runSupervisor(dir: string, config: InstallConfig): Promise
     state.stoppedAt = new Date().toISOString();
     save();
     process.stderr.write(`supervisor: ${e.message}\n`);
+    releaseSupervisorLock(dir);
     return e.exit;
   }
   const units = new Map<string, Supervised>();
@@ -177,6 +185,7 @@ export async function runSupervisor(dir: string, config: InstallConfig): Promise
       for (const unit of units.values()) Object.assign(unit.record, { state: 'down', detail: 'stopped', pid: null });
       state.stoppedAt = new Date().toISOString();
       save();
+      releaseSupervisorLock(dir);
       resolve(0);
     };
     process.on('SIGTERM', () => void shutdown());

@@ -152,6 +152,18 @@ describe('native supervisor (real CLI, stand-in components)', () => {
     expect(await isPortFree(config.ports.fhir)).toBe(true);
   });
 
+  it('two concurrent `up` runs start one supervisor and one set of components', async () => {
+    const dir = tempDir();
+    await makeNativeInstall(dir);
+    started.push(dir);
+    const [a, b] = await Promise.all([runCli(['up', '--dir', dir], { env }), runCli(['up', '--dir', dir], { env })]);
+    expect([a.exitCode, b.exitCode], `${String(a.stderr)}\n${String(b.stderr)}`).toEqual([0, 0]);
+    const now = await status(dir);
+    expect(now.every((c) => c.state === 'up' && c.restarts === 0)).toBe(true);
+    const supervisors = readFileSync(join(installPaths(dir).logs, 'supervisor.log'), 'utf8');
+    expect(supervisors.match(/another supervisor/g)?.length ?? 0).toBeLessThanOrEqual(1);
+  });
+
   it('rejects an unknown component and reports a stopped stack as down', async () => {
     const dir = tempDir();
     const config = await makeNativeInstall(dir);
