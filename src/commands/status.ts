@@ -45,10 +45,19 @@ export function register(program: Command): void {
         const runtime = openRuntime(dir);
         const components = await runtime.components();
         const allUp = components.every((c) => c.state === 'up');
+        let supervisor: { pid: number; startedAt: string } | null = null;
+        if (runtime.name === 'native') {
+          const { runningSupervisor } = await import('../runtime/native/state.js');
+          const state = runningSupervisor(dir);
+          if (state) supervisor = { pid: state.supervisorPid, startedAt: state.startedAt };
+        }
         if (io.json) {
-          io.out(JSON.stringify({ ok: true, command: 'status', result: { dir, runtime: runtime.name, allUp, components } }));
+          io.out(JSON.stringify({ ok: true, command: 'status', result: { dir, runtime: runtime.name, allUp, supervisor, components } }));
         } else {
           await renderComponents(io, components);
+          if (runtime.name === 'native') {
+            io.out(supervisor ? `supervisor pid ${supervisor.pid}, started ${supervisor.startedAt}` : 'supervisor not running');
+          }
         }
         return 0;
       }),
