@@ -58,6 +58,8 @@ describe('native supervisor (real CLI, stand-in components)', () => {
     expect(first.map((c) => [c.name, c.state])).toEqual([['fhir', 'up'], ['gateway', 'up'], ['api', 'up']]);
     const gateway = first.find((c) => c.name === 'gateway')!;
     expect(gateway.ports).toEqual([config.ports.gatewayAdmin, config.ports.gatewayHttp, config.ports.gatewayHttps]);
+    const raw = JSON.parse(String((await runCli(['status', '--dir', dir, '--json'], { env })).stdout)) as { result: { supervisor: { pid: number } | null } };
+    expect(isAlive(raw.result.supervisor?.pid)).toBe(true);
     const fhirPid = first.find((c) => c.name === 'fhir')!.pid!;
     expect(isAlive(fhirPid)).toBe(true);
 
@@ -82,6 +84,7 @@ describe('native supervisor (real CLI, stand-in components)', () => {
       expect(await isPortFree(port), `port ${port}`).toBe(true);
     }
     expect((await status(dir)).every((c) => c.state === 'down')).toBe(true);
+    expect(isAlive(raw.result.supervisor?.pid)).toBe(false);
   });
 
   it('refuses to start when a port is taken, naming the port and the component, and starts nothing', async () => {
