@@ -8,7 +8,7 @@
  * nginx's postinst starts a daemon on 0.0.0.0:80). Everything binds 127.0.0.1.
  * Env: BENCH_GATEWAY_WORKERS (default: CPU count), BENCH_GATEWAY_SECONDS (10).
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -109,6 +109,9 @@ http {
 
 interface WrkResult {
   rps: number;
+  requests: number;
+  /** CPU time of the front process tree (µs per request), when measured. */
+  cpuUs: number;
   p50: number;
   p99: number;
   errors: string;
@@ -128,15 +131,50 @@ async function wrk(t: Tools, url: string, seconds: number, headers: string[] = [
   const errors = /Socket errors:.*|Non-2xx or 3xx responses: \d+/g;
   return {
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN),
+    requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN),
+    cpuUs: NaN,
     p50: ms(/\s50%\s+(\S+)/.exec(out)?.[1] ?? ''),
     p99: ms(/\s99%\s+(\S+)/.exec(out)?.[1] ?? ''),
     errors: (out.match(errors) ?? []).join('; ') || 'none',
   };
 }
 
-async function measure(t: Tools, url: string, headers: string[] = []): Promise<WrkResult> {
+/** CPU ticks (1/100 s) used so far by a process and its children (cluster or nginx workers). */
+function cpuTicks(pid: number): number {
+  let total = 0;
+  const pids = [pid];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[1]) === pid) pids.push(Number(entry));
+    } catch {
+      // gone
+    }
+  }
+  for (const p of pids) {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += Number(fields[11]) + Number(fields[12]); // utime + stime
+    } catch {
+      // gone
+    }
+  }
+  return total;
+}
+
+/**
+ * The machine is shared (other work, wrk, the upstream): req/s moves with the
+ * load, so the front's CPU per request is measured too; it does not.
+ */
+async function measure(t: Tools, url: string, pid: number | undefined, headers: string[] = []): Promise<WrkResult> {
   await wrk(t, url, 2, headers); // warm-up: connections, JIT
-  return wrk(t, url, SECONDS, headers);
+  const before = pid === undefined ? 0 : cpuTicks(pid);
+  const r = await wrk(t, url, SECONDS, headers);
+  if (pid !== undefined) r.cpuUs = ((cpuTicks(pid) - before) * 10_000) / r.requests;
+  return r;
 }
 
 async function stop(child: ResultPromise | null): Promise<void> {
@@ -152,7 +190,8 @@ export async function run(): Promise<BenchSection> {
   const children: ResultPromise[] = [];
   try {
     const upPort = await freePort();
-    children.push(execa('node', ['-e', UPSTREAM, String(upPort)], { reject: false }));
+    const up = execa('node', ['-e', UPSTREAM, String(upPort)], { reject: false });
+    children.push(up);
     const direct = `http://127.0.0.1:${upPort}/bench/x`;
     await waitFor(direct);
 
@@ -172,21 +211,25 @@ export async function run(): Promise<BenchSection> {
     await waitFor(viaGateway, { apikey: KEY });
 
     writeFileSync(join(dir, 'nginx.conf'), nginxConf(dir, nginxPort, upPort, WORKERS));
-    children.push(execa(t.nginx, ['-p', dir, '-c', join(dir, 'nginx.conf')], { reject: false, env: { LD_LIBRARY_PATH: t.libPath } }));
+    const nginx = execa(t.nginx, ['-p', dir, '-c', join(dir, 'nginx.conf')], { reject: false, env: { LD_LIBRARY_PATH: t.libPath } });
+    children.push(nginx);
     const viaNginx = `http://127.0.0.1:${nginxPort}/bench/x`;
     await waitFor(viaNginx);
 
-    const d = await measure(t, direct);
-    const g = await measure(t, viaGateway, [`apikey: ${KEY}`]);
-    const n = await measure(t, viaNginx);
-    const row = (target: string, r: WrkResult) => ({ target, 'req/s': round(r.rps, 0), 'p50 ms': round(r.p50), 'p99 ms': round(r.p99), errors: r.errors });
+    const d = await measure(t, direct, up.pid);
+    const g = await measure(t, viaGateway, gw.pid, [`apikey: ${KEY}`]);
+    const n = await measure(t, viaNginx, nginx.pid);
+    const row = (target: string, r: WrkResult) => ({
+      target, 'req/s': round(r.rps, 0), 'p50 ms': round(r.p50), 'p99 ms': round(r.p99), 'CPU µs/req': round(r.cpuUs, 0), errors: r.errors,
+    });
     const rpsRatio = round(g.rps / n.rps);
     const p99Ratio = round(g.p99 / n.p99);
     return {
       name: 'gateway',
       description:
         `2 KB JSON upstream (node:http); wrk -t1 -c50 -d${SECONDS}s --latency after a 2 s warm-up; gateway with key-auth on the route, ` +
-        `${WORKERS} proxy worker(s); nginx ${WORKERS} worker(s), upstream keepalive 64; ${cpus().length} CPUs shared by all processes.`,
+        `${WORKERS} proxy worker(s); nginx ${WORKERS} worker(s), upstream keepalive 64; ${cpus().length} CPUs shared by all processes. ` +
+        'CPU µs/req = CPU time of the front process tree (upstream row: the upstream itself) per request served.',
       rows: [row('upstream direct', d), row('hospital-api gateway + key-auth', g), row('nginx proxy', n)],
       targets: [
         { name: 'gateway req/s ÷ nginx req/s', value: rpsRatio, target: '>= 0.5', met: rpsRatio >= 0.5 },
