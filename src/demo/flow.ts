@@ -11,6 +11,7 @@ import type { Io } from '../output/io.js';
 import { readInstallConfig } from '../runtime/install-config.js';
 import { installPaths } from '../runtime/layout.js';
 import { openRuntime } from '../runtime/index.js';
+import { parseSizes } from '../fhir/generate/dataset.js';
 import { patientsCurl } from './curl.js';
 import { readTokens, writeTokens, type DemoToken } from './tokens.js';
 import * as step from './steps.js';
@@ -51,6 +52,12 @@ export async function runDemo(options: DemoOptions, io: Io): Promise<DemoResult>
   };
   io.log(`DEMO MODE — a throw-away installation in ${dir}, with synthetic patients and a platform stand-in. Not for production.`);
 
+  // Bad input changes nothing: check the first-run data options before installing anything.
+  const patientCount = Number(options.patients ?? 20);
+  if (!Number.isInteger(patientCount) || patientCount < 1 || patientCount > 1000) {
+    throw new HospitalApiError('ERR_USAGE', { detail: `--patients must be a whole number from 1 to 1000, got "${options.patients}"` });
+  }
+  parseSizes(options.sizes ?? '10-2000');
   if (existsSync(installPaths(dir).installJson) && !readInstallConfig(dir).demo) {
     throw new HospitalApiError('ERR_RUNTIME_DEMO_REFUSED', { dir });
   }
@@ -65,7 +72,7 @@ export async function runDemo(options: DemoOptions, io: Io): Promise<DemoResult>
   await timed('up (supervised components + DEMO platform stand-in)', () => runtime.up({ demo: true }));
   // Loading (FHIR server) and the consumer (gateway + API restart) touch different components: run both at once.
   const [patients] = await Promise.all([
-    timed('load generated data (once)', () => step.loadDataOnce(dir, config, Number(options.patients ?? 20), options.sizes ?? '10-2000')),
+    timed('load generated data (once)', () => step.loadDataOnce(dir, config, patientCount, options.sizes ?? '10-2000')),
     timed('consumer create demo --write-env (once)', () => step.ensureConsumer(dir, runtime, (t) => io.log(t))),
   ]);
   let tokens = readTokens(dir);
@@ -77,7 +84,7 @@ export async function runDemo(options: DemoOptions, io: Io): Promise<DemoResult>
   const chosen = [...patients].sort((a, b) => a.size - b.size)[0];
   const token = tokens.find((t) => t.careId === chosen?.careId);
   if (!chosen || !token) throw new HospitalApiError('ERR_RUNTIME_DEMO_STEP', { step: 'pick a patient', dir, detail: 'no generated patient' });
-  const resources = await timed('POST /api/patients', () => step.fetchRecord(config, chosen.careId, token.token));
+  const resources = await timed('POST /api/patients', () => step.fetchRecord(dir, config, chosen.careId, token.token));
   return {
     dir,
     record,

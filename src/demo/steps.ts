@@ -121,7 +121,7 @@ export async function verify(dir: string, runtime: Runtime, log: (text: string) 
 }
 
 /** POSTs for one patient as the platform would; returns how many entries came back. */
-export async function fetchRecord(config: InstallConfig, careId: string, token: string): Promise<number> {
+export async function fetchRecord(dir: string, config: InstallConfig, careId: string, token: string): Promise<number> {
   const url = `http://127.0.0.1:${config.ports.api}/api/patients`;
   const res = await request(url, {
     method: 'POST',
@@ -132,7 +132,7 @@ export async function fetchRecord(config: InstallConfig, careId: string, token: 
   });
   const body = (await res.body.json()) as { resources?: unknown[] };
   if (res.statusCode !== 200 || !Array.isArray(body.resources)) {
-    throw fail('check a record', '', `POST ${url} answered ${res.statusCode} without resources`);
+    throw fail('check a record', dir, `POST ${url} answered ${res.statusCode} without resources`);
   }
   return body.resources.length;
 }

@@ -4,7 +4,9 @@
  * curl that really returns the record; a second run reuses all of it; it never
  * touches an installation that is not a demo.
  */
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
@@ -77,6 +79,14 @@ describe('hospital-api demo', () => {
     for (const port of [config.ports.api, config.ports.fhir, config.ports.gatewayHttps, config.ports.gatewayAdmin]) {
       expect(await isPortFree(port), `port ${port}`).toBe(true);
     }
+  });
+
+  it('rejects bad first-run options before writing anything', async () => {
+    const fresh = join(tempDir('hapi-demo-bad-'), 'never-created');
+    const r = await runCli(['demo', '--dir', fresh, '--patients', '0']);
+    expect(r.exitCode).toBe(2);
+    expect(String(r.stderr)).toContain('--patients must be a whole number');
+    expect(existsSync(fresh)).toBe(false);
   });
 
   it('refuses to touch an installation that is not a demo', async () => {
