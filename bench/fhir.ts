@@ -95,7 +95,7 @@ export async function run(): Promise<BenchSection> {
     const plain = plainSet.patients.map((b) => ({
       ...b,
       entry: b.entry.map((e) => ({ ...e, request: { method: e.request.method, url: e.request.url } })),
-    }));
+    })).map((b) => JSON.stringify(b));
     let plainCreated = 0;
     const plainStart = process.hrtime.bigint();
     let plainNext = 0;

@@ -76,7 +76,7 @@ export function everythingPage(store: FhirStore, patientId: string, p: Everythin
   let phase = cursor?.phase ?? 'c';
   let key = cursor?.key ?? '';
   // When this page walks the whole compartment from its start, its resources feed phase r directly.
-  let whole: Resource[] | undefined = phase === 'c' && !key ? [] : undefined;
+  const whole: Resource[] | undefined = phase === 'c' && !key ? [] : undefined;
 
   while (phase === 'c') {
     const room = p.count - entries.length;
@@ -97,7 +97,6 @@ export function everythingPage(store: FhirStore, patientId: string, p: Everythin
   if (phase === 'c') return { entries, next: { phase: 'c', key } };
 
   const referenced = referencedResources(store, whole ?? wholeCompartment(store, patientId, p), p);
-  whole = undefined;
   const rest = key ? referenced.filter((r) => keyOf(r) > key) : referenced;
   // Includes do not count toward _count (as in HAPI, fhir.md §1), but at most _count of them ride on one page.
   const room = p.count;
