@@ -118,7 +118,7 @@ function batch(ctx: FhirContext, entries: Entry[], preferReturn?: string): FhirR
     entries.map((entry, i) => {
       try {
         const p = parseEntry(entry, i);
-        const req = toRequest(p, entry.resource, preferReturn);
+        const req = toRequest(p, (p.method === 'PATCH' ? patchBody(entry.resource) : entry.resource) as Resource | undefined, preferReturn);
         if (entry.request?.ifNoneExist) req.ifNoneExist = entry.request.ifNoneExist;
         return responseEntry(ctx.store.transaction(() => dispatch(ctx, req)), preferReturn);
       } catch (err) {

@@ -119,6 +119,22 @@ describe('transaction Bundles (fhir.md §4)', () => {
   });
 });
 
+describe('PATCH entries', () => {
+  it('applies a JSON Patch carried as a Binary, in a transaction and in a batch', async () => {
+    const p = (await call(base, 'POST', 'Patient', { resourceType: 'Patient', gender: 'male' })).body;
+    const binary = (ops: unknown) => ({ resourceType: 'Binary', contentType: 'application/json-patch+json', data: Buffer.from(JSON.stringify(ops)).toString('base64') });
+    const t = await tx([{ resource: binary([{ op: 'replace', path: '/gender', value: 'female' }]), request: { method: 'PATCH', url: `Patient/${p.id}` } }]);
+    expect(t.status).toBe(200);
+    expect(t.body.entry[0].response.status).toBe('200 OK');
+    const b = await tx([{ resource: binary([{ op: 'add', path: '/active', value: true }]), request: { method: 'PATCH', url: `Patient/${p.id}` } }], 'batch');
+    expect(b.body.entry[0].response.status).toBe('200 OK');
+    const now = (await call(base, 'GET', `Patient/${p.id}`)).body;
+    expect(now.gender).toBe('female');
+    expect(now.active).toBe(true);
+    expect(now.meta.versionId).toBe('3');
+  });
+});
+
 describe('batch Bundles', () => {
   it('runs entries independently: one failure does not undo the others', async () => {
     const r = await tx(
