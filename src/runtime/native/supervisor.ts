@@ -6,7 +6,7 @@
  * components named by run/restart-<name>.request files.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { InstallConfig } from '../install-config.js';
 import { installPaths } from '../layout.js';
@@ -24,6 +24,17 @@ const BACKOFF_MAX_MS = 30_000;
 const STABLE_MS = 20_000;
 /** Settings the env file must decide, not whatever the supervisor inherited. */
 const SCRUBBED_ENV = ['FHIR_API_KEY', 'PLATFORM_API_URL', 'FHIR_BASE_URL', 'FHIR_CA_FILE', 'METRICS_LISTEN'];
+
+/** Past this size a component's log is moved to `<name>.log.1` when the component (re)starts. */
+const LOG_ROTATE_BYTES = 10 * 1024 * 1024;
+
+function rotateLog(path: string): void {
+  try {
+    if (statSync(path).size > LOG_ROTATE_BYTES) renameSync(path, `${path}.1`);
+  } catch {
+    // no log yet
+  }
+}
 
 interface Supervised {
   record: ComponentRecord;
@@ -78,6 +89,7 @@ export async function runSupervisor(dir: string, config: InstallConfig): Promise
       Object.assign(unit.record, { state: 'down', detail: spec.blocked, pid: null, startedAt: null });
       return save();
     }
+    rotateLog(unit.record.log);
     const fd = openSync(unit.record.log, 'a');
     const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
     for (const key of SCRUBBED_ENV) delete env[key];

@@ -3,7 +3,7 @@
  * stand-in components (fixtures/fake-components.mjs) so these tests exercise
  * supervision itself: spawn, health, restart on crash, refusal, clean stop.
  */
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer, type Server } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -159,12 +159,18 @@ describe('native supervisor (real CLI, stand-in components)', () => {
     const dir = tempDir();
     await makeNativeInstall(dir);
     started.push(dir);
+    // An oversized log from an earlier life is rotated when fhir starts.
+    const fhirLog = join(installPaths(dir).logs, 'fhir.log');
+    mkdirSync(installPaths(dir).logs, { recursive: true });
+    writeFileSync(fhirLog, 'x'.repeat(11 * 1024 * 1024));
     const [a, b] = await Promise.all([runCli(['up', '--dir', dir], { env }), runCli(['up', '--dir', dir], { env })]);
     expect([a.exitCode, b.exitCode], `${String(a.stderr)}\n${String(b.stderr)}`).toEqual([0, 0]);
     const now = await status(dir);
     expect(now.every((c) => c.state === 'up' && c.restarts === 0)).toBe(true);
     const supervisors = readFileSync(join(installPaths(dir).logs, 'supervisor.log'), 'utf8');
     expect(supervisors.match(/another supervisor/g)?.length ?? 0).toBeLessThanOrEqual(1);
+    expect(statSync(`${fhirLog}.1`).size).toBe(11 * 1024 * 1024);
+    expect(readFileSync(fhirLog, 'utf8')).toMatch(/^fake fhir ready/);
   });
 
   it('rejects an unknown component and reports a stopped stack as down', async () => {
