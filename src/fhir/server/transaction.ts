@@ -62,27 +62,43 @@ function responseEntry(res: FhirResponse, preferReturn: string | undefined): Rec
   return out;
 }
 
-/** Replaces every string equal to a mapped urn:uuid, and resolves conditional references. */
-function rewrite(ctx: FhirContext, node: unknown, ids: Map<string, string>): unknown {
-  if (typeof node === 'string') return ids.get(node) ?? node;
-  if (Array.isArray(node)) return node.map((x) => rewrite(ctx, x, ids));
-  if (!node || typeof node !== 'object') return node;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(node)) {
-    if (k === 'reference' && typeof v === 'string' && /^[A-Z][A-Za-z]+\?/.test(v)) {
-      // resolved once per transaction: bundles repeat the same Practitioner/Organization conditions
-      let resolved = ids.get(v);
-      if (resolved === undefined) {
-        const [type, query] = v.split('?', 2) as [string, string];
-        const found = ctx.store.matchIds(type, query, 2);
-        if (found.length !== 1) throw new HospitalApiError('ERR_FHIR_MULTIPLE_MATCHES', { query: v, count: found.length });
-        resolved = `${type}/${found[0]}`;
-        ids.set(v, resolved);
-      }
-      out[k] = resolved;
-    } else out[k] = rewrite(ctx, v, ids);
+/**
+ * Replaces, in place (the Bundle was parsed for this request alone), every string equal to a
+ * mapped urn:uuid, and resolves conditional references.
+ */
+function rewrite(ctx: FhirContext, node: unknown, ids: Map<string, string>): void {
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) {
+      const v: unknown = node[i];
+      if (typeof v === 'string') node[i] = ids.get(v) ?? v;
+      else if (v && typeof v === 'object') rewrite(ctx, v, ids);
+    }
+    return;
   }
-  return out;
+  const obj = node as Record<string, unknown>;
+  for (const k in obj) {
+    const v = obj[k];
+    if (typeof v === 'string') {
+      if (k === 'reference' && /^[A-Z][A-Za-z]+\?/.test(v)) obj[k] = resolveConditional(ctx, v, ids);
+      else {
+        const mapped = ids.get(v);
+        if (mapped !== undefined) obj[k] = mapped;
+      }
+    } else if (v && typeof v === 'object') rewrite(ctx, v, ids);
+  }
+}
+
+/** `Type?query` → `Type/id`; exactly one match or the transaction fails. Resolved once per transaction. */
+function resolveConditional(ctx: FhirContext, ref: string, ids: Map<string, string>): string {
+  let resolved = ids.get(ref);
+  if (resolved === undefined) {
+    const [type, query] = ref.split('?', 2) as [string, string];
+    const found = ctx.store.matchIds(type, query, 2);
+    if (found.length !== 1) throw new HospitalApiError('ERR_FHIR_MULTIPLE_MATCHES', { query: ref, count: found.length });
+    resolved = `${type}/${found[0]}`;
+    ids.set(ref, resolved);
+  }
+  return resolved;
 }
 
 /** A PATCH entry carries its JSON Patch as a Binary (base64 data), as R4 transactions do. */
@@ -167,7 +183,8 @@ function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: string):
       const order = [...parsed].sort((a, b) => (ORDER[a.method] as number) - (ORDER[b.method] as number) || a.index - b.index);
       for (const p of order) {
         current = p.index;
-        const resource = p.entry.resource ? (rewrite(ctx, p.entry.resource, ids) as Resource) : undefined;
+        const resource = p.entry.resource && typeof p.entry.resource === 'object' ? p.entry.resource : undefined;
+        if (resource) rewrite(ctx, resource, ids);
         let res: FhirResponse;
         if (p.method === 'POST') {
           const [type, id] = p.segments as [string, string];

@@ -8,7 +8,7 @@ import { extractIndex } from './index-rows.js';
 import { compartmentParams } from './compartment.js';
 
 export class Indexer {
-  private readonly pids = new Map<string, number>();
+  private readonly pids = new Map<string, Map<string, number>>();
   private readonly insPid: Database.Statement;
   private readonly getPid: Database.Statement;
   private readonly ins: Record<'token' | 'string' | 'ref' | 'date' | 'number' | 'compartment', Database.Statement>;
@@ -37,8 +37,9 @@ export class Indexer {
 
   /** The id of (type, code), created on first use; `lookupOnly` returns undefined instead of creating. */
   pid(type: string, code: string, lookupOnly = false): number | undefined {
-    const key = `${type}.${code}`;
-    let pid = this.pids.get(key);
+    let byCode = this.pids.get(type);
+    if (!byCode) this.pids.set(type, (byCode = new Map()));
+    let pid = byCode.get(code);
     if (pid !== undefined) return pid;
     pid = this.getPid.get(type, code) as number | undefined;
     if (pid === undefined) {
@@ -46,7 +47,7 @@ export class Indexer {
       this.insPid.run(type, code);
       pid = this.getPid.get(type, code) as number;
     }
-    this.pids.set(key, pid);
+    byCode.set(code, pid);
     return pid;
   }
 

@@ -80,7 +80,7 @@ describe('hospital-api fhir (CLI child)', () => {
     const committed = await call(server.base, 'POST', 'Patient', { resourceType: 'Patient', name: [{ family: 'Committed' }] });
     expect(committed.status).toBe(201);
     const pid = committed.body.id as string;
-    const N = 20_000;
+    const N = 40_000;
     const entry = Array.from({ length: N }, (_, i) => ({
       resource: { resourceType: 'Observation', status: 'final', meta: { tag: [TAG] }, code: { text: `o${i}` }, subject: { reference: `Patient/${pid}` } },
       request: { method: 'POST', url: 'Observation' },
@@ -92,9 +92,9 @@ describe('hospital-api fhir (CLI child)', () => {
       (err: Error) => ({ status: 0, text: err.message }),
     );
     // parsing the body costs a fraction of a CPU-second, the writes several: kill once the
-    // server has spent 1 CPU-second on this request (Linux /proc), so the kill lands mid-transaction
+    // server has spent 0.5 CPU-second on this request (Linux /proc), so the kill lands mid-transaction
     const start = cpuSeconds(server.child.pid as number);
-    while (cpuSeconds(server.child.pid as number) - start < 1) await new Promise((r) => setTimeout(r, 20));
+    while (cpuSeconds(server.child.pid as number) - start < 0.5) await new Promise((r) => setTimeout(r, 20));
     server.child.kill('SIGKILL');
     const outcome = await pending;
     await server.child;
