@@ -33,7 +33,8 @@ export async function nativeComponents(dir: string, config: InstallConfig): Prom
       if (!rec.pid || !isAlive(rec.pid)) return { ...base, ...extra, state: rec.state === 'up' ? 'exited' : rec.state, detail: rec.detail };
       const uptimeSeconds = rec.startedAt ? Math.max(0, Math.round((Date.now() - Date.parse(rec.startedAt)) / 1000)) : undefined;
       const live = { ...base, ...extra, pid: rec.pid, ...(uptimeSeconds === undefined ? {} : { uptimeSeconds }) };
-      if (await probe(spec.healthUrl)) return { ...live, state: 'up', detail: `answering ${spec.healthUrl}` };
+      // A generous time-out: a busy component (a big load) is still up.
+      if (await probe(spec.healthUrl, 5_000)) return { ...live, state: 'up', detail: `answering ${spec.healthUrl}` };
       return { ...live, state: rec.state === 'up' ? 'starting' : rec.state, detail: `process alive but ${spec.healthUrl} does not answer` };
     }),
   );

@@ -3,7 +3,7 @@
  * owner's pid, created exclusively. A lock whose pid no longer runs is stale
  * and taken over (a supervisor killed with SIGKILL cannot remove it).
  */
-import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { installPaths } from '../layout.js';
 import { isAlive } from './state.js';
@@ -24,10 +24,11 @@ function owner(path: string): number {
 export function acquireSupervisorLock(dir: string): number | null {
   const path = lockPath(dir);
   for (let attempt = 0; attempt < 3; attempt++) {
+    // Write the pid to a private file, then link it into place: the lock never exists without its pid.
+    const tmp = `${path}.${process.pid}.tmp`;
+    writeFileSync(tmp, `${process.pid}\n`);
     try {
-      const fd = openSync(path, 'wx', 0o644);
-      writeSync(fd, `${process.pid}\n`);
-      closeSync(fd);
+      linkSync(tmp, path);
       return null;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
@@ -35,6 +36,8 @@ export function acquireSupervisorLock(dir: string): number | null {
       if (pid === process.pid) return null;
       if (pid && isAlive(pid)) return pid;
       rmSync(path, { force: true }); // stale
+    } finally {
+      rmSync(tmp, { force: true });
     }
   }
   return owner(path) || -1;

@@ -166,7 +166,7 @@ describe('native supervisor (real CLI, stand-in components)', () => {
     const [a, b] = await Promise.all([runCli(['up', '--dir', dir], { env }), runCli(['up', '--dir', dir], { env })]);
     expect([a.exitCode, b.exitCode], `${String(a.stderr)}\n${String(b.stderr)}`).toEqual([0, 0]);
     const now = await status(dir);
-    expect(now.every((c) => c.state === 'up' && c.restarts === 0)).toBe(true);
+    expect(now.map((c) => [c.name, c.state, c.restarts, c.detail])).toEqual(now.map((c) => [c.name, 'up', 0, c.detail]));
     const supervisors = readFileSync(join(installPaths(dir).logs, 'supervisor.log'), 'utf8');
     expect(supervisors.match(/another supervisor/g)?.length ?? 0).toBeLessThanOrEqual(1);
     expect(statSync(`${fhirLog}.1`).size).toBe(11 * 1024 * 1024);
