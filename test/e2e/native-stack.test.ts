@@ -2,8 +2,8 @@
  * Issue 6 end to end, through the real CLI as a hospital runs it:
  * install → consumer create → up → verify → POST /api/patients (the Hospital
  * API reads FHIR through the real gateway over HTTPS) returns every resource
- * of a generated patient → a killed component comes back → down leaves no
- * process and no port. Ephemeral ports and a temp dir, never the defaults.
+ * of a generated patient → a killed component comes back → data and gateway
+ * state survive down + up → down leaves no process and no port. Ephemeral ports and a temp dir, never the defaults.
  */
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -133,6 +133,18 @@ describe('native stack end to end (issue 6)', () => {
     const { status, body } = await postPatient(patient.careId, tokens[0]!.token);
     expect(status).toBe(200);
     expect(body.resources!.length).toBeGreaterThanOrEqual(patient.size);
+  });
+
+  it('keeps data, gateway state and TLS material across a full down and up', async () => {
+    const patient = dataset.patients[1]!;
+    const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const before = await postPatient(patient.careId, token);
+    expect((await cli(['down'])).code).toBe(0);
+    const up = await cli(['up']);
+    expect(up.code, up.err).toBe(0);
+    const after = await postPatient(patient.careId, token);
+    expect(after.status).toBe(200);
+    expect(after.body.resources!.length).toBe(before.body.resources!.length);
   });
 
   it('down leaves no process and no port behind', async () => {
