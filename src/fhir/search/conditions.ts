@@ -12,6 +12,8 @@ import type { ParamDef } from './params.js';
 export interface Sql {
   sql: string;
   args: unknown[];
+  /** For `r.rid IN (subquery)` conditions: the subquery alone (it yields rids of current resources only). */
+  rids?: Sql;
 }
 
 const PREFIXES = ['eq', 'ne', 'gt', 'lt', 'ge', 'le', 'sa', 'eb', 'ap'] as const;
@@ -72,7 +74,8 @@ export function paramCondition(def: ParamDef, pid: number, name: string, modifie
   const alternatives = splitEscaped(value, ',', name).map((v) => valueCondition(def, name, modifier, v));
   const inner = or(alternatives);
   const negate = modifier === 'not';
-  return { sql: `r.rid ${negate ? 'NOT ' : ''}IN (SELECT rid FROM ${table} WHERE pid = ? AND (${inner.sql}))`, args: [pid, ...inner.args] };
+  const rids = { sql: `SELECT rid FROM ${table} WHERE pid = ? AND (${inner.sql})`, args: [pid, ...inner.args] };
+  return { sql: `r.rid ${negate ? 'NOT ' : ''}IN (${rids.sql})`, args: rids.args, ...(negate ? {} : { rids }) };
 }
 
 function valueCondition(def: ParamDef, name: string, modifier: string | undefined, raw: string): Sql {

@@ -119,6 +119,14 @@ export function matchIds(store: SqliteFhirStore, type: string, query: string, li
     throw new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail: `conditional query "${query}" names no known search parameter of ${type}` });
   }
   // ids only: no content read or parsed (this runs for every ifNoneExist and conditional reference)
+  const only = p.where.length === 1 ? p.where[0]?.rids : undefined;
+  if (only) {
+    // one index condition: index rows exist only for current, non-deleted resources of this type
+    // (pid is per type), so the index alone answers; most ingest lookups find nothing and stop here
+    const rids = store.prepare(`${only.sql} ORDER BY rid LIMIT ?`).pluck().all(...only.args, limit) as number[];
+    if (rids.length === 0) return [];
+    return store.prepare(`SELECT id FROM resource WHERE rid IN (${rids.map(() => '?').join(',')}) ORDER BY rid`).pluck().all(...rids) as string[];
+  }
   const w = and([{ sql: 'r.type = ? AND r.deleted = 0', args: [type] }, ...p.where]);
   return store.prepare(`SELECT r.id FROM resource r WHERE ${w.sql} ORDER BY r.rid LIMIT ?`).pluck().all(...w.args, limit) as string[];
 }
