@@ -30,8 +30,14 @@ export class GatewayProxy {
   current(): CompiledConfig {
     const snap = this.source();
     if (snap !== this.snapshot || this.compiled === null) {
-      this.compiled = compileSnapshot(snap, this.pools);
       this.snapshot = snap;
+      try {
+        this.compiled = compileSnapshot(snap, this.pools);
+      } catch (err) {
+        // Keep serving the last good configuration rather than failing every request.
+        process.stderr.write(`gateway: configuration version ${snap.version} not applied (${(err as Error).message})\n`);
+        if (this.compiled === null) throw err;
+      }
     }
     return this.compiled;
   }

@@ -4,11 +4,12 @@
  * serialisation for a framework to do, and every layer costs req/s
  * (libraries.md §3).
  */
-import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { ListenAddress } from '../../util/listen-address.js';
 import type { GatewayProxy } from './gateway-proxy.js';
+import { SERVER } from './kong-response.js';
 
 const KEEP_ALIVE_MS = 60_000; // Kong's keepalive_timeout 60s
 
@@ -34,6 +35,19 @@ function listen(server: Server, at: ListenAddress): Promise<AddressInfo> {
   });
 }
 
+/** A throw here would end the process: answer 500 instead (kong.md §2 default message). */
+function guarded(proxy: GatewayProxy, scheme: 'http' | 'https') {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    try {
+      proxy.handle(req, res, scheme);
+    } catch (err) {
+      process.stderr.write(`gateway: request failed (${(err as Error)?.name ?? 'error'})\n`);
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8', server: SERVER });
+      res.end('{"message":"An unexpected error occurred"}');
+    }
+  };
+}
+
 function tune(server: Server): void {
   server.keepAliveTimeout = KEEP_ALIVE_MS;
   server.on('clientError', (_err, socket) => {
@@ -56,13 +70,13 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
   let https: AddressInfo | null = null;
   try {
     if (o.http) {
-      const server = createHttpServer({ noDelay: true }, (req, res) => o.proxy.handle(req, res, 'http'));
+      const server = createHttpServer({ noDelay: true }, guarded(o.proxy, 'http'));
       tune(server);
       servers.push(server);
       http = await listen(server, o.http);
     }
     if (o.https) {
-      const server = createHttpsServer({ cert: o.https.cert, key: o.https.key, noDelay: true }, (req, res) => o.proxy.handle(req, res, 'https'));
+      const server = createHttpsServer({ cert: o.https.cert, key: o.https.key, noDelay: true }, guarded(o.proxy, 'https'));
       tune(server);
       servers.push(server);
       https = await listen(server, o.https);
