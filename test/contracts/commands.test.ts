@@ -21,6 +21,6 @@ describe('the hospital-api CLI', () => {
   it('prints its version', async () => {
     const r = await runCli(['--version']);
     expect(r.exitCode).toBe(0);
-    expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    expect(String(r.stdout).trim()).toMatch(/^\d+\.\d+\.\d+/);
   });
 });
