@@ -118,6 +118,26 @@ function forkWorkers(o: GatewayOptions): Promise<{ workers: Worker[]; listening:
   });
 }
 
+let stopping = false;
+
+/** A worker that dies while the gateway runs is replaced (the others keep serving meanwhile). */
+function replaceCrashedWorkers(o: GatewayOptions, workers: Worker[]): void {
+  const restarts: number[] = [];
+  cluster.on('exit', (dead, code, signal) => {
+    if (stopping) return;
+    const i = workers.indexOf(dead);
+    if (i < 0) return;
+    const now = Date.now();
+    while (restarts.length && restarts[0]! < now - 60_000) restarts.shift();
+    if (restarts.push(now) > 10) {
+      process.stderr.write('hospital-api gateway: proxy workers keep exiting; not restarting any more\n');
+      return;
+    }
+    process.stderr.write(`hospital-api gateway: proxy worker ${dead.process.pid} exited (${signal ?? code}); starting another\n`);
+    workers[i] = cluster.fork({ [WORKER_ENV]: JSON.stringify(o) });
+  });
+}
+
 export async function runGateway(o: GatewayOptions): Promise<RunningGateway> {
   const store = await openStore(o.statePath);
   let admin: AdminServer | null = null;
@@ -130,6 +150,7 @@ export async function runGateway(o: GatewayOptions): Promise<RunningGateway> {
     if (o.proxy || o.proxySsl) {
       if (o.workers > 1) {
         ({ workers, listening } = await forkWorkers(o));
+        replaceCrashedWorkers(o, workers);
       } else {
         proxy = new GatewayProxy(() => store.snapshot());
         listeners = await listenProxy(o, proxy);
@@ -141,6 +162,7 @@ export async function runGateway(o: GatewayOptions): Promise<RunningGateway> {
       proxy: addr(listening.http),
       proxySsl: addr(listening.https),
       close: async () => {
+        stopping = true;
         await Promise.all(workers.map((w) => new Promise<void>((resolve) => {
           if (w.isDead()) return resolve();
           w.once('exit', () => resolve());

@@ -5,7 +5,7 @@
  */
 import type { Server } from 'node:http';
 import { join } from 'node:path';
-import type { ResultPromise } from 'execa';
+import { execa, type ResultPromise } from 'execa';
 import { request } from 'undici';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -101,6 +101,19 @@ describe('hospital-api gateway (child process)', () => {
         if (status !== 200) await new Promise((r) => setTimeout(r, 50));
       }
       expect(status).toBe(200);
+      // A crashed worker is replaced; the proxy keeps answering.
+      const workers = (await execa('pgrep', ['-P', String(g.child.pid)], { reject: false })).stdout.split('\n').filter(Boolean);
+      expect(workers.length).toBe(2);
+      process.kill(Number(workers[0]), 'SIGKILL');
+      let now: string[] = [];
+      for (let i = 0; i < 100; i++) {
+        now = (await execa('pgrep', ['-P', String(g.child.pid)], { reject: false })).stdout.split('\n').filter(Boolean);
+        if (now.length === 2 && !now.includes(workers[0] as string)) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(now.length).toBe(2);
+      expect(now).not.toContain(workers[0]);
+      for (let i = 0; i < 4; i++) expect((await get(`${g.proxy}/w/x`)).status).toBe(200);
     } finally {
       expect(await stopGateway(g)).toBe(0);
     }
