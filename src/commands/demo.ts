@@ -1,16 +1,11 @@
 import { Option, type Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
+import { addPortOptions, type PortFlags } from '../install/port-flags.js';
 
-interface DemoCommandOptions extends GlobalOptions {
+interface DemoCommandOptions extends GlobalOptions, PortFlags {
   dir?: string;
   patients?: string;
   sizes?: string;
-  apiPort?: string;
-  fhirPort?: string;
-  gatewayHttpPort?: string;
-  gatewayHttpsPort?: string;
-  gatewayAdminPort?: string;
-  metricsPort?: string;
   platformPort?: string;
   platformStandIn?: boolean;
   listen?: string;
@@ -18,18 +13,13 @@ interface DemoCommandOptions extends GlobalOptions {
 
 /** `hospital-api demo` (npm start): DEMO install, up, data, consumer, verify, then a curl to paste. */
 export function register(program: Command): void {
-  program
+  const command = program
     .command('demo')
     .description('DEMO: install, start and verify the native stack with synthetic data, then print a curl (npm start)')
     .option('--dir <dir>', 'demo install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('--patients <n>', 'synthetic patients to load on the first run', '20')
-    .option('--sizes <range>', 'resources per patient on the first run', '10-2000')
-    .option('--api-port <n>', 'first run: Hospital API port')
-    .option('--fhir-port <n>', 'first run: FHIR server port')
-    .option('--gateway-http-port <n>', 'first run: gateway HTTP port')
-    .option('--gateway-https-port <n>', 'first run: gateway HTTPS port')
-    .option('--gateway-admin-port <n>', 'first run: gateway admin port (loopback)')
-    .option('--metrics-port <n>', 'first run: Hospital API metrics port (loopback)')
+    .option('--sizes <range>', 'resources per patient on the first run', '10-2000');
+  addPortOptions(command, 'first run: ')
     .option('--platform-port <n>', 'first run: DEMO platform stand-in port (loopback; default: any free port)')
     // Internal: the supervised DEMO platform stand-in itself.
     .addOption(new Option('--platform-stand-in', 'run the DEMO platform stand-in').hideHelp())

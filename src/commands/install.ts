@@ -1,12 +1,13 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import type { InstallFlags } from '../install/options.js';
+import { addPortOptions } from '../install/port-flags.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 /** `hospital-api install`: write the install directory, start the runtime, provision the gateway (issue 5) */
 export function register(program: Command): void {
-  program
+  const command = program
     .command('install')
     .description('write the install directory, start the runtime and provision the gateway')
     .option('--runtime <name>', 'docker or native (default: docker when a Docker engine answers)')
@@ -19,13 +20,8 @@ export function register(program: Command): void {
     .option('--ca-key <file>', 'with --ca: the CA key, used once to issue the record-signing certificate (not stored)')
     .option('--signer-cert <file>', 'with --ca: a record-signing certificate issued by the CA')
     .option('--signer-key <file>', 'the record-signing key')
-    .option('--platform-url <url>', 'PLATFORM_API_URL for the Hospital API')
-    .option('--api-port <n>', 'Hospital API port (9000)')
-    .option('--fhir-port <n>', 'FHIR server port (8080)')
-    .option('--gateway-http-port <n>', 'gateway HTTP port (8000)')
-    .option('--gateway-https-port <n>', 'gateway HTTPS port (8443)')
-    .option('--gateway-admin-port <n>', 'gateway admin port, loopback or in-container only (8001)')
-    .option('--metrics-port <n>', 'Hospital API metrics port, loopback (9464)')
+    .option('--platform-url <url>', 'PLATFORM_API_URL for the Hospital API');
+  addPortOptions(command)
     .option('--cors-origin <origin>', 'allowed CORS origin on fhir-api (repeatable; default *)', collect)
     .option('--cors-header <name>', 'CORS allowed header (repeatable)', collect)
     .option('--cors-exposed-header <name>', 'CORS exposed header (repeatable)', collect)

@@ -7,6 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { HospitalApiError } from '../errors/index.js';
+import { PORT_FLAGS } from '../install/port-flags.js';
 import type { Io } from '../output/io.js';
 import { readInstallConfig } from '../runtime/install-config.js';
 import { installPaths } from '../runtime/layout.js';
@@ -34,7 +35,7 @@ export interface DemoResult {
 }
 
 function portsOf(o: DemoOptions): step.DemoPorts {
-  const keys = ['apiPort', 'fhirPort', 'gatewayHttpPort', 'gatewayHttpsPort', 'gatewayAdminPort', 'metricsPort', 'platformPort'] as const;
+  const keys = [...PORT_FLAGS.map((p) => p.key), 'platformPort'] as const;
   return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
 }
 

@@ -16,14 +16,9 @@ import { demoSettingsPath, readDemoSettings, type DemoSettings } from '../runtim
 import { readEnvFile } from '../util/env-file.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { freePort } from '../util/port-check.js';
+import type { PortFlags } from '../install/port-flags.js';
 
-export interface DemoPorts {
-  apiPort?: string;
-  fhirPort?: string;
-  gatewayHttpPort?: string;
-  gatewayHttpsPort?: string;
-  gatewayAdminPort?: string;
-  metricsPort?: string;
+export interface DemoPorts extends PortFlags {
   platformPort?: string;
 }
 

@@ -5,9 +5,10 @@
 import { isIP } from 'node:net';
 import { existsSync } from 'node:fs';
 import { HospitalApiError } from '../errors/index.js';
+import type { PortFlags } from './port-flags.js';
 import { DEFAULT_PORTS, type InstallConfig, type InstallPorts, type RuntimeName } from '../runtime/install-config.js';
 
-export interface InstallFlags {
+export interface InstallFlags extends PortFlags {
   runtime?: string;
   dir?: string;
   host?: string[];
@@ -19,12 +20,6 @@ export interface InstallFlags {
   signerKey?: string;
   generateCa?: boolean;
   platformUrl?: string;
-  apiPort?: string;
-  fhirPort?: string;
-  gatewayHttpPort?: string;
-  gatewayHttpsPort?: string;
-  gatewayAdminPort?: string;
-  metricsPort?: string;
   corsOrigin?: string[];
   corsHeader?: string[];
   corsExposedHeader?: string[];
