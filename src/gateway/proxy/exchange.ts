@@ -9,11 +9,12 @@ import type { CompiledRoute } from './compile.js';
 import { sendKongResponse } from './kong-response.js';
 import { resolveSlot, type ChainSlot } from './plugin-chain.js';
 import type { ProxyRequestState } from './request-state.js';
-import { UpstreamCall, type UpstreamFailure } from './upstream-call.js';
+import type { RequestHead } from './request-head.js';
+import { UpstreamCall, type FailureSink } from './upstream-call.js';
 import { upstreamHeaders } from './upstream-headers.js';
 import { upstreamPathV0 } from './upstream-uri.js';
 
-export class Exchange {
+export class Exchange implements FailureSink {
   private filters: PluginRunner[] | null = null;
 
   constructor(
@@ -22,6 +23,8 @@ export class Exchange {
     readonly state: ProxyRequestState,
     readonly route: CompiledRoute | null,
     readonly prefix: string | null,
+    /** Host, body presence and Accept, read once from the raw headers. */
+    readonly head: RequestHead,
     readonly requestId: string,
     readonly startedAt: number,
   ) {}
@@ -76,7 +79,7 @@ export class Exchange {
       status: e.status,
       message: e.message,
       requestId: this.requestId,
-      accept: this.state.header('accept'),
+      accept: this.head.accept,
       errorHandler,
       startedAt: this.startedAt,
       method: this.state.method,
@@ -91,41 +94,31 @@ export class Exchange {
   }
 
   private proxy(route: CompiledRoute): void {
-    const { req, state } = this;
+    const { req, state, head } = this;
     const service = route.service;
     const r = route.route;
     const path = upstreamPathV0(service.basePath, state.path, this.prefix ?? '', r.strip_path);
-    const hostHeader = req.headers.host ?? '';
+    const hostHeader = head.host;
     const colon = hostHeader.lastIndexOf(':');
     const forwardedHost = colon > 0 && !hostHeader.endsWith(']') ? hostHeader.slice(0, colon) : hostHeader;
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     let body: Buffer | IncomingMessage | null = state.body;
-    if (body === null && !state.bodyRead && (req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0')) {
-      body = req;
-    }
+    if (body === null && !state.bodyRead && head.hasBody) body = req;
     const responseHeaders = this.pluginHeaders();
     responseHeaders.push('X-Kong-Request-Id', this.requestId);
-    const call = new UpstreamCall(this.res, {
-      service,
-      method: state.method,
-      path: state.query === '' ? path : `${path}?${state.query}`,
-      headers: upstreamHeaders(req.rawHeaders, state.upstreamHeaders, {
-        host: r.preserve_host && hostHeader !== '' ? hostHeader : service.hostHeader,
-        clientIp: state.clientIp,
-        scheme: state.scheme,
-        forwardedHost,
-        forwardedPort: req.socket.localPort ?? 0,
-        forwardedPath: q < 0 ? url : url.slice(0, q),
-        prefix: r.strip_path ? this.prefix : null,
-        requestId: this.requestId,
-        bodyLength: state.body === null ? null : state.body.length,
-      }),
-      body,
-      responseHeaders,
-      startedAt: this.startedAt,
-      onFailure: (f: UpstreamFailure) => this.exit(f, true),
+    const headers = upstreamHeaders(req.rawHeaders, state.upstreamHeaders, {
+      host: r.preserve_host && hostHeader !== '' ? hostHeader : service.hostHeader,
+      clientIp: state.clientIp,
+      scheme: state.scheme,
+      forwardedHost,
+      forwardedPort: req.socket.localPort ?? 0,
+      forwardedPath: q < 0 ? url : url.slice(0, q),
+      prefix: r.strip_path ? this.prefix : null,
+      requestId: this.requestId,
+      bodyLength: state.body === null ? null : state.body.length,
     });
-    call.start();
+    const target = state.query === '' ? path : `${path}?${state.query}`;
+    new UpstreamCall(this.res, this, service, state.method, target, headers, body, responseHeaders, this.startedAt).start();
   }
 }

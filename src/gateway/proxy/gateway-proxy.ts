@@ -8,11 +8,13 @@ import type { ConfigSnapshot } from '../model/types.js';
 import { compileSnapshot, type CompiledConfig } from './compile.js';
 import { Exchange } from './exchange.js';
 import { normalisePath } from './normalise-path.js';
+import { readHead } from './request-head.js';
 import { nextRequestId } from './request-id.js';
 import { ProxyRequestState } from './request-state.js';
 import { UpstreamPools } from './upstream-pools.js';
 
 const NO_ROUTE = 'no Route matched with those values';
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 function clientIp(req: IncomingMessage): string {
   const ip = req.socket.remoteAddress ?? '';
@@ -50,10 +52,12 @@ export class GatewayProxy {
     const q = url.indexOf('?');
     const path = normalisePath(q < 0 ? url : url.slice(0, q));
     const method = req.method ?? 'GET';
-    const match = path === null ? null : cfg.router.match(method, req.headers.host ?? '', path, req.headers);
+    const head = readHead(req.rawHeaders);
+    // req.headers is built only when a route matches on headers.
+    const match = path === null ? null : cfg.router.match(method, head.host, path, cfg.router.usesHeaders ? req.headers : NO_HEADERS);
     const route = match === null ? null : match.target;
     const state = new ProxyRequestState(req, method, path ?? '/', q < 0 ? '' : url.slice(q + 1), scheme, clientIp(req), route === null ? '' : route.service.id);
-    const exchange = new Exchange(req, res, state, route, match === null ? null : match.prefix, requestId, startedAt);
+    const exchange = new Exchange(req, res, state, route, match === null ? null : match.prefix, head, requestId, startedAt);
     if (path === null) {
       exchange.exit({ status: 400, message: 'Bad request' });
       return;
@@ -69,7 +73,7 @@ export class GatewayProxy {
       if (code === 426) {
         exchange.exit({ status: 426, message: 'Please use HTTPS protocol', headers: ['Connection', 'Upgrade', 'Upgrade', 'TLS/1.2, HTTP/1.1'] });
       } else {
-        exchange.exit({ status: code, message: '', headers: ['Location', `https://${req.headers.host ?? ''}${url}`] });
+        exchange.exit({ status: code, message: '', headers: ['Location', `https://${head.host}${url}`] });
       }
       return;
     }

@@ -39,6 +39,8 @@ function hostsRegex(hosts: string[] | null): RegExp | null {
 
 export class Router<T> {
   private readonly entries: Entry<T>[] = [];
+  /** Some route matches on request headers (the caller then passes them). */
+  readonly usesHeaders: boolean;
 
   constructor(routes: ReadonlyArray<RouteMatcher<T>>) {
     for (const { route, target } of routes) {
@@ -55,6 +57,7 @@ export class Router<T> {
         this.entries.push({ prefix, weight: weight + (prefix !== null ? 1 : 0), created: route.created_at, hosts, methods, headers, target });
       }
     }
+    this.usesHeaders = this.entries.some((e) => e.headers !== null && e.headers.length > 0);
     this.entries.sort((a, b) => b.weight - a.weight || (b.prefix?.length ?? 0) - (a.prefix?.length ?? 0) || a.created - b.created);
   }
 

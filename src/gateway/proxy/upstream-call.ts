@@ -2,8 +2,10 @@
  * One proxied exchange over an undici Pool, through its low-level dispatch
  * handler: response headers are copied from the raw list, the body is
  * streamed with backpressure both ways, connection failures are retried up
- * to `retries` when the request body can be replayed, and errors become
- * Kong's 502/503/504 (kong.md §4).
+ * to `retries` when the request body can be replayed, a streamed request
+ * body stalled by the upstream for write_timeout ends the call, and errors
+ * become Kong's 502/503/504 (kong.md §4). Listeners are shared functions
+ * (the call hangs off the response), so a request allocates no closures.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
@@ -13,7 +15,7 @@ import { SERVER } from './kong-response.js';
 const VIA = `1.1 ${SERVER}`;
 const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade']);
 const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH']);
-const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
+const TIMEOUTS = new Set(['UND_ERR_WRITE_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
 
 export const UPSTREAM_ERRORS = {
   502: 'An invalid response was received from the upstream server',
@@ -33,43 +35,109 @@ export function classify(err: unknown): UpstreamFailure {
   return { status: 502, message: UPSTREAM_ERRORS[502] };
 }
 
-export interface CallOptions {
-  service: CompiledService;
-  method: string;
-  path: string;
-  headers: string[];
-  /** A replayable body (plugin-buffered), the client stream, or null. */
-  body: Buffer | IncomingMessage | null;
-  /** Extra downstream headers (plugins, request id); flat pairs. */
-  responseHeaders: string[];
-  startedAt: number;
-  onFailure(failure: UpstreamFailure): void;
+/** Where an upstream call reports a failure before any response byte was sent (Exchange). */
+export interface FailureSink {
+  exit(failure: UpstreamFailure, errorHandler: boolean): void;
+}
+
+/** The call a response is attached to (no per-request listener closures). */
+const CALL = Symbol('upstreamCall');
+type WithCall = ServerResponse & { [CALL]?: UpstreamCall };
+type BodyWithCall = IncomingMessage & { [CALL]?: UpstreamCall };
+
+function onResponseClose(this: WithCall): void {
+  const call = this[CALL];
+  if (call !== undefined && !call.done) call.abort(new Error('client closed'));
+}
+
+function onResponseDrain(this: WithCall): void {
+  this[CALL]?.resumeUpstream();
+}
+
+/** undici paused the client body: the upstream is not taking writes (write_timeout starts). */
+function onBodyPause(this: BodyWithCall): void {
+  this[CALL]?.armWriteTimer();
+}
+
+function onBodyResume(this: BodyWithCall): void {
+  this[CALL]?.disarmWriteTimer();
+}
+
+function onWriteTimeout(call: UpstreamCall): void {
+  call.writeTimedOut();
+}
+
+/** kong.md §4: write_timeout between two successive writes to the upstream → 504. */
+export class WriteTimeoutError extends Error {
+  readonly code = 'UND_ERR_WRITE_TIMEOUT';
 }
 
 export class UpstreamCall implements Dispatcher.DispatchHandler {
+  done = false;
   private abortFn: ((err?: Error) => void) | null = null;
   private resumeFn: (() => void) | null = null;
   private sentAt = 0;
   private attempts = 0;
-  private done = false;
+  private drainHooked = false;
+  private writeTimer: NodeJS.Timeout | null = null;
   /** Bytes of body still expected (content-length), or -1 when unknown. */
   private remaining = -1;
-  private readonly onDrain = (): void => this.resumeFn?.();
-  private readonly onClientClose = (): void => {
-    if (!this.done) this.abortFn?.(new Error('client closed'));
-  };
 
-  constructor(private readonly res: ServerResponse, private readonly o: CallOptions) {
-    res.once('close', this.onClientClose);
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly sink: FailureSink,
+    private readonly service: CompiledService,
+    private readonly method: string,
+    private readonly path: string,
+    private readonly headers: string[],
+    /** A replayable body (plugin-buffered), the client stream, or null. */
+    private readonly body: Buffer | IncomingMessage | null,
+    /** Extra downstream headers (plugins, request id); flat pairs. */
+    private readonly responseHeaders: string[],
+    private readonly startedAt: number,
+  ) {
+    (res as WithCall)[CALL] = this;
+    res.on('close', onResponseClose);
+    if (body !== null && !Buffer.isBuffer(body)) {
+      // Only a streamed body can stall on the upstream side; GETs pay nothing.
+      (body as BodyWithCall)[CALL] = this;
+      body.on('pause', onBodyPause);
+      body.on('resume', onBodyResume);
+      body.once('end', onBodyResume);
+    }
   }
 
   start(): void {
     this.sentAt = performance.now();
-    const s = this.o.service;
+    const s = this.service;
     s.pool.dispatch(
-      { method: this.o.method, path: this.o.path, headers: this.o.headers, body: this.o.body, headersTimeout: s.readTimeout, bodyTimeout: s.readTimeout },
+      { method: this.method, path: this.path, headers: this.headers, body: this.body, headersTimeout: s.readTimeout, bodyTimeout: s.readTimeout },
       this,
     );
+  }
+
+  abort(err: Error): void {
+    this.abortFn?.(err);
+  }
+
+  resumeUpstream(): void {
+    this.resumeFn?.();
+  }
+
+  armWriteTimer(): void {
+    if (this.done || this.writeTimer !== null) return;
+    this.writeTimer = setTimeout(onWriteTimeout, this.service.writeTimeout, this);
+  }
+
+  disarmWriteTimer(): void {
+    if (this.writeTimer === null) return;
+    clearTimeout(this.writeTimer);
+    this.writeTimer = null;
+  }
+
+  writeTimedOut(): void {
+    this.writeTimer = null;
+    if (!this.done) this.abortFn?.(new WriteTimeoutError('upstream write timed out'));
   }
 
   onConnect(abort: (err?: Error) => void): void {
@@ -89,12 +157,12 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
       }
       out.push(name, (rawHeaders[i + 1] as Buffer).toString('latin1'));
     }
-    const extra = this.o.responseHeaders;
+    const extra = this.responseHeaders;
     for (let i = 0; i < extra.length; i++) out.push(extra[i] as string);
     out.push(
       'Via', VIA,
       'X-Kong-Upstream-Latency', String(Math.round(now - this.sentAt)),
-      'X-Kong-Proxy-Latency', String(Math.round(this.sentAt - this.o.startedAt)),
+      'X-Kong-Proxy-Latency', String(Math.round(this.sentAt - this.startedAt)),
     );
     this.res.writeHead(statusCode, statusText || undefined, out);
     return true;
@@ -109,30 +177,38 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     }
     if (this.remaining > 0) this.remaining -= chunk.length;
     if (this.res.write(chunk)) return true;
-    this.res.once('drain', this.onDrain);
+    if (!this.drainHooked) {
+      this.drainHooked = true;
+      this.res.on('drain', onResponseDrain);
+    }
     return false;
   }
 
   onComplete(): void {
-    this.done = true;
+    this.finish();
     if (!this.res.writableEnded) this.res.end();
   }
 
   onError(err: Error): void {
     if (this.done) return;
     if (this.res.headersSent || this.res.destroyed) {
-      this.done = true;
+      this.finish();
       this.res.destroy();
       return;
     }
     const code = (err as { code?: string }).code ?? '';
-    const replayable = this.o.body === null || Buffer.isBuffer(this.o.body);
-    if (replayable && RETRYABLE.has(code) && this.attempts < this.o.service.retries) {
+    const replayable = this.body === null || Buffer.isBuffer(this.body);
+    if (replayable && RETRYABLE.has(code) && this.attempts < this.service.retries) {
       this.attempts++;
       this.start();
       return;
     }
+    this.finish();
+    this.sink.exit(classify(err), true);
+  }
+
+  private finish(): void {
     this.done = true;
-    this.o.onFailure(classify(err));
+    if (this.writeTimer !== null) this.disarmWriteTimer();
   }
 }
