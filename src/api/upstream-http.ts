@@ -5,10 +5,13 @@
  */
 import { Agent, type Dispatcher } from 'undici';
 
-/** TLS verification stays on: `ca` replaces the trust store when given. */
+/**
+ * TLS verification stays on: `ca` replaces the trust store when given.
+ * rejectUnauthorized is explicit so NODE_TLS_REJECT_UNAUTHORIZED=0 cannot turn it off.
+ */
 export function makeAgent(ca: string | null, timeoutMs: number): Agent {
   return new Agent({
-    connect: ca === null ? { timeout: timeoutMs } : { ca, timeout: timeoutMs },
+    connect: ca === null ? { timeout: timeoutMs, rejectUnauthorized: true } : { ca, timeout: timeoutMs, rejectUnauthorized: true },
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
     keepAliveTimeout: 10_000,

@@ -143,6 +143,27 @@ describe('$everything', () => {
     expect((await u.post(ok)).json.error.code).toBe('ERR_API_FHIR_TLS');
   });
 
+  it('keeps verifying FHIR and platform certificates when NODE_TLS_REJECT_UNAUTHORIZED=0', async () => {
+    const { pki } = testPki();
+    const saved = process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+    process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
+    try {
+      const t = await harness({ env: { FHIR_CA_FILE: pki.files.otherCa } });
+      const res = await t.post(ok);
+      expect(res.json.error.code).toBe('ERR_API_FHIR_TLS');
+      expect(t.fhir.seen).toHaveLength(0);
+      await t.close();
+      const u = await harness({ platformTls: true, env: { PLATFORM_CA_FILE: pki.files.otherCa } });
+      const denied = await u.post(ok);
+      expect(denied.json.error.code).toBe('ERR_API_PLATFORM_UNAVAILABLE');
+      expect(u.platform.seen).toHaveLength(0);
+      expect(u.fhir.seen).toHaveLength(0);
+    } finally {
+      if (saved === undefined) delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+      else process.env.NODE_TLS_REJECT_UNAUTHORIZED = saved;
+    }
+  });
+
   it('answers 504 when FHIR does not answer within FHIR_TIMEOUT_MS', async () => {
     const t = await harness({ env: { FHIR_TIMEOUT_MS: '300' }, fhir: { delayMs: 3000 } });
     const res = await t.post(ok);
