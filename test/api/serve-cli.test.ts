@@ -79,6 +79,9 @@ describe('serve: a full run', () => {
     await Promise.all([platform.close(), fhir.close()]);
     expect(result.exitCode).toBe(0);
     expect(stderr).toContain('SIGTERM');
+    // One "request completed" line per request: the streamed 200 and the refused 400.
+    const completed = stderr.split('\n').filter((l) => l.includes('"msg":"request completed"'));
+    expect(completed.map((l) => JSON.parse(l).res?.statusCode)).toEqual([200, 400]);
     const audit = readFileSync(join(dir, 'audit/audit.log'), 'utf8');
     expect(audit.trim().split('\n').map((l) => JSON.parse(l).decision)).toEqual(['granted', 'denied']);
     for (const secret of [API_KEY, TOKEN_OK, 'good-token', 'wrong-token-9b7c']) {

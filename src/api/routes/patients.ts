@@ -19,8 +19,6 @@ interface RequestState {
   code: string | null;
   stats: EverythingStats;
   bytes: number;
-  /** True once the reply is hijacked for streaming (Fastify then logs no completion line). */
-  streamed: boolean;
 }
 
 const states = new WeakMap<FastifyRequest, RequestState>();
@@ -111,9 +109,6 @@ function finish(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, s
     status,
     aborted,
   });
-  if (st.streamed) {
-    request.log.info({ res: { statusCode: status }, responseTime: durationMs, decision, aborted }, 'request completed');
-  }
   ctx.metrics.requests.inc({ route: '/api/patients', outcome: decision, status });
   ctx.metrics.duration.observe({ route: '/api/patients', outcome: decision }, durationMs / 1000);
   if (code && /^ERR_API_(PLATFORM|FHIR)_/.test(code)) {
@@ -133,7 +128,6 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
         code: null,
         stats: { pages: 0, resources: 0 },
         bytes: 0,
-        streamed: false,
       };
       states.set(request, st);
       reply.raw.once('close', () => finish(ctx, request, reply, st));
@@ -169,7 +163,7 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
         ctx.metrics.resources.inc(count);
         if (!started) {
           started = true;
-          st.streamed = true;
+          // Fastify still logs its "request completed" line for a hijacked reply: none of our own.
           reply.hijack();
           reply.raw.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'x-request-id': request.id });
           await writeRaw(reply, st, '{"resources":[');
