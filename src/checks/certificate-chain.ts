@@ -12,7 +12,8 @@ import type { Check } from './types.js';
 
 function handshake(host: string, port: number, ca: string): Promise<X509Certificate> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host, port, ca, ...(isIP(host) ? {} : { servername: host }) });
+    // rejectUnauthorized stated, not defaulted: the default follows the environment.
+    const socket = connect({ host, port, ca, rejectUnauthorized: true, ...(isIP(host) ? {} : { servername: host }) });
     socket.setTimeout(10_000, () => socket.destroy(new Error('TLS handshake timed out')));
     socket.once('secureConnect', () => {
       const raw = socket.getPeerCertificate().raw;

@@ -53,8 +53,9 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyResult> {
   const ca = readCa(caPath);
   const runtime = options.runtime ?? openRuntime(dir);
   const apiKey = readEnvFile(paths.apiEnv).FHIR_API_KEY || null;
-  // undici verifies the chain and the host name against exactly this CA.
-  const https = new Agent({ connect: { ca: ca.pem } });
+  // undici verifies the chain and the host name against exactly this CA;
+  // explicit, so no environment variable can switch verification off.
+  const https = new Agent({ connect: { ca: ca.pem, rejectUnauthorized: true } });
   const ctx: CheckContext = { dir, config, runtime, urls: endpoints(config), caPem: ca.pem, caPath, apiKey, https, shared: {} };
   const testedAt = new Date();
   let checks: CheckResult[];

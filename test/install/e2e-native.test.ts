@@ -125,6 +125,17 @@ describe('native end to end through the CLI', () => {
     expect(check4.status).toBe('fail');
   });
 
+  it('verify --ca <another CA> with NODE_TLS_REJECT_UNAUTHORIZED=0 still fails check 4 and exits non-zero', async () => {
+    const other = join(tempDir(), 'other-ca.pem');
+    writeFileSync(other, generateCa({ commonName: 'Unrelated CA' }).certPem);
+    const r = await runCli(['verify', '--dir', dir, '--ca', other, '--json'], { env: { NODE_TLS_REJECT_UNAUTHORIZED: '0' } });
+    outputs.push(String(r.stdout), String(r.stderr));
+    expect(r.exitCode).toBe(1);
+    const doc = JSON.parse(String(r.stdout));
+    expect(doc.result.record.result).toBe('rejected');
+    expect(doc.result.record.checks.find((c: { spec: string }) => c.spec === '4.5.4').status).toBe('fail');
+  });
+
   it('no key, password or private key in any record, stdout or stderr (apart from consumer create stdout)', () => {
     const p = installPaths(dir);
     const files = readdirSync(p.reports).map((f) => readFileSync(join(p.reports, f), 'utf8'));

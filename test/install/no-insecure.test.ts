@@ -11,6 +11,10 @@ import { runCli } from '../helpers/cli.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const OURS = ['src/checks', 'src/install', 'src/record', 'src/runtime/docker', 'src/commands/verify.ts', 'src/commands/install.ts', 'src/commands/record.ts', 'src/commands/consumer.ts', 'templates'];
+/** Every TLS client of install/verify/record/runtime/demo: each must say rejectUnauthorized: true itself. */
+const TLS_CLIENTS = ['src/install', 'src/checks', 'src/record', 'src/runtime', 'src/demo'];
+/** The one place allowed to name the variable: the supervisor, to delete it from its children's env. */
+const SUPERVISOR = 'src/runtime/native/supervisor.ts';
 
 function files(path: string): string[] {
   const full = join(ROOT, path);
@@ -36,6 +40,32 @@ describe('TLS verification cannot be turned off', () => {
       });
     }
     expect(hits).toEqual([]);
+  });
+
+  it('every undici Agent / tls.connect / https request states rejectUnauthorized: true (the default follows NODE_TLS_REJECT_UNAUTHORIZED)', () => {
+    const missing: string[] = [];
+    let clients = 0;
+    for (const file of TLS_CLIENTS.flatMap(files).filter((f) => f.endsWith('.ts'))) {
+      const text = readFileSync(file, 'utf8');
+      const tlsConnect = /from 'node:tls'/.test(text) ? /\bconnect\(\{[^}]*\}/g : null;
+      const patterns = [/new (?:Agent|Pool|Client|ProxyAgent)\(\{[^)]*\)/g, /https\.(?:request|get)\([^)]*\)/g, ...(tlsConnect ? [tlsConnect] : [])];
+      for (const re of patterns) {
+        for (const m of text.matchAll(re)) {
+          clients += 1;
+          if (!/rejectUnauthorized:\s*true/.test(m[0])) missing.push(`${file}: ${m[0].slice(0, 80)}`);
+        }
+      }
+    }
+    expect(clients).toBeGreaterThanOrEqual(2); // verify's Agent and the chain check's handshake
+    expect(missing).toEqual([]);
+  });
+
+  it('the native supervisor removes NODE_TLS_REJECT_UNAUTHORIZED from its components\' environment, and only it names it', () => {
+    const supervisor = readFileSync(join(ROOT, SUPERVISOR), 'utf8');
+    expect(supervisor).toMatch(/TLS_OFF_SWITCH = 'NODE_TLS_REJECT_UNAUTHORIZED'/);
+    expect(supervisor).toMatch(/delete env\[TLS_OFF_SWITCH\]/);
+    const others = files('src/runtime').filter((f) => !f.endsWith('supervisor.ts') && /NODE_TLS_REJECT_UNAUTHORIZED\s*[:=]/.test(readFileSync(f, 'utf8')));
+    expect(others).toEqual([]);
   });
 
   it('the pattern list does catch an insecure line (the scan is real)', () => {

@@ -129,6 +129,22 @@ describe('verify (stand-in stack)', () => {
     expect((await openssl(r.files.json, other)).exitCode).not.toBe(0);
   });
 
+  it('NODE_TLS_REJECT_UNAUTHORIZED=0 does not switch verification off: another CA still fails checks 4 and chain', async () => {
+    const other = join(tempDir(), 'other-ca.pem');
+    writeFileSync(other, generateCa({ commonName: 'Unrelated CA' }).certPem);
+    const saved = process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+    process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
+    try {
+      const r = await runVerify({ dir, runtime, ca: other });
+      expect(r.record.checks.find((c) => c.id === 'key-auth-metadata')!.status).toBe('fail');
+      expect(r.record.checks.find((c) => c.id === 'certificate-chain')!.status).toBe('fail');
+      expect([r.ok, r.record.result]).toEqual([false, 'rejected']);
+    } finally {
+      if (saved === undefined) delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+      else process.env.NODE_TLS_REJECT_UNAUTHORIZED = saved;
+    }
+  });
+
   it('a wrong key fails check 4 with the 401 it got', async () => {
     const env = installPaths(dir).apiEnv;
     const saved = readFileSync(env);

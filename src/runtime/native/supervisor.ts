@@ -24,6 +24,8 @@ const BACKOFF_MAX_MS = 30_000;
 const STABLE_MS = 20_000;
 /** Settings the env file must decide, not whatever the supervisor inherited. */
 const SCRUBBED_ENV = ['FHIR_API_KEY', 'PLATFORM_API_URL', 'FHIR_BASE_URL', 'FHIR_CA_FILE', 'METRICS_LISTEN'];
+/** Never passed on, whoever sets it: it would turn off every component's certificate checks. */
+const TLS_OFF_SWITCH = 'NODE_TLS_REJECT_UNAUTHORIZED';
 
 /** Past this size a component's log is moved to `<name>.log.1` when the component (re)starts. */
 const LOG_ROTATE_BYTES = 10 * 1024 * 1024;
@@ -94,6 +96,7 @@ export async function runSupervisor(dir: string, config: InstallConfig): Promise
     const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
     for (const key of SCRUBBED_ENV) delete env[key];
     Object.assign(env, spec.env);
+    delete env[TLS_OFF_SWITCH];
     const child = spawn(process.execPath, [componentBin(), ...spec.args], { stdio: ['ignore', fd, fd], env });
     closeSync(fd);
     unit.child = child;

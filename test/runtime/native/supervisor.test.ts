@@ -87,6 +87,21 @@ describe('native supervisor (real CLI, stand-in components)', () => {
     expect(isAlive(raw.result.supervisor?.pid)).toBe(false);
   });
 
+  it('does not pass NODE_TLS_REJECT_UNAUTHORIZED on to the components', async () => {
+    const dir = tempDir();
+    await makeNativeInstall(dir);
+    started.push(dir);
+    const r = await runCli(['up', '--dir', dir], { env: { ...env, NODE_TLS_REJECT_UNAUTHORIZED: '0', HOSPITAL_API_MARKER: 'inherited' } });
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    const components = await status(dir);
+    expect(components.length).toBe(3);
+    for (const c of components) {
+      const environ = readFileSync(`/proc/${c.pid}/environ`, 'utf8').split('\0');
+      expect(environ, c.name).toContain('HOSPITAL_API_MARKER=inherited'); // the env is inherited at all
+      expect(environ.filter((e) => e.startsWith('NODE_TLS_REJECT_UNAUTHORIZED=')), c.name).toEqual([]);
+    }
+  });
+
   it('refuses to start when a port is taken, naming the port and the component, and starts nothing', async () => {
     const dir = tempDir();
     const config = await makeNativeInstall(dir);
