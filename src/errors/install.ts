@@ -14,6 +14,12 @@ export const installErrors = {
     exit: 3,
     hint: 'The certificate must be issued by the CA in --ca and --key must be its private key.',
   },
+  ERR_INSTALL_TLS_NAME_MISSING: {
+    message: '{cert} does not name {missing}, which the {runtime} runtime needs: {why}',
+    status: 400,
+    exit: 3,
+    hint: 'Have the certificate reissued by your CA with subjectAltName DNS:{missing} as well as your --host names, or install with --generate-ca.',
+  },
   ERR_INSTALL_BAD_OPTION: {
     message: 'Invalid option {name}: {detail}',
     status: 400,

@@ -54,7 +54,9 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
   const runtime = await chooseRuntime(plan.runtime, previous, dir);
   hooks.log(`install: ${runtime} runtime in ${dir}`);
   const extraHosts = ['localhost', '127.0.0.1', ...(runtime === 'docker' ? ['kong'] : [])];
-  const tls = prepareTls(plan.tls, paths, plan.hosts, extraHosts);
+  // files.ts: the docker API container reaches the gateway as https://kong:8443, so the certificate must name kong.
+  const required = runtime === 'docker' ? [{ runtime, name: 'kong', why: 'the Hospital API container reaches the gateway as https://kong:8443' }] : [];
+  const tls = prepareTls(plan.tls, paths, plan.hosts, extraHosts, required);
   const config: InstallConfig = {
     formatVersion: 1,
     runtime,

@@ -91,8 +91,15 @@ function mismatch(detail: string): HospitalApiError {
   return new HospitalApiError('ERR_INSTALL_TLS_MISMATCH', { detail });
 }
 
+/** Names the runtime itself connects to, with why; a provided certificate must name them too. */
+export interface RuntimeName {
+  runtime: string;
+  name: string;
+  why: string;
+}
+
 /** The hospital's own CA and gateway certificate, validated before use. */
-function provided(choice: Extract<TlsChoice, { mode: 'provided' }>, paths: InstallPaths, hosts: string[]): TlsMaterial {
+function provided(choice: Extract<TlsChoice, { mode: 'provided' }>, paths: InstallPaths, hosts: string[], required: RuntimeName[]): TlsMaterial {
   const caPem = readFileSync(choice.ca, 'utf8');
   parsePemBundle(caPem, choice.ca);
   const gateway = { certPem: readFileSync(choice.cert, 'utf8'), keyPem: readFileSync(choice.key, 'utf8') };
@@ -100,6 +107,15 @@ function provided(choice: Extract<TlsChoice, { mode: 'provided' }>, paths: Insta
   if (!keyMatches(gateway.certPem, gateway.keyPem, choice.key)) throw mismatch(`${choice.key} is not the key of ${choice.cert}`);
   const missing = hosts.filter((h) => !coversHost(gateway.certPem, h));
   if (missing.length) throw mismatch(`${choice.cert} does not name ${missing.join(', ')} (add them or drop --host)`);
+  const unnamed = required.filter((r) => !coversHost(gateway.certPem, r.name));
+  if (unnamed.length) {
+    throw new HospitalApiError('ERR_INSTALL_TLS_NAME_MISSING', {
+      cert: choice.cert,
+      missing: unnamed.map((r) => r.name).join(', '),
+      runtime: unnamed[0]?.runtime ?? '',
+      why: unnamed.map((r) => r.why).join('; '),
+    });
+  }
   let caKeyPem: string | null = null;
   let signer: KeyAndCert | null = null;
   if (choice.signerCert && choice.signerKey) {
@@ -125,23 +141,24 @@ function provided(choice: Extract<TlsChoice, { mode: 'provided' }>, paths: Insta
 }
 
 /** What was installed before, when neither --generate-ca nor --ca is given. */
-function kept(paths: InstallPaths, certHosts: string[], hosts: string[]): TlsMaterial {
+function kept(paths: InstallPaths, certHosts: string[], hosts: string[], required: RuntimeName[]): TlsMaterial {
   const caPem = read(paths.caCert);
   if (!caPem) {
     throw new HospitalApiError('ERR_INSTALL_TLS_OPTIONS', { detail: 'this directory has no TLS material yet' });
   }
   if (existsSync(paths.caKey)) return generated(paths, certHosts);
-  return provided({ mode: 'provided', ca: paths.caCert, cert: paths.gatewayCert, key: paths.gatewayKey }, paths, hosts);
+  return provided({ mode: 'provided', ca: paths.caCert, cert: paths.gatewayCert, key: paths.gatewayKey }, paths, hosts, required);
 }
 
 /**
  * @param hosts the names the hospital gave (--host)
  * @param extraHosts names the runtime needs as well (localhost, 127.0.0.1, kong)
- * @throws ERR_INSTALL_TLS_OPTIONS, ERR_INSTALL_TLS_MISMATCH, ERR_TLS_MATERIAL
+ * @param required names a provided certificate must carry besides --host (docker: kong)
+ * @throws ERR_INSTALL_TLS_OPTIONS, ERR_INSTALL_TLS_MISMATCH, ERR_INSTALL_TLS_NAME_MISSING, ERR_TLS_MATERIAL
  */
-export function prepareTls(choice: TlsChoice, paths: InstallPaths, hosts: string[], extraHosts: string[]): TlsMaterial {
+export function prepareTls(choice: TlsChoice, paths: InstallPaths, hosts: string[], extraHosts: string[], required: RuntimeName[] = []): TlsMaterial {
   const certHosts = [...new Set([...hosts, ...extraHosts])];
   if (choice.mode === 'generate') return generated(paths, certHosts);
-  if (choice.mode === 'provided') return provided(choice, paths, hosts);
-  return kept(paths, certHosts, hosts);
+  if (choice.mode === 'provided') return provided(choice, paths, hosts, required);
+  return kept(paths, certHosts, hosts, required);
 }

@@ -186,6 +186,30 @@ describe('install: bad input changes nothing', () => {
     expect(snapshot(d2)).toEqual(before);
   });
 
+  it("docker: the hospital's own certificate must also name kong (the API container's gateway address); nothing is written", async () => {
+    const t = tempDir();
+    const pki = makeTestPki(t);
+    writeFileSync(join(t, 'ca.key'), pki.ca.keyPem);
+    const docker = (dir: string, cert: string, key: string): InstallFlags => ({
+      ...base(dir), runtime: 'docker', generateCa: false, ca: pki.files.ca, cert, key, caKey: join(t, 'ca.key'),
+    });
+    const d1 = join(t, 'a');
+    const err = await install(docker(d1, pki.files.cert, pki.files.key), createFakeKong()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HospitalApiError);
+    expect((err as HospitalApiError).code).toBe('ERR_INSTALL_TLS_NAME_MISSING');
+    expect((err as HospitalApiError).message).toContain(`${pki.files.cert} does not name kong`);
+    expect((err as HospitalApiError).hint).toContain('DNS:kong');
+    expect(existsSync(d1)).toBe(false);
+    // the same certificate is fine for native, and one that names kong is fine for docker
+    expect((await install({ ...docker(join(t, 'n'), pki.files.cert, pki.files.key), runtime: 'native' }, createFakeKong())).caGenerated).toBe(false);
+    const withKong = issueCertificate(pki.ca, { commonName: '127.0.0.1', hosts: ['127.0.0.1', 'kong'], usage: 'server' });
+    writeFileSync(join(t, 'kong.pem'), withKong.certPem);
+    writeFileSync(join(t, 'kong.key'), withKong.keyPem);
+    const d2 = join(t, 'b');
+    await install(docker(d2, join(t, 'kong.pem'), join(t, 'kong.key')), createFakeKong());
+    expect(readFileSync(installPaths(d2).gatewayCert, 'utf8')).toBe(withKong.certPem);
+  });
+
   it('reissues the gateway certificate from the same CA when a host is added', async () => {
     const dir = join(tempDir(), 'inst');
     await install(base(dir), createFakeKong());
