@@ -8,6 +8,7 @@ import { request } from 'undici';
 import { removeTempDirs } from '../helpers/tmp.js';
 import { API_KEY, TOKEN_OK, startHarness, testPki, waitForAudit, type Harness, type HarnessOptions } from './harness.js';
 import { makeRecord, startFhir, type StandIn } from './stand-ins.js';
+import { READY_CACHE_MS } from '../../src/api/routes/health.js';
 
 let h: Harness | null = null;
 const extra: StandIn[] = [];
@@ -247,11 +248,46 @@ describe('readiness and metrics', () => {
     expect(ready.statusCode).toBe(200);
     expect(await ready.body.json()).toEqual({ platform: 'ok', fhir: 'ok' });
     await t.fhir.close();
+    // Cached for READY_CACHE_MS: the next answer is the same, then a fresh check sees FHIR down.
+    expect((await request(`${t.url}/api/ready`)).statusCode).toBe(200);
+    await new Promise((r) => setTimeout(r, READY_CACHE_MS + 100));
     const down = await request(`${t.url}/api/ready`);
     const body = (await down.body.json()) as { error: { code: string; message: string } };
     expect(down.statusCode).toBe(503);
     expect(body.error).toMatchObject({ code: 'ERR_API_NOT_READY' });
     expect(body.error.message).toContain('ERR_API_FHIR_UNAVAILABLE');
+  });
+
+  it('checks upstreams at most once per READY_CACHE_MS however many callers ask', async () => {
+    const t = await harness();
+    const statuses = await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        const r = await request(`${t.url}/api/ready`);
+        await r.body.dump();
+        return r.statusCode;
+      }),
+    );
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    for (let i = 0; i < 5; i++) await (await request(`${t.url}/api/ready`)).body.dump();
+    expect(t.platform.seen).toHaveLength(1);
+    expect(t.fhir.seen).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, READY_CACHE_MS + 100));
+    await (await request(`${t.url}/api/ready`)).body.dump();
+    expect(t.platform.seen).toHaveLength(2);
+    expect(t.fhir.seen).toHaveLength(2);
+  });
+
+  it('refuses /api/ready to callers outside ALLOWED_CALLERS without calling upstream; health-check stays open', async () => {
+    const t = await harness({ env: { ALLOWED_CALLERS: '10.0.0.0/8' } });
+    const ready = await request(`${t.url}/api/ready`);
+    const body = (await ready.body.json()) as { error: { code: string } };
+    expect(ready.statusCode).toBe(403);
+    expect(body.error.code).toBe('ERR_API_CALLER_FORBIDDEN');
+    expect(t.platform.seen).toHaveLength(0);
+    expect(t.fhir.seen).toHaveLength(0);
+    const health = await request(`${t.url}/api/health-check`);
+    expect(health.statusCode).toBe(200);
+    await health.body.dump();
   });
 
   it('counts requests, pages, resources and upstream errors on the loopback metrics listener', async () => {

@@ -4,11 +4,11 @@
  * {"resources":[…]}. A failure after the first byte destroys the socket so no
  * caller can mistake a truncated record for a complete one.
  */
-import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HospitalApiError } from '../../errors/index.js';
 import type { AuditDecision } from '../audit.js';
 import type { ApiContext } from '../app.js';
+import { callerAllowed } from '../caller.js';
 import type { EverythingStats } from '../fhir-client.js';
 
 interface RequestState {
@@ -36,16 +36,6 @@ function decisionFor(code: string | null, status: number): AuditDecision {
     return 'denied';
   }
   return code === null && status < 400 ? 'granted' : 'error';
-}
-
-/** IPv4-mapped IPv6 callers (::ffff:10.0.0.1) are matched as IPv4. */
-function callerAllowed(ctx: ApiContext, ip: string): boolean {
-  const list = ctx.config.allowedCallers;
-  if (list === null) return true;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  const addr = mapped ? (mapped[1] as string) : ip;
-  const family = isIP(addr);
-  return family !== 0 && list.check(addr, family === 4 ? 'ipv4' : 'ipv6');
 }
 
 function validate(body: unknown): { platformCareId: string; token: string } {
