@@ -13,7 +13,7 @@ import { isPortFree } from '../../util/port-check.js';
 import { writeFileAtomic } from '../../util/atomic-write.js';
 import { BIN_PATH, componentSpecs } from './components.js';
 import { assertPortsFree, sleep } from './health.js';
-import { isAlive, readRunState, runningSupervisor, statePath, type RunState } from './state.js';
+import { isOurs, readRunState, runningSupervisor, statePath, type RunState } from './state.js';
 import { fatalError } from './supervisor.js';
 
 const START_TIMEOUT_MS = 90_000;
@@ -32,7 +32,7 @@ async function waitSettled(dir: string, timeoutMs: number): Promise<RunState> {
     if (state) {
       const fatal = fatalError(state);
       if (fatal) throw fatal;
-      if (state.stoppedAt || !isAlive(state.supervisorPid)) {
+      if (state.stoppedAt || !isOurs(state.supervisorPid, state.supervisorStart)) {
         throw new HospitalApiError('ERR_RUNTIME_START_FAILED', {
           component: 'supervisor', dir, detail: `it exited; see ${join(installPaths(dir).logs, 'supervisor.log')}`,
         });
@@ -83,18 +83,23 @@ export async function startStack(dir: string, config: InstallConfig, timeoutMs =
 export async function stopStack(dir: string, timeoutMs = STOP_TIMEOUT_MS): Promise<boolean> {
   const state = readRunState(dir);
   if (!state) return false;
-  const pids = state.components.map((c) => c.pid).filter((p): p is number => isAlive(p));
-  const supervisor = isAlive(state.supervisorPid) && !state.stoppedAt ? state.supervisorPid : null;
+  // Only processes this install started (pid and start time as recorded): a stale
+  // state.json may name pids that now belong to something else.
+  const mine = state.components.filter((c) => isOurs(c.pid, c.pidStart));
+  const pids = mine.map((c) => c.pid as number);
+  const supervisorOurs = (): boolean => isOurs(state.supervisorPid, state.supervisorStart);
+  const supervisor = !state.stoppedAt && supervisorOurs() ? state.supervisorPid : null;
+  const stillOurs = (): number[] => mine.filter((c) => isOurs(c.pid, c.pidStart)).map((c) => c.pid as number);
   if (!supervisor && pids.length === 0) return false;
   if (supervisor) process.kill(supervisor, 'SIGTERM');
   else for (const pid of pids) process.kill(pid, 'SIGTERM');
   const deadline = Date.now() + timeoutMs;
-  const alive = (): boolean => (supervisor !== null && isAlive(supervisor)) || pids.some(isAlive);
+  const alive = (): boolean => (supervisor !== null && supervisorOurs()) || stillOurs().length > 0;
   while (alive() && Date.now() < deadline) await sleep(100);
   if (alive()) {
-    // Bounded wait is over: kill the group (supervisor and its children) outright.
-    if (supervisor) try { process.kill(-supervisor, 'SIGKILL'); } catch { /* gone */ }
-    for (const pid of pids) if (isAlive(pid)) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+    // Bounded wait is over: kill the group (supervisor and its children) outright, checked again just before.
+    if (supervisor && supervisorOurs()) try { process.kill(-supervisor, 'SIGKILL'); } catch { /* gone */ }
+    for (const pid of stillOurs()) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
     await sleep(200);
   }
   if (alive()) throw new HospitalApiError('ERR_RUNTIME_STOP_FAILED', { what: 'the native stack', detail: `pids ${pids.join(', ')} still alive` });

@@ -11,7 +11,7 @@ import { HospitalApiError } from '../../errors/index.js';
 import { componentSpecs } from './components.js';
 import { requestRestart, startStack, stopStack } from './control.js';
 import { probe } from './health.js';
-import { isAlive, readRunState, runningSupervisor } from './state.js';
+import { isOurs, readRunState, runningSupervisor } from './state.js';
 
 /** Live view: the recorded state, checked against the process table and each health URL. */
 export async function nativeComponents(dir: string, config: InstallConfig): Promise<ComponentState[]> {
@@ -23,14 +23,14 @@ export async function nativeComponents(dir: string, config: InstallConfig): Prom
       const base = { name: spec.name, ports: spec.ports.map((p) => p.port), version: spec.version };
       const rec = state?.components.find((c) => c.name === spec.name);
       if (!state || !rec) {
-        const orphan = recorded?.components.find((c) => c.name === spec.name && isAlive(c.pid));
+        const orphan = recorded?.components.find((c) => c.name === spec.name && isOurs(c.pid, c.pidStart));
         if (orphan?.pid) {
           return { ...base, state: 'down', pid: orphan.pid, detail: `unsupervised: the supervisor is gone but pid ${orphan.pid} still runs (stop it with \`hospital-api down\`)` };
         }
         return { ...base, state: 'down', detail: spec.blocked ?? `not running (start it with \`hospital-api up --dir ${installPaths(dir).root}\`)` };
       }
       const extra = { restarts: rec.restarts, version: rec.version };
-      if (!rec.pid || !isAlive(rec.pid)) return { ...base, ...extra, state: rec.state === 'up' ? 'exited' : rec.state, detail: rec.detail };
+      if (!isOurs(rec.pid, rec.pidStart)) return { ...base, ...extra, state: rec.state === 'up' ? 'exited' : rec.state, detail: rec.detail };
       const uptimeSeconds = rec.startedAt ? Math.max(0, Math.round((Date.now() - Date.parse(rec.startedAt)) / 1000)) : undefined;
       const live = { ...base, ...extra, pid: rec.pid, ...(uptimeSeconds === undefined ? {} : { uptimeSeconds }) };
       // A generous time-out: a busy component (a big load) is still up.

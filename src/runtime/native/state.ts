@@ -18,6 +18,8 @@ export interface ComponentRecord {
   ports: number[];
   /** ISO 8601, when the current process was spawned. */
   startedAt: string | null;
+  /** The kernel's start time of `pid` (see processStartTime), so a reused pid is never taken for ours. */
+  pidStart?: string | null;
   restarts: number;
   version: string;
   log: string;
@@ -27,6 +29,8 @@ export interface ComponentRecord {
 
 export interface RunState {
   supervisorPid: number;
+  /** processStartTime(supervisorPid), recorded by the supervisor itself. */
+  supervisorStart?: string | null;
   startedAt: string;
   stoppedAt?: string;
   demo: boolean;
@@ -74,8 +78,37 @@ export function isAlive(pid: number | null | undefined): boolean {
   return !isZombie(pid);
 }
 
+/**
+ * Linux: when the process started, in clock ticks since boot (/proc/<pid>/stat
+ * field 22). Constant for a process's life, different for a later one with the
+ * same pid. Null without procfs or when the pid does not exist.
+ */
+export function processStartTime(pid: number | null | undefined): string | null {
+  if (!pid || pid <= 0) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // fields after "(comm)": state is field 3, starttime field 22
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+const hasProcfs = existsSync('/proc/self/stat');
+
+/**
+ * True when `pid` runs AND is the process the state file recorded: a stale
+ * state.json must never make `down` signal whatever now has that pid. A record
+ * without a start time (or one that differs) is not ours.
+ */
+export function isOurs(pid: number | null | undefined, recordedStart: string | null | undefined): pid is number {
+  if (!isAlive(pid)) return false;
+  if (!hasProcfs) return true; // no way to tell apart: signal 0 is all there is
+  return !!recordedStart && processStartTime(pid) === recordedStart;
+}
+
 /** The state file's supervisor, when it still runs. */
 export function runningSupervisor(dir: string): RunState | null {
   const state = readRunState(dir);
-  return state && !state.stoppedAt && isAlive(state.supervisorPid) ? state : null;
+  return state && !state.stoppedAt && isOurs(state.supervisorPid, state.supervisorStart) ? state : null;
 }

@@ -14,7 +14,7 @@ import { HospitalApiError, toHospitalApiError } from '../../errors/index.js';
 import { componentBin, componentSpecs, type ComponentSpec } from './components.js';
 import { assertPortsFree, probe, sleep } from './health.js';
 import { acquireSupervisorLock, releaseSupervisorLock } from './lock.js';
-import { writeRunState, type ComponentRecord, type RunState } from './state.js';
+import { processStartTime, writeRunState, type ComponentRecord, type RunState } from './state.js';
 
 const HEALTH_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 8_000;
@@ -57,7 +57,9 @@ export async function runSupervisor(dir: string, config: InstallConfig): Promise
     process.stderr.write(`supervisor: another supervisor (pid ${holder}) already runs for ${paths.root}\n`);
     return 0;
   }
-  const state: RunState = { supervisorPid: process.pid, startedAt: new Date().toISOString(), demo: config.demo, components: [] };
+  const state: RunState = {
+    supervisorPid: process.pid, supervisorStart: processStartTime(process.pid), startedAt: new Date().toISOString(), demo: config.demo, components: [],
+  };
   const save = (): void => writeRunState(dir, state);
   const initial = componentSpecs(dir, config);
   try {
@@ -101,7 +103,9 @@ export async function runSupervisor(dir: string, config: InstallConfig): Promise
     closeSync(fd);
     unit.child = child;
     unit.stopping = false;
-    Object.assign(unit.record, { state: 'starting', detail: `waiting for ${spec.healthUrl}`, pid: child.pid ?? null, startedAt: new Date().toISOString() });
+    Object.assign(unit.record, {
+      state: 'starting', detail: `waiting for ${spec.healthUrl}`, pid: child.pid ?? null, pidStart: processStartTime(child.pid), startedAt: new Date().toISOString(),
+    });
     save();
     child.once('exit', (code, signal) => onExit(unit, child, code, signal));
     // A failed spawn also emits 'exit' (or never started): record why instead of crashing the supervisor.

@@ -3,6 +3,7 @@
  * stand-in components (fixtures/fake-components.mjs) so these tests exercise
  * supervision itself: spawn, health, restart on crash, refusal, clean stop.
  */
+import { spawn } from 'node:child_process';
 import { appendFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer, type Server } from 'node:net';
@@ -168,6 +169,33 @@ describe('native supervisor (real CLI, stand-in components)', () => {
     expect((await runCli(['down', '--dir', dir], { env })).exitCode).toBe(0);
     for (const pid of pids) expect(isAlive(pid), `pid ${pid}`).toBe(false);
     expect(await isPortFree(config.ports.fhir)).toBe(true);
+  });
+
+  it('down with a stale state.json leaves alone the unrelated processes that now have its pids', async () => {
+    const dir = tempDir();
+    await makeNativeInstall(dir);
+    mkdirSync(installPaths(dir).run, { recursive: true });
+    const stranger = spawn('sleep', ['300'], { stdio: 'ignore', detached: true });
+    try {
+      const pid = stranger.pid!;
+      const component = (name: string, pidStart?: string) => ({
+        name, state: 'up', detail: 'x', pid, ports: [], startedAt: new Date().toISOString(), restarts: 0, version: '0', log: '/dev/null', ...(pidStart ? { pidStart } : {}),
+      });
+      // as an older run left it (no start times), then with start times of other processes
+      for (const start of [undefined, '1']) {
+        writeFileSync(join(installPaths(dir).run, 'state.json'), JSON.stringify({
+          supervisorPid: pid, ...(start ? { supervisorStart: start } : {}), startedAt: new Date().toISOString(), demo: false,
+          components: [component('fhir', start), component('gateway', start), component('api', start)],
+        }));
+        const down = await runCli(['down', '--dir', dir], { env });
+        expect(down.exitCode, String(down.stderr)).toBe(0);
+        await new Promise((r) => setTimeout(r, 300));
+        expect(isAlive(pid), `sleep ${pid} after down (start ${start})`).toBe(true);
+        expect((await status(dir)).every((c) => c.state === 'down' && c.pid === undefined)).toBe(true);
+      }
+    } finally {
+      stranger.kill('SIGKILL');
+    }
   });
 
   it('two concurrent `up` runs start one supervisor and one set of components', async () => {
