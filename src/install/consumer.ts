@@ -49,14 +49,31 @@ export async function createConsumer(
     throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--key', detail: 'at least 16 printable characters, no spaces' });
   }
   const admin = runtime.admin.bind(runtime);
-  // PUT by username: idempotent, so a rerun after a failure reuses the consumer.
-  const consumer = (await adminCall(admin, 'PUT', `/consumers/${encodeURIComponent(username)}`, {})).body as { id: string };
-  const existing = (await adminCall(admin, 'GET', `/consumers/${consumer.id}/key-auth`)).body as { data?: unknown[] };
-  if ((existing.data ?? []).length > 0) throw new HospitalApiError('ERR_INSTALL_CONSUMER_EXISTS', { username });
+  const path = `/consumers/${encodeURIComponent(username)}`;
+  // All or nothing: a consumer this run creates is deleted again if its key
+  // cannot be added. (The key is not looked up first: that would put it in an
+  // admin URL, and so in the gateway's access log.)
+  const before = await adminCall(admin, 'GET', path, undefined, [200, 404]);
+  if (before.status === 200) {
+    const existing = (await adminCall(admin, 'GET', `${path}/key-auth`)).body as { data?: unknown[] };
+    if ((existing.data ?? []).length > 0) throw new HospitalApiError('ERR_INSTALL_CONSUMER_EXISTS', { username });
+  }
+  // PUT by username: idempotent, so a rerun reuses a consumer left without a key.
+  const consumer = (await adminCall(admin, 'PUT', path, {})).body as { id: string };
   const key = options.key ?? generateKey();
-  // A 409 body names the duplicate key (kong.md §1): never echo it into an error.
-  const created = await adminCall(admin, 'POST', `/consumers/${consumer.id}/key-auth`, { key }, [201, 409]);
-  if (created.status === 409) throw new HospitalApiError('ERR_INSTALL_KEY_TAKEN');
+  let created;
+  try {
+    // A 409 body names the duplicate key (kong.md §1): never echo it into an error.
+    created = await adminCall(admin, 'POST', `/consumers/${consumer.id}/key-auth`, { key }, [201, 409]);
+    if (created.status === 409) throw new HospitalApiError('ERR_INSTALL_KEY_TAKEN');
+  } catch (err) {
+    if (before.status === 404) {
+      await adminCall(admin, 'DELETE', `/consumers/${consumer.id}`, undefined, [204, 404]).catch((e: unknown) => {
+        log(`consumer ${username}: could not remove it after the failure (${(e as Error).message}); delete it with the admin API`);
+      });
+    }
+    throw err;
+  }
   const cred = created.body as { id: string };
   log(`consumer ${username}: key-auth credential created`);
   let restarted = false;

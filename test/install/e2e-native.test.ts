@@ -95,6 +95,14 @@ describe('native end to end through the CLI', () => {
     expect(parseEnv(readFileSync(installPaths(dir).apiEnv, 'utf8')).FHIR_API_KEY).toBe(key);
   });
 
+  it('consumer create with a key already in use fails and leaves no consumer behind (real gateway)', async () => {
+    const r = await cli(['consumer', 'create', 'mallory', '--key', key, '--dir', dir]);
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr).toContain('ERR_INSTALL_KEY_TAKEN');
+    expect((await admin('GET', '/consumers/mallory')).status).toBe(404);
+    expect((await admin('GET', '/consumers')).body.data.map((c: { username: string }) => c.username)).toEqual(['hospital-a']);
+  });
+
   it('verify passes every check, writes a signed record; record verify and openssl accept it, and refuse it tampered', async () => {
     const r = await cli(['verify', '--dir', dir, '--json']);
     const doc = JSON.parse(r.stdout);

@@ -81,10 +81,20 @@ export function createFakeKong(): FakeKong {
         return ok(200, find(k.routes, x as string));
       }
     }
-    if (a === 'consumers' && !c && method === 'PUT') {
-      let row = find(k.consumers, x as string, 'username');
-      if (!row) k.consumers.push((row = { id: randomUUID(), username: x }));
-      return ok(200, row);
+    if (a === 'consumers' && x && !c) {
+      let row = find(k.consumers, x, 'username');
+      if (method === 'GET') return row ? ok(200, row) : notFound();
+      if (method === 'PUT') {
+        if (!row) k.consumers.push((row = { id: randomUUID(), username: x }));
+        return ok(200, row);
+      }
+      if (method === 'DELETE') {
+        if (!row) return notFound();
+        const id = row.id;
+        k.consumers = k.consumers.filter((r) => r.id !== id);
+        k.keys = k.keys.filter((r) => (r.consumer as Row).id !== id); // credentials cascade
+        return ok(204, null);
+      }
     }
     if (a === 'consumers' && c === 'key-auth') {
       const consumer = find(k.consumers, x as string, 'username');

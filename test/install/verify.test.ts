@@ -73,6 +73,13 @@ describe('verify (stand-in stack)', () => {
     const err = (await taken.catch((e: unknown) => e)) as HospitalApiError;
     expect(`${err.message} ${err.hint}`).not.toContain(key);
     expect(kong.keys).toHaveLength(1);
+    // all or nothing: hospital-b, created by that failed run, is gone again
+    expect(kong.consumers.map((c) => c.username)).toEqual(['hospital-a']);
+    // a consumer that existed before (without a key) is reused, and kept when the key fails
+    kong.consumers.push({ id: '00000000-0000-4000-8000-000000000001', username: 'kept' });
+    await expect(createConsumer(runtime, dir, { username: 'kept', key }, () => {})).rejects.toMatchObject({ code: 'ERR_INSTALL_KEY_TAKEN' });
+    expect(kong.consumers.map((c) => c.username)).toEqual(['hospital-a', 'kept']);
+    kong.consumers.pop();
   });
 
   it('passes every check in issue 5 order and writes a signed record without the key', async () => {
