@@ -9,6 +9,7 @@ import { isIP } from 'node:net';
 import { HospitalApiError } from '../errors/index.js';
 import { generateCa, issueCertificate, type KeyAndCert } from '../tls/pki.js';
 import { parsePemBundle } from '../tls/inspect.js';
+import { signerUsageProblem } from '../record/verify.js';
 import type { InstallPaths } from '../runtime/layout.js';
 import type { TlsChoice } from './options.js';
 
@@ -122,6 +123,9 @@ function provided(choice: Extract<TlsChoice, { mode: 'provided' }>, paths: Insta
     signer = { certPem: readFileSync(choice.signerCert, 'utf8'), keyPem: readFileSync(choice.signerKey, 'utf8') };
     if (!chainsTo(signer.certPem, caPem)) throw mismatch(`${choice.signerCert} is not issued by the CA`);
     if (!keyMatches(signer.certPem, signer.keyPem, choice.signerKey)) throw mismatch(`${choice.signerKey} is not the key of ${choice.signerCert}`);
+    // record verify would refuse every record it signs (record/verify.ts)
+    const usage = signerUsageProblem(new X509Certificate(signer.certPem));
+    if (usage) throw mismatch(`${choice.signerCert}: ${usage}`);
   } else {
     const prev = existingPair(paths.signerCert, paths.signerKey);
     if (usable(prev, caPem, [])) signer = prev;

@@ -69,6 +69,30 @@ function attribute(attrs: Asn1, oid: string): Asn1 | undefined {
   return found ? children(children(found)[1] as Asn1)[0] : undefined;
 }
 
+const EMAIL_PROTECTION = '1.3.6.1.5.5.7.3.4';
+
+/**
+ * Why this certificate may not sign records, or null. Like openssl's S/MIME
+ * signing purpose (pki.ts issues signers so): extended key usage must include
+ * emailProtection and key usage digitalSignature or nonRepudiation, so that
+ * e.g. the gateway's server certificate from the same CA is refused.
+ */
+export function signerUsageProblem(cert: X509Certificate): string | null {
+  if (!(cert.keyUsage ?? []).includes(EMAIL_PROTECTION)) {
+    return 'the signer certificate is not for signing (its extended key usage lacks emailProtection)';
+  }
+  let ku: { digitalSignature?: boolean; nonRepudiation?: boolean } | undefined;
+  try {
+    ku = forge.pki.certificateFromPem(cert.toString()).getExtension('keyUsage') as typeof ku;
+  } catch {
+    return 'the signer certificate cannot be read (RSA expected)';
+  }
+  if (!ku?.digitalSignature && !ku?.nonRepudiation) {
+    return 'the signer certificate is not for signing (its key usage lacks digitalSignature and nonRepudiation)';
+  }
+  return null;
+}
+
 /** Verifies `content` against the PEM signature, and the signer against `caPem`. */
 export function verifyDetached(content: Uint8Array, signaturePem: string, caPem: string): SignatureCheck {
   const fail = (reason: string, signer: CertificateInfo | null = null, signingTime: string | null = null): SignatureCheck => ({
@@ -105,6 +129,8 @@ export function verifyDetached(content: Uint8Array, signaturePem: string, caPem:
   if (!ca.some((c) => signer.checkIssued(c) && signer.verify(c.publicKey))) {
     return fail('the signer certificate is not issued by the given CA', info, signingTime);
   }
+  const usage = signerUsageProblem(signer);
+  if (usage) return fail(usage, info, signingTime);
   const at = signingTime ? Date.parse(signingTime) : Date.now();
   if (at < Date.parse(signer.validFrom) || at > Date.parse(signer.validTo)) {
     return fail('the signer certificate was not valid at signing time', info, signingTime);

@@ -210,6 +210,24 @@ describe('install: bad input changes nothing', () => {
     expect(readFileSync(installPaths(d2).gatewayCert, 'utf8')).toBe(withKong.certPem);
   });
 
+  it('a provided --signer-cert must be for signing (emailProtection), or every record would fail record verify', async () => {
+    const t = tempDir();
+    const pki = makeTestPki(t);
+    const flags = (dir: string, cert: string, key: string): InstallFlags => ({
+      ...base(dir), generateCa: false, ca: pki.files.ca, cert: pki.files.cert, key: pki.files.key, signerCert: cert, signerKey: key,
+    });
+    const d1 = join(t, 'a');
+    const err = await install(flags(d1, pki.files.cert, pki.files.key), createFakeKong()).catch((e: unknown) => e);
+    expect((err as HospitalApiError).code).toBe('ERR_INSTALL_TLS_MISMATCH');
+    expect((err as HospitalApiError).message).toMatch(/emailProtection/);
+    expect(existsSync(d1)).toBe(false);
+    const signer = issueCertificate(pki.ca, { commonName: 'records', usage: 'signing' });
+    writeFileSync(join(t, 's.pem'), signer.certPem);
+    writeFileSync(join(t, 's.key'), signer.keyPem);
+    await install(flags(join(t, 'b'), join(t, 's.pem'), join(t, 's.key')), createFakeKong());
+    expect(readFileSync(installPaths(join(t, 'b')).signerCert, 'utf8')).toBe(signer.certPem);
+  });
+
   it('reissues the gateway certificate from the same CA when a host is added', async () => {
     const dir = join(tempDir(), 'inst');
     await install(base(dir), createFakeKong());

@@ -42,6 +42,20 @@ describe('detached CMS signatures', () => {
     expect(verifyDetached(content, signDetached(content, rogue.certPem, rogue.keyPem), ca.certPem).ok).toBe(false);
   });
 
+  it("refuses a record signed by another certificate of the same CA that is not for signing (the gateway's server certificate), as openssl does", async () => {
+    const server = issueCertificate(ca, { commonName: '127.0.0.1', hosts: ['127.0.0.1'], usage: 'server' });
+    const sig = signDetached(content, server.certPem, server.keyPem);
+    const r = verifyDetached(content, sig, ca.certPem);
+    expect(r.ok).toBe(false);
+    expect(r.reason).toMatch(/not for signing.*emailProtection/);
+    expect(r.signer!.subject).toBe('CN=127.0.0.1');
+    const d = tempDir();
+    const f = (n: string, v: string | Buffer) => (writeFileSync(join(d, n), v), join(d, n));
+    const openssl = await execa('openssl', ['cms', '-verify', '-binary', '-content', f('r.json', content), '-inform', 'PEM', '-in', f('r.p7s', sig),
+      '-CAfile', f('ca.pem', ca.certPem), '-out', '/dev/null'], { reject: false });
+    expect(openssl.exitCode).not.toBe(0);
+  });
+
   it('interoperates with openssl both ways', async () => {
     const d = tempDir();
     const f = (n: string, v: string | Buffer) => (writeFileSync(join(d, n), v), join(d, n));
