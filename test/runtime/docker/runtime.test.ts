@@ -235,7 +235,7 @@ describe('install --runtime docker (stand-in engine)', () => {
     const made = await createConsumer(openRuntime(dir), dir, { username: 'hospital-a', writeEnv: true }, () => {});
     expect(kong.keys.map((k) => k.key)).toContain(made.key);
     const after = shim.calls().map((c) => c.slice(5));
-    expect(after.filter((c) => c[0] === 'exec').map((c) => c[c.indexOf('-X') + 1])).toEqual(['PUT', 'GET', 'POST']);
+    expect(after.filter((c) => c[0] === 'exec').map((c) => c[c.indexOf('-X') + 1])).toEqual(['GET', 'PUT', 'POST']); // does it exist, create, add the key
     expect(after[after.length - 1]).toEqual(['up', '-d', '--no-deps', '--force-recreate', '--build', 'hospital-api']);
     expect(shim.calls().flat().join(' ')).not.toContain(made.key); // the key goes on stdin, never argv
   });
