@@ -4,7 +4,9 @@
  * API reads FHIR through the real gateway over HTTPS) returns every resource
  * of a generated patient → a killed component comes back → data and gateway
  * state survive down + up → down leaves no process and no port. Ephemeral ports and a temp dir, never the defaults.
+ * FHIR_PAGE_SIZE is small so every record crosses many $everything pages.
  */
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,10 +19,13 @@ import { generateDataset } from '../../src/fhir/generate/dataset.js';
 import { SYNTHETIC_ID_SYSTEM, type GeneratedPatient } from '../../src/fhir/generate/model.js';
 import { isAlive } from '../../src/runtime/native/state.js';
 import type { ComponentState } from '../../src/runtime/types.js';
+import { installPaths } from '../../src/runtime/layout.js';
 
 const SEED = 'e2e-native-stack';
 const SIZES = '10-300';
 const PATIENTS = 3;
+/** Far below the largest record (106 resources for this seed): several pages per request. */
+const PAGE_SIZE = 20;
 
 const dir = tempDir('hapi-e2e-');
 const platformDir = tempDir('hapi-e2e-platform-');
@@ -47,6 +52,13 @@ function syntheticIds(entries: Array<{ resource: { identifier?: Array<{ system?:
 
 function expectedIds(p: GeneratedPatient): string[] {
   return [p.patient, ...p.groups.flatMap((g) => g.resources)].map((r) => r.id);
+}
+
+/** hospital_api_fhir_pages_total from the API's loopback metrics listener. */
+async function pagesFetched(): Promise<number> {
+  const res = await request(`http://127.0.0.1:${ports.metrics}/metrics`);
+  const m = /^hospital_api_fhir_pages_total(?:\{[^}]*\})? (\d+)/m.exec(await res.body.text());
+  return m ? Number(m[1]) : 0;
 }
 
 async function postPatient(careId: string, token: string) {
@@ -86,6 +98,8 @@ describe('native stack end to end (issue 6)', () => {
       '--gateway-admin-port', String(ports.gatewayAdmin), '--metrics-port', String(ports.metrics),
     ]);
     expect(install.code, install.err).toBe(0);
+    // Before `consumer create --write-env`, which (re)starts the API with this file.
+    appendFileSync(installPaths(dir).apiEnv, `FHIR_PAGE_SIZE=${PAGE_SIZE}\n`);
     const consumer = await cli(['consumer', 'create', 'e2e-hospital', '--write-env']);
     expect(consumer.code, consumer.err).toBe(0);
     const up = await cli(['up']);
@@ -104,12 +118,18 @@ describe('native stack end to end (issue 6)', () => {
 
   it('returns every resource of a generated patient through the gateway over HTTPS', async () => {
     const patient = [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
+    expect(patient.size).toBeGreaterThan(3 * PAGE_SIZE);
     const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const pagesBefore = await pagesFetched();
     const { status, body } = await postPatient(patient.careId, token);
     expect(status).toBe(200);
+    expect(await pagesFetched() - pagesBefore).toBeGreaterThanOrEqual(Math.ceil(patient.size / PAGE_SIZE));
     const got = syntheticIds(body.resources as never);
     const missing = expectedIds(patient).filter((id) => !got.has(id));
     expect(missing).toEqual([]);
+    // Every resource exactly once across the page boundaries.
+    const keys = body.resources!.map((e) => `${e.resource.resourceType}/${e.resource.id}`);
+    expect(keys.length - new Set(keys).size, 'duplicated resources').toBe(0);
     expect(body.resources!.every((e) => typeof e.resource.resourceType === 'string')).toBe(true);
 
     // Another patient's token does not open this record.
