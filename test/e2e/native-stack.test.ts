@@ -4,11 +4,12 @@
  * API reads FHIR through the real gateway over HTTPS) returns every resource
  * of a generated patient → a killed component comes back → data and gateway
  * state survive down + up → down leaves no process and no port. Ephemeral ports and a temp dir, never the defaults.
- * FHIR_PAGE_SIZE is small so every record crosses many $everything pages.
+ * FHIR_PAGE_SIZE is small so every record crosses many $everything pages, and
+ * paging links fetched through the gateway must name the gateway, not the FHIR server.
  */
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { request } from 'undici';
+import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
@@ -20,6 +21,7 @@ import { SYNTHETIC_ID_SYSTEM, type GeneratedPatient } from '../../src/fhir/gener
 import { isAlive } from '../../src/runtime/native/state.js';
 import type { ComponentState } from '../../src/runtime/types.js';
 import { installPaths } from '../../src/runtime/layout.js';
+import { readEnvFile } from '../../src/util/env-file.js';
 
 const SEED = 'e2e-native-stack';
 const SIZES = '10-300';
@@ -135,6 +137,30 @@ describe('native stack end to end (issue 6)', () => {
     // Another patient's token does not open this record.
     const other = tokens.find((t) => t.careId !== patient.careId)!.token;
     expect((await postPatient(patient.careId, other)).status).not.toBe(200);
+  });
+
+  it('names the gateway HTTPS origin and route prefix in $everything next links fetched through key-auth', async () => {
+    const env = readEnvFile(installPaths(dir).apiEnv);
+    const base = env.FHIR_BASE_URL!; // https://<host>:<gateway https port>/fhir-api-key-auth
+    expect(new URL(base).port).toBe(String(ports.gatewayHttps));
+    const agent = new Agent({ connect: { ca: readFileSync(installPaths(dir).caCert, 'utf8'), rejectUnauthorized: true } });
+    const get = async (url: string) => {
+      const res = await request(url, { dispatcher: agent, headers: { apikey: env.FHIR_API_KEY!, accept: 'application/fhir+json' } });
+      return { status: res.statusCode, body: (await res.body.json()) as { entry?: Array<{ resource: { id: string } }>; link?: Array<{ relation: string; url: string }> } };
+    };
+    try {
+      const search = await get(`${base}/Patient?_count=1`);
+      expect(search.status).toBe(200);
+      const id = search.body.entry![0]!.resource.id;
+      const first = await get(`${base}/Patient/${id}/$everything?_count=5`);
+      expect(first.status).toBe(200);
+      const next = first.body.link!.find((l) => l.relation === 'next')!.url;
+      expect(next.startsWith(`${base}/Patient/${id}/$everything?`), next).toBe(true);
+      expect(new URL(next).origin).toBe(new URL(base).origin);
+      expect((await get(next)).status).toBe(200);
+    } finally {
+      await agent.close();
+    }
   });
 
   it('restarts a killed component and keeps serving', async () => {

@@ -1,8 +1,10 @@
 /**
  * The public FHIR base that links and fullUrls name (fhir.md §1: HAPI's links point
  * at the internal address behind a proxy). Order: `--public-base`; else
- * X-Forwarded-Proto/Host/Prefix when the peer is a trusted proxy (loopback by
- * default: the native gateway runs on this host); else the Host header + /fhir.
+ * X-Forwarded-Proto/Host/Port/Prefix when the peer is a trusted proxy (loopback
+ * by default: the native gateway runs on this host); else the Host header + /fhir.
+ * kong.md §4: the gateway sends X-Forwarded-Host without the port and the port
+ * it was reached on in X-Forwarded-Port; we build proto://host[:port]prefix.
  */
 import type { FastifyRequest } from 'fastify';
 import { isLoopback } from '../../util/listen-address.js';
@@ -22,6 +24,15 @@ function first(value: string | string[] | undefined): string | undefined {
   return v?.split(',')[0]?.trim() || undefined;
 }
 
+/** Appends a valid, non-default X-Forwarded-Port unless the host already names a port. */
+function withPort(host: string, port: string | undefined, proto: 'http' | 'https'): string {
+  if (/:\d+$/.test(host) && !host.endsWith(']')) return host;
+  if (!port || !/^\d{1,5}$/.test(port)) return host;
+  const n = Number(port);
+  if (n < 1 || n > 65535 || n === (proto === 'https' ? 443 : 80)) return host;
+  return `${host}:${n}`;
+}
+
 function peerIsTrusted(address: string, options: BaseUrlOptions): boolean {
   const a = address.startsWith('::ffff:') ? address.slice(7) : address;
   return options.trustProxy ? options.trustProxy(a) : isLoopback(a);
@@ -38,7 +49,7 @@ export function publicBaseUrl(request: FastifyRequest, options: BaseUrlOptions):
       const proto = fProto === 'https' || fProto === 'http' ? fProto : 'http';
       // the proxy's route prefix replaces /fhir: the gateway maps /fhir-api/* onto /fhir/*
       const prefix = fPrefix && PREFIX.test(fPrefix.replace(/\/+$/, '')) ? fPrefix.replace(/\/+$/, '') : '/fhir';
-      return `${proto}://${fHost}${prefix}`;
+      return `${proto}://${withPort(fHost, first(h['x-forwarded-port']), proto)}${prefix}`;
     }
   }
   const host = first(h.host);

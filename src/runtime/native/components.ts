@@ -11,7 +11,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { endpoints, type InstallConfig } from '../install-config.js';
+import type { InstallConfig } from '../install-config.js';
 import { installPaths } from '../layout.js';
 import { isLoopback, parseListen } from '../../util/listen-address.js';
 import { readEnvFile } from '../../util/env-file.js';
@@ -108,7 +108,9 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
   const specs: ComponentSpec[] = [
     {
       name: 'fhir',
-      args: ['fhir', '--host', host, '--port', String(ports.fhir), '--data', p.fhirData, '--public-base', endpoints(config).fhirBase],
+      // No --public-base: links then follow the gateway's X-Forwarded-* (kong.md §4) through
+      // the gateway, and the Host header on direct access (fhir.md §1).
+      args: ['fhir', '--host', host, '--port', String(ports.fhir), '--data', p.fhirData],
       healthUrl: `http://127.0.0.1:${ports.fhir}/fhir/metadata`,
       ports: [{ host, port: ports.fhir }],
       version: VERSION,

@@ -48,13 +48,27 @@ describe('GET /fhir/metadata (fhir.md §3)', () => {
     expect(patient.operation).toEqual([{ name: 'everything', definition: 'http://hl7.org/fhir/OperationDefinition/Patient-everything' }]);
   });
 
-  it('names the public base given by a trusted proxy', async () => {
+  it('names the public base given by a trusted proxy (host and port apart, as our gateway sends them)', async () => {
     const r = await call(server.url, 'GET', 'metadata', undefined, {
-      'x-forwarded-host': 'gw.example:8443',
+      'x-forwarded-host': 'gw.example',
+      'x-forwarded-port': '8443',
       'x-forwarded-proto': 'https',
       'x-forwarded-prefix': '/fhir-api-key-auth',
     });
     expect(r.body.implementation.url).toBe('https://gw.example:8443/fhir-api-key-auth');
+  });
+
+  it('omits default forwarded ports, keeps a port already in the host and ignores a bad port', async () => {
+    const base = async (headers: Record<string, string>) =>
+      (await call(server.url, 'GET', 'metadata', undefined, { 'x-forwarded-prefix': '/fhir-api', ...headers })).body.implementation.url;
+    expect(await base({ 'x-forwarded-host': 'gw.example', 'x-forwarded-port': '443', 'x-forwarded-proto': 'https' })).toBe('https://gw.example/fhir-api');
+    expect(await base({ 'x-forwarded-host': 'gw.example', 'x-forwarded-port': '80', 'x-forwarded-proto': 'http' })).toBe('http://gw.example/fhir-api');
+    expect(await base({ 'x-forwarded-host': 'gw.example', 'x-forwarded-port': '443', 'x-forwarded-proto': 'http' })).toBe('http://gw.example:443/fhir-api');
+    expect(await base({ 'x-forwarded-host': 'gw.example:9443', 'x-forwarded-port': '8443', 'x-forwarded-proto': 'https' })).toBe('https://gw.example:9443/fhir-api');
+    expect(await base({ 'x-forwarded-host': '[::1]', 'x-forwarded-port': '8443', 'x-forwarded-proto': 'https' })).toBe('https://[::1]:8443/fhir-api');
+    for (const port of ['0', '65536', '84a', '-1', '8443/evil']) {
+      expect(await base({ 'x-forwarded-host': 'gw.example', 'x-forwarded-port': port, 'x-forwarded-proto': 'https' }), port).toBe('https://gw.example/fhir-api');
+    }
   });
 
   it('serves JSON only: XML asked for → 406, XML sent → 415, both as OperationOutcome', async () => {

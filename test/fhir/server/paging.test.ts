@@ -92,7 +92,7 @@ describe('keyset paging through every page', () => {
     try {
       await call(plain.url, 'POST', 'Patient', { resourceType: 'Patient' });
       await call(plain.url, 'POST', 'Patient', { resourceType: 'Patient' });
-      const r = await call(plain.url, 'GET', 'Patient?_count=1', undefined, { 'x-forwarded-host': 'gw.local:8443', 'x-forwarded-proto': 'https', 'x-forwarded-prefix': '/fhir-api' });
+      const r = await call(plain.url, 'GET', 'Patient?_count=1', undefined, { 'x-forwarded-host': 'gw.local', 'x-forwarded-port': '8443', 'x-forwarded-proto': 'https', 'x-forwarded-prefix': '/fhir-api' });
       expect(r.body.link.find((l: any) => l.relation === 'next').url).toMatch(/^https:\/\/gw\.local:8443\/fhir-api\/Patient\?_count=1&_cursor=/);
       const direct = await call(plain.url, 'GET', 'Patient?_count=1');
       const next = direct.body.link.find((l: any) => l.relation === 'next').url;
