@@ -1,16 +1,9 @@
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../../helpers/tmp.js';
 import { makeTestPki } from '../../helpers/pki.js';
-import { startAdmin, type Admin } from './harness.js';
+import { useFreshAdmin } from './harness.js';
 
-let admin: Admin;
-beforeEach(async () => {
-  admin = await startAdmin();
-});
-afterEach(async () => {
-  await admin.close();
-});
-afterAll(() => removeTempDirs());
+const admin = useFreshAdmin();
 
 describe('ca_certificates and upstream TLS fields (kong.md §1)', () => {
   it('stores a CA with its digest, refuses a leaf, and protects a CA that a service uses', async () => {

@@ -1,20 +1,12 @@
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { KongError } from '../../../src/gateway/model/kong-error.js';
 import { verifyBasicAuthPassword } from '../../../src/gateway/model/password.js';
 import { insertEntity } from '../../../src/gateway/store/repo.js';
-import { removeTempDirs } from '../../helpers/tmp.js';
-import { startAdmin, STAND_IN_PLUGINS, type Admin } from './harness.js';
+import { useFreshAdmin, STAND_IN_PLUGINS } from './harness.js';
 
 const ctx = { plugins: STAND_IN_PLUGINS, coerce: false, passwords: 'hash' as const };
 
-let admin: Admin;
-beforeEach(async () => {
-  admin = await startAdmin();
-});
-afterEach(async () => {
-  await admin.close();
-});
-afterAll(() => removeTempDirs());
+const admin = useFreshAdmin();
 
 describe('consumers (kong.md §1)', () => {
   it('requires username or custom_id, keeps both unique, filters by custom_id', async () => {

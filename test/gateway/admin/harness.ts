@@ -4,7 +4,8 @@ import { request } from 'undici';
 import { startAdminServer } from '../../../src/gateway/admin/server.js';
 import type { PluginSchemaDefinition } from '../../../src/gateway/model/types.js';
 import { openStore, type GatewayStore } from '../../../src/gateway/store/index.js';
-import { tempDir } from '../../helpers/tmp.js';
+import { afterAll, afterEach, beforeEach } from 'vitest';
+import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
 /** A small stand-in plugin map: fills one default and reports one field error, in Kong's shape. */
 export const STAND_IN_PLUGINS: ReadonlyMap<string, PluginSchemaDefinition> = new Map([
@@ -83,5 +84,32 @@ export async function startAdmin(options: { dir?: string; plugins?: ReadonlyMap<
       return { status: res.statusCode, headers: res.headers, text, json };
     },
     close: () => server.close(),
+  };
+}
+
+/**
+ * A fresh admin API for each test of the calling file (beforeEach/afterEach),
+ * temp dirs removed after the file. The returned object always points at the
+ * current test's server.
+ */
+export function useFreshAdmin(): Pick<Admin, 'call'> & { readonly store: GatewayStore } {
+  let current: Admin | undefined;
+  beforeEach(async () => {
+    current = await startAdmin();
+  });
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  afterAll(() => removeTempDirs());
+  const active = (): Admin => {
+    if (!current) throw new Error('useFreshAdmin: no admin server outside a test');
+    return current;
+  };
+  return {
+    call: (...args) => active().call(...args),
+    get store() {
+      return active().store;
+    },
   };
 }

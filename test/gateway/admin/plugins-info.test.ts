@@ -1,16 +1,8 @@
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PLUGIN_SCHEMAS } from '../../../src/gateway/plugins/index.js';
-import { removeTempDirs } from '../../helpers/tmp.js';
-import { startAdmin, type Admin } from './harness.js';
+import { startAdmin, useFreshAdmin } from './harness.js';
 
-let admin: Admin;
-beforeEach(async () => {
-  admin = await startAdmin();
-});
-afterEach(async () => {
-  await admin.close();
-});
-afterAll(() => removeTempDirs());
+const admin = useFreshAdmin();
 
 describe('plugins (kong.md §1)', () => {
   it('fills plugin defaults from the schema map and Kong entity defaults', async () => {

@@ -1,15 +1,7 @@
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { removeTempDirs } from '../../helpers/tmp.js';
-import { startAdmin, type Admin } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { useFreshAdmin } from './harness.js';
 
-let admin: Admin;
-beforeEach(async () => {
-  admin = await startAdmin();
-});
-afterEach(async () => {
-  await admin.close();
-});
-afterAll(() => removeTempDirs());
+const admin = useFreshAdmin();
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
