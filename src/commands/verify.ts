@@ -16,11 +16,11 @@ export function register(program: Command): void {
     .action(
       action<VerifyFlags>('verify', async (options, io) => {
         const { runVerify } = await import('../install/verify.js');
-        const { renderChecks } = await import('../checks/render.js');
+        const { formatCheckProgress, renderChecks } = await import('../checks/render.js');
         const result = await runVerify({
           ...(options.dir ? { dir: options.dir } : {}),
           ...(options.ca ? { ca: options.ca } : {}),
-          onResult: (r) => io.log(`  ${r.status.padEnd(5)} ${r.title} (${r.durationMs} ms)`),
+          onResult: (r) => io.log(formatCheckProgress(r)),
           log: (t) => io.warn(t),
         });
         if (io.json) {

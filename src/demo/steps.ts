@@ -102,10 +102,11 @@ export async function ensureConsumer(dir: string, runtime: Runtime, log: (text: 
 /** Every §4.5 check, with a signed record, through the install engineer's verify. */
 export async function verify(dir: string, runtime: Runtime, log: (text: string) => void): Promise<string> {
   const { runVerify } = await import('../install/verify.js');
+  const { formatCheckProgress } = await import('../checks/render.js');
   const result = await runVerify({
     dir: installPaths(dir).root,
     runtime,
-    onResult: (r) => log(`  ${r.status.padEnd(5)} ${r.title} (${r.durationMs} ms)`),
+    onResult: (r) => log(formatCheckProgress(r)),
     log,
   });
   if (!result.ok) {

@@ -4,6 +4,7 @@
  * Admin calls run curl inside the kong container, since the admin API is
  * never published on the host (spec §1, §4.4).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { HospitalApiError } from '../../errors/index.js';
 import { readEnvFile } from '../../util/env-file.js';
@@ -31,7 +32,6 @@ export function apiReady(dir: string): boolean {
   const env = readEnvFile(installPaths(dir).apiEnv);
   return Boolean(env.FHIR_API_KEY && env.PLATFORM_API_URL);
 }
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Splits curl's output: the body, then the status code written by -w on its own last line. */
 export function parseCurlOutput(stdout: string): AdminResponse {

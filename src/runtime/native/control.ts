@@ -12,7 +12,8 @@ import { HospitalApiError } from '../../errors/index.js';
 import { isPortFree } from '../../util/port-check.js';
 import { writeFileAtomic } from '../../util/atomic-write.js';
 import { BIN_PATH, componentSpecs } from './components.js';
-import { assertPortsFree, sleep } from './health.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { assertPortsFree } from './health.js';
 import { isOurs, readRunState, runningSupervisor, statePath, type RunState } from './state.js';
 import { fatalError } from './supervisor.js';
 

@@ -15,7 +15,6 @@ export async function probe(url: string, timeoutMs = 1500): Promise<boolean> {
   }
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Throws ERR_RUNTIME_PORT_TAKEN naming the first port of these components that

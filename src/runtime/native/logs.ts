@@ -2,7 +2,7 @@
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { installPaths } from '../layout.js';
-import { sleep } from './health.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export function logPath(dir: string, component: string): string {
   return join(installPaths(dir).logs, `${component}.log`);

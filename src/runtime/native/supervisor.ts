@@ -12,7 +12,8 @@ import type { InstallConfig } from '../install-config.js';
 import { installPaths } from '../layout.js';
 import { HospitalApiError, toHospitalApiError } from '../../errors/index.js';
 import { componentBin, componentSpecs, type ComponentSpec } from './components.js';
-import { assertPortsFree, probe, sleep } from './health.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { assertPortsFree, probe } from './health.js';
 import { acquireSupervisorLock, releaseSupervisorLock } from './lock.js';
 import { processStartTime, writeRunState, type ComponentRecord, type RunState } from './state.js';
 
