@@ -5,10 +5,11 @@
  * No setting disables TLS verification.
  */
 import { readFileSync } from 'node:fs';
-import { BlockList, isIP } from 'node:net';
+import { isIP, type BlockList } from 'node:net';
 import { resolve } from 'node:path';
 import { HospitalApiError } from '../errors/index.js';
 import { mergedEnv } from '../util/env-file.js';
+import { blockListOf, parseIpOrCidr } from '../util/ip-list.js';
 import { parseListen, type ListenAddress } from '../util/listen-address.js';
 
 export type TrustProxy = boolean | number | string[];
@@ -103,31 +104,15 @@ function pemFile(env: Env, name: string, cwd: string): string | null {
   return pem;
 }
 
-/** Adds one IP or CIDR to the list; returns false when the text is neither. */
-function addCaller(list: BlockList, entry: string): boolean {
-  const [addr, bits, extra] = entry.split('/');
-  if (extra !== undefined || !addr) return false;
-  const family = isIP(addr);
-  if (family === 0) return false;
-  const type = family === 4 ? 'ipv4' : 'ipv6';
-  if (bits === undefined) {
-    list.addAddress(addr, type);
-    return true;
-  }
-  const n = Number(bits);
-  if (!/^\d+$/.test(bits) || n > (family === 4 ? 32 : 128)) return false;
-  list.addSubnet(addr, n, type);
-  return true;
-}
-
 function callers(env: Env): { list: BlockList | null; entries: string[] } {
   const entries = (text(env, 'ALLOWED_CALLERS') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   if (entries.length === 0) return { list: null, entries };
-  const list = new BlockList();
-  for (const e of entries) {
-    if (!addCaller(list, e)) throw invalid('ALLOWED_CALLERS', `"${e}" is not an IP address or CIDR`);
-  }
-  return { list, entries };
+  const ranges = entries.map((e) => {
+    const range = parseIpOrCidr(e);
+    if (!range) throw invalid('ALLOWED_CALLERS', `"${e}" is not an IP address or CIDR`);
+    return range;
+  });
+  return { list: blockListOf(ranges), entries };
 }
 
 /** TRUST_PROXY: false (default), true, a hop count, or a comma list of proxy IPs/CIDRs (Fastify trustProxy). */
@@ -138,7 +123,7 @@ function trustProxy(env: Env): TrustProxy {
   if (/^\d+$/.test(v)) return Number(v);
   const entries = v.split(',').map((s) => s.trim()).filter(Boolean);
   for (const e of entries) {
-    if (!addCaller(new BlockList(), e)) throw invalid('TRUST_PROXY', `"${e}" is not true, false, a hop count, an IP or a CIDR`);
+    if (!parseIpOrCidr(e)) throw invalid('TRUST_PROXY', `"${e}" is not true, false, a hop count, an IP or a CIDR`);
   }
   return entries;
 }

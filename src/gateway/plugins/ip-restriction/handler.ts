@@ -2,18 +2,15 @@
  * ip-restriction (kong.md §2): deny is checked first, then allow; rejection
  * 403 "IP address not allowed: <ip>" unless status/message are configured.
  */
-import { BlockList } from 'node:net';
+import type { BlockList } from 'node:net';
+import { blockListOf, parseIpOrCidr, type IpRange } from '../../../util/ip-list.js';
 import type { AccessResult, CompileEnv, PluginHandler, PluginRunner } from '../types.js';
-import { parseIpOrCidr, type IpRestrictionConfig } from './schema.js';
+import type { IpRestrictionConfig } from './schema.js';
 
 function blockList(entries: string[] | null): BlockList | null {
   if (!entries || entries.length === 0) return null;
-  const list = new BlockList();
-  for (const entry of entries) {
-    const p = parseIpOrCidr(entry);
-    if (p) list.addSubnet(p.ip, p.prefix, p.family === 4 ? 'ipv4' : 'ipv6');
-  }
-  return list;
+  // The schema has rejected anything that does not parse.
+  return blockListOf(entries.map(parseIpOrCidr).filter((r): r is IpRange => r !== null));
 }
 
 function compile(raw: Readonly<Record<string, unknown>>, _env: CompileEnv): PluginRunner {

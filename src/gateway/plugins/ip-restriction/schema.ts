@@ -1,5 +1,5 @@
 /** ip-restriction config (kong.md §2): allow and/or deny lists of IPs or CIDRs. */
-import { isIP } from 'node:net';
+import { parseIpOrCidr } from '../../../util/ip-list.js';
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
 
@@ -8,19 +8,6 @@ export interface IpRestrictionConfig {
   deny: string[] | null;
   status: number | null;
   message: string | null;
-}
-
-/** Parses `ip` or `ip/prefix`; null when invalid. */
-export function parseIpOrCidr(value: string): { ip: string; family: 4 | 6; prefix: number } | null {
-  const slash = value.indexOf('/');
-  const ip = slash < 0 ? value : value.slice(0, slash);
-  const family = isIP(ip);
-  if (family !== 4 && family !== 6) return null;
-  const max = family === 4 ? 32 : 128;
-  if (slash < 0) return { ip, family, prefix: max };
-  const text = value.slice(slash + 1);
-  if (!/^\d{1,3}$/.test(text) || Number(text) > max) return null;
-  return { ip, family, prefix: Number(text) };
 }
 
 const ipOrCidr = (v: string): string | null => (parseIpOrCidr(v) ? null : `invalid ip or cidr range: '${v}'`);
