@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { HospitalApiError } from '../../errors/index.js';
-import { readEnvFile } from '../../util/env-file.js';
+import { missingApiSettings } from '../api-settings.js';
 import type { InstallConfig } from '../install-config.js';
 import { installPaths } from '../layout.js';
 import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '../types.js';
@@ -29,8 +29,7 @@ export const STACK_WITHOUT_API: readonly string[] = Object.freeze(['kong-databas
 
 /** The API container starts only once the hospital has created its key and named the platform. */
 export function apiReady(dir: string): boolean {
-  const env = readEnvFile(installPaths(dir).apiEnv);
-  return Boolean(env.FHIR_API_KEY && env.PLATFORM_API_URL);
+  return missingApiSettings(dir).length === 0;
 }
 
 /** Splits curl's output: the body, then the status code written by -w on its own last line. */

@@ -15,6 +15,7 @@ import type { InstallConfig } from '../install-config.js';
 import { installPaths } from '../layout.js';
 import { isLoopback, parseListen } from '../../util/listen-address.js';
 import { readEnvFile } from '../../util/env-file.js';
+import { missingApiSettings } from '../api-settings.js';
 import { VERSION } from '../../version.js';
 
 /** The CLI every component is started from (`node bin/hospital-api.js <command> …`). */
@@ -71,8 +72,7 @@ export function publicBindHost(config: InstallConfig): string {
 
 /** Why the Hospital API cannot start yet, or undefined when its settings are complete. */
 export function apiBlockedReason(dir: string): string | undefined {
-  const env = readEnvFile(installPaths(dir).apiEnv);
-  const missing = ['FHIR_API_KEY', 'PLATFORM_API_URL'].filter((k) => !env[k]);
+  const missing = missingApiSettings(dir);
   if (missing.length === 0) return undefined;
   return (
     `${missing.join(' and ')} not set in hospital-api.env: ` +
