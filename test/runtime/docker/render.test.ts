@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { IMAGES, renderCompose, renderTemplate } from '../../../src/runtime/docker/render.js';
 import { DEFAULT_PORTS, type InstallConfig } from '../../../src/runtime/install-config.js';
 
-const schema = JSON.parse(readFileSync(new URL('../../../../shared/schemas/compose-spec.json', import.meta.url), 'utf8'));
+const schema = JSON.parse(readFileSync(new URL('../../fixtures/schemas/compose-spec.json', import.meta.url), 'utf8'));
 const config: InstallConfig = {
   formatVersion: 1,
   runtime: 'docker',
