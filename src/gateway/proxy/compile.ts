@@ -6,6 +6,7 @@
 import type { Pool } from 'undici';
 import type { ConfigSnapshot, Consumer, GatewayConfig, Route, Service } from '../model/types.js';
 import { PLUGIN_HANDLERS } from '../plugins/handlers.js';
+import { PLUGIN_PRIORITY } from '../plugins/priorities.js';
 import type { CompileEnv } from '../plugins/types.js';
 import { buildChain, scopeLevel, type ChainSlot, type CompiledPlugin } from './plugin-chain.js';
 import { Router } from './router.js';
@@ -86,7 +87,7 @@ function compilePlugins(config: Readonly<GatewayConfig>, env: CompileEnv): Compi
     const handler = PLUGIN_HANDLERS.get(row.name);
     if (!row.enabled || !handler) continue;
     const runner = handler.compile(row.config, env);
-    out.push({ row, entry: { runner, level: scopeLevel(row), http: row.protocols.includes('http'), https: row.protocols.includes('https') } });
+    out.push({ row, entry: { runner, priority: PLUGIN_PRIORITY[handler.name], level: scopeLevel(row), http: row.protocols.includes('http'), https: row.protocols.includes('https') } });
   }
   return out;
 }

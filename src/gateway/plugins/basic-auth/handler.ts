@@ -44,7 +44,6 @@ function compile(raw: Readonly<Record<string, unknown>>, env: CompileEnv): Plugi
 
   return {
     name: 'basic-auth',
-    priority: 1100,
     async access(state): Promise<AccessResult> {
       if (conf.anonymous !== null && state.authenticated) return;
       const exit = await authenticate(state);
@@ -57,4 +56,4 @@ function compile(raw: Readonly<Record<string, unknown>>, env: CompileEnv): Plugi
   };
 }
 
-export const basicAuthHandler: PluginHandler = { name: 'basic-auth', priority: 1100, compile };
+export const basicAuthHandler: PluginHandler = { name: 'basic-auth', compile };

@@ -99,7 +99,6 @@ function compile(raw: Readonly<Record<string, unknown>>, _env: CompileEnv): Plug
 
   return {
     name: 'cors',
-    priority: 2000,
     access(state): AccessResult {
       if (state.method !== 'OPTIONS' || !state.header('origin') || !state.header('access-control-request-method')) return;
       if (conf.preflight_continue) return;
@@ -125,4 +124,4 @@ function compile(raw: Readonly<Record<string, unknown>>, _env: CompileEnv): Plug
   };
 }
 
-export const corsHandler: PluginHandler = { name: 'cors', priority: 2000, compile };
+export const corsHandler: PluginHandler = { name: 'cors', compile };

@@ -1,6 +1,7 @@
 /** cors config (kong.md §2): origins are `*` or regexes; methods from Kong's fixed list. */
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
+import { PLUGIN_PRIORITY } from '../priorities.js';
 
 export interface CorsConfig {
   origins: string[] | null;
@@ -28,7 +29,7 @@ function asteriskOrRegex(value: string): string | null {
 export const corsSchema = defineSchema({
   name: 'cors',
   version: KONG_VERSION,
-  priority: 2000,
+  priority: PLUGIN_PRIORITY['cors'],
   consumerScopable: false,
   fields: {
     origins: { type: 'array', elementCheck: asteriskOrRegex },

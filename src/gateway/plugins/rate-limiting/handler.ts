@@ -55,7 +55,6 @@ function compile(raw: Readonly<Record<string, unknown>>, _env: CompileEnv): Plug
 
   return {
     name: 'rate-limiting',
-    priority: 910,
     access(state): AccessResult {
       const id = identifier(conf, state);
       const now = Date.now();
@@ -92,4 +91,4 @@ function compile(raw: Readonly<Record<string, unknown>>, _env: CompileEnv): Plug
   };
 }
 
-export const rateLimitingHandler: PluginHandler = { name: 'rate-limiting', priority: 910, compile };
+export const rateLimitingHandler: PluginHandler = { name: 'rate-limiting', compile };
