@@ -119,6 +119,7 @@ export class Exchange implements FailureSink {
       bodyLength: state.body === null ? null : state.body.length,
     });
     const target = state.query === '' ? path : `${path}?${state.query}`;
-    new UpstreamCall(this.res, this, service, state.method, target, headers, body, responseHeaders, this.startedAt).start();
+    const peerHost = service.balancer !== null && !(r.preserve_host && hostHeader !== '');
+    new UpstreamCall(this.res, this, service, state.method, target, headers, body, responseHeaders, this.startedAt, peerHost).start();
   }
 }

@@ -11,12 +11,37 @@ import type { ListenAddress } from '../../util/listen-address.js';
 import type { GatewayProxy } from './gateway-proxy.js';
 import { SERVER } from './kong-response.js';
 
-const KEEP_ALIVE_MS = 60_000; // Kong's keepalive_timeout 60s
+/**
+ * Time-outs and the connection cap of every proxy listener (issue 12), after
+ * Kong's nginx defaults: client_header_timeout 60s, keepalive_timeout 60s.
+ * nginx's client_body_timeout is per read, so a client trickling a byte a
+ * minute is never cut; here the whole request (headers and body, chunked
+ * included) must arrive within `requestTimeoutMs`, else 408 and the
+ * connection closes. Past `maxConnections` a new connection is closed at once.
+ */
+export interface ProxyLimits {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  /** Idle time between requests on a keep-alive connection. */
+  keepAliveTimeoutMs: number;
+  maxConnections: number;
+  /** How often Node checks the two time-outs above (its default is 30 s). */
+  checkIntervalMs: number;
+}
+
+export const DEFAULT_PROXY_LIMITS: ProxyLimits = {
+  headersTimeoutMs: 60_000,
+  requestTimeoutMs: 120_000,
+  keepAliveTimeoutMs: 60_000,
+  maxConnections: 10_000,
+  checkIntervalMs: 1_000,
+};
 
 export interface ProxyListenerOptions {
   proxy: GatewayProxy;
   http?: ListenAddress | null;
   https?: (ListenAddress & { cert: string; key: string }) | null;
+  limits?: Partial<ProxyLimits>;
 }
 
 export interface ProxyListeners {
@@ -48,10 +73,25 @@ function guarded(proxy: GatewayProxy, scheme: 'http' | 'https') {
   };
 }
 
-function tune(server: Server): void {
-  server.keepAliveTimeout = KEEP_ALIVE_MS;
-  server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+const TIMEOUT_408 = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n';
+const BAD_400 = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n';
+
+function serverOptions(l: ProxyLimits) {
+  return {
+    noDelay: true,
+    headersTimeout: l.headersTimeoutMs,
+    requestTimeout: l.requestTimeoutMs,
+    keepAliveTimeout: l.keepAliveTimeoutMs,
+    connectionsCheckingInterval: l.checkIntervalMs,
+  };
+}
+
+function tune(server: Server, l: ProxyLimits): void {
+  server.maxConnections = l.maxConnections;
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    // A request already being answered (the proxy wrote headers) can only be cut.
+    const answering = (socket as { _httpMessage?: ServerResponse })._httpMessage?.headersSent === true;
+    if (socket.writable && !answering) socket.end(err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? TIMEOUT_408 : BAD_400);
     else socket.destroy();
   });
 }
@@ -65,19 +105,36 @@ function closeServer(server: Server): Promise<void> {
 }
 
 export async function startProxyListeners(o: ProxyListenerOptions): Promise<ProxyListeners> {
+  const limits: ProxyLimits = { ...DEFAULT_PROXY_LIMITS, ...(o.limits ?? {}) };
   const servers: Server[] = [];
   let http: AddressInfo | null = null;
   let https: AddressInfo | null = null;
   try {
     if (o.http) {
-      const server = createHttpServer({ noDelay: true }, guarded(o.proxy, 'http'));
-      tune(server);
+      const server = createHttpServer(serverOptions(limits), guarded(o.proxy, 'http'));
+      tune(server, limits);
       servers.push(server);
       http = await listen(server, o.http);
     }
     if (o.https) {
-      const server = createHttpsServer({ cert: o.https.cert, key: o.https.key, noDelay: true }, guarded(o.proxy, 'https'));
-      tune(server);
+      const proxy = o.proxy;
+      const server = createHttpsServer(
+        {
+          ...serverOptions(limits),
+          cert: o.https.cert,
+          key: o.https.key,
+          // Kong's certificate phase: an SNI entity's certificate, else the listener's own.
+          SNICallback: (servername, cb) => {
+            try {
+              cb(null, proxy.secureContext(servername) ?? undefined);
+            } catch (err) {
+              cb(err as Error, undefined);
+            }
+          },
+        },
+        guarded(o.proxy, 'https'),
+      );
+      tune(server, limits);
       servers.push(server);
       https = await listen(server, o.https);
     }

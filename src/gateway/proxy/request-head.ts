@@ -6,6 +6,8 @@
  */
 export interface RequestHead {
   host: string;
+  /** How many Host headers came (more than one → 400, as nginx). */
+  hostCount: number;
   accept: string | undefined;
   /** A request body follows (Transfer-Encoding, or a Content-Length other than 0). */
   hasBody: boolean;
@@ -13,6 +15,7 @@ export interface RequestHead {
 
 export function readHead(raw: readonly string[]): RequestHead {
   let host: string | undefined;
+  let hostCount = 0;
   let accept: string | undefined;
   let length: string | undefined;
   let chunked = false;
@@ -21,7 +24,10 @@ export function readHead(raw: readonly string[]): RequestHead {
     // Dispatch on length first: most headers are none of these four.
     switch (name.length) {
       case 4:
-        if (host === undefined && name.toLowerCase() === 'host') host = raw[i + 1] as string;
+        if (name.toLowerCase() === 'host') {
+          hostCount++;
+          host ??= raw[i + 1] as string;
+        }
         break;
       case 6:
         if (name.toLowerCase() === 'accept') accept = accept === undefined ? (raw[i + 1] as string) : `${accept}, ${raw[i + 1] as string}`;
@@ -34,5 +40,5 @@ export function readHead(raw: readonly string[]): RequestHead {
         break;
     }
   }
-  return { host: host ?? '', accept, hasBody: chunked || (length !== undefined && length !== '0') };
+  return { host: host ?? '', hostCount, accept, hasBody: chunked || (length !== undefined && length !== '0') };
 }

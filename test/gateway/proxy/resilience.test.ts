@@ -25,15 +25,32 @@ describe('proxy resilience', () => {
     upstream.server.close();
   });
 
-  it('answers 500 when no configuration ever compiled, then recovers', async () => {
+  it('answers 503 and reports itself degraded when no configuration ever compiled, then recovers', async () => {
     snapshots.set(broken());
     const r = await get(`${gw.url}/p/x`);
-    expect([r.status, r.json().message]).toEqual([500, 'An unexpected error occurred']);
+    expect([r.status, r.json().message]).toEqual([503, 'no configuration available']);
+    expect(gw.proxy.health()).toMatchObject({ appliedVersion: null, degraded: true });
+    expect(gw.proxy.health().error).toMatch(/not applied: plugin .* \(cors\): invalid config \(config\.origins/);
     const good = emptyConfig();
     route(good, service(good, { host: '127.0.0.1', port: upstream.port }), { paths: ['/p'] });
     snapshots.set(good);
     expect((await get(`${gw.url}/p/x`)).status).toBe(200);
+    expect(gw.proxy.health()).toMatchObject({ appliedVersion: snapshots.get().version, degraded: false, error: null });
+    const goodVersion = snapshots.get().version;
     snapshots.set(broken());
     expect((await get(`${gw.url}/p/x`)).status).toBe(200); // last good configuration kept
+    expect(gw.proxy.health()).toMatchObject({ appliedVersion: goodVersion, latestVersion: goodVersion + 1, degraded: true });
+  });
+
+  it('never serves a route without a plugin the proxy cannot run (fail closed)', async () => {
+    const good = emptyConfig();
+    const r = route(good, service(good, { host: '127.0.0.1', port: upstream.port }), { paths: ['/p'] });
+    snapshots.set(good);
+    expect((await get(`${gw.url}/p/x`)).status).toBe(200);
+    const unknown = structuredClone(good);
+    plugin(unknown, 'key-auth', {}, { route: r }).name = 'key-auth-typo';
+    snapshots.set(unknown);
+    expect((await get(`${gw.url}/p/x`)).status).toBe(200); // the previous version, not the route without its auth
+    expect(gw.proxy.health().error).toMatch(/'key-auth-typo' is not available/);
   });
 });

@@ -1,4 +1,5 @@
 /** cors config (kong.md §2): origins are `*` or regexes; methods from Kong's fixed list. */
+import { RE2JS } from 're2js';
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
 import { PLUGIN_PRIORITY } from '../priorities.js';
@@ -19,7 +20,7 @@ export const CORS_METHODS = ['GET', 'HEAD', 'PUT', 'PATCH', 'POST', 'DELETE', 'O
 function asteriskOrRegex(value: string): string | null {
   if (value === '*') return null;
   try {
-    new RegExp(value);
+    RE2JS.compile(value); // RE2: linear-time matching (no regex may take exponential time)
     return null;
   } catch {
     return `'${value}' is not a valid regex`;
