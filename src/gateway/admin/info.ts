@@ -51,6 +51,8 @@ export function status(req: AdminRequest): AdminResponse {
       },
       database: { reachable: true },
       configuration_version: req.ctx.store.snapshot().version,
+      // Not Kong's: whether the proxy serves the newest configuration (docs/gateway-proxy.md).
+      ...(req.ctx.proxyHealth ? { proxy: req.ctx.proxyHealth() ?? null } : {}),
     },
   };
 }

@@ -29,6 +29,8 @@ export interface RequestState {
   /** Client IP, IPv4-mapped IPv6 unwrapped. */
   readonly clientIp: string;
   readonly serviceId: string;
+  /** The matched route's id. */
+  readonly routeId: string;
   consumer: Consumer | null;
   /** Kong's credential identifier (key-auth: credential id; basic-auth: username); null for anonymous. */
   credentialId: string | null;

@@ -105,7 +105,7 @@ export class GatewayProxy {
     // req.headers is built only when a route matches on headers.
     const match = bad || cfg === null ? null : cfg.router.match(method, head.host, path, cfg.router.usesHeaders ? req.headers : NO_HEADERS);
     const route = match === null ? null : match.target;
-    const state = new ProxyRequestState(req, method, path ?? '/', q < 0 ? '' : url.slice(q + 1), scheme, clientIp(req), route === null ? '' : route.service.id);
+    const state = new ProxyRequestState(req, method, path ?? '/', q < 0 ? '' : url.slice(q + 1), scheme, clientIp(req), route === null ? '' : route.service.id, route === null ? '' : route.route.id);
     const exchange = new Exchange(req, res, state, route, match === null ? null : match.prefix, head, requestId, startedAt);
     if (bad) {
       // nginx (and so Kong) refuses a request with two Host headers: "client sent duplicate host header".
