@@ -23,6 +23,7 @@ import {
 } from './plugins/rate-limiting/counters.js';
 import { GatewayProxy, type ProxyHealth } from './proxy/gateway-proxy.js';
 import { startProxyListeners, type ProxyListeners } from './proxy/listeners.js';
+import { parseTrustedIps } from './proxy/trusted-ips.js';
 import { loadSnapshotFromFile, openStore, watchStateFile } from './store/index.js';
 
 export interface GatewayOptions {
@@ -33,6 +34,8 @@ export interface GatewayOptions {
   keyPath: string | null;
   statePath: string;
   workers: number;
+  /** Kong's trusted_ips, comma-separated (proxy/trusted-ips.ts); null = none. */
+  trustedIps?: string | null;
   version: string;
 }
 
@@ -113,7 +116,7 @@ export async function runGatewayWorker(): Promise<void> {
   process.on('message', (m) => counters.onMessage(m));
   setRateCounterStore(counters);
   let snapshot: ConfigSnapshot = loadSnapshotFromFile(o.statePath);
-  const proxy = new GatewayProxy(() => snapshot);
+  const proxy = new GatewayProxy(() => snapshot, { trustedIps: parseTrustedIps(o.trustedIps ?? undefined) });
   proxy.onHealth = (health) => process.send?.({ type: HEALTH, health } satisfies HealthMessage);
   proxy.health(); // compile now: the primary learns at once whether the configuration applies
   const stop = watchStateFile(o.statePath, (s) => {
@@ -217,7 +220,7 @@ export async function runGateway(o: GatewayOptions): Promise<RunningGateway> {
         replaceCrashedWorkers(o, workers, hub);
       } else {
         setRateCounterStore(new LocalCounters());
-        proxy = new GatewayProxy(() => store.snapshot());
+        proxy = new GatewayProxy(() => store.snapshot(), { trustedIps: parseTrustedIps(o.trustedIps ?? undefined) });
         listeners = await listenProxy(o, proxy);
         listening = { type: 'gateway-listening', http: listeners.http, https: listeners.https };
       }

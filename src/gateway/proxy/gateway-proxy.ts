@@ -20,6 +20,7 @@ import { readHead } from './request-head.js';
 import { nextRequestId } from './request-id.js';
 import { ProxyRequestState } from './request-state.js';
 import { compileCertificates, type CertificateTable } from './sni-certificates.js';
+import { isTrusted, realIp, type TrustedIps } from './trusted-ips.js';
 import { UpstreamPools } from './upstream-pools.js';
 
 const NO_ROUTE = 'no Route matched with those values';
@@ -37,9 +38,14 @@ export interface ProxyHealth {
   error: string | null;
 }
 
-function clientIp(req: IncomingMessage): string {
+function peerIp(req: IncomingMessage): string {
   const ip = req.socket.remoteAddress ?? '';
   return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip;
+}
+
+export interface GatewayProxyOptions {
+  /** Kong's trusted_ips (trusted-ips.ts); null = trust no peer. */
+  trustedIps?: TrustedIps;
 }
 
 export class GatewayProxy {
@@ -51,7 +57,14 @@ export class GatewayProxy {
   /** Called when health changes (the worker forwards it to the primary). */
   onHealth: ((h: ProxyHealth) => void) | null = null;
 
-  constructor(private readonly source: () => ConfigSnapshot) {}
+  private readonly trustedIps: TrustedIps;
+
+  constructor(
+    private readonly source: () => ConfigSnapshot,
+    options: GatewayProxyOptions = {},
+  ) {
+    this.trustedIps = options.trustedIps ?? null;
+  }
 
   /** The compiled form of the current snapshot (recompiled when the snapshot object changes), or null if none compiles. */
   current(): CompiledConfig | null {
@@ -105,8 +118,12 @@ export class GatewayProxy {
     // req.headers is built only when a route matches on headers.
     const match = bad || cfg === null ? null : cfg.router.match(method, head.host, path, cfg.router.usesHeaders ? req.headers : NO_HEADERS);
     const route = match === null ? null : match.target;
-    const state = new ProxyRequestState(req, method, path ?? '/', q < 0 ? '' : url.slice(q + 1), scheme, clientIp(req), route === null ? '' : route.service.id, route === null ? '' : route.route.id);
-    const exchange = new Exchange(req, res, state, route, match === null ? null : match.prefix, head, requestId, startedAt);
+    const peer = peerIp(req);
+    const trusted = this.trustedIps !== null && isTrusted(this.trustedIps, peer);
+    // From a trusted peer, X-Real-IP names the client (Kong's real_ip_header; not recursive).
+    const client = trusted ? (realIp(req.headers['x-real-ip'] as string | undefined) ?? peer) : peer;
+    const state = new ProxyRequestState(req, method, path ?? '/', q < 0 ? '' : url.slice(q + 1), scheme, client, route === null ? '' : route.service.id, route === null ? '' : route.route.id);
+    const exchange = new Exchange(req, res, state, route, match === null ? null : match.prefix, head, requestId, startedAt, trusted);
     if (bad) {
       // nginx (and so Kong) refuses a request with two Host headers: "client sent duplicate host header".
       exchange.exit({ status: 400, message: 'Bad request' });
