@@ -114,6 +114,8 @@ export class GatewayProxy {
     const path = normalisePath(q < 0 ? url : url.slice(0, q));
     const method = req.method ?? 'GET';
     const head = readHead(req.rawHeaders);
+    // HTTP/2 marks a request without a body by END_STREAM on its headers, not by a length.
+    if (req.httpVersionMajor === 2) head.hasBody = !(req as unknown as { stream: { endAfterHeaders: boolean } }).stream.endAfterHeaders;
     const bad = path === null || head.hostCount > 1;
     // req.headers is built only when a route matches on headers.
     const match = bad || cfg === null ? null : cfg.router.match(method, head.host, path, cfg.router.usesHeaders ? req.headers : NO_HEADERS);

@@ -5,7 +5,7 @@
  * (libraries.md §3).
  */
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { ListenAddress } from '../../util/listen-address.js';
 import type { GatewayProxy } from './gateway-proxy.js';
@@ -50,7 +50,7 @@ export interface ProxyListeners {
   close(): Promise<void>;
 }
 
-function listen(server: Server, at: ListenAddress): Promise<AddressInfo> {
+function listen(server: AnyServer, at: ListenAddress): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(at.port, at.host, () => {
@@ -60,10 +60,32 @@ function listen(server: Server, at: ListenAddress): Promise<AddressInfo> {
   });
 }
 
+type AnyServer = Server | Http2SecureServer;
+
+/**
+ * HTTP/2 streams have no Node request time-out (headersTimeout/requestTimeout
+ * cover HTTP/1 only): a stream whose body has not all arrived in time gets 408
+ * (or is reset when the answer has begun).
+ */
+function h2RequestTimer(req: IncomingMessage, res: ServerResponse, ms: number): void {
+  const timer = setTimeout(() => {
+    if (req.complete) return;
+    if (!res.headersSent) {
+      res.writeHead(408, ['Content-Length', '0', 'Server', SERVER]);
+      res.end();
+    }
+    (req as unknown as Http2ServerRequest).stream.close();
+  }, ms);
+  const clear = (): void => clearTimeout(timer);
+  req.once('end', clear);
+  res.once('close', clear);
+}
+
 /** A throw here would end the process: answer 500 instead (kong.md §2 default message). */
-function guarded(proxy: GatewayProxy, scheme: 'http' | 'https') {
+function guarded(proxy: GatewayProxy, scheme: 'http' | 'https', limits: ProxyLimits) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     try {
+      if (req.httpVersionMajor === 2) h2RequestTimer(req, res, limits.requestTimeoutMs);
       proxy.handle(req, res, scheme);
     } catch (err) {
       process.stderr.write(`gateway: request failed (${(err as Error)?.name ?? 'error'})\n`);
@@ -86,7 +108,7 @@ function serverOptions(l: ProxyLimits) {
   };
 }
 
-function tune(server: Server, l: ProxyLimits): void {
+function tune(server: AnyServer, l: ProxyLimits): void {
   server.maxConnections = l.maxConnections;
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // A request already being answered (the proxy wrote headers) can only be cut.
@@ -96,33 +118,44 @@ function tune(server: Server, l: ProxyLimits): void {
   });
 }
 
-function closeServer(server: Server): Promise<void> {
+function closeServer(server: AnyServer): Promise<void> {
   return new Promise((resolve) => {
     server.close(() => resolve());
-    server.closeIdleConnections();
-    setTimeout(() => server.closeAllConnections(), 2000).unref();
+    if ('closeIdleConnections' in server) server.closeIdleConnections();
+    const h2 = sessions.get(server);
+    for (const s of h2 ?? []) s.close(); // graceful: open streams finish
+    setTimeout(() => {
+      if ('closeAllConnections' in server && typeof server.closeAllConnections === 'function') server.closeAllConnections();
+      for (const s of h2 ?? []) s.destroy();
+    }, 2000).unref();
   });
 }
 
+const sessions = new WeakMap<AnyServer, Set<import('node:http2').ServerHttp2Session>>();
+
 export async function startProxyListeners(o: ProxyListenerOptions): Promise<ProxyListeners> {
   const limits: ProxyLimits = { ...DEFAULT_PROXY_LIMITS, ...(o.limits ?? {}) };
-  const servers: Server[] = [];
+  const servers: AnyServer[] = [];
   let http: AddressInfo | null = null;
   let https: AddressInfo | null = null;
   try {
     if (o.http) {
-      const server = createHttpServer(serverOptions(limits), guarded(o.proxy, 'http'));
+      const server = createHttpServer(serverOptions(limits), guarded(o.proxy, 'http', limits));
       tune(server, limits);
       servers.push(server);
       http = await listen(server, o.http);
     }
     if (o.https) {
       const proxy = o.proxy;
-      const server = createHttpsServer(
+      // Kong serves HTTP/2 on its TLS proxy by default (ALPN h2, http/1.1); HTTP/1.1 clients are still answered.
+      const server = createSecureServer(
         {
           ...serverOptions(limits),
+          allowHTTP1: true,
           cert: o.https.cert,
           key: o.https.key,
+          // nginx's http2_max_concurrent_streams
+          settings: { maxConcurrentStreams: 128 },
           // Kong's certificate phase: an SNI entity's certificate, else the listener's own.
           SNICallback: (servername, cb) => {
             try {
@@ -132,8 +165,19 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
             }
           },
         },
-        guarded(o.proxy, 'https'),
+        guarded(o.proxy, 'https', limits) as unknown as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
       );
+      // The HTTP/1.1 side of this server: same header and request time-outs as the plain listener.
+      // (Node keeps them on the server object; @types/node does not declare them for HTTP/2 servers.)
+      Object.assign(server, { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs });
+      const open = new Set<import('node:http2').ServerHttp2Session>();
+      sessions.set(server, open);
+      server.on('session', (session) => {
+        open.add(session);
+        session.once('close', () => open.delete(session));
+        // Idle HTTP/2 connections close like keep-alive ones (graceful: open streams finish).
+        session.setTimeout(limits.keepAliveTimeoutMs, () => session.close());
+      });
       tune(server, limits);
       servers.push(server);
       https = await listen(server, o.https);

@@ -9,13 +9,14 @@ export interface RequestHead {
   /** How many Host headers came (more than one → 400, as nginx). */
   hostCount: number;
   accept: string | undefined;
-  /** A request body follows (Transfer-Encoding, or a Content-Length other than 0). */
+  /** A request body follows (Transfer-Encoding, or a Content-Length other than 0; HTTP/2: no END_STREAM on the headers). */
   hasBody: boolean;
 }
 
 export function readHead(raw: readonly string[]): RequestHead {
   let host: string | undefined;
   let hostCount = 0;
+  let authority: string | undefined;
   let accept: string | undefined;
   let length: string | undefined;
   let chunked = false;
@@ -29,6 +30,10 @@ export function readHead(raw: readonly string[]): RequestHead {
           host ??= raw[i + 1] as string;
         }
         break;
+      case 10:
+        // HTTP/2: the authority stands for Host (RFC 9113 §8.3.1).
+        if (authority === undefined && name === ':authority') authority = raw[i + 1] as string;
+        break;
       case 6:
         if (name.toLowerCase() === 'accept') accept = accept === undefined ? (raw[i + 1] as string) : `${accept}, ${raw[i + 1] as string}`;
         break;
@@ -40,5 +45,5 @@ export function readHead(raw: readonly string[]): RequestHead {
         break;
     }
   }
-  return { host: host ?? '', hostCount, accept, hasBody: chunked || (length !== undefined && length !== '0') };
+  return { host: host ?? authority ?? '', hostCount, accept, hasBody: chunked || (length !== undefined && length !== '0') };
 }

@@ -193,7 +193,9 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
       'X-Kong-Upstream-Latency', String(Math.round(now - this.sentAt)),
       'X-Kong-Proxy-Latency', String(Math.round(this.sentAt - this.startedAt)),
     );
-    this.res.writeHead(statusCode, statusText || undefined, out);
+    // HTTP/2 has no reason phrase (Node warns if given one).
+    const h2 = (this.res as { stream?: unknown }).stream !== undefined;
+    this.res.writeHead(statusCode, h2 ? undefined : statusText || undefined, out);
     return true;
   }
 
