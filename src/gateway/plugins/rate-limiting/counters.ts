@@ -29,6 +29,7 @@ export interface RateCounterStore {
 }
 
 const MAX_KEYS = 100_000;
+const REPLY_TIMEOUT_MS = 1000;
 
 interface Counter {
   start: number;
@@ -86,8 +87,20 @@ export class PrimaryCounters implements RateCounterStore {
   take(t: TakeRequest): Promise<TakeResult> {
     const id = ++this.next;
     return new Promise((resolve) => {
-      this.pending.set(id, resolve);
-      this.send({ type: RATE_LIMIT_REQUEST, id, keys: t.keys, starts: t.starts, limits: t.limits });
+      // Kong's fault_tolerant (default true): if the counters cannot be reached, let the request through uncounted.
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        resolve({ counts: t.keys.map(() => 0), stop: -1 });
+      }, REPLY_TIMEOUT_MS);
+      this.pending.set(id, (r) => {
+        clearTimeout(timer);
+        resolve(r);
+      });
+      try {
+        this.send({ type: RATE_LIMIT_REQUEST, id, keys: t.keys, starts: t.starts, limits: t.limits });
+      } catch {
+        // channel closed: the timer answers
+      }
     });
   }
 
