@@ -27,11 +27,8 @@ export function register(program: Command): void {
         const { startApi, stopOnSignals } = await import('../api/server.js');
         const config = loadConfig({ host: options.host, port: options.port, envFile: options.envFile });
         const logger = config.logLevel === 'silent' ? false : { level: config.logLevel, stream: process.stderr };
-        const running = await startApi(config, { logger });
-        // Never the key or a token: only addresses.
-        io.log(`hospital-api serve: listening on ${running.url}`);
-        io.log(`  FHIR base ${config.fhirBaseUrl.href}, platform ${config.platformApiUrl.href}`);
-        io.log(`  audit log ${config.auditLog}; metrics ${running.metricsUrl ? `${running.metricsUrl}/metrics` : 'off'}`);
+        // Configuration warnings come before the listening lines, so a reader (or a test) that
+        // waits for 'listening on' has them all.
         if (config.allowedCallers === null) {
           io.warn('ALLOWED_CALLERS is empty: every caller may reach POST /api/patients (restrict it in production)');
         }
@@ -41,6 +38,11 @@ export function register(program: Command): void {
         if (config.metricsListen && !isLoopback(config.metricsListen.host)) {
           io.warn(`METRICS_LISTEN ${config.metricsListen.host} is not loopback: metrics are reachable from the network`);
         }
+        const running = await startApi(config, { logger });
+        // Never the key or a token: only addresses.
+        io.log(`hospital-api serve: listening on ${running.url}`);
+        io.log(`  FHIR base ${config.fhirBaseUrl.href}, platform ${config.platformApiUrl.href}`);
+        io.log(`  audit log ${config.auditLog}; metrics ${running.metricsUrl ? `${running.metricsUrl}/metrics` : 'off'}`);
         await stopOnSignals(running, (signal) => io.log(`hospital-api serve: ${signal}, finishing in-flight requests`));
         io.log('hospital-api serve: stopped');
         return 0;
