@@ -172,4 +172,10 @@ describe('hospital-api gateway (child process)', () => {
     expect(r.exitCode).toBe(2);
     expect(String(r.stderr)).toContain('--proxy-ssl-listen needs --cert and --key');
   });
+
+  it('refuses a --trusted-ips entry that is not an IP or CIDR', async () => {
+    const r = await runCli(['gateway', '--admin-listen', 'off', '--proxy-listen', 'off', '--trusted-ips', '10.0.0.0/8,nope', '--state', join(dir, 'y.json')]);
+    expect(r.exitCode).toBe(2);
+    expect(String(r.stderr)).toContain('--trusted-ips: "nope" is not an IP address or CIDR range');
+  });
 });
