@@ -7,15 +7,19 @@
  *   by HMAC(per-process random key, stored hash + password): a client
  *   repeating its password, right or wrong, costs one HMAC. No password is
  *   ever held.
- * - at most MAX_IN_FLIGHT scrypt verifications run per proxy process, the
- *   rest wait in a bounded queue; when the queue is full the request gets
- *   503 with Retry-After at once instead of piling up.
+ * - at most MAX_IN_FLIGHT scrypt verifications run per proxy process, and
+ *   they start at least MIN_SPACING_MS apart (at most 5 a second: about 18%
+ *   of one core per process at ~35 ms each, whatever the attacker sends);
+ *   the rest wait in a bounded queue (at most MAX_QUEUED × MIN_SPACING_MS,
+ *   3.2 s); when the queue is full the request gets 503 with Retry-After at
+ *   once instead of piling up. Clients that keep their password pay this once.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { verifyBasicAuthPasswordAsync } from '../../model/password.js';
 
 export const MAX_IN_FLIGHT = 1;
-export const MAX_QUEUED = 64;
+export const MAX_QUEUED = 16;
+export const MIN_SPACING_MS = 200;
 const OK_TTL_MS = 5 * 60_000;
 const BAD_TTL_MS = 60_000;
 const CACHE_MAX = 10_000;
@@ -23,6 +27,8 @@ const CACHE_MAX = 10_000;
 const key = randomBytes(32);
 const remembered = new Map<string, { ok: boolean; until: number }>();
 let inFlight = 0;
+let lastStart = -Infinity;
+let pumpTimer: NodeJS.Timeout | null = null;
 const queue: Array<() => void> = [];
 
 export type Verdict = 'ok' | 'bad' | 'busy';
@@ -36,10 +42,39 @@ function remember(k: string, ok: boolean): void {
   remembered.set(k, { ok, until: Date.now() + (ok ? OK_TTL_MS : BAD_TTL_MS) });
 }
 
+/** Starts the next queued check when a slot is free and the spacing has passed. */
+function pump(): void {
+  if (inFlight >= MAX_IN_FLIGHT || queue.length === 0 || pumpTimer !== null) return;
+  const wait = lastStart + MIN_SPACING_MS - Date.now();
+  if (wait > 0) {
+    pumpTimer = setTimeout(() => {
+      pumpTimer = null;
+      pump();
+    }, wait);
+    return;
+  }
+  inFlight++;
+  lastStart = Date.now();
+  (queue.shift() as () => void)();
+}
+
+/** Waits for a verification slot; false when the queue is full. */
+async function acquire(): Promise<boolean> {
+  if (inFlight < MAX_IN_FLIGHT && queue.length === 0 && Date.now() - lastStart >= MIN_SPACING_MS) {
+    inFlight++;
+    lastStart = Date.now();
+    return true;
+  }
+  if (queue.length >= MAX_QUEUED) return false;
+  const slot = new Promise<void>((resolve) => queue.push(resolve));
+  pump();
+  await slot;
+  return true;
+}
+
 function release(): void {
   inFlight--;
-  const next = queue.shift();
-  if (next) next();
+  pump();
 }
 
 /** Verifies `password` against the stored hash with the bounds above. */
@@ -47,11 +82,7 @@ export async function verifyPassword(password: string, consumerId: string, store
   const k = cacheKey(stored, password);
   const hit = remembered.get(k);
   if (hit !== undefined && hit.until > Date.now()) return hit.ok ? 'ok' : 'bad';
-  if (inFlight >= MAX_IN_FLIGHT) {
-    if (queue.length >= MAX_QUEUED) return 'busy';
-    await new Promise<void>((resolve) => queue.push(resolve));
-  }
-  inFlight++;
+  if (!(await acquire())) return 'busy';
   try {
     const ok = await verifyBasicAuthPasswordAsync(password, consumerId, stored);
     remember(k, ok);
