@@ -7,6 +7,8 @@
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes, scryptSync } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { SCRYPT_NICE } from '../../../src/gateway/plugins/basic-auth/scrypt-thread.js';
 import { MAX_IN_FLIGHT, MAX_QUEUED, verificationLoad } from '../../../src/gateway/plugins/basic-auth/verify.js';
 import { consumer, emptyConfig, get, keyCredential, plugin, route, service, Snapshots, startProxy, startUpstream } from './harness.js';
 
@@ -74,5 +76,13 @@ describe('basic-auth under a flood of wrong passwords', () => {
     clearInterval(sampler);
     expect(again.every((r) => r.status === 401)).toBe(true);
     expect(maxQueued).toBe(0);
+  });
+
+  it('runs scrypt on a thread of its own at a lower priority (Linux nice)', () => {
+    const nice = readdirSync('/proc/self/task').map((t) => {
+      const stat = readFileSync(`/proc/self/task/${t}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+    });
+    expect(nice).toContain(SCRYPT_NICE);
   });
 });
