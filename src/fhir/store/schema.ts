@@ -48,13 +48,14 @@ CREATE TABLE IF NOT EXISTS compartment (patient_id TEXT NOT NULL, rid INTEGER NO
 `;
 
 
-export function applySchema(db: Database.Database): void {
-  // WAL + synchronous=NORMAL: COMMIT returns after its frames are written to the WAL file (the OS
-  // holds them), so kill -9 loses nothing committed and a half-written transaction is ignored on
-  // open. Only an OS crash or power cut may lose the last commits (never corrupts). FULL would add
-  // an fsync per commit; docs/fhir.md has the measurement.
+export function applySchema(db: Database.Database, synchronous: 'full' | 'normal' = 'full'): void {
+  // WAL + synchronous=FULL (default): COMMIT returns after the WAL is synced to disk, so a committed
+  // clinical write survives a power cut or OS crash. NORMAL (by flag, for bulk loads) returns once the
+  // frames are written to the WAL file: kill -9 still loses nothing committed, but a power cut may
+  // lose the last commits (never corrupts). https://www.sqlite.org/pragma.html#pragma_synchronous;
+  // docs/fhir.md has the measured cost.
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
+  db.pragma(`synchronous = ${synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
   // checkpoint every ~40 MB of WAL instead of 4 MB: fewer, larger copies into the main file
   db.pragma('wal_autocheckpoint = 10000');
   db.pragma('foreign_keys = OFF');

@@ -29,10 +29,19 @@ interface Row {
 
 const ID = /^[A-Za-z0-9\-.]{1,64}$/;
 
-export function openFhirStore(dataDir: string): SqliteFhirStore {
+export interface StoreOptions {
+  /**
+   * SQLite `synchronous` in WAL mode: `full` (default) syncs the WAL on every COMMIT, so a committed
+   * write survives a power cut or OS crash; `normal` syncs only at checkpoints (a kill -9 still loses
+   * nothing committed, a power cut may lose the last commits). https://www.sqlite.org/pragma.html#pragma_synchronous
+   */
+  synchronous?: 'full' | 'normal';
+}
+
+export function openFhirStore(dataDir: string, options: StoreOptions = {}): SqliteFhirStore {
   try {
     mkdirSync(dataDir, { recursive: true });
-    return new SqliteFhirStore(new Database(join(dataDir, 'fhir.sqlite')));
+    return new SqliteFhirStore(new Database(join(dataDir, 'fhir.sqlite')), options);
   } catch (err) {
     if (err instanceof HospitalApiError) throw err;
     throw new HospitalApiError('ERR_FHIR_STORE_OPEN', { path: dataDir, detail: (err as Error).message }, { cause: err });
@@ -45,8 +54,8 @@ export class SqliteFhirStore implements FhirStore {
   private lastStamp = 0;
   private readonly statements = new Map<string, Database.Statement>();
 
-  constructor(readonly db: Database.Database) {
-    applySchema(db);
+  constructor(readonly db: Database.Database, options: StoreOptions = {}) {
+    applySchema(db, options.synchronous ?? 'full');
     this.indexer = new Indexer(db);
     this.q = {
       get: db.prepare('SELECT * FROM resource WHERE type = ? AND id = ?'),
@@ -55,6 +64,8 @@ export class SqliteFhirStore implements FhirStore {
       hist: db.prepare('INSERT INTO history (rid, version, last_updated, deleted, content) VALUES (?, ?, ?, ?, ?)'),
       vread: db.prepare('SELECT version, last_updated, deleted, content FROM history WHERE rid = ? AND version = ?'),
       history: db.prepare('SELECT version, last_updated, deleted, content FROM history WHERE rid = ? ORDER BY version DESC'),
+      historyPage: db.prepare('SELECT version, last_updated, deleted, content FROM history WHERE rid = ? AND version < ? ORDER BY version DESC LIMIT ?'),
+      live: db.prepare('SELECT 1 FROM resource WHERE type = ? AND id = ? AND deleted = 0'),
     };
   }
 
@@ -121,6 +132,30 @@ export class SqliteFhirStore implements FhirStore {
     if (!r) return [];
     const older = this.q.history!.all(r.rid) as Array<Omit<Row, 'rid' | 'type' | 'id'>>;
     return [toEntry(type, id, r), ...older.map((h) => toEntry(type, id, h))];
+  }
+
+  /**
+   * One page of an instance's history, newest first: versions below `beforeVersion` (all when absent), at most
+   * `limit`; `nextBefore` continues it. undefined when the resource never existed.
+   */
+  historyPage(type: string, id: string, options: { limit: number; beforeVersion?: number }): { versions: HistoryEntry[]; total: number; nextBefore: number | null } | undefined {
+    const r = this.row(type, id);
+    if (!r) return undefined;
+    const before = Math.min(options.beforeVersion ?? r.version + 1, r.version + 1);
+    const versions: HistoryEntry[] = [];
+    if (before > r.version) versions.push(toEntry(type, id, r));
+    const rest = options.limit - versions.length;
+    if (rest > 0) {
+      const older = this.q.historyPage!.all(r.rid, Math.min(before, r.version), rest) as Array<Omit<Row, 'rid' | 'type' | 'id'>>;
+      versions.push(...older.map((h) => toEntry(type, id, h)));
+    }
+    const last = versions.length ? Number(versions[versions.length - 1]!.versionId) : before;
+    return { versions, total: r.version, nextBefore: last > 1 ? last : null };
+  }
+
+  /** Whether `Type/id` is stored and not deleted (referential integrity). */
+  exists(type: string, id: string): boolean {
+    return this.q.live!.get(type, id) !== undefined;
   }
 
   create(resource: Resource): WriteResult {
