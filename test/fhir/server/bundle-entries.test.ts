@@ -21,21 +21,26 @@ afterAll(async () => {
 });
 
 const bundle = (type: string, entry: unknown[]) => call(base, 'POST', '', { resourceType: 'Bundle', type, entry });
-const count = async (path: string) => ids((await call(base, 'GET', path)).body).length;
+const count = async (path: string) => {
+  const r = await call(base, 'GET', path);
+  expect(r.status, path).toBe(200);
+  return ids(r.body).length;
+};
 const patient = (value: string) => ({ resourceType: 'Patient', identifier: [{ system: S, value }] });
 
 describe('transaction entries are checked as if sent alone', () => {
   it('a resource whose type is not request.url\'s type fails the whole transaction, naming the entry', async () => {
     const r = await bundle('transaction', [
       { resource: patient('tx-type-ok'), request: { method: 'POST', url: 'Patient' } },
-      { resource: { resourceType: 'Observation', status: 'final', code: { text: 'x' } }, request: { method: 'POST', url: 'Patient' } },
+      { resource: { resourceType: 'Observation', identifier: [{ system: S, value: 'tx-type-obs' }], status: 'final', code: { text: 'x' } }, request: { method: 'POST', url: 'Patient' } },
     ]);
     expect(r.status).toBe(400);
     expect(r.body.resourceType).toBe('OperationOutcome');
     expect(r.body.issue[0].expression).toEqual(['Bundle.entry[1]']);
     expect(r.body.issue[0].diagnostics).toContain('does not match request.url');
     expect(await count(`Patient?identifier=${S}|tx-type-ok`)).toBe(0);
-    expect(await count('Observation?code:text=x')).toBe(0);
+    expect(await count(`Observation?identifier=${S}|tx-type-obs`)).toBe(0);
+    expect(await count(`Patient?identifier=${S}|tx-type-obs`)).toBe(0);
   });
 
   it('a PUT whose body id differs from request.url is refused as PUT alone is (400), not rewritten', async () => {
