@@ -88,6 +88,12 @@ export const fhirServerErrors = {
     exit: 1,
     hint: 'The full FHIR API answers loopback callers only; --open-api exposes it to the network (unauthenticated).',
   },
+  ERR_FHIR_STORE_VERSION: {
+    message: 'The FHIR store has schema version {version}, newer than this toolkit reads (up to {supported})',
+    status: 500,
+    exit: 3,
+    hint: 'It was written by a newer hospital-api: run that version (or restore a backup taken before the upgrade).',
+  },
   ERR_FHIR_STORE_OPEN: {
     message: 'Cannot open the FHIR store in {path}: {detail}',
     status: 500,

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
-import { applySchema } from './schema.js';
+import { applySchema, clearIndexTables, indexFingerprint, setFingerprint } from './schema.js';
 import { Indexer } from './indexer.js';
 import { collectReferences } from './references.js';
 import { executeSearch, matchIds } from '../search/execute.js';
@@ -55,8 +55,9 @@ export class SqliteFhirStore implements FhirStore {
   private readonly statements = new Map<string, Database.Statement>();
 
   constructor(readonly db: Database.Database, options: StoreOptions = {}) {
-    applySchema(db, options.synchronous ?? 'full');
+    const reindex = applySchema(db, options.synchronous ?? 'full');
     this.indexer = new Indexer(db);
+    if (reindex) this.reindex();
     this.q = {
       get: db.prepare('SELECT * FROM resource WHERE type = ? AND id = ?'),
       insert: db.prepare('INSERT INTO resource (type, id, version, last_updated, deleted, content) VALUES (?, ?, ?, ?, ?, ?)'),
@@ -151,6 +152,31 @@ export class SqliteFhirStore implements FhirStore {
     }
     const last = versions.length ? Number(versions[versions.length - 1]!.versionId) : before;
     return { versions, total: r.version, nextBefore: last > 1 ? last : null };
+  }
+
+  /**
+   * Rebuilds every index and compartment row from the stored resources, in one transaction (all or
+   * nothing), then records the fingerprint of the definitions it used. Runs on open after an upgrade
+   * that changed the search definitions or the schema of the index tables. Returns the resources indexed.
+   */
+  reindex(): number {
+    const fingerprint = indexFingerprint();
+    return this.db.transaction(() => {
+      clearIndexTables(this.db);
+      let n = 0;
+      let after = 0;
+      // in chunks: better-sqlite3 cannot write while an iterator is open on the same connection
+      const next = this.db.prepare('SELECT rid, content FROM resource WHERE deleted = 0 AND rid > ? ORDER BY rid LIMIT 1000');
+      for (;;) {
+        const rows = next.all(after) as Array<{ rid: number; content: string }>;
+        if (rows.length === 0) break;
+        for (const row of rows) this.indexer.index(row.rid, JSON.parse(row.content) as Record<string, unknown>);
+        n += rows.length;
+        after = rows[rows.length - 1]!.rid;
+      }
+      setFingerprint(this.db, fingerprint);
+      return n;
+    }).immediate();
   }
 
   /** Whether `Type/id` is stored and not deleted (referential integrity). */

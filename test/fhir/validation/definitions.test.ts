@@ -23,5 +23,8 @@ describe('shipped R4 StructureDefinition extract', () => {
     expect(paths({ resourceType: 'Patient', birthDate: '2020-13-45' })).toContain('Patient.birthDate');
     expect(paths({ resourceType: 'Observation', code: { text: 'x' } })).toContain('Observation.status'); // 1..1 missing
     expect(validationIssues({ resourceType: 'Patient', contact: [{}] }).some((i) => /pat-1/.test(i.details?.text ?? ''))).toBe(true); // invariant
+    // base64Binary: whitespace between groups is R4 (HL7's own Binary example has it); other characters are not
+    expect(validationIssues({ resourceType: 'Binary', contentType: 'text/plain', data: 'aGVs bG8g d29y bGQ=' })).toEqual([]);
+    expect(paths({ resourceType: 'Binary', contentType: 'text/plain', data: 'aGVs*bG8g' })).toContain('Binary.data');
   });
 });
