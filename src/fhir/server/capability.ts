@@ -13,7 +13,7 @@ const INTERACTIONS = ['read', 'vread', 'update', 'patch', 'delete', 'history-ins
 const STARTED = new Date().toISOString();
 let resources: unknown[] | undefined;
 /** Serialized answers by public base (the base appears in implementation.url); built once per start. */
-const cache = new Map<string, { raw: string; etag: string }>();
+const cache = new Map<string, { raw: Buffer; etag: string }>();
 const CACHE_BASES = 32;
 let builds = 0;
 
@@ -31,7 +31,7 @@ export function metadata(base: string): FhirResponse {
   let hit = cache.get(base);
   if (!hit) {
     builds++;
-    const raw = JSON.stringify(capabilityStatement(base));
+    const raw = Buffer.from(JSON.stringify(capabilityStatement(base)));
     hit = { raw, etag: `W/"${createHash('sha256').update(raw).digest('base64url').slice(0, 16)}"` };
     if (cache.size >= CACHE_BASES) cache.delete(cache.keys().next().value as string);
     cache.set(base, hit);

@@ -42,8 +42,8 @@ export interface FhirRequest {
 export interface FhirResponse {
   status: number;
   body?: unknown;
-  /** The body already serialized (cached answers such as /metadata); sent instead of `body`. */
-  raw?: string;
+  /** The body already serialized to bytes (cached answers such as /metadata); sent instead of `body`. */
+  raw?: Buffer;
   location?: string;
   etag?: string;
   lastModified?: string;
