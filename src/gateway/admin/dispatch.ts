@@ -8,7 +8,7 @@ import type { Route } from '../model/types.js';
 import { findEntity } from '../store/repo.js';
 import { parseBody, type ParsedBody } from './body.js';
 import { postConfig, getConfig } from './config.js';
-import { entityRoutes, itemHandlers } from './crud.js';
+import { collectionHandlers, entityRoutes, itemHandlers } from './crud.js';
 import { pluginsEnabled, rootInfo, status } from './info.js';
 import { Router, type AdminContext, type AdminResponse, type Handler, type RouteDef } from './router.js';
 
@@ -17,6 +17,13 @@ export type { AdminContext } from './router.js';
 const services = { collection: 'services', field: 'service' } as const;
 const routes = { collection: 'routes', field: 'route' } as const;
 const consumers = { collection: 'consumers', field: 'consumer' } as const;
+const certificates = { collection: 'certificates', field: 'certificate' } as const;
+const upstreams = { collection: 'upstreams', field: 'upstream' } as const;
+
+/** Kong's kong/api/routes/targets.lua disables the flat /targets endpoints (use /upstreams/{u}/targets). */
+const disabled: Record<string, Handler> = Object.fromEntries(
+  ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((m) => [m, () => { throw methodNotAllowed(); }]),
+);
 
 const TABLE: RouteDef[] = [
   { pattern: '/', handlers: { GET: rootInfo } },
@@ -38,6 +45,21 @@ const TABLE: RouteDef[] = [
   ...entityRoutes('/basic-auths', 'basicauth_credentials'),
   ...entityRoutes('/acls', 'acls'),
   ...entityRoutes('/ca_certificates', 'ca_certificates'),
+  ...entityRoutes('/certificates', 'certificates'),
+  ...entityRoutes('/certificates/:c/snis', 'snis', certificates),
+  ...entityRoutes('/snis', 'snis'),
+  ...entityRoutes('/upstreams', 'upstreams'),
+  { pattern: '/upstreams/:u/targets/all', handlers: { GET: collectionHandlers('targets', upstreams).GET as Handler } },
+  ...entityRoutes('/upstreams/:u/targets', 'targets', upstreams),
+  { pattern: '/targets', handlers: disabled },
+  { pattern: '/targets/:t', handlers: disabled },
+  { pattern: '/targets/:t/upstream', handlers: disabled },
+  ...entityRoutes('/consumers/:c/hmac-auth', 'hmacauth_credentials', consumers),
+  ...entityRoutes('/hmac-auths', 'hmacauth_credentials'),
+  ...entityRoutes('/consumers/:c/jwt', 'jwt_secrets', consumers),
+  ...entityRoutes('/jwts', 'jwt_secrets'),
+  ...entityRoutes('/consumers/:c/oauth2', 'oauth2_credentials', consumers),
+  ...entityRoutes('/oauth2', 'oauth2_credentials'),
 ];
 
 /** kong.md §1: /routes/{r}/service reads (or patches) the route's service. */
