@@ -43,8 +43,8 @@ export function collectionHandlers(collection: CollectionName, parent?: ParentDe
       page.data = (page.data as Entity[]).map((e) => viewEntity(config, collection, e));
       return ok(page);
     },
-    POST(req) {
-      const body = req.body();
+    async POST(req) {
+      const body = await req.body();
       const entity = req.ctx.store.transact((draft) => {
         const { fixed } = scope(req, draft, parent);
         return viewEntity(draft, collection, insertEntity(draft, collection, body.data, repoCtx(req, body.form), fixed));
@@ -67,8 +67,8 @@ export function itemHandlers(collection: CollectionName, parent?: ParentDef): Re
       if (!entity) throw notFound();
       return ok(viewEntity(config, collection, entity));
     },
-    PATCH(req) {
-      const body = req.body();
+    async PATCH(req) {
+      const body = await req.body();
       return ok(
         req.ctx.store.transact((draft) => {
           const { entity, fixed } = find(req, draft);
@@ -77,8 +77,8 @@ export function itemHandlers(collection: CollectionName, parent?: ParentDef): Re
         }),
       );
     },
-    PUT(req) {
-      const body = req.body();
+    async PUT(req) {
+      const body = await req.body();
       return ok(
         req.ctx.store.transact((draft) => {
           const { fixed, within } = scope(req, draft, parent);

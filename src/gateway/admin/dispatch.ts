@@ -99,7 +99,7 @@ export async function handleRequest(ctx: AdminContext, raw: RawRequest): Promise
     const method = raw.method === 'HEAD' ? 'GET' : raw.method;
     const handler = hit.handlers[method];
     if (!handler) throw methodNotAllowed();
-    let parsed: ParsedBody | undefined;
+    let parsed: Promise<ParsedBody> | undefined;
     return await handler({
       ctx,
       method,
