@@ -322,7 +322,8 @@ function checkCertificatePair(value: Entity, errors: FlatErrors): void {
     const cert = value[certField];
     const key = value[keyField];
     if (typeof cert !== 'string' || typeof key !== 'string') {
-      if ((cert === null) !== (key === null)) errors['@entity'] = [`all or none of these fields must be set: '${certField}', '${keyField}'`];
+      // cert and key are required fields (reported already); the alternative pair is all or none.
+      if (certField === 'cert_alt' && (cert === null) !== (key === null)) errors['@entity'] = [`all or none of these fields must be set: '${certField}', '${keyField}'`];
       return;
     }
     let x509: X509Certificate;
