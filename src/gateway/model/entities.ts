@@ -313,6 +313,8 @@ export function checkRouteMatchers(value: Record<string, unknown>, errors: FlatE
     const v = value[f];
     return v !== null && v !== undefined && (Array.isArray(v) ? v.length > 0 : Object.keys(v as object).length > 0);
   };
+  // Kong skips an entity check whose fields already failed (kong/db/schema/init.lua run_entity_checks).
+  if (['methods', 'hosts', 'headers', 'paths', 'snis', 'protocols'].some((f) => f in errors)) return;
   const tlsy = protocols.some((p) => p === 'https' || p === 'grpcs');
   if (tlsy && !['methods', 'hosts', 'headers', 'paths', 'snis'].some(set)) {
     errors['@entity'] = ["must set one of 'methods', 'hosts', 'headers', 'paths', 'snis' when 'protocols' is 'https'"];

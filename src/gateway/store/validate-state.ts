@@ -81,6 +81,9 @@ export function validateState(state: unknown, plugins: ReadonlyMap<string, Plugi
         if (err.body.code === KONG_CODES.UNIQUE_VIOLATION && isRecord(err.body.fields)) {
           // Never echo the value: it may be an API key.
           for (const f of Object.keys(err.body.fields)) errors.push(`${at}.${f}: another entity already has this value`);
+        } else if (err.body.code === KONG_CODES.FOREIGN_KEY_VIOLATION || err.body.code === KONG_CODES.FOREIGN_KEYS_UNRESOLVED) {
+          const field = isRecord(err.body.fields) ? Object.keys(err.body.fields)[0] : undefined;
+          errors.push(`${at}${field ? `.${field}` : ''}: ${String(err.body.message)}`);
         } else if (err.body.fields !== undefined) describe(at, err.body.fields, errors);
         if (errors.length === before) errors.push(`${at}: ${String(err.body.message)}`);
       }

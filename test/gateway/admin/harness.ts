@@ -95,7 +95,7 @@ export async function startAdmin(options: { dir?: string; plugins?: ReadonlyMap<
  * temp dirs removed after the file. The returned object always points at the
  * current test's server.
  */
-export function useFreshAdmin(): Pick<Admin, 'call'> & { readonly store: GatewayStore } {
+export function useFreshAdmin(): Pick<Admin, 'call'> & { readonly store: GatewayStore; readonly url: string } {
   let current: Admin | undefined;
   beforeEach(async () => {
     current = await startAdmin();
@@ -113,6 +113,9 @@ export function useFreshAdmin(): Pick<Admin, 'call'> & { readonly store: Gateway
     call: (...args) => active().call(...args),
     get store() {
       return active().store;
+    },
+    get url() {
+      return active().url;
     },
   };
 }
