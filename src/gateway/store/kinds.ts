@@ -45,6 +45,11 @@ export interface RepoContext {
    * 'stored' takes them as already hashed (declarative `_transform: false`).
    */
   passwords: 'hash' | 'stored';
+  /**
+   * The caller checks ids and unique fields itself with indexes (validateState
+   * over a whole state file); skips the per-entity scans that make bulk loads quadratic.
+   */
+  uniquenessCheckedByCaller?: boolean;
 }
 
 export interface ForeignDef {

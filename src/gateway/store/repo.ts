@@ -73,14 +73,17 @@ function sameValue(a: unknown, b: unknown): boolean {
 }
 
 function checkUnique(config: GatewayConfig, kind: KindDef, value: Entity): void {
-  const others = list(config, kind.collection).filter((e) => e.id !== value.id);
-  for (const field of kind.uniques) {
-    const v = value[field];
-    if (v !== null && v !== undefined && others.some((e) => e[field] === v)) throw uniqueViolation(field, v);
-  }
-  for (const tuple of kind.uniqueTuples ?? []) {
-    if (others.some((e) => tuple.every((f) => sameValue(e[f] ?? null, value[f] ?? null)))) {
-      throw uniqueViolation(tuple.join(','), Object.fromEntries(tuple.map((f) => [f, value[f] ?? null])));
+  // One pass, no copies: a state file or declarative document with thousands of entities is checked entity by entity.
+  const fields = kind.uniques.filter((f) => value[f] !== null && value[f] !== undefined);
+  const tuples = kind.uniqueTuples ?? [];
+  if (fields.length === 0 && tuples.length === 0) return;
+  for (const e of list(config, kind.collection)) {
+    if (e.id === value.id) continue;
+    for (const field of fields) if (e[field] === value[field]) throw uniqueViolation(field, value[field]);
+    for (const tuple of tuples) {
+      if (tuple.every((f) => sameValue(e[f] ?? null, value[f] ?? null))) {
+        throw uniqueViolation(tuple.join(','), Object.fromEntries(tuple.map((f) => [f, value[f] ?? null])));
+      }
     }
   }
 }
@@ -106,7 +109,7 @@ function build(config: GatewayConfig, kind: KindDef, rawInput: Entity, ctx: Repo
   }
   kind.check?.(value, errors, ctx, input);
   if (Object.keys(errors).length > 0) throw schemaViolation(errors);
-  if (!existing && id && list(config, kind.collection).some((e) => e.id === id)) throw primaryKeyViolation(id);
+  if (!existing && id && !ctx.uniquenessCheckedByCaller && list(config, kind.collection).some((e) => e.id === id)) throw primaryKeyViolation(id);
   resolveForeign(config, kind, value);
   kind.transform?.(value, ctx, supplied ?? new Set(Object.keys(rawInput)), existing);
   const ts = now(kind.timestampsMs);
@@ -116,7 +119,7 @@ function build(config: GatewayConfig, kind: KindDef, rawInput: Entity, ctx: Repo
     ...(kind.updatedAt ? { updated_at: ts } : {}),
     ...value,
   };
-  checkUnique(config, kind, entity);
+  if (!ctx.uniquenessCheckedByCaller) checkUnique(config, kind, entity);
   return entity;
 }
 
