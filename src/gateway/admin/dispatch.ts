@@ -4,7 +4,7 @@
  * with a generic message (never the request body, which may hold secrets).
  */
 import { isKongError, methodNotAllowed, notFound } from '../model/kong-error.js';
-import type { Route } from '../model/types.js';
+import type { CollectionName } from '../model/config.js';
 import { findEntity } from '../store/repo.js';
 import { parseBody, type ParsedBody } from './body.js';
 import { postConfig, getConfig } from './config.js';
@@ -62,19 +62,42 @@ const TABLE: RouteDef[] = [
   ...entityRoutes('/oauth2', 'oauth2_credentials'),
 ];
 
-/** kong.md §1: /routes/{r}/service reads (or patches) the route's service. */
-function viaRouteService(handler: Handler): Handler {
+/**
+ * Kong generates `/{entities}/{id}/{foreign key}` for every foreign key
+ * (kong/api/endpoints.lua, get_entity_endpoint on the parent): GET reads,
+ * PATCH updates the entity the child points at; 404 when it points at none.
+ */
+function viaForeign(child: CollectionName, field: string, parent: CollectionName, handler: Handler): Handler {
   return (req) => {
-    const route = findEntity(req.ctx.store.snapshot().config, 'routes', req.params[0] as string) as Route | undefined;
-    if (!route?.service) throw notFound();
-    return handler({ ...req, params: [route.service.id] });
+    const entity = findEntity(req.ctx.store.snapshot().config, child, req.params[0] as string);
+    const ref = entity?.[field] as { id: string } | null | undefined;
+    if (!ref) throw notFound();
+    return handler({ ...req, params: [ref.id] });
   };
 }
-const serviceItem = itemHandlers('services');
-TABLE.push({
-  pattern: '/routes/:r/service',
-  handlers: { GET: viaRouteService(serviceItem.GET as Handler), PATCH: viaRouteService(serviceItem.PATCH as Handler) },
-});
+
+const BACK_REFERENCES: readonly [string, CollectionName, string, CollectionName][] = [
+  ['/routes/:r/service', 'routes', 'service', 'services'],
+  ['/plugins/:p/route', 'plugins', 'route', 'routes'],
+  ['/plugins/:p/service', 'plugins', 'service', 'services'],
+  ['/plugins/:p/consumer', 'plugins', 'consumer', 'consumers'],
+  ['/services/:s/client_certificate', 'services', 'client_certificate', 'certificates'],
+  ['/upstreams/:u/client_certificate', 'upstreams', 'client_certificate', 'certificates'],
+  ['/snis/:s/certificate', 'snis', 'certificate', 'certificates'],
+  ['/key-auths/:k/consumer', 'keyauth_credentials', 'consumer', 'consumers'],
+  ['/basic-auths/:b/consumer', 'basicauth_credentials', 'consumer', 'consumers'],
+  ['/hmac-auths/:h/consumer', 'hmacauth_credentials', 'consumer', 'consumers'],
+  ['/jwts/:j/consumer', 'jwt_secrets', 'consumer', 'consumers'],
+  ['/oauth2/:o/consumer', 'oauth2_credentials', 'consumer', 'consumers'],
+  ['/acls/:a/consumer', 'acls', 'consumer', 'consumers'],
+];
+for (const [pattern, child, field, parent] of BACK_REFERENCES) {
+  const item = itemHandlers(parent);
+  TABLE.push({
+    pattern,
+    handlers: { GET: viaForeign(child, field, parent, item.GET as Handler), PATCH: viaForeign(child, field, parent, item.PATCH as Handler) },
+  });
+}
 
 const router = new Router(TABLE);
 

@@ -48,6 +48,9 @@ describe('certificates and SNIs', () => {
     expect(nested.json.certificate).toEqual({ id });
     expect((await admin.call('GET', `/snis/${encodeURIComponent('*.fhir.hospital.test')}`)).json.id).toBe(nested.json.id);
     expect((await admin.call('GET', `/certificates/${id}`)).json.snis).toEqual(['*.fhir.hospital.test', 'fhir.hospital.test', 'z.hospital.test']);
+    const back = await admin.call('GET', '/snis/z.hospital.test/certificate');
+    expect(back.json).toMatchObject({ id, snis: ['*.fhir.hospital.test', 'fhir.hospital.test', 'z.hospital.test'] });
+    expect((await admin.call('GET', '/snis/nope.test/certificate')).status).toBe(404);
   });
 
   it("refuses a key that is not the certificate's, a duplicate or taken SNI, and bad SNI names, with Kong's errors", async () => {
@@ -190,6 +193,10 @@ describe("credentials of Kong's bundled auth plugins", () => {
       expect(list.json.next, path).toBeNull();
     }
     expect((await admin.call('POST', '/consumers/nobody/hmac-auth', { username: 'u' })).json).toEqual({ message: 'Not found' });
+    // Back references Kong generates for each foreign key.
+    for (const path of ['/hmac-auths/platform-hmac/consumer', `/jwts/${jwt.json.key}/consumer`, `/oauth2/${oauth.json.client_id}/consumer`]) {
+      expect((await admin.call('GET', path)).json, path).toEqual(c.json);
+    }
     expect((await admin.call('DELETE', '/consumers/platform')).status).toBe(204);
     const config = admin.store.snapshot().config;
     expect([config.hmacauth_credentials, config.jwt_secrets, config.oauth2_credentials]).toEqual([[], [], []]);
