@@ -6,6 +6,8 @@
  * jwt and oauth2 daos.lua), persisted in the state file and carried by
  * POST /config and the export.
  */
+import { readFileSync } from 'node:fs';
+import AjvDraft04Module from 'ajv-draft-04';
 import { generateCa, issueCertificate, type KeyAndCert } from '../../../src/tls/pki.js';
 import { exportDeclarative } from '../../../src/gateway/declarative/export.js';
 import { parseDeclarative } from '../../../src/gateway/declarative/parse.js';
@@ -14,6 +16,11 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { STAND_IN_PLUGINS, TOOLKIT_VERSION, useFreshAdmin } from './harness.js';
 
 const admin = useFreshAdmin();
+// decK's schema for declarative files (test/fixtures/schemas/README.md gives its source).
+const AjvDraft04 = (AjvDraft04Module as unknown as { default?: typeof AjvDraft04Module.default }).default ?? AjvDraft04Module.default;
+const validateDeckFile = new AjvDraft04({ allErrors: true, strict: false }).compile(
+  JSON.parse(readFileSync(new URL('../../fixtures/schemas/kong-declarative-config.json', import.meta.url), 'utf8')),
+);
 let ca: KeyAndCert;
 let leaf: KeyAndCert;
 let other: KeyAndCert;
@@ -218,6 +225,7 @@ describe('persistence, POST /config and export', () => {
     expect(onDisk.targets.map((t) => t.target)).toEqual(['127.0.0.1:8081']);
     expect(onDisk.hmacauth_credentials.map((c) => c.secret)).toEqual(['hmac-secret-1']);
     const doc = exportDeclarative(onDisk);
+    expect(validateDeckFile(doc), JSON.stringify(validateDeckFile.errors)).toBe(true);
     expect(doc.certificates).toEqual([expect.objectContaining({ id: cert.json.id, snis: [expect.objectContaining({ name: 'fhir.hospital.test' })] })]);
     expect(doc.upstreams).toEqual([expect.objectContaining({ name: 'fhir-pool', targets: [expect.objectContaining({ target: '127.0.0.1:8081', weight: 30 })] })]);
     const reparsed = parseDeclarative(doc, STAND_IN_PLUGINS);
