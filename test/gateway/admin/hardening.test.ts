@@ -58,6 +58,33 @@ describe('validators are linear (issue 12)', () => {
     expect(checkWildcardHost('a.*.test')).toBe('wildcard must be leftmost or rightmost character');
   });
 
+  it('answers at once through the admin API for pathological values in every checked field, up to each field\'s length cap', async () => {
+    await admin.call('POST', '/services', { name: 's', url: 'http://up.test' });
+    await admin.call('POST', '/upstreams', { name: 'pool' });
+    await admin.call('POST', '/consumers', { username: 'c' });
+    const cases: [string, (v: string) => Record<string, unknown>][] = [
+      ['/services', (v) => ({ host: v })],
+      ['/services', (v) => ({ url: `http://${v}/p` })],
+      ['/services', (v) => ({ name: v, host: 'h.test' })],
+      ['/services/s/routes', (v) => ({ hosts: [v] })],
+      ['/services/s/routes', (v) => ({ paths: [`/${v}//`] })],
+      ['/services/s/routes', (v) => ({ paths: ['/a'], snis: [v] })],
+      ['/upstreams', (v) => ({ name: v })],
+      ['/upstreams', (v) => ({ name: 'u2', host_header: v })],
+      ['/upstreams/pool/targets', (v) => ({ target: v })],
+      ['/consumers/c/key-auth', (v) => ({ key: `${v}\n` })],
+      ['/consumers', (v) => ({ username: 'd', tags: [`${v},`] })],
+    ];
+    for (const bad of pathological(120)) {
+      // A trailing '!' makes every value invalid for its field, so each answer must be a 400.
+      const value = `${bad.slice(0, 249)}!`;
+      for (const [path, body] of cases) {
+        const res = await admin.call('POST', path, body(value));
+        expect(res.status, `${path} ${JSON.stringify(body(bad.slice(0, 30)))}`).toBe(400);
+      }
+    }
+  });
+
   it('keeps the admin API and the proxy answering while a pathological host arrives (real gateway process)', { timeout: 60_000 }, async () => {
     const gw = await startGatewayChild(join(tempDir('gw-linear-'), 'state.json'));
     try {
