@@ -3,14 +3,16 @@
  * error is a KongError carrying its wire body; anything else becomes a 500
  * with a generic message (never the request body, which may hold secrets).
  */
-import { isKongError, methodNotAllowed, notFound } from '../model/kong-error.js';
+import { randomUUID } from 'node:crypto';
+import { isUuid } from '../model/fields.js';
+import { isKongError, KongError, methodNotAllowed, notFound } from '../model/kong-error.js';
 import type { CollectionName } from '../model/config.js';
 import { findEntity } from '../store/repo.js';
 import { parseBody, type ParsedBody } from './body.js';
 import { postConfig, getConfig } from './config.js';
 import { collectionHandlers, entityRoutes, itemHandlers } from './crud.js';
 import { pluginsEnabled, rootInfo, status } from './info.js';
-import { Router, type AdminContext, type AdminResponse, type Handler, type RouteDef } from './router.js';
+import { Router, type AdminContext, type AdminRequest, type AdminResponse, type Handler, type RouteDef } from './router.js';
 
 export type { AdminContext } from './router.js';
 
@@ -45,7 +47,8 @@ const TABLE: RouteDef[] = [
   ...entityRoutes('/basic-auths', 'basicauth_credentials'),
   ...entityRoutes('/acls', 'acls'),
   ...entityRoutes('/ca_certificates', 'ca_certificates'),
-  ...entityRoutes('/certificates', 'certificates'),
+  { pattern: '/certificates', handlers: collectionHandlers('certificates') },
+  { pattern: '/certificates/:id', handlers: certificateItem() },
   ...entityRoutes('/certificates/:c/snis', 'snis', certificates),
   ...entityRoutes('/snis', 'snis'),
   ...entityRoutes('/upstreams', 'upstreams'),
@@ -97,6 +100,40 @@ for (const [pattern, child, field, parent] of BACK_REFERENCES) {
     pattern,
     handlers: { GET: viaForeign(child, field, parent, item.GET as Handler), PATCH: viaForeign(child, field, parent, item.PATCH as Handler) },
   });
+}
+
+/**
+ * `/certificates/{id or SNI name}` as kong/api/routes/certificates.lua has it:
+ * a name that no SNI has is 404 "SNI not found", except for PUT, which
+ * creates a certificate under a new id with that name among its `snis`.
+ */
+function certificateItem(): Record<string, Handler> {
+  const item = itemHandlers('certificates');
+  const byName = (req: AdminRequest): boolean => !isUuid(req.params[0] as string);
+  const known = (req: AdminRequest): boolean => findEntity(req.ctx.store.snapshot().config, 'certificates', req.params[0] as string) !== undefined;
+  const sniNotFound = (): never => {
+    throw new KongError('ERR_GATEWAY_ADMIN_NOT_FOUND', { message: 'SNI not found' });
+  };
+  const guard = (h: Handler): Handler => (req) => (byName(req) && !known(req) ? sniNotFound() : h(req));
+  return {
+    GET: guard(item.GET as Handler),
+    PATCH: guard(item.PATCH as Handler),
+    DELETE: guard(item.DELETE as Handler),
+    async PUT(req) {
+      if (!byName(req)) return (item.PUT as Handler)(req);
+      const name = req.params[0] as string;
+      const body = await req.body();
+      const snis = body.data.snis;
+      // Kong adds the name to the snis sent with PUT; without snis, PUT clears them.
+      let list: unknown = snis;
+      if (Array.isArray(snis)) list = snis.includes(name) ? snis : [...snis, name];
+      else if (typeof snis === 'string') list = snis === name ? [snis] : [snis, name];
+      const existing = findEntity(req.ctx.store.snapshot().config, 'certificates', name);
+      const id = (existing?.id as string | undefined) ?? randomUUID();
+      const data = { ...body.data, ...(list === undefined ? {} : { snis: list }) };
+      return (item.PUT as Handler)({ ...req, params: [id], body: async () => ({ data, form: body.form }) });
+    },
+  };
 }
 
 const router = new Router(TABLE);

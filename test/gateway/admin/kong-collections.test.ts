@@ -58,6 +58,13 @@ describe('certificates and SNIs', () => {
     const back = await admin.call('GET', '/snis/z.hospital.test/certificate');
     expect(back.json).toMatchObject({ id, snis: ['*.fhir.hospital.test', 'fhir.hospital.test', 'z.hospital.test'] });
     expect((await admin.call('GET', '/snis/nope.test/certificate')).status).toBe(404);
+    // kong/api/routes/certificates.lua: an unknown name is "SNI not found"; PUT by name creates a certificate holding it.
+    expect((await admin.call('GET', '/certificates/nope.test')).json).toEqual({ message: 'SNI not found' });
+    const byName = await admin.call('PUT', '/certificates/new.hospital.test', { cert: other.certPem, key: other.keyPem, snis: ['b.hospital.test'] });
+    expect(byName.status).toBe(200);
+    expect(byName.json.snis).toEqual(['b.hospital.test', 'new.hospital.test']);
+    expect(byName.json.id).not.toBe(id);
+    expect((await admin.call('GET', '/certificates/new.hospital.test')).json.id).toBe(byName.json.id);
   });
 
   it("refuses a key that is not the certificate's, a duplicate or taken SNI, and bad SNI names, with Kong's errors", async () => {
