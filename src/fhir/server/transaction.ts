@@ -63,6 +63,7 @@ function checkEntry(p: Parsed): void {
   const req: FhirRequest = { method: p.method, segments: p.segments, params: p.params };
   unsupported(req);
   const [type, id, op] = p.segments;
+  if (type === 'metadata' && id === undefined && p.method === 'GET') return;
   if (!type || !isResourceType(type)) throw new HospitalApiError('ERR_FHIR_UNKNOWN_TYPE', { type: type ?? '' });
   const conditional = id === undefined && p.params.some(([k]) => k !== '_format' && k !== '_pretty');
   const shapeOk =
@@ -92,7 +93,8 @@ function responseEntry(res: FhirResponse, preferReturn: string | undefined): Rec
       ...(res.lastModified ? { lastModified: new Date(res.lastModified).toISOString() } : {}),
     },
   };
-  if (res.body !== undefined && (preferReturn === 'representation' || !res.location)) out.resource = res.body;
+  const body = res.body ?? (res.raw ? (JSON.parse(res.raw.toString('utf8')) as unknown) : undefined);
+  if (body !== undefined && (preferReturn === 'representation' || !res.location)) out.resource = body;
   return out;
 }
 

@@ -71,11 +71,13 @@ describe('transaction entries are checked as if sent alone', () => {
       { resource: patient('batch-ok'), request: { method: 'POST', url: 'Patient' } },
       { resource: { resourceType: 'Observation', status: 'final', code: { text: 'y' } }, request: { method: 'POST', url: 'Patient' } },
       { request: { method: 'GET', url: '$export' } },
+      { request: { method: 'GET', url: 'metadata' } },
     ]);
     expect(r.status).toBe(200);
-    expect(r.body.entry.map((e: any) => e.response.status)).toEqual(['201 Created', '400', '400']);
+    expect(r.body.entry.map((e: any) => e.response.status)).toEqual(['201 Created', '400', '400', '200 OK']);
     expect(r.body.entry[1].response.outcome.issue[0].expression).toEqual(['Bundle.entry[1]']);
     expect(r.body.entry[2].response.outcome.issue[0].diagnostics).toContain('$export');
+    expect(r.body.entry[3].resource.resourceType).toBe('CapabilityStatement');
     expect(await count(`Patient?identifier=${S}|batch-ok`)).toBe(1);
   });
 });
