@@ -133,7 +133,8 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
   });
 
   app.setErrorHandler((err, _req, reply) => {
-    const [status, oo] = errorOutcome(err);
+    const tooLarge = (err as { code?: unknown }).code === 'FST_ERR_CTP_BODY_TOO_LARGE';
+    const [status, oo] = errorOutcome(tooLarge ? new HospitalApiError('ERR_FHIR_BODY_TOO_LARGE', { limit: limits.bodyLimit }) : err);
     return send(reply, { status, body: oo });
   });
   app.setNotFoundHandler((req, reply) => send(reply, { status: 404, body: outcome(404, `No FHIR endpoint at ${req.url.split('?')[0]}`) }));

@@ -52,6 +52,8 @@ describe('bounded bodies', () => {
     const r = await call(base, 'POST', '', big);
     expect(r.status).toBe(413);
     expect(r.body.resourceType).toBe('OperationOutcome');
+    expect(r.body.issue[0].details.text).toBe('ERR_FHIR_BODY_TOO_LARGE');
+    expect(r.body.issue[0].diagnostics).toContain(String(256 * 1024));
     expect(DEFAULT_LIMITS.bodyLimit).toBe(64 * 1024 * 1024);
   });
 });
