@@ -81,7 +81,7 @@ export function register(program: Command): void {
   const fhir = program
     .command('fhir')
     .description(SUMMARIES.fhir)
-    .option('--host <host>', 'address to listen on (other than loopback, callers there get GET /fhir/metadata only)', '127.0.0.1')
+    .option('--host <host>', 'address to listen on; callers not on loopback get GET /fhir/metadata only (see --open-api)', '127.0.0.1')
     .option('--port <port>', 'port to listen on', '8080')
     .option('--data <dir>', 'data directory (one SQLite file)', './fhir-data')
     .option('--public-base <url>', 'the base URL clients see (for links and fullUrls)')

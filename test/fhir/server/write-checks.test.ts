@@ -110,12 +110,15 @@ describe('referential integrity on write', () => {
   });
 
   it('is off on a server started for bulk loads, and `fhir load` says which flag a load in any order needs', async () => {
-    const bulk = await startServer({ dataDir: tempDir('fhir-bulk-'), policy: { referentialIntegrity: false } });
+    // the CLI flag
+    const bulk = await startFhir(tempDir('fhir-bulk-'), ['--no-referential-integrity']);
     try {
-      const r = await call(bulk.url, 'POST', 'Observation', { resourceType: 'Observation', status: 'final', code: { text: 'x' }, subject: { reference: 'Patient/later' } });
+      const r = await call(bulk.base, 'POST', 'Observation', { resourceType: 'Observation', status: 'final', code: { text: 'x' }, subject: { reference: 'Patient/later' } });
       expect(r.status).toBe(201);
+      // validation stays on
+      expect((await call(bulk.base, 'POST', 'Observation', { resourceType: 'Observation', code: { text: 'x' } })).status).toBe(400);
     } finally {
-      await bulk.close();
+      await bulk.stop();
     }
     // the real CLI server, integrity on (its default), and a Bundle whose Observation precedes its Patient's file
     const cli: RunningFhir = await startFhir(tempDir('fhir-load-order-'));
