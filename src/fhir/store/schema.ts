@@ -121,7 +121,9 @@ export function applySchema(db: Database.Database, synchronous: 'full' | 'normal
     if (!fresh) for (let v = version; v < SCHEMA_VERSION; v++) MIGRATIONS[v]?.(db);
     db.exec(DDL);
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
-    if (fresh) setFingerprint(db, indexFingerprint());
+    // A new store, or a version-3 store from before fingerprints (indexed with these same definitions:
+    // the extract has not changed since schema 3): record the fingerprint, nothing to rebuild.
+    if (fresh || (version === SCHEMA_VERSION && storedFingerprint(db) === undefined)) setFingerprint(db, indexFingerprint());
   }).immediate();
   return storedFingerprint(db) !== indexFingerprint();
 }

@@ -74,6 +74,18 @@ describe('FHIR store schema migration', () => {
     expect(found(dir, patientId)).toEqual({ identifier: 1, subject: 1, compartment: 2, versions: ['3', '2', '1'] });
   });
 
+  it('a version-3 store from before index fingerprints opens without a rebuild and gets one recorded', () => {
+    const dir = tempDir('fhir-migrate-');
+    const { patientId } = seed(dir);
+    const db = new Database(join(dir, 'fhir.sqlite'));
+    db.exec('DROP TABLE store_meta');
+    db.close();
+    expect(found(dir, patientId)).toEqual({ identifier: 1, subject: 1, compartment: 2, versions: ['3', '2', '1'] });
+    const after = new Database(join(dir, 'fhir.sqlite'));
+    expect(after.prepare("SELECT count(*) FROM store_meta WHERE key = 'index'").pluck().get()).toBe(1);
+    after.close();
+  });
+
   it('indexes built from other search definitions are rebuilt on open (one transaction)', () => {
     const dir = tempDir('fhir-migrate-');
     const { patientId } = seed(dir);
