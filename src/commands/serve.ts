@@ -6,6 +6,7 @@ interface ServeOptions extends GlobalOptions {
   host?: string;
   port?: string;
   envFile?: string;
+  reloadStatus?: string;
 }
 
 /**
@@ -19,6 +20,7 @@ export function register(program: Command): void {
     .option('--host <address>', 'address to listen on (env HOST, default 0.0.0.0)')
     .option('--port <port>', 'port to listen on (env PORT, default 9000)')
     .option('--env-file <file>', 'settings file read under the environment (default .env in the working directory)')
+    .option('--reload-status <file>', 'on SIGHUP, reread FHIR_API_KEY and write the outcome here (consumer rotate-key)')
     .action(
       action<ServeOptions>('serve', async (options, io) => {
         // Loaded lazily so `--help` stays fast.
@@ -40,6 +42,8 @@ export function register(program: Command): void {
         if (config.metricsListen && !isLoopback(config.metricsListen.host)) {
           io.warn(`METRICS_LISTEN ${config.metricsListen.host} is not loopback: metrics are reachable from the network`);
         }
+        const { reloadKeyOnSignal } = await import('../api/key-reload.js');
+        reloadKeyOnSignal(running, { host: options.host, port: options.port, envFile: options.envFile }, options.reloadStatus, (t) => io.log(t));
         await stopOnSignals(running, (signal) => io.log(`hospital-api serve: ${signal}, finishing in-flight requests`));
         io.log('hospital-api serve: stopped');
         return 0;

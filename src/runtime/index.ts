@@ -5,6 +5,7 @@
  */
 import { readInstallConfig, type InstallConfig } from './install-config.js';
 import type { Runtime } from './types.js';
+import { dayTwo } from './not-supported.js';
 import { createNativeRuntime } from './native/index.js';
 
 type DockerFactory = (dir: string, config: InstallConfig) => Runtime;
@@ -25,6 +26,11 @@ function lazyDocker(dir: string, config: InstallConfig): Runtime {
     components: async () => (await get()).components(),
     versions: async () => (await get()).versions(),
     admin: async (method, path, body) => (await get()).admin(method, path, body),
+    // Day-two operations (issue 15), forwarded when the docker runtime has them (see not-supported.ts).
+    reloadApiKey: async () => dayTwo(await get()).reloadApiKey(),
+    reloadGatewayTls: async () => dayTwo(await get()).reloadGatewayTls(),
+    snapshotData: async (into, progress) => dayTwo(await get()).snapshotData(into, progress),
+    restoreData: async (from, parts) => dayTwo(await get()).restoreData(from, parts),
   };
 }
 
