@@ -4,6 +4,7 @@
  * its action, so `--help` stays fast.
  */
 import type { Command } from 'commander';
+import { register as cert } from './cert.js';
 import { register as consumer } from './consumer.js';
 import { register as demo } from './demo.js';
 import { register as down } from './down.js';
@@ -18,6 +19,7 @@ import { register as up } from './up.js';
 import { register as verify } from './verify.js';
 
 export const commands: ReadonlyArray<(program: Command) => void> = [
+  cert,
   consumer,
   demo,
   down,
