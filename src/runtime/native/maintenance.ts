@@ -58,11 +58,12 @@ export async function snapshotNativeData(dir: string, into: string, progress: (t
   const parts: DataPart[] = [];
   mkdirSync(join(into, 'fhir'), { recursive: true });
   if (existsSync(join(p.fhirData, FHIR_STORE_FILE))) {
-    let last = -1;
-    await backupFhirStore(p.fhirData, join(into, 'fhir', FHIR_STORE_FILE), (done, total) => {
+    let last = -10;
+    const facts = await backupFhirStore(p.fhirData, join(into, 'fhir', FHIR_STORE_FILE), (done, total) => {
       const pct = total ? Math.floor((done * 100) / total) : 100;
-      if (pct >= last + 10 || done === total) { last = pct; progress(`FHIR store: ${pct}% of ${total} pages`); }
+      if (pct >= last + 10) { last = pct; progress(`FHIR store: ${pct}% of ${total} pages copied`); }
     });
+    progress(`FHIR store: consistent copy of ${facts.resources} resources (schema ${facts.schemaVersion})`);
     parts.push({ path: `fhir/${FHIR_STORE_FILE}`, kind: 'fhir-store' });
   }
   if (existsSync(p.gatewayState)) {
