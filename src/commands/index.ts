@@ -17,6 +17,7 @@ import { register as record } from './record.js';
 import { register as restore } from './restore.js';
 import { register as serve } from './serve.js';
 import { register as status } from './status.js';
+import { register as systemd } from './systemd.js';
 import { register as up } from './up.js';
 import { register as verify } from './verify.js';
 
@@ -34,6 +35,7 @@ export const commands: ReadonlyArray<(program: Command) => void> = [
   restore,
   serve,
   status,
+  systemd,
   up,
   verify,
 ];
