@@ -14,7 +14,7 @@ import { pipeline } from 'node:stream/promises';
 import { create as tarCreate } from 'tar';
 import { HospitalApiError, toHospitalApiError } from '../errors/index.js';
 import { inspectFhirStore } from '../fhir/store/online-backup.js';
-import { readInstallConfig } from '../runtime/install-config.js';
+import { readInstallConfig, type InstallConfig } from '../runtime/install-config.js';
 import { installPaths } from '../runtime/layout.js';
 import { dayTwo } from '../runtime/not-supported.js';
 import type { Runtime } from '../runtime/types.js';
@@ -25,6 +25,8 @@ import { backupSecret } from './secret.js';
 
 export interface BackupOptions {
   out?: string;
+  /** The install's configuration when readInstallConfig would refuse it (an older format, before `upgrade`). */
+  config?: InstallConfig;
   keyFile?: string;
   env?: NodeJS.ProcessEnv;
 }
@@ -75,7 +77,7 @@ function stamp(d: Date): string {
 export async function createBackup(runtime: Runtime, dir: string, options: BackupOptions, log: (text: string) => void): Promise<BackupResult> {
   const started = Date.now();
   const paths = installPaths(dir);
-  const config = readInstallConfig(dir);
+  const config = options.config ?? readInstallConfig(dir);
   const createdAt = new Date();
   const out = resolve(options.out ?? join(paths.root, 'backups', `hospital-api-${stamp(createdAt)}.tar`));
   if (existsSync(out)) throw new HospitalApiError('ERR_BACKUP_FAILED', { detail: `${out} already exists`, out });

@@ -16,7 +16,8 @@ import { HospitalApiError, isHospitalApiError } from '../errors/index.js';
 import { inspectFhirStore } from '../fhir/store/online-backup.js';
 import { renderApiEnv, writeIfChanged } from '../install/files.js';
 import { openRuntime } from '../runtime/index.js';
-import { readInstallConfig } from '../runtime/install-config.js';
+import { INSTALL_FORMAT, readInstallConfig, type InstallConfig } from '../runtime/install-config.js';
+import { createNativeRuntime } from '../runtime/native/index.js';
 import { installPaths } from '../runtime/layout.js';
 import { dayTwo } from '../runtime/not-supported.js';
 import type { DataPart } from '../runtime/types.js';
@@ -133,10 +134,16 @@ export async function restoreBackup(file: string, dir: string, options: RestoreO
       wrote = true;
       renameSync(plain, root);
       chmodSync(root, 0o700);
-      await dayTwo(openRuntime(root)).restoreData(data, dataParts);
-      // Settings name files by absolute path: point them at this directory.
-      const config = readInstallConfig(root);
-      writeIfChanged(paths.apiEnv, renderApiEnv(paths, config), true);
+      // A backup of an older install format is restored as it was; `hospital-api upgrade` then migrates it.
+      const raw = JSON.parse(readFileSync(paths.installJson, 'utf8')) as InstallConfig;
+      const current = raw.formatVersion === INSTALL_FORMAT;
+      await dayTwo(current || raw.runtime !== 'native' ? openRuntime(root) : createNativeRuntime(root, raw)).restoreData(data, dataParts);
+      if (current) {
+        // Settings name files by absolute path: point them at this directory.
+        writeIfChanged(paths.apiEnv, renderApiEnv(paths, readInstallConfig(root)), true);
+      } else {
+        log(`this backup is of install format ${String(raw.formatVersion)}: run \`hospital-api upgrade --dir ${root}\` before \`up\``);
+      }
       log(`restored into ${root}${store ? ` (${manifest.fhir?.resources ?? '?'} FHIR resources)` : ''}; start it with \`hospital-api up --dir ${root}\`, then \`hospital-api verify\``);
       return { dir: root, createdAt: manifest.createdAt, parts: manifest.parts.length, fhir: manifest.fhir, seconds: Math.round((Date.now() - started) / 100) / 10 };
     } finally {

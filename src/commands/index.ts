@@ -19,6 +19,7 @@ import { register as serve } from './serve.js';
 import { register as status } from './status.js';
 import { register as systemd } from './systemd.js';
 import { register as up } from './up.js';
+import { register as upgrade } from './upgrade.js';
 import { register as verify } from './verify.js';
 
 export const commands: ReadonlyArray<(program: Command) => void> = [
@@ -37,5 +38,6 @@ export const commands: ReadonlyArray<(program: Command) => void> = [
   status,
   systemd,
   up,
+  upgrade,
   verify,
 ];

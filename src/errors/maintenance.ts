@@ -95,6 +95,18 @@ export const maintenanceErrors = {
     exit: 1,
     hint: 'The directory was rolled back to format {from}; the automatic backup is {backup}. Run `hospital-api upgrade` again once the cause is fixed.',
   },
+  ERR_UPGRADE_RUNNING: {
+    message: 'The installation in {dir} is running; upgrade migrates a stopped installation',
+    status: 409,
+    exit: 3,
+    hint: 'Stop it first (`hospital-api down --dir {dir}`, or `systemctl stop hospital-api.target`), run upgrade, then start it again.',
+  },
+  ERR_UPGRADE_PREFLIGHT: {
+    message: 'Upgrade of {dir} cannot start: {detail}',
+    status: 500,
+    exit: 1,
+    hint: 'Nothing was changed.',
+  },
   ERR_SYSTEMD_OPTIONS: {
     message: 'systemd units: {detail}',
     status: 400,
