@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface BackupFlags extends GlobalOptions {
   dir?: string;
@@ -14,7 +15,7 @@ interface BackupFlags extends GlobalOptions {
 export function register(program: Command): void {
   program
     .command('backup')
-    .description('write one encrypted archive of the FHIR data, gateway state, configuration and TLS material, while the stack serves')
+    .description(SUMMARIES.backup)
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('--out <file>', 'archive to write (default: <dir>/backups/hospital-api-<UTC time>.tar); never overwritten')
     .option('--key-file <file>', 'encrypt with this key file (32+ bytes) instead of HOSPITAL_API_BACKUP_PASSPHRASE or a typed passphrase')

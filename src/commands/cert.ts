@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface CertOptions extends GlobalOptions {
   dir?: string;
@@ -18,7 +19,7 @@ const DIR_HELP = 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-a
  * (new gateway and record-signing certificates, installed without downtime). Issue 15.
  */
 export function register(program: Command): void {
-  const cert = program.command('cert').description("the installation's certificates: days left, renewal");
+  const cert = program.command('cert').description(SUMMARIES.cert);
   cert
     .command('status')
     .description('days left on the CA, gateway and record-signing certificates (exit 1 when one is under 30 days)')

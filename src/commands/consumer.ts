@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface ConsumerOptions extends GlobalOptions {
   dir?: string;
@@ -27,7 +28,7 @@ async function open(dir: string | undefined) {
  * `keys`, `rotate-key` and `revoke-key` for the years after (issue 15).
  */
 export function register(program: Command): void {
-  const consumer = program.command('consumer').description('manage the hospital gateway consumer');
+  const consumer = program.command('consumer').description(SUMMARIES.consumer);
   consumer
     .command('create <username>')
     .description('create the consumer and its key-auth credential; prints the key once')

@@ -1,43 +1,43 @@
 /**
- * The command registry: sorted, one module per command, file name = command
- * name. Each module registers its subcommand and loads heavy code lazily in
- * its action, so `--help` stays fast.
+ * The command registry: one module per command, file name = command name. Only the
+ * command being run is loaded; `--help` lists the others from their summaries, so it
+ * stays fast. Each module loads its heavy code lazily in its action.
  */
 import type { Command } from 'commander';
-import { register as backup } from './backup.js';
-import { register as cert } from './cert.js';
-import { register as consumer } from './consumer.js';
-import { register as demo } from './demo.js';
-import { register as down } from './down.js';
-import { register as fhir } from './fhir.js';
-import { register as gateway } from './gateway.js';
-import { register as install } from './install.js';
-import { register as logs } from './logs.js';
-import { register as record } from './record.js';
-import { register as restore } from './restore.js';
-import { register as serve } from './serve.js';
-import { register as status } from './status.js';
-import { register as systemd } from './systemd.js';
-import { register as up } from './up.js';
-import { register as upgrade } from './upgrade.js';
-import { register as verify } from './verify.js';
+import { SUMMARIES, type CommandName } from './summaries.js';
 
-export const commands: ReadonlyArray<(program: Command) => void> = [
-  backup,
-  cert,
-  consumer,
-  demo,
-  down,
-  fhir,
-  gateway,
-  install,
-  logs,
-  record,
-  restore,
-  serve,
-  status,
-  systemd,
-  up,
-  upgrade,
-  verify,
-];
+export interface CommandEntry {
+  name: CommandName;
+  summary: string;
+  load: () => Promise<{ register(program: Command): void }>;
+}
+
+const loaders: Record<CommandName, CommandEntry['load']> = {
+  backup: () => import('./backup.js'),
+  cert: () => import('./cert.js'),
+  consumer: () => import('./consumer.js'),
+  demo: () => import('./demo.js'),
+  down: () => import('./down.js'),
+  fhir: () => import('./fhir.js'),
+  gateway: () => import('./gateway.js'),
+  install: () => import('./install.js'),
+  logs: () => import('./logs.js'),
+  record: () => import('./record.js'),
+  restore: () => import('./restore.js'),
+  serve: () => import('./serve.js'),
+  status: () => import('./status.js'),
+  systemd: () => import('./systemd.js'),
+  up: () => import('./up.js'),
+  upgrade: () => import('./upgrade.js'),
+  verify: () => import('./verify.js'),
+};
+
+export const commands: readonly CommandEntry[] = (Object.keys(loaders) as CommandName[])
+  .sort()
+  .map((name) => ({ name, summary: SUMMARIES[name], load: loaders[name] }));
+
+/** The command an argv names: the first word that is not an option (`help <name>` names <name>). */
+export function commandNamed(argv: readonly string[]): string | undefined {
+  const words = argv.filter((a) => !a.startsWith('-'));
+  return words[0] === 'help' ? words[1] : words[0];
+}

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface RestoreFlags extends GlobalOptions {
   dir?: string;
@@ -13,7 +14,7 @@ interface RestoreFlags extends GlobalOptions {
 export function register(program: Command): void {
   program
     .command('restore <file>')
-    .description('restore a backup archive into an empty install directory; checks every part before writing anything')
+    .description(SUMMARIES.restore)
     .option('--dir <dir>', 'install directory to create (default: $HOSPITAL_API_DIR or ./.hospital-api); must be empty or absent')
     .option('--key-file <file>', 'the key file the backup was made with (else HOSPITAL_API_BACKUP_PASSPHRASE or a typed passphrase)')
     .action(

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface SystemdFlags extends GlobalOptions {
   dir?: string;
@@ -15,7 +16,7 @@ interface SystemdFlags extends GlobalOptions {
 export function register(program: Command): void {
   program
     .command('systemd')
-    .description('write systemd units (one per component, hardened, logs in journald) for a native install')
+    .description(SUMMARIES.systemd)
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('--out <dir>', 'where to write the units (default: <dir>/systemd/); copy them to /etc/systemd/system')
     .option('--user <name>', 'dedicated system user the components run as', 'hospital-api')

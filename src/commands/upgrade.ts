@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface UpgradeFlags extends GlobalOptions {
   dir?: string;
@@ -11,7 +12,7 @@ interface UpgradeFlags extends GlobalOptions {
 export function register(program: Command): void {
   program
     .command('upgrade')
-    .description('migrate a stopped install directory made by an older release, after taking a backup')
+    .description(SUMMARIES.upgrade)
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('--key-file <file>', "the backup's key file (else HOSPITAL_API_BACKUP_PASSPHRASE or a typed passphrase)")
     .option('--rollback', 'only roll back an upgrade that was interrupted')
