@@ -63,7 +63,9 @@ export function register(program: Command): void {
           const { renderCertificates } = await import('./cert.js');
           await renderCertificates(io, certificates, CERT_WARN_DAYS);
           if (runtime.name === 'native') {
-            io.out(supervisor ? `supervisor pid ${supervisor.pid}, started ${supervisor.startedAt}` : 'supervisor not running');
+            const { readInstallConfig } = await import('../runtime/install-config.js');
+            const bySystemd = readInstallConfig(dir).supervisor === 'systemd';
+            io.out(supervisor ? `supervisor pid ${supervisor.pid}, started ${supervisor.startedAt}` : bySystemd ? 'run by systemd (hospital-api.target)' : 'supervisor not running');
           }
         }
         return 0;

@@ -6,6 +6,7 @@
 import { readInstallConfig, type InstallConfig } from './install-config.js';
 import type { Runtime } from './types.js';
 import { dayTwo } from './not-supported.js';
+import { createSystemdRuntime } from '../systemd/runtime.js';
 import { createNativeRuntime } from './native/index.js';
 
 type DockerFactory = (dir: string, config: InstallConfig) => Runtime;
@@ -37,5 +38,7 @@ function lazyDocker(dir: string, config: InstallConfig): Runtime {
 /** @throws ERR_RUNTIME_NOT_INSTALLED when `dir` holds no install.json. */
 export function openRuntime(dir: string): Runtime {
   const config = readInstallConfig(dir);
-  return config.runtime === 'native' ? createNativeRuntime(dir, config) : lazyDocker(dir, config);
+  if (config.runtime !== 'native') return lazyDocker(dir, config);
+  // Production native installs run under systemd when `hospital-api systemd --managed` said so (issue 15).
+  return config.supervisor === 'systemd' ? createSystemdRuntime(dir, config) : createNativeRuntime(dir, config);
 }

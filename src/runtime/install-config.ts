@@ -53,6 +53,8 @@ export interface InstallConfig {
   installedAt: string;
   /** Demo installs are labelled so no production path mistakes them for real ones. */
   demo: boolean;
+  /** Who runs the native components: the built-in supervisor (`up`, default) or systemd (`hospital-api systemd --managed`). */
+  supervisor?: 'builtin' | 'systemd';
   /** Formats this directory was upgraded through (`hospital-api upgrade`). */
   upgrades?: Array<{ from: number; to: number; toolkitVersion: string; at: string; backup: string | null }>;
 }

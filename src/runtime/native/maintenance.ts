@@ -31,7 +31,11 @@ function componentPid(dir: string, name: string): number {
 }
 
 export async function reloadApiKey(dir: string): Promise<ApiKeyReload> {
-  const pid = componentPid(dir, 'api');
+  return reloadApiKeyOf(dir, componentPid(dir, 'api'));
+}
+
+/** SIGHUP to the API process `pid` (whoever supervises it), then its answer in run/api-reload.json. */
+export async function reloadApiKeyOf(dir: string, pid: number): Promise<ApiKeyReload> {
   const path = apiReloadStatusPath(dir);
   rmSync(path, { force: true });
   process.kill(pid, 'SIGHUP');
