@@ -82,7 +82,11 @@ async function listenProxy(o: GatewayOptions, proxy: GatewayProxy): Promise<Prox
  * in force. With workers, the primary passes the signal on to each of them.
  */
 function reloadTlsOnSignal(o: GatewayOptions, listeners: ProxyListeners | null, workers: () => Worker[]): void {
-  if (!o.proxySsl) return;
+  // Without a TLS listener there is nothing to reload, but SIGHUP (systemctl reload) must not end the process.
+  if (!o.proxySsl) {
+    process.on('SIGHUP', () => process.stderr.write('hospital-api gateway: SIGHUP: no TLS listener, nothing to reload\n'));
+    return;
+  }
   process.on('SIGHUP', () => {
     try {
       const tls = readTls(o);

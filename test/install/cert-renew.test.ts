@@ -64,7 +64,9 @@ describe('cert renew (issue 15)', () => {
       expect(await get()).toBe(200);
       const load = loadLoop(site, 2);
       await new Promise((r) => setTimeout(r, 1000));
+      const t0 = Date.now();
       const renew = await site.cli(['cert', 'renew', '--days', '10']);
+      console.log(`cert renew: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       await new Promise((r) => setTimeout(r, 1000));
       const results = await load.stop();
       expect(renew.code, renew.err).toBe(0);

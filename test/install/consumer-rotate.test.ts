@@ -43,6 +43,7 @@ describe('consumer rotate-key (issue 15)', () => {
     const started = Date.now();
     const rotate = await site.cli(['consumer', 'rotate-key', 'day2-hospital', '--write-env']);
     const ended = Date.now();
+    console.log(`rotate-key --write-env: ${((ended - started) / 1000).toFixed(1)} s (includes the 2.1 s wait past /api/ready's cache)`);
     await new Promise((r) => setTimeout(r, 1500)); // and keep running after it
     const results = await load.stop();
     expect(rotate.code, rotate.err).toBe(0);
