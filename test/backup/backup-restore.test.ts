@@ -5,7 +5,7 @@
  * and restored, verify passes and every patient record reads back equal.
  * Damaged archives, a wrong passphrase and a non-empty directory change nothing.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { request } from 'undici';
@@ -124,6 +124,29 @@ describe('backup and restore (issue 15)', () => {
     const after = await readAllRecords();
     expect(after.size).toBe(records.size);
     for (const [careId, resources] of records) expect(after.get(careId), careId).toEqual(resources);
+  });
+
+  it('restores into another directory (a new machine or path): the settings follow it, and the old path is not needed', async () => {
+    expect((await site.cli(['down'])).code).toBe(0);
+    const away = `${site.dir}-away`;
+    renameSync(site.dir, away);
+    const other = join(tempDir('hapi-restore-elsewhere-'), 'site');
+    try {
+      const r = await runCli(['restore', archive, '--dir', other], { env: PASS });
+      expect(r.exitCode, String(r.stderr)).toBe(0);
+      const env = readEnvFile(installPaths(other).apiEnv);
+      expect(env.FHIR_CA_FILE).toBe(installPaths(other).caCert);
+      expect(env.AUDIT_LOG).toBe(join(installPaths(other).logs, 'audit.log'));
+      expect((await runCli(['up', '--dir', other])).exitCode).toBe(0);
+      const verify = await runCli(['verify', '--dir', other]);
+      expect(verify.exitCode, String(verify.stdout) + String(verify.stderr)).toBe(0);
+      const after = await readAllRecords();
+      for (const [careId, resources] of records) expect(after.get(careId), careId).toEqual(resources);
+    } finally {
+      await runCli(['down', '--dir', other]);
+      renameSync(away, site.dir);
+    }
+    expect((await site.cli(['up'])).code).toBe(0);
   });
 
   it('a wrong passphrase, a damaged or truncated archive, or a non-empty directory change nothing', async () => {
