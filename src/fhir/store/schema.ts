@@ -72,6 +72,14 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   },
 };
 
+/** Whether this toolkit opens a store of schema `version` (itself, or an older one it migrates on open). */
+export function canOpenSchema(version: number): boolean {
+  if (version === 0 || version === SCHEMA_VERSION) return true;
+  if (!Number.isInteger(version) || version < 1 || version > SCHEMA_VERSION) return false;
+  for (let v = version; v < SCHEMA_VERSION; v++) if (!MIGRATIONS[v]) return false;
+  return true;
+}
+
 /**
  * What the index tables were built from: the search parameter definitions, the Patient CompartmentDefinition
  * and the extraction format. A toolkit whose definitions differ reindexes the store on open.

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openFhirStore } from '../../../src/fhir/store/sqlite-store.js';
-import { SCHEMA_VERSION } from '../../../src/fhir/store/schema.js';
+import { canOpenSchema, SCHEMA_VERSION } from '../../../src/fhir/store/schema.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
 afterAll(() => removeTempDirs());
@@ -40,6 +40,11 @@ function found(dir: string, patientId: string): { identifier: number; subject: n
 }
 
 describe('FHIR store schema migration', () => {
+  it('says which versions it opens (for the upgrade preflight)', () => {
+    expect([0, 1, 2, SCHEMA_VERSION].every(canOpenSchema)).toBe(true);
+    expect([SCHEMA_VERSION + 1, -1, 1.5].some(canOpenSchema)).toBe(false);
+  });
+
   it('a current store reopens as is', () => {
     const dir = tempDir('fhir-migrate-');
     const { patientId } = seed(dir);
