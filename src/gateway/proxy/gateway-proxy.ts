@@ -94,6 +94,17 @@ export class GatewayProxy {
     return { ...this.status };
   }
 
+  /**
+   * A newer configuration was refused before it reached the proxy (a worker's
+   * state file failed validateState): the current one keeps serving, health
+   * says degraded and why, until a good version arrives.
+   */
+  rejected(error: string): void {
+    this.current();
+    process.stderr.write(`gateway: ${error}\n`);
+    this.setHealth({ ...this.status, degraded: true, error });
+  }
+
   private setHealth(h: ProxyHealth): void {
     this.status = h;
     this.onHealth?.({ ...h });

@@ -47,6 +47,8 @@ export interface ProxyListenerOptions {
 export interface ProxyListeners {
   http: AddressInfo | null;
   https: AddressInfo | null;
+  /** New certificate and key for new TLS connections; open connections keep theirs (`cert renew`). */
+  setTls(tls: { cert: string; key: string }): void;
   close(): Promise<void>;
 }
 
@@ -138,6 +140,7 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
   const servers: AnyServer[] = [];
   let http: AddressInfo | null = null;
   let https: AddressInfo | null = null;
+  let tlsServer: Http2SecureServer | null = null;
   try {
     if (o.http) {
       const server = createHttpServer(serverOptions(limits), guarded(o.proxy, 'http', limits));
@@ -180,6 +183,7 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
       });
       tune(server, limits);
       servers.push(server);
+      tlsServer = server;
       https = await listen(server, o.https);
     }
   } catch (err) {
@@ -189,6 +193,7 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
   return {
     http,
     https,
+    setTls: (tls) => tlsServer?.setSecureContext({ cert: tls.cert, key: tls.key }),
     close: async () => {
       await Promise.all(servers.map(closeServer));
     },

@@ -149,7 +149,8 @@ describe('hospital-api gateway (child process)', () => {
       expect(statuses.filter((s) => s === 200)).toHaveLength(3);
       expect(statuses.filter((s) => s === 429)).toHaveLength(5);
 
-      // Hand-edit the state file: a plugin config its schema refuses. Workers keep the last good one and say so.
+      // Hand-edit the state file: a plugin config its schema refuses (validateState refuses the file, or the proxy's
+      // compile would). Workers keep the last good one and say so.
       const doc = JSON.parse(readFileSync(statePath, 'utf8')) as { version: number; config: { plugins: Array<{ config: Record<string, unknown> }> } };
       doc.version += 1;
       doc.config.plugins[0]!.config.minute = 'lots';
@@ -160,7 +161,7 @@ describe('hospital-api gateway (child process)', () => {
         st = await version();
       }
       expect(st.proxy.degraded).toBe(true);
-      expect(st.proxy.error).toMatch(/rate-limiting\): invalid config \(config\.minute/);
+      expect(st.proxy.error).toMatch(/config\.minute/);
       expect((await get(`${g.proxy}/rl/x`)).status).toBe(429); // still the last good configuration, still limited
     } finally {
       expect(await stopGateway(g)).toBe(0);
