@@ -1,11 +1,11 @@
 /**
  * The Kong 3.9 entities the proxy reads beyond those in model/types.ts:
  * certificates, SNIs, upstreams and targets (kong/db/schema/entities/
- * {certificates,snis,upstreams,targets}.lua). The admin API and store add
- * these collections to the state file; until model/types.ts declares them,
- * the proxy reads them through `proxyCollections`, which treats a missing
- * collection as empty. Shapes are Kong's; only the fields the proxy uses
- * are required here.
+ * {certificates,snis,upstreams,targets}.lua). model/types.ts declares the
+ * full entities the admin API stores; the proxy reads them through these
+ * tolerant subsets (`proxyCollections`: a missing collection is empty,
+ * Kong's defaults may be omitted), so a snapshot built by hand or from an
+ * older state file still compiles.
  */
 import type { ForeignKey, GatewayConfig, Uuid } from '../model/types.js';
 

@@ -2,6 +2,10 @@
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routePathError } from '../../../src/gateway/proxy/regex.js';
+import { GatewayProxy } from '../../../src/gateway/proxy/gateway-proxy.js';
+import { startProxyListeners } from '../../../src/gateway/proxy/listeners.js';
+import { removeTempDirs } from '../../helpers/tmp.js';
+import { startAdmin } from '../admin/harness.js';
 import { emptyConfig, get, route, service, Snapshots, startProxy, startUpstream, type Echo } from './harness.js';
 
 describe('regex route paths', () => {
@@ -79,6 +83,26 @@ describe('regex route paths', () => {
       expect(gw2.proxy.health().error).toMatch(/invalid regex path/);
     } finally {
       await gw2.close();
+    }
+  });
+
+  it('through the admin API: a regex RE2 runs is stored and routed, one it cannot is refused with 400', async () => {
+    const admin = await startAdmin();
+    const proxy = new GatewayProxy(() => admin.store.snapshot());
+    const listeners = await startProxyListeners({ proxy, http: { host: '127.0.0.1', port: 0 } });
+    try {
+      expect((await admin.call('POST', '/services', { name: 'fhir', url: `http://127.0.0.1:${upstream.port}/fhir` })).status).toBe(201);
+      expect((await admin.call('POST', '/services/fhir/routes', { paths: ['~/p/(?<id>[0-9]+)$'] })).status).toBe(201);
+      const refused = await admin.call('POST', '/services/fhir/routes', { paths: ['~/p/(?=lookahead)'] });
+      expect(refused.status).toBe(400);
+      expect(refused.json.fields.paths).toMatch(/^invalid regex: '\/p\/\(\?=lookahead\)' \(PCRE returned: .*unsupported Perl syntax/);
+      const r = await get(`http://127.0.0.1:${listeners.http!.port}/p/42`);
+      expect((r.json() as unknown as Echo).url).toBe('/fhir');
+    } finally {
+      await listeners.close();
+      await proxy.close();
+      await admin.close();
+      removeTempDirs();
     }
   });
 });
