@@ -13,7 +13,7 @@ import { callerAllowed } from '../caller.js';
 
 export const READY_CACHE_MS = 2_000;
 /** /api/ready answers within this, whatever hangs behind it (each upstream probe is bounded by it too). */
-export const READY_DEADLINE_MS = 1_500;
+export const READY_DEADLINE_MS = 1_000;
 
 interface ReadyResult {
   platform: string;
