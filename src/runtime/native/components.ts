@@ -21,14 +21,6 @@ import { VERSION } from '../../version.js';
 /** The CLI every component is started from (`node bin/hospital-api.js <command> …`). */
 export const BIN_PATH = fileURLToPath(new URL('../../../bin/hospital-api.js', import.meta.url));
 
-/**
- * The executable the supervisor starts components from. HOSPITAL_API_COMPONENT_BIN
- * is a test seam (stand-in components for the supervisor's own tests).
- */
-export function componentBin(env: NodeJS.ProcessEnv = process.env): string {
-  return env.HOSPITAL_API_COMPONENT_BIN || BIN_PATH;
-}
-
 export type ComponentName = 'fhir' | 'gateway' | 'platform' | 'api';
 
 export interface PortBinding {

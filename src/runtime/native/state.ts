@@ -23,8 +23,10 @@ export interface ComponentRecord {
   restarts: number;
   version: string;
   log: string;
-  /** The last restart request handled (its token), so the requester knows it is done. */
+  /** The last restart request handled (its token). */
   handledRequest?: string;
+  /** The tokens of the last restart requests handled, so each requester knows its own is done. */
+  handledRequests?: string[];
 }
 
 export interface RunState {
