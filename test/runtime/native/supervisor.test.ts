@@ -324,14 +324,14 @@ describe('supervisor lock', () => {
       const holder = acquireSupervisorLock(process.argv[1]);
       process.stdout.write(holder === null ? 'won' : 'lost:' + holder);
       await new Promise((r) => setTimeout(r, 1500));`;
-    for (let round = 0; round < 5; round++) {
+    for (let round = 0; round < 6; round++) {
       const dir = tempDir();
       mkdirSync(installPaths(dir).run, { recursive: true });
       const dead = spawn('true');
       await new Promise((r) => dead.once('exit', r));
       writeFileSync(join(installPaths(dir).run, 'supervisor.lock'), `${dead.pid}\n`);
-      const start = Date.now() + 700;
-      const runs = await Promise.all(Array.from({ length: 8 }, () => execa('node', ['--input-type=module', '-e', script, dir, String(start)], { reject: false })));
+      const start = Date.now() + 1_200;
+      const runs = await Promise.all(Array.from({ length: 12 }, () => execa('node', ['--input-type=module', '-e', script, dir, String(start)], { reject: false })));
       const outcomes = runs.map((r) => String(r.stdout));
       expect(outcomes.filter((o) => o === 'won'), `round ${round}: ${outcomes.join(' ')} ${runs.map((r) => r.stderr).join('')}`).toHaveLength(1);
     }
