@@ -168,8 +168,10 @@ export async function requestRestart(dir: string, component: string, timeoutMs =
     const now = runningSupervisor(dir);
     if (!now) throw new HospitalApiError('ERR_RUNTIME_NOT_RUNNING', { dir: installPaths(dir).root });
     const c = now.components.find((x) => x.name === component);
-    if (c?.handledRequests?.includes(token) || c?.handledRequest === token) {
-      if (c.state === 'up' || c.state === 'down') return;
+    const handled = !!c && (c.handledRequests?.includes(token) || c.handledRequest === token);
+    // Handled: done once it settles (a later request may be restarting it again meanwhile).
+    if (handled && (c.state === 'up' || c.state === 'down')) return;
+    if (handled && (c.state === 'restarting' || Date.now() > deadline)) {
       throw new HospitalApiError('ERR_RUNTIME_START_FAILED', { component, dir, detail: c.detail });
     }
     if (Date.now() > deadline) {
