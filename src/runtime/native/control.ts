@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { InstallConfig } from '../install-config.js';
 import { installPaths } from '../layout.js';
@@ -66,14 +66,34 @@ export interface StartOptions {
 
 /**
  * Install directories hold patient data, keys and logs: private to the
- * service's user (0700). Applied at each start, so older installs are fixed too.
+ * service's user (folders 0700; data, logs, keys and settings 0600). The
+ * supervisor's umask (077) keeps what the stack creates private; this fixes
+ * what was created before (older installs, files written by other commands)
+ * at each start. Certificates (*.pem) and signed records are not secret and
+ * keep their mode, behind the private folders.
  */
 export function makeInstallPrivate(dir: string): void {
   const paths = installPaths(dir);
   for (const d of [paths.root, paths.logs, paths.run]) mkdirSync(d, { recursive: true, mode: 0o700 });
-  for (const d of [paths.root, paths.logs, paths.run, paths.fhirData, paths.secrets, paths.tls, paths.reports, join(paths.root, 'gateway'), join(paths.root, 'demo')]) {
-    if (existsSync(d)) chmodSync(d, 0o700);
-  }
+  const tighten = (path: string, recursive: boolean): void => {
+    let st;
+    try {
+      st = lstatSync(path);
+    } catch {
+      return;
+    }
+    if (st.isSymbolicLink()) return;
+    if (st.isDirectory()) {
+      if ((st.mode & 0o777) !== 0o700) chmodSync(path, 0o700);
+      if (recursive) for (const name of readdirSync(path)) tighten(join(path, name), true);
+    } else if (st.isFile() && (st.mode & 0o077) !== 0) {
+      chmodSync(path, st.mode & 0o700);
+    }
+  };
+  tighten(paths.root, false);
+  for (const d of [paths.fhirData, paths.logs, paths.run, paths.secrets, join(paths.root, 'gateway'), join(paths.root, 'demo')]) tighten(d, true);
+  for (const d of [paths.tls, paths.reports]) tighten(d, false);
+  for (const f of [paths.installJson, paths.apiEnv, paths.gatewayKey, paths.caKey, paths.signerKey]) tighten(f, false);
 }
 
 /** Starts the supervisor unless it already runs; resolves once every component settles. */
