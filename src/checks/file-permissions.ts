@@ -42,8 +42,10 @@ export const filePermissions: Check = {
     const found: Finding[] = [];
     const secrets = [p.apiEnv, p.gatewayKey, p.caKey, p.signerKey, p.installJson];
     if (ctx.config.runtime === 'native') {
-      for (const d of [p.root, p.tls, p.reports]) loose(d, false, found);
-      for (const d of [p.fhirData, p.logs, p.run, p.secrets, join(p.root, 'gateway'), join(p.root, 'demo')]) loose(d, true, found);
+      // What the stack itself writes (under its umask 077) must be private file by file; elsewhere a
+      // private folder is what keeps its contents from other users (demo data, certificates).
+      for (const d of [p.root, p.tls, join(p.root, 'demo')]) loose(d, false, found);
+      for (const d of [p.fhirData, p.logs, p.run, p.secrets, join(p.root, 'gateway')]) loose(d, true, found);
     } else {
       loose(p.secrets, true, found);
     }

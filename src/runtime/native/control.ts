@@ -92,7 +92,7 @@ export function makeInstallPrivate(dir: string): void {
   };
   tighten(paths.root, false);
   for (const d of [paths.fhirData, paths.logs, paths.run, paths.secrets, join(paths.root, 'gateway'), join(paths.root, 'demo')]) tighten(d, true);
-  for (const d of [paths.tls, paths.reports]) tighten(d, false);
+  tighten(paths.tls, false);
   for (const f of [paths.installJson, paths.apiEnv, paths.gatewayKey, paths.caKey, paths.signerKey]) tighten(f, false);
 }
 
@@ -100,7 +100,10 @@ export function makeInstallPrivate(dir: string): void {
 export async function startStack(dir: string, config: InstallConfig, options: StartOptions = {}): Promise<RunState> {
   const timeoutMs = options.timeoutMs ?? START_TIMEOUT_MS;
   const paths = installPaths(dir);
-  if (runningSupervisor(dir)) return waitSettled(dir, timeoutMs);
+  if (runningSupervisor(dir)) {
+    makeInstallPrivate(dir); // files written since the stack started (demo files, settings)
+    return waitSettled(dir, timeoutMs);
+  }
   // Two `up` runs at once probe the same ports (each bind is brief but can collide): on a taken
   // port, look again after a moment, by when the other run's supervisor may be the one holding it.
   for (let attempt = 1; ; attempt++) {
