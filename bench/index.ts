@@ -13,6 +13,7 @@ const benches: Record<string, () => Promise<{ run: Bench }>> = {
   gateway: () => import('./gateway.js'),
   fhir: () => import('./fhir.js'),
   soak: () => import('./soak.js'),
+  startup: () => import('./startup.js'),
 };
 /** Run only when named (10 minutes by default): `npm run bench -- soak [--duration 2m]`. */
 const ON_REQUEST = new Set(['soak']);
