@@ -58,7 +58,7 @@ describe('serve: a full run', () => {
     let stderr = '';
     child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     try {
-      for (let i = 0; i < 200 && !stderr.includes('ALLOWED_CALLERS is empty'); i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 200 && !(stderr.includes('ALLOWED_CALLERS is empty') && stderr.includes('listening on')); i++) await new Promise((r) => setTimeout(r, 50));
       expect(stderr).toContain(`listening on http://127.0.0.1:${port}`);
       expect(stderr).toContain('ALLOWED_CALLERS is empty');
       const url = `http://127.0.0.1:${port}`;

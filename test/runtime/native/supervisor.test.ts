@@ -323,7 +323,7 @@ describe('supervisor lock', () => {
       while (Date.now() < start) {}
       const holder = acquireSupervisorLock(process.argv[1]);
       process.stdout.write(holder === null ? 'won' : 'lost:' + holder);
-      await new Promise((r) => setTimeout(r, 1500));`;
+      await new Promise((r) => setTimeout(r, 60_000));`;
     for (let round = 0; round < 6; round++) {
       const dir = tempDir();
       mkdirSync(installPaths(dir).run, { recursive: true });
@@ -331,9 +331,17 @@ describe('supervisor lock', () => {
       await new Promise((r) => dead.once('exit', r));
       writeFileSync(join(installPaths(dir).run, 'supervisor.lock'), `${dead.pid}\n`);
       const start = Date.now() + 1_200;
-      const runs = await Promise.all(Array.from({ length: 12 }, () => execa('node', ['--input-type=module', '-e', script, dir, String(start)], { reject: false })));
-      const outcomes = runs.map((r) => String(r.stdout));
-      expect(outcomes.filter((o) => o === 'won'), `round ${round}: ${outcomes.join(' ')} ${runs.map((r) => r.stderr).join('')}`).toHaveLength(1);
+      // Every contender stays alive (holding or not) until all have decided: a holder that
+      // exited would rightly make its lock stale again.
+      const procs = Array.from({ length: 12 }, () => execa('node', ['--input-type=module', '-e', script, dir, String(start)], { reject: false }));
+      const outcomes = await Promise.all(procs.map((p) => new Promise<string>((resolve) => {
+        let out = '';
+        p.stdout?.on('data', (d: Buffer) => { out += d.toString(); if (out) resolve(out); });
+        void p.then(() => resolve(out));
+      })));
+      for (const p of procs) p.kill('SIGKILL');
+      await Promise.all(procs);
+      expect(outcomes.filter((o) => o === 'won'), `round ${round}: ${outcomes.join(' ')}`).toHaveLength(1);
     }
   });
 });
