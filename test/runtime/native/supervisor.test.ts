@@ -324,7 +324,7 @@ describe('supervisor lock', () => {
       const holder = acquireSupervisorLock(process.argv[1]);
       process.stdout.write(holder === null ? 'won' : 'lost:' + holder);
       await new Promise((r) => setTimeout(r, 60_000));`;
-    for (let round = 0; round < 6; round++) {
+    for (let round = 0; round < 4; round++) {
       const dir = tempDir();
       mkdirSync(installPaths(dir).run, { recursive: true });
       const dead = spawn('true');
