@@ -2,10 +2,10 @@
  * install.json: what `install` decided, read by every later command. It holds
  * no secret (those live in hospital-api.env and secrets/, mode 0600).
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { HospitalApiError } from '../errors/index.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { readJsonFile } from '../util/json-file.js';
+import { parseJsonFile } from '../util/json-file.js';
 import { installPaths } from './layout.js';
 
 export type RuntimeName = 'docker' | 'native';
@@ -31,8 +31,15 @@ export const DEFAULT_PORTS: Readonly<InstallPorts> = Object.freeze({
   metrics: 9464,
 });
 
+/**
+ * The install directory's format. 2 (issue 15): every secret file 0600, settings
+ * rendered for this directory, `upgrades` history. Older directories are migrated
+ * by `hospital-api upgrade` (src/maintenance/upgrade.ts), never read as they are.
+ */
+export const INSTALL_FORMAT = 2;
+
 export interface InstallConfig {
-  formatVersion: 1;
+  formatVersion: number;
   runtime: RuntimeName;
   /** Names and addresses the gateway certificate covers; the first is used in URLs. */
   hosts: string[];
@@ -47,6 +54,10 @@ export interface InstallConfig {
   installedAt: string;
   /** Demo installs are labelled so no production path mistakes them for real ones. */
   demo: boolean;
+  /** Who runs the native components: the built-in supervisor (`up`, default) or systemd (`hospital-api systemd --managed`). */
+  supervisor?: 'builtin' | 'systemd';
+  /** Formats this directory was upgraded through (`hospital-api upgrade`). */
+  upgrades?: Array<{ from: number; to: number; toolkitVersion: string; at: string; backup: string | null }>;
 }
 
 const port = { type: 'integer', minimum: 1, maximum: 65535 } as const;
@@ -57,7 +68,7 @@ export const INSTALL_CONFIG_SCHEMA = {
   type: 'object',
   required: ['formatVersion', 'runtime', 'hosts', 'ports', 'platformApiUrl', 'caGenerated', 'cors', 'toolkitVersion', 'installedAt', 'demo'],
   properties: {
-    formatVersion: { const: 1 },
+    formatVersion: { type: 'integer' },
     runtime: { enum: ['docker', 'native'] },
     hosts: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1, maxLength: 253 } },
     ports: {
@@ -75,6 +86,15 @@ export const INSTALL_CONFIG_SCHEMA = {
     toolkitVersion: { type: 'string' },
     installedAt: { type: 'string' },
     demo: { type: 'boolean' },
+    supervisor: { enum: ['builtin', 'systemd'] },
+    upgrades: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['from', 'to', 'toolkitVersion', 'at', 'backup'],
+        properties: { from: { type: 'integer' }, to: { type: 'integer' }, toolkitVersion: { type: 'string' }, at: { type: 'string' }, backup: { type: ['string', 'null'] } },
+      },
+    },
   },
 } as const;
 
@@ -82,7 +102,25 @@ export const INSTALL_CONFIG_SCHEMA = {
 export function readInstallConfig(dir: string): InstallConfig {
   const path = installPaths(dir).installJson;
   if (!existsSync(path)) throw new HospitalApiError('ERR_RUNTIME_NOT_INSTALLED', { dir: installPaths(dir).root });
-  return readJsonFile<InstallConfig>(path, INSTALL_CONFIG_SCHEMA);
+  let config: InstallConfig;
+  try {
+    config = JSON.parse(readFileSync(path, 'utf8')) as InstallConfig;
+  } catch (err) {
+    const detail = err instanceof SyntaxError ? `not valid JSON (${err.message})` : ((err as NodeJS.ErrnoException).code ?? (err as Error).message);
+    throw new HospitalApiError('ERR_FILE_READ', { path, detail }, { cause: err });
+  }
+  const found = config?.formatVersion;
+  if (found !== INSTALL_FORMAT) {
+    const older = typeof found === 'number' && Number.isInteger(found) && found >= 1 && found < INSTALL_FORMAT;
+    throw new HospitalApiError('ERR_UPGRADE_FORMAT', {
+      dir: installPaths(dir).root, found: String(found), known: INSTALL_FORMAT,
+      hint: older
+        ? `Stop it with the toolkit that made it, then run \`hospital-api upgrade --dir ${installPaths(dir).root}\` (it takes a backup first).`
+        : 'Use the toolkit release that made this directory, or a newer one.',
+    });
+  }
+  // The format is known: every field must be what `install` writes, else the file and field are named.
+  return parseJsonFile<InstallConfig>(path, JSON.stringify(config), INSTALL_CONFIG_SCHEMA);
 }
 
 export function writeInstallConfig(dir: string, config: InstallConfig): void {

@@ -148,7 +148,7 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
   const metrics = metricsListen(dir, config);
   const api: ComponentSpec = {
     name: 'api',
-    args: ['serve', '--host', host, '--port', String(ports.api), '--env-file', p.apiEnv],
+    args: ['serve', '--host', host, '--port', String(ports.api), '--env-file', p.apiEnv, '--reload-status', join(p.run, 'api-reload.json')],
     healthUrl: `http://127.0.0.1:${ports.api}/api/health-check`,
     ports: [{ host, port: ports.api }, ...metrics.bindings],
     ...(metrics.env ? { env: metrics.env } : {}),
