@@ -27,7 +27,7 @@ const started: string[] = [];
 
 async function up(dir: string) {
   started.push(dir);
-  return startStack(dir, readInstallConfig(dir), { supervisorArgs: [SUPERVISOR, dir, JSON.stringify({ componentBin: FAKE })], timeoutMs: 30_000 });
+  return startStack(dir, readInstallConfig(dir), { supervisorArgs: [SUPERVISOR, dir, JSON.stringify({ componentBin: FAKE })], timeoutMs: 60_000 });
 }
 
 afterEach(async () => {

@@ -39,7 +39,7 @@ async function up(dir: string, options: SupervisorOptions = {}, extraEnv: Record
   const saved = { ...process.env };
   Object.assign(process.env, extraEnv);
   try {
-    return await startStack(dir, readInstallConfig(dir), { supervisorArgs: supervisorArgs(dir, options), timeoutMs: 30_000 });
+    return await startStack(dir, readInstallConfig(dir), { supervisorArgs: supervisorArgs(dir, options), timeoutMs: 60_000 });
   } finally {
     for (const key of Object.keys(extraEnv)) {
       if (saved[key] === undefined) delete process.env[key];
