@@ -13,7 +13,7 @@ import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, o
 import { dirname, join } from 'node:path';
 import { HospitalApiError, isHospitalApiError } from '../errors/index.js';
 import { FHIR_STORE_FILE, inspectFhirStore } from '../fhir/store/online-backup.js';
-import { SCHEMA_VERSION } from '../fhir/store/schema.js';
+import { canOpenSchema, SCHEMA_VERSION } from '../fhir/store/schema.js';
 import { loadSnapshotFromFile } from '../gateway/store/state-file.js';
 import { renderApiEnv } from '../install/files.js';
 import { createBackup } from '../backup/create.js';
@@ -177,8 +177,9 @@ export async function upgradeInstall(
     } catch (err) {
       throw preflight(`the FHIR store does not pass its check: ${(err as Error).message}`);
     }
-    // The store's own migration belongs to the FHIR server (src/fhir/store); this release reads exactly SCHEMA_VERSION.
-    if (schemaVersion !== SCHEMA_VERSION) throw preflight(`the FHIR store has schema ${schemaVersion}; this release reads schema ${SCHEMA_VERSION} and has no migration for it`);
+    // The store's own migration belongs to the FHIR server (src/fhir/store/schema.ts): it migrates an older
+    // schema on its next open, in one transaction, after the backup below.
+    if (!canOpenSchema(schemaVersion)) throw preflight(`the FHIR store has schema ${schemaVersion}; this release reads schema ${SCHEMA_VERSION} and has no migration for it`);
   }
 
   // The backup comes first: with no key source, nothing is changed.
