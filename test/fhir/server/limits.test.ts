@@ -4,23 +4,13 @@
  * than loopback get GET /fhir/metadata only.
  */
 import { connect, type Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildFhirApp, DEFAULT_LIMITS } from '../../../src/fhir/server/app.js';
-import type { RunningFhirServer } from '../../../src/fhir/server/start.js';
 import { openFhirStore } from '../../../src/fhir/store/sqlite-store.js';
-import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
-import { call, startServer } from './helpers.js';
+import { tempDir } from '../../helpers/tmp.js';
+import { call, useFhirServer } from './helpers.js';
 
-let server: RunningFhirServer;
-let base: string;
-beforeAll(async () => {
-  server = await startServer({ limits: { bodyLimit: 256 * 1024, requestTimeoutMs: 1500, headersTimeoutMs: 1500, maxConnections: 8 } });
-  base = server.url;
-});
-afterAll(async () => {
-  await server?.close();
-  removeTempDirs();
-});
+const fhir = useFhirServer({ limits: { bodyLimit: 256 * 1024, requestTimeoutMs: 1500, headersTimeoutMs: 1500, maxConnections: 8 } });
 
 const expect400 = (r: { status: number; body: any }) => {
   expect(r.status).toBe(400);
@@ -30,26 +20,26 @@ const expect400 = (r: { status: number; body: any }) => {
 describe('bad input is a 400 OperationOutcome, never a 500', () => {
   it('1,000 identifier values in one parameter', async () => {
     const values = Array.from({ length: 1000 }, (_, i) => `v${i}`).join(',');
-    expect400(await call(base, 'GET', `Patient?identifier=${values}`));
-    expect400(await call(base, 'GET', `Patient?identifier=${values.replaceAll(',', '&identifier=')}`));
+    expect400(await call(fhir.base, 'GET', `Patient?identifier=${values}`));
+    expect400(await call(fhir.base, 'GET', `Patient?identifier=${values.replaceAll(',', '&identifier=')}`));
   });
 
   it('20,000 parameters in a POST _search form body', async () => {
     const form = Array.from({ length: 20_000 }, () => 'name=a').join('&');
-    expect400(await call(base, 'POST', 'Patient/_search', form, { 'content-type': 'application/x-www-form-urlencoded' }));
+    expect400(await call(fhir.base, 'POST', 'Patient/_search', form, { 'content-type': 'application/x-www-form-urlencoded' }));
   });
 
   it('JSON nested 10,000 deep, as a resource and as a Bundle', async () => {
     const deep = '{"a":'.repeat(10_000) + '1' + '}'.repeat(10_000);
-    expect400(await call(base, 'POST', 'Patient', `{"resourceType":"Patient","extension":[${deep}]}`));
-    expect400(await call(base, 'POST', '', `{"resourceType":"Bundle","type":"transaction","entry":[${deep}]}`));
+    expect400(await call(fhir.base, 'POST', 'Patient', `{"resourceType":"Patient","extension":[${deep}]}`));
+    expect400(await call(fhir.base, 'POST', '', `{"resourceType":"Bundle","type":"transaction","entry":[${deep}]}`));
   });
 });
 
 describe('bounded bodies', () => {
   it('a body over the limit gets 413 with an OperationOutcome, and the default limit is 64 MiB', async () => {
     const big = JSON.stringify({ resourceType: 'Bundle', type: 'batch', entry: [{ resource: { resourceType: 'Basic', code: { text: 'x'.repeat(300 * 1024) } }, request: { method: 'POST', url: 'Basic' } }] });
-    const r = await call(base, 'POST', '', big);
+    const r = await call(fhir.base, 'POST', '', big);
     expect(r.status).toBe(413);
     expect(r.body.resourceType).toBe('OperationOutcome');
     expect(r.body.issue[0].details.text).toBe('ERR_FHIR_BODY_TOO_LARGE');
@@ -72,7 +62,7 @@ function rawExchange(port: number, send: (s: Socket) => void): Promise<string> {
 
 describe('time-outs and a connection cap on the FHIR listener', () => {
   it('a client that sends its headers and then trickles the body is cut with 408', async () => {
-    const port = Number(new URL(base).port);
+    const port = Number(new URL(fhir.base).port);
     let timer: NodeJS.Timeout | undefined;
     const reply = await rawExchange(port, (s) => {
       s.write('POST /fhir/Patient HTTP/1.1\r\nHost: x\r\nContent-Type: application/fhir+json\r\nContent-Length: 1000\r\n\r\n{');
@@ -83,13 +73,13 @@ describe('time-outs and a connection cap on the FHIR listener', () => {
   }, 20_000);
 
   it('a client that never finishes its headers is cut with 408', async () => {
-    const port = Number(new URL(base).port);
+    const port = Number(new URL(fhir.base).port);
     const reply = await rawExchange(port, (s) => s.write('GET /fhir/metadata HTTP/1.1\r\nHost: x\r\n'));
     expect(reply).toMatch(/^HTTP\/1\.1 408/);
   }, 20_000);
 
   it('connections beyond the cap are closed at once; the ones within it are served', async () => {
-    const port = Number(new URL(base).port);
+    const port = Number(new URL(fhir.base).port);
     const held: Socket[] = [];
     for (let i = 0; i < 8; i++) {
       held.push(await new Promise<Socket>((res) => { const s = connect(port, '127.0.0.1', () => res(s)); }));
@@ -102,7 +92,7 @@ describe('time-outs and a connection cap on the FHIR listener', () => {
     let ok = 0;
     for (let i = 0; i < 20 && ok === 0; i++) {
       try {
-        ok = (await call(base, 'GET', 'metadata')).status === 200 ? 1 : 0;
+        ok = (await call(fhir.base, 'GET', 'metadata')).status === 200 ? 1 : 0;
       } catch {
         await new Promise((r) => setTimeout(r, 50));
       }

@@ -1,22 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningFhirServer } from '../../../src/fhir/server/start.js';
-import { removeTempDirs } from '../../helpers/tmp.js';
-import { call, startServer } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { call, useFhirServer } from './helpers.js';
 
-let server: RunningFhirServer;
-beforeAll(async () => {
-  server = await startServer();
-});
-afterAll(async () => {
-  await server?.close();
-  removeTempDirs();
-});
+const fhir = useFhirServer();
 
 const INTERACTIONS = new Set(['read', 'vread', 'update', 'patch', 'delete', 'history-instance', 'history-type', 'create', 'search-type']);
 
 describe('GET /fhir/metadata (fhir.md §3)', () => {
   it('is a valid R4 CapabilityStatement', async () => {
-    const r = await call(server.url, 'GET', 'metadata');
+    const r = await call(fhir.base, 'GET', 'metadata');
     expect(r.status).toBe(200);
     expect(r.headers['content-type']).toContain('application/fhir+json');
     const cs = r.body;
@@ -26,7 +17,7 @@ describe('GET /fhir/metadata (fhir.md §3)', () => {
     expect(cs.kind).toBe('instance');
     // cpb-14: kind=instance requires implementation; implementation.description is required
     expect(cs.implementation.description).toBeTruthy();
-    expect(cs.implementation.url).toBe(server.url);
+    expect(cs.implementation.url).toBe(fhir.base);
     expect(cs.software.name).toBeTruthy();
     expect(cs.fhirVersion).toBe('4.0.1');
     expect(cs.format).toContain('application/fhir+json');
@@ -49,7 +40,7 @@ describe('GET /fhir/metadata (fhir.md §3)', () => {
   });
 
   it('names the public base given by a trusted proxy (host and port apart, as our gateway sends them)', async () => {
-    const r = await call(server.url, 'GET', 'metadata', undefined, {
+    const r = await call(fhir.base, 'GET', 'metadata', undefined, {
       'x-forwarded-host': 'gw.example',
       'x-forwarded-port': '8443',
       'x-forwarded-proto': 'https',
@@ -60,7 +51,7 @@ describe('GET /fhir/metadata (fhir.md §3)', () => {
 
   it('omits default forwarded ports, keeps a port already in the host and ignores a bad port', async () => {
     const base = async (headers: Record<string, string>) =>
-      (await call(server.url, 'GET', 'metadata', undefined, { 'x-forwarded-prefix': '/fhir-api', ...headers })).body.implementation.url;
+      (await call(fhir.base, 'GET', 'metadata', undefined, { 'x-forwarded-prefix': '/fhir-api', ...headers })).body.implementation.url;
     expect(await base({ 'x-forwarded-host': 'gw.example', 'x-forwarded-port': '443', 'x-forwarded-proto': 'https' })).toBe('https://gw.example/fhir-api');
     expect(await base({ 'x-forwarded-host': 'gw.example', 'x-forwarded-port': '80', 'x-forwarded-proto': 'http' })).toBe('http://gw.example/fhir-api');
     expect(await base({ 'x-forwarded-host': 'gw.example', 'x-forwarded-port': '443', 'x-forwarded-proto': 'http' })).toBe('http://gw.example:443/fhir-api');
@@ -77,23 +68,23 @@ describe('GET /fhir/metadata (fhir.md §3)', () => {
       ['metadata?_format=application/fhir%2Bxml', {}],
       ['metadata', { accept: 'application/fhir+xml' }],
     ] as const) {
-      const r = await call(server.url, 'GET', path, undefined, headers);
+      const r = await call(fhir.base, 'GET', path, undefined, headers);
       expect(r.status, path).toBe(406);
       expect(r.body.resourceType).toBe('OperationOutcome');
     }
-    expect((await call(server.url, 'GET', 'metadata?_format=json')).status).toBe(200);
-    const r = await call(server.url, 'POST', 'Patient', '<Patient xmlns="http://hl7.org/fhir"/>', { 'content-type': 'application/fhir+xml' });
+    expect((await call(fhir.base, 'GET', 'metadata?_format=json')).status).toBe(200);
+    const r = await call(fhir.base, 'POST', 'Patient', '<Patient xmlns="http://hl7.org/fhir"/>', { 'content-type': 'application/fhir+xml' });
     expect(r.status).toBe(415);
     expect(r.body.issue[0].severity).toBe('error');
-    const count = await call(server.url, 'GET', 'Patient');
+    const count = await call(fhir.base, 'GET', 'Patient');
     expect(count.body.total).toBe(0);
   });
 
   it('answers unknown types and paths with an OperationOutcome 404', async () => {
-    const r = await call(server.url, 'GET', 'NotAType/1');
+    const r = await call(fhir.base, 'GET', 'NotAType/1');
     expect(r.status).toBe(404);
     expect(r.body.resourceType).toBe('OperationOutcome');
     expect(r.body.issue[0].code).toBe('not-found');
-    expect((await call(server.url, 'GET', 'http://' + server.url.split('/')[2] + '/elsewhere')).status).toBe(404);
+    expect((await call(fhir.base, 'GET', 'http://' + fhir.base.split('/')[2] + '/elsewhere')).status).toBe(404);
   });
 });

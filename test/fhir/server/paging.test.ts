@@ -1,18 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningFhirServer } from '../../../src/fhir/server/start.js';
-import { removeTempDirs } from '../../helpers/tmp.js';
-import { allPages, call, ids, startServer } from './helpers.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { allPages, call, ids, startServer, useFhirServer } from './helpers.js';
 
-let server: RunningFhirServer;
-let base: string;
+const fhir = useFhirServer({ publicBase: 'https://fhir.example.org/r4' });
 const N = 53;
 const obsIds: string[] = [];
 let patientId: string;
 
 beforeAll(async () => {
-  server = await startServer({ publicBase: 'https://fhir.example.org/r4' });
-  base = server.url;
-  patientId = (await call(base, 'POST', 'Patient', { resourceType: 'Patient', name: [{ family: 'Pager' }] })).body.id;
+  patientId = (await call(fhir.base, 'POST', 'Patient', { resourceType: 'Patient', name: [{ family: 'Pager' }] })).body.id;
   const entry = Array.from({ length: N }, (_, i) => ({
     resource: {
       resourceType: 'Observation',
@@ -24,23 +19,19 @@ beforeAll(async () => {
     },
     request: { method: 'POST', url: 'Observation' },
   }));
-  const r = await call(base, 'POST', '', { resourceType: 'Bundle', type: 'transaction', entry });
+  const r = await call(fhir.base, 'POST', '', { resourceType: 'Bundle', type: 'transaction', entry });
   expect(r.status).toBe(200);
   for (const e of r.body.entry) obsIds.push(e.response.location.split('/')[5]);
 });
-afterAll(async () => {
-  await server?.close();
-  removeTempDirs();
-});
 
 /** Links name the public base; the test reaches the real server by re-basing them (as clients are advised to, fhir.md §1). */
-const rebase = (url: string) => url.replace('https://fhir.example.org/r4', base);
+const rebase = (url: string) => url.replace('https://fhir.example.org/r4', fhir.base);
 
 async function walk(first: string): Promise<{ pages: any[]; all: string[] }> {
   const pages: any[] = [];
   let url: string | undefined = first;
   while (url) {
-    const r = await call(base, 'GET', url);
+    const r = await call(fhir.base, 'GET', url);
     expect(r.status).toBe(200);
     pages.push(r.body);
     const next = r.body.link.find((l: any) => l.relation === 'next')?.url;
@@ -72,8 +63,8 @@ describe('keyset paging through every page', () => {
   });
 
   it('does not skip or repeat when resources are added while paging', async () => {
-    const first = await call(base, 'GET', `Observation?subject=Patient/${patientId}&_count=20`);
-    await call(base, 'POST', 'Observation', { resourceType: 'Observation', status: 'final', code: { text: 'late' }, subject: { reference: `Patient/${patientId}` } });
+    const first = await call(fhir.base, 'GET', `Observation?subject=Patient/${patientId}&_count=20`);
+    await call(fhir.base, 'POST', 'Observation', { resourceType: 'Observation', status: 'final', code: { text: 'late' }, subject: { reference: `Patient/${patientId}` } });
     const rest = await walk(rebase(first.body.link.find((l: any) => l.relation === 'next').url));
     const all = [...ids(first.body), ...rest.all];
     expect(new Set(all).size).toBe(all.length);
@@ -81,9 +72,9 @@ describe('keyset paging through every page', () => {
   });
 
   it('rejects a forged cursor with 400 and ignores _count above the maximum', async () => {
-    expect((await call(base, 'GET', 'Observation?_cursor=bm90LWEtY3Vyc29y')).status).toBe(400);
-    expect((await call(base, 'GET', 'Observation?_count=-1')).status).toBe(400);
-    const big = await call(base, 'GET', 'Observation?_count=100000');
+    expect((await call(fhir.base, 'GET', 'Observation?_cursor=bm90LWEtY3Vyc29y')).status).toBe(400);
+    expect((await call(fhir.base, 'GET', 'Observation?_count=-1')).status).toBe(400);
+    const big = await call(fhir.base, 'GET', 'Observation?_count=100000');
     expect(big.body.entry.length).toBe(N + 1);
   });
 

@@ -1,15 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningFhirServer } from '../../../src/fhir/server/start.js';
-import { removeTempDirs } from '../../helpers/tmp.js';
-import { allPages, call, ids, startServer } from './helpers.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { allPages, call, ids, useFhirServer } from './helpers.js';
 
-let server: RunningFhirServer;
-let base: string;
+const fhir = useFhirServer();
 const S = 'urn:test:ids';
 const made: Record<string, string> = {};
 
 async function create(key: string, resource: Record<string, unknown>): Promise<string> {
-  const r = await call(base, 'POST', String(resource.resourceType), resource);
+  const r = await call(fhir.base, 'POST', String(resource.resourceType), resource);
   if (r.status !== 201) throw new Error(JSON.stringify(r.body));
   made[key] = r.body.id;
   return r.body.id;
@@ -18,14 +15,12 @@ async function create(key: string, resource: Record<string, unknown>): Promise<s
 /** Builds `?name=value…` with every value percent-encoded, as a careful client would (fhir.md §2). */
 const q = (type: string, params: Array<[string, string]>) => `${type}?${params.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&')}`;
 const found = async (path: string) => {
-  const r = await call(base, 'GET', path);
+  const r = await call(fhir.base, 'GET', path);
   if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(r.body)}`);
   return ids(r.body).sort();
 };
 
 beforeAll(async () => {
-  server = await startServer();
-  base = server.url;
   await create('plain', { resourceType: 'Patient', identifier: [{ system: S, value: '123' }], name: [{ family: 'Müller', given: ['Anna'] }], birthDate: '1980-05-17', gender: 'female' });
   await create('comma', { resourceType: 'Patient', identifier: [{ system: S, value: 'a,b' }], name: [{ family: 'Comma' }], birthDate: '1990' });
   await create('pipe', { resourceType: 'Patient', identifier: [{ system: S, value: 'a|b' }], name: [{ family: 'Pipe' }] });
@@ -38,10 +33,6 @@ beforeAll(async () => {
   await create('obsB', { resourceType: 'Observation', status: 'amended', code: { coding: [{ system: 'http://loinc.org', code: '29463-7' }] }, subject: { reference: `Patient/${made.comma}` }, performer: [{ reference: `Organization/${made.org}` }], effectivePeriod: { start: '2021-01-01', end: '2021-02-01' } });
   await create('risk', { resourceType: 'RiskAssessment', status: 'final', subject: { reference: `Patient/${a}` }, prediction: [{ probabilityDecimal: 0.25 }] });
   await create('vs', { resourceType: 'ValueSet', status: 'active', url: 'http://example.org/fhir/ValueSet/colours' });
-});
-afterAll(async () => {
-  await server?.close();
-  removeTempDirs();
 });
 
 describe('token search and escaping (fhir.md §2)', () => {
@@ -65,7 +56,7 @@ describe('token search and escaping (fhir.md §2)', () => {
   });
 
   it('rejects a bare backslash with 400 OperationOutcome', async () => {
-    const r = await call(base, 'GET', q('Patient', [['identifier', `${S}|a\\b`]]));
+    const r = await call(fhir.base, 'GET', q('Patient', [['identifier', `${S}|a\\b`]]));
     expect(r.status).toBe(400);
     expect(r.body.resourceType).toBe('OperationOutcome');
   });
@@ -94,7 +85,7 @@ describe('string, reference, date, uri and number search', () => {
     expect(await found(q('Observation', [['subject', `Patient/${a}`]]))).toEqual([`Observation/${made.obsA}`]);
     expect(await found(q('Observation', [['subject', a]]))).toEqual([`Observation/${made.obsA}`]);
     expect(await found(q('Observation', [['subject:Patient', a]]))).toEqual([`Observation/${made.obsA}`]);
-    expect(await found(q('Observation', [['patient', `${base}/Patient/${a}`]]))).toEqual([`Observation/${made.obsA}`]);
+    expect(await found(q('Observation', [['patient', `${fhir.base}/Patient/${a}`]]))).toEqual([`Observation/${made.obsA}`]);
     expect(await found(q('Observation', [['performer', `Organization/${made.org}`]]))).toEqual([`Observation/${made.obsB}`]);
   });
 
@@ -110,7 +101,7 @@ describe('string, reference, date, uri and number search', () => {
     expect(await found(q('Observation', [['date', 'eb2021']]))).toEqual([`Observation/${made.obsA}`]);
     expect(await found(q('Observation', [['date', '2021-01-15']]))).toEqual([]); // the Period is wider than the day
     expect(await found(q('Observation', [['date', 'ge2021-01-15']]))).toEqual([`Observation/${made.obsB}`]);
-    expect((await call(base, 'GET', q('Patient', [['birthdate', 'yesterday']]))).status).toBe(400);
+    expect((await call(fhir.base, 'GET', q('Patient', [['birthdate', 'yesterday']]))).status).toBe(400);
   });
 
   it('uri (exact and :below) and number (precision-aware eq, gt)', async () => {
@@ -125,7 +116,7 @@ describe('string, reference, date, uri and number search', () => {
   it('_lastUpdated and ignored unknown parameters (left out of link.self)', async () => {
     expect(await found(q('Patient', [['_lastUpdated', 'gt2000-01-01'], ['identifier', `${S}|123`]]))).toEqual([`Patient/${made.plain}`]);
     expect(await found(q('Patient', [['_lastUpdated', 'lt2000-01-01']]))).toEqual([]);
-    const r = await call(base, 'GET', q('Patient', [['no-such-param', 'x'], ['identifier', `${S}|123`]]));
+    const r = await call(fhir.base, 'GET', q('Patient', [['no-such-param', 'x'], ['identifier', `${S}|123`]]));
     expect(r.body.link[0].url).not.toContain('no-such-param');
     expect(ids(r.body)).toEqual([`Patient/${made.plain}`]);
   });
@@ -133,13 +124,13 @@ describe('string, reference, date, uri and number search', () => {
 
 describe('totals', () => {
   it('counts with _summary=count, _count=0 and _total=accurate; omits a total it would have to guess', async () => {
-    const c = await call(base, 'GET', q('Patient', [['identifier', `${S}|`], ['_summary', 'count']]));
+    const c = await call(fhir.base, 'GET', q('Patient', [['identifier', `${S}|`], ['_summary', 'count']]));
     expect(c.body.total).toBe(5);
     expect(c.body.entry ?? []).toEqual([]);
-    expect((await call(base, 'GET', q('Patient', [['_count', '0']]))).body.total).toBe(6);
-    const paged = await call(base, 'GET', q('Patient', [['_count', '2']]));
+    expect((await call(fhir.base, 'GET', q('Patient', [['_count', '0']]))).body.total).toBe(6);
+    const paged = await call(fhir.base, 'GET', q('Patient', [['_count', '2']]));
     expect(paged.body.total).toBeUndefined();
-    const accurate = await call(base, 'GET', q('Patient', [['_count', '2'], ['_total', 'accurate']]));
+    const accurate = await call(fhir.base, 'GET', q('Patient', [['_count', '2'], ['_total', 'accurate']]));
     expect(accurate.body.total).toBe(6);
     expect(accurate.body.entry).toHaveLength(2);
   });
@@ -147,13 +138,13 @@ describe('totals', () => {
 
 describe('_include and _revinclude (one level)', () => {
   it('adds the referenced and the referencing resources as include entries', async () => {
-    const inc = (await call(base, 'GET', q('Observation', [['_id', made.obsB as string], ['_include', 'Observation:subject'], ['_include', 'Observation:performer']]))).body;
+    const inc = (await call(fhir.base, 'GET', q('Observation', [['_id', made.obsB as string], ['_include', 'Observation:subject'], ['_include', 'Observation:performer']]))).body;
     expect(inc.entry.filter((e: any) => e.search.mode === 'match').map((e: any) => e.resource.id)).toEqual([made.obsB]);
     expect(inc.entry.filter((e: any) => e.search.mode === 'include').map((e: any) => `${e.resource.resourceType}/${e.resource.id}`).sort()).toEqual(
       [`Patient/${made.comma}`, `Organization/${made.org}`].sort(),
     );
-    const rev = (await call(base, 'GET', q('Patient', [['_id', made.plain as string], ['_revinclude', 'Observation:subject'], ['_revinclude', 'RiskAssessment:subject']]))).body;
+    const rev = (await call(fhir.base, 'GET', q('Patient', [['_id', made.plain as string], ['_revinclude', 'Observation:subject'], ['_revinclude', 'RiskAssessment:subject']]))).body;
     expect(ids(rev).sort()).toEqual([`Patient/${made.plain}`, `Observation/${made.obsA}`, `RiskAssessment/${made.risk}`].sort());
-    expect((await call(base, 'GET', q('Patient', [['_include', 'Patient:name']]))).status).toBe(400);
+    expect((await call(fhir.base, 'GET', q('Patient', [['_include', 'Patient:name']]))).status).toBe(400);
   });
 });

@@ -6,27 +6,17 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runLoad } from '../../../src/fhir/load/command.js';
-import type { RunningFhirServer } from '../../../src/fhir/server/start.js';
 import { createIo } from '../../../src/output/io.js';
-import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { tempDir } from '../../helpers/tmp.js';
 import { startFhir, type RunningFhir } from '../data/server.js';
-import { call, ids, startServer } from './helpers.js';
+import { call, ids, useFhirServer } from './helpers.js';
 
-let server: RunningFhirServer;
-let base: string;
+const fhir = useFhirServer();
 const S = 'urn:test:checks';
-beforeAll(async () => {
-  server = await startServer();
-  base = server.url;
-});
-afterAll(async () => {
-  await server?.close();
-  removeTempDirs();
-});
 const count = async (path: string) => {
-  const r = await call(base, 'GET', path);
+  const r = await call(fhir.base, 'GET', path);
   expect(r.status, path).toBe(200);
   return ids(r.body).length;
 };
@@ -34,32 +24,32 @@ const paths = (oo: any): string[] => oo.issue.flatMap((i: any) => i.expression ?
 
 describe('validation on write (R4 StructureDefinitions through @medplum/core validateResource)', () => {
   it('refuses wrong types, a malformed date, a missing required element, with 400 naming each path, and stores nothing', async () => {
-    const bad = await call(base, 'POST', 'Patient', { resourceType: 'Patient', identifier: [{ system: S, value: 'bad1' }], birthDate: 12345, name: 'notarray', gender: { x: 1 } });
+    const bad = await call(fhir.base, 'POST', 'Patient', { resourceType: 'Patient', identifier: [{ system: S, value: 'bad1' }], birthDate: 12345, name: 'notarray', gender: { x: 1 } });
     expect(bad.status).toBe(400);
     expect(bad.body.resourceType).toBe('OperationOutcome');
     expect(bad.body.issue[0].details.text).toBe('ERR_FHIR_RESOURCE_INVALID');
     expect(paths(bad.body)).toEqual(expect.arrayContaining(['Patient.birthDate', 'Patient.name']));
     expect(await count(`Patient?identifier=${S}|bad1`)).toBe(0);
 
-    const date = await call(base, 'POST', 'Patient', { resourceType: 'Patient', identifier: [{ system: S, value: 'bad2' }], birthDate: '2020-13-45' });
+    const date = await call(fhir.base, 'POST', 'Patient', { resourceType: 'Patient', identifier: [{ system: S, value: 'bad2' }], birthDate: '2020-13-45' });
     expect(date.status).toBe(400);
     expect(paths(date.body)).toContain('Patient.birthDate');
-    const missing = await call(base, 'POST', 'Observation', { resourceType: 'Observation', code: { text: 'no status' } });
+    const missing = await call(fhir.base, 'POST', 'Observation', { resourceType: 'Observation', code: { text: 'no status' } });
     expect(missing.status).toBe(400);
     expect(paths(missing.body)).toContain('Observation.status');
   });
 
   it('checks updates, patches and Bundle entries the same way', async () => {
-    const ok = (await call(base, 'POST', 'Patient', { resourceType: 'Patient', identifier: [{ system: S, value: 'upd' }] })).body;
-    const put = await call(base, 'PUT', `Patient/${ok.id}`, { ...ok, birthDate: 'yesterday' });
+    const ok = (await call(fhir.base, 'POST', 'Patient', { resourceType: 'Patient', identifier: [{ system: S, value: 'upd' }] })).body;
+    const put = await call(fhir.base, 'PUT', `Patient/${ok.id}`, { ...ok, birthDate: 'yesterday' });
     expect(put.status).toBe(400);
     expect(paths(put.body)).toContain('Patient.birthDate');
-    const patch = await call(base, 'PATCH', `Patient/${ok.id}`, [{ op: 'add', path: '/active', value: 'yes' }], { 'content-type': 'application/json-patch+json' });
+    const patch = await call(fhir.base, 'PATCH', `Patient/${ok.id}`, [{ op: 'add', path: '/active', value: 'yes' }], { 'content-type': 'application/json-patch+json' });
     expect(patch.status).toBe(400);
     expect(paths(patch.body)).toContain('Patient.active');
-    expect((await call(base, 'GET', `Patient/${ok.id}`)).body.meta.versionId).toBe('1');
+    expect((await call(fhir.base, 'GET', `Patient/${ok.id}`)).body.meta.versionId).toBe('1');
 
-    const tx = await call(base, 'POST', '', { resourceType: 'Bundle', type: 'transaction', entry: [
+    const tx = await call(fhir.base, 'POST', '', { resourceType: 'Bundle', type: 'transaction', entry: [
       { resource: { resourceType: 'Patient', identifier: [{ system: S, value: 'tx-valid' }] }, request: { method: 'POST', url: 'Patient' } },
       { resource: { resourceType: 'Patient', birthDate: 2020 }, request: { method: 'POST', url: 'Patient' } },
     ] });
@@ -68,7 +58,7 @@ describe('validation on write (R4 StructureDefinitions through @medplum/core val
     expect(paths(tx.body)).toContain('Patient.birthDate');
     expect(await count(`Patient?identifier=${S}|tx-valid`)).toBe(0);
 
-    const batch = await call(base, 'POST', '', { resourceType: 'Bundle', type: 'batch', entry: [
+    const batch = await call(fhir.base, 'POST', '', { resourceType: 'Bundle', type: 'batch', entry: [
       { resource: { resourceType: 'Patient', identifier: [{ system: S, value: 'batch-valid' }] }, request: { method: 'POST', url: 'Patient' } },
       { resource: { resourceType: 'Patient', birthDate: 2020 }, request: { method: 'POST', url: 'Patient' } },
     ] });
@@ -79,19 +69,19 @@ describe('validation on write (R4 StructureDefinitions through @medplum/core val
 
 describe('referential integrity on write', () => {
   it('refuses a reference to a resource that does not exist (400 naming target and path), alone and in Bundles', async () => {
-    const r = await call(base, 'POST', 'Observation', { resourceType: 'Observation', identifier: [{ system: S, value: 'dangling' }], status: 'final', code: { text: 'dangling' }, subject: { reference: 'Patient/does-not-exist' } });
+    const r = await call(fhir.base, 'POST', 'Observation', { resourceType: 'Observation', identifier: [{ system: S, value: 'dangling' }], status: 'final', code: { text: 'dangling' }, subject: { reference: 'Patient/does-not-exist' } });
     expect(r.status).toBe(400);
     expect(r.body.issue[0].details.text).toBe('ERR_FHIR_REFERENCE_NOT_FOUND');
     expect(r.body.issue[0].diagnostics).toContain('Patient/does-not-exist, specified in path Observation.subject.reference');
     expect(await count(`Observation?identifier=${S}|dangling`)).toBe(0);
     // an absolute reference under this server's base is checked too; another server's is not
-    expect((await call(base, 'POST', 'Observation', { resourceType: 'Observation', status: 'final', code: { text: 'abs' }, subject: { reference: `${base}/Patient/nope` } })).status).toBe(400);
-    expect((await call(base, 'POST', 'Observation', { resourceType: 'Observation', status: 'final', code: { text: 'ext' }, subject: { reference: 'https://other.example/fhir/Patient/1' } })).status).toBe(201);
+    expect((await call(fhir.base, 'POST', 'Observation', { resourceType: 'Observation', status: 'final', code: { text: 'abs' }, subject: { reference: `${fhir.base}/Patient/nope` } })).status).toBe(400);
+    expect((await call(fhir.base, 'POST', 'Observation', { resourceType: 'Observation', status: 'final', code: { text: 'ext' }, subject: { reference: 'https://other.example/fhir/Patient/1' } })).status).toBe(201);
     // a deleted target is gone
-    const p = (await call(base, 'POST', 'Patient', { resourceType: 'Patient' })).body;
-    await call(base, 'DELETE', `Patient/${p.id}`);
-    expect((await call(base, 'POST', 'Observation', { resourceType: 'Observation', status: 'final', code: { text: 'gone' }, subject: { reference: `Patient/${p.id}` } })).status).toBe(400);
-    const tx = await call(base, 'POST', '', { resourceType: 'Bundle', type: 'transaction', entry: [
+    const p = (await call(fhir.base, 'POST', 'Patient', { resourceType: 'Patient' })).body;
+    await call(fhir.base, 'DELETE', `Patient/${p.id}`);
+    expect((await call(fhir.base, 'POST', 'Observation', { resourceType: 'Observation', status: 'final', code: { text: 'gone' }, subject: { reference: `Patient/${p.id}` } })).status).toBe(400);
+    const tx = await call(fhir.base, 'POST', '', { resourceType: 'Bundle', type: 'transaction', entry: [
       { resource: { resourceType: 'Observation', status: 'final', code: { text: 'tx-dangling' }, subject: { reference: 'Patient/nope' } }, request: { method: 'POST', url: 'Observation' } },
     ] });
     expect(tx.status).toBe(400);
@@ -99,8 +89,8 @@ describe('referential integrity on write', () => {
   });
 
   it('resolves a transaction\'s own urn:uuid, conditional and PUT-created targets first, whatever the entry order', async () => {
-    await call(base, 'POST', 'Practitioner', { resourceType: 'Practitioner', identifier: [{ system: S, value: 'doc' }] });
-    const r = await call(base, 'POST', '', { resourceType: 'Bundle', type: 'transaction', entry: [
+    await call(fhir.base, 'POST', 'Practitioner', { resourceType: 'Practitioner', identifier: [{ system: S, value: 'doc' }] });
+    const r = await call(fhir.base, 'POST', '', { resourceType: 'Bundle', type: 'transaction', entry: [
       { resource: { resourceType: 'Encounter', status: 'finished', class: { code: 'AMB' }, subject: { reference: 'Patient/put-later' }, participant: [{ individual: { reference: `Practitioner?identifier=${S}|doc` } }] }, request: { method: 'POST', url: 'Encounter' } },
       { fullUrl: 'urn:uuid:9a0e0000-0000-4000-8000-000000000001', resource: { resourceType: 'Organization', name: 'O' }, request: { method: 'POST', url: 'Organization' } },
       { resource: { resourceType: 'Patient', id: 'put-later', managingOrganization: { reference: 'urn:uuid:9a0e0000-0000-4000-8000-000000000001' } }, request: { method: 'PUT', url: 'Patient/put-later' } },
