@@ -1,23 +1,17 @@
 /** key-auth and basic-auth over real sockets: statuses, messages, headers (kong.md §2). */
-import type { Server } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { hashBasicAuthPassword } from '../../../src/gateway/model/password.js';
-import { consumer, emptyConfig, get, keyCredential, plugin, route, service, Snapshots, startProxy, startUpstream, type Echo } from './harness.js';
+import { consumer, get, keyCredential, plugin, route, service, useProxy, type Echo } from './harness.js';
 
 const KEY = 'k1-0123456789abcdefghijklmnopqrs';
 
 describe('auth plugins', () => {
-  let upstream: { server: Server; port: number };
-  let gw: Awaited<ReturnType<typeof startProxy>>;
-  const snapshots = new Snapshots();
   let alice: ReturnType<typeof consumer>;
   let cred: ReturnType<typeof keyCredential>;
   let anon: ReturnType<typeof consumer>;
 
-  beforeAll(async () => {
-    upstream = await startUpstream();
-    const c = emptyConfig();
-    const s = service(c, { host: '127.0.0.1', port: upstream.port, path: '/fhir' });
+  const gw = useProxy((c, upstreamPort) => {
+    const s = service(c, { host: '127.0.0.1', port: upstreamPort, path: '/fhir' });
     alice = consumer(c, 'alice', 'alice-cid');
     anon = consumer(c, 'anonymous');
     cred = keyCredential(c, alice, KEY);
@@ -31,12 +25,6 @@ describe('auth plugins', () => {
     c.basicauth_credentials.push({ id: 'b5a0ac0c-8c5a-4bb8-9d7e-1b1f34f6c2a1', created_at: 1, consumer: { id: alice.id }, username: 'alice', password: hashBasicAuthPassword('pa:ss', alice.id), tags: null });
     plugin(c, 'basic-auth', {}, { route: route(c, s, { paths: ['/basic'] }) });
     plugin(c, 'basic-auth', { hide_credentials: true, realm: 'kong' }, { route: route(c, s, { paths: ['/basic-hidden'] }) });
-    snapshots.set(c);
-    gw = await startProxy(snapshots);
-  });
-  afterAll(async () => {
-    await gw.close();
-    upstream.server.close();
   });
 
   const basic = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;

@@ -4,13 +4,12 @@
  * bounded queue and past it gets 503 at once; key-auth traffic keeps being
  * answered meanwhile. Latency figures are in the gateway benchmark.
  */
-import type { Server } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { randomBytes, scryptSync } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { SCRYPT_NICE } from '../../../src/gateway/plugins/basic-auth/scrypt-thread.js';
 import { MAX_IN_FLIGHT, MAX_QUEUED, verificationLoad } from '../../../src/gateway/plugins/basic-auth/verify.js';
-import { consumer, emptyConfig, get, keyCredential, plugin, route, service, Snapshots, startProxy, startUpstream } from './harness.js';
+import { consumer, get, keyCredential, plugin, route, service, useProxy } from './harness.js';
 
 /** The stored scrypt form with a small cost (N=2^10) so the flood runs in about a second. */
 function cheapScrypt(password: string): string {
@@ -19,25 +18,13 @@ function cheapScrypt(password: string): string {
 }
 
 describe('basic-auth under a flood of wrong passwords', () => {
-  let upstream: { server: Server; port: number };
-  let gw: Awaited<ReturnType<typeof startProxy>>;
-  const snapshots = new Snapshots();
-
-  beforeAll(async () => {
-    upstream = await startUpstream();
-    const c = emptyConfig();
-    const s = service(c, { host: '127.0.0.1', port: upstream.port });
+  const gw = useProxy((c, upstreamPort) => {
+    const s = service(c, { host: '127.0.0.1', port: upstreamPort });
     const alice = consumer(c, 'alice');
     c.basicauth_credentials.push({ id: 'b5a0ac0c-8c5a-4bb8-9d7e-1b1f34f6c2a2', created_at: 1, consumer: { id: alice.id }, username: 'alice', password: cheapScrypt('right'), tags: null });
     keyCredential(c, alice, 'flood-test-key');
     plugin(c, 'basic-auth', {}, { route: route(c, s, { paths: ['/basic'] }) });
     plugin(c, 'key-auth', {}, { route: route(c, s, { paths: ['/keyed'] }) });
-    snapshots.set(c);
-    gw = await startProxy(snapshots);
-  });
-  afterAll(async () => {
-    await gw.close();
-    upstream.server.close();
   });
 
   const basic = (pass: string) => ({ headers: { authorization: `Basic ${Buffer.from(`alice:${pass}`).toString('base64')}` } });

@@ -6,11 +6,12 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
+import { afterAll, beforeAll } from 'vitest';
 import type { ConfigSnapshot, Consumer, GatewayConfig, Plugin, Route, Service } from '../../../src/gateway/model/types.js';
 import { emptyConfig as modelEmptyConfig } from '../../../src/gateway/model/config.js';
 import { PLUGIN_SCHEMAS } from '../../../src/gateway/plugins/index.js';
 import { GatewayProxy } from '../../../src/gateway/proxy/gateway-proxy.js';
-import { startProxyListeners, type ProxyListeners } from '../../../src/gateway/proxy/listeners.js';
+import { startProxyListeners, type ProxyLimits, type ProxyListeners } from '../../../src/gateway/proxy/listeners.js';
 
 const now = () => Math.floor(Date.now() / 1000);
 
@@ -104,12 +105,26 @@ export async function startUpstream(handler?: UpstreamHandler): Promise<{ server
   return { server, port: (server.address() as AddressInfo).port };
 }
 
+/** The proxy's listeners, all on 127.0.0.1 with ephemeral ports. */
+export interface ListenOn {
+  /** A plain HTTP listener; on unless false. */
+  http?: boolean;
+  /** A TLS listener presenting this certificate. */
+  https?: { cert: string; key: string };
+  limits?: Partial<ProxyLimits>;
+}
+
 export async function startProxy(snapshots: Snapshots, https?: { cert: string; key: string }) {
+  return startProxyOn(snapshots, { https });
+}
+
+export async function startProxyOn(snapshots: Snapshots, on: ListenOn) {
   const proxy = new GatewayProxy(snapshots.get);
   const listeners: ProxyListeners = await startProxyListeners({
     proxy,
-    http: { host: '127.0.0.1', port: 0 },
-    https: https ? { host: '127.0.0.1', port: 0, ...https } : null,
+    http: on.http === false ? null : { host: '127.0.0.1', port: 0 },
+    https: on.https ? { host: '127.0.0.1', port: 0, ...on.https } : null,
+    ...(on.limits ? { limits: on.limits } : {}),
   });
   return {
     proxy,
@@ -119,6 +134,69 @@ export async function startProxy(snapshots: Snapshots, https?: { cert: string; k
     close: async () => {
       await listeners.close();
       await proxy.close();
+    },
+  };
+}
+
+export type RunningProxy = Awaited<ReturnType<typeof startProxy>>;
+
+export interface ProxyFixture {
+  /** The snapshot source the proxy reads; `set` publishes a new version. */
+  readonly snapshots: Snapshots;
+  /** The proxy's plain HTTP base URL. */
+  readonly url: string;
+  /** The proxy's TLS base URL ('' without a TLS listener). */
+  readonly httpsUrl: string;
+  readonly listeners: ProxyListeners;
+  readonly proxy: GatewayProxy;
+  /** The port of the echo upstream the configuration was built against. */
+  readonly upstreamPort: number;
+}
+
+/**
+ * For the enclosing describe block (or file): an echo upstream and the real proxy listeners, started
+ * in a beforeAll and closed in an afterAll. `configure` fills an empty configuration, given the
+ * upstream's port; it becomes the proxy's first snapshot. `listen`, called after `configure` (so it
+ * may use a certificate `configure` issued), says which listeners to open; plain HTTP by default.
+ */
+export function useProxy(
+  configure: (c: GatewayConfig, upstreamPort: number) => void,
+  listen: () => ListenOn = () => ({}),
+): ProxyFixture {
+  const snapshots = new Snapshots();
+  let upstream: { server: Server; port: number } | undefined;
+  let running: RunningProxy | undefined;
+  beforeAll(async () => {
+    upstream = await startUpstream();
+    const c = emptyConfig();
+    configure(c, upstream.port);
+    snapshots.set(c);
+    running = await startProxyOn(snapshots, listen());
+  });
+  afterAll(async () => {
+    await running?.close();
+    upstream?.server.close();
+  });
+  const started = () => {
+    if (!running || !upstream) throw new Error('useProxy: the proxy is not started yet (read it inside a hook or test)');
+    return { gw: running, upstream };
+  };
+  return {
+    snapshots,
+    get url() {
+      return started().gw.url;
+    },
+    get httpsUrl() {
+      return started().gw.httpsUrl;
+    },
+    get listeners() {
+      return started().gw.listeners;
+    },
+    get proxy() {
+      return started().gw.proxy;
+    },
+    get upstreamPort() {
+      return started().upstream.port;
     },
   };
 }

@@ -4,48 +4,30 @@
  * HTTPS is still answered, and both are bound by the listener's time-outs.
  */
 import { connect as h2connect, type ClientHttp2Session } from 'node:http2';
-import type { Server } from 'node:http';
 import { connect as tlsConnect } from 'node:tls';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { GatewayProxy } from '../../../src/gateway/proxy/gateway-proxy.js';
-import { startProxyListeners, type ProxyListeners } from '../../../src/gateway/proxy/listeners.js';
 import { generateCa, issueCertificate, type KeyAndCert } from '../../../src/tls/pki.js';
 import { Agent } from 'undici';
-import { emptyConfig, route, service, Snapshots, startUpstream, type Echo } from './harness.js';
+import { route, service, useProxy, type Echo } from './harness.js';
 
 describe('HTTP/2 on the TLS proxy', () => {
-  let upstream: { server: Server; port: number };
-  let proxy: GatewayProxy;
-  let listeners: ProxyListeners;
   let ca: KeyAndCert;
-  let origin: string;
-  const snapshots = new Snapshots();
+  let cert: KeyAndCert;
 
-  beforeAll(async () => {
-    upstream = await startUpstream();
+  const gw = useProxy((c, upstreamPort) => {
     ca = generateCa({ commonName: 'H2 Test CA' });
-    const cert = issueCertificate(ca, { commonName: '127.0.0.1', hosts: ['127.0.0.1'], usage: 'server' });
-    const c = emptyConfig();
-    route(c, service(c, { host: '127.0.0.1', port: upstream.port, path: '/fhir' }), { paths: ['/api'] });
-    snapshots.set(c);
-    proxy = new GatewayProxy(snapshots.get);
-    listeners = await startProxyListeners({
-      proxy,
-      https: { host: '127.0.0.1', port: 0, cert: cert.certPem, key: cert.keyPem },
-      limits: { headersTimeoutMs: 500, requestTimeoutMs: 800, checkIntervalMs: 50 },
-    });
-    origin = `https://127.0.0.1:${listeners.https!.port}`;
-  });
-  afterAll(async () => {
-    await listeners.close();
-    await proxy.close();
-    upstream.server.close();
-  });
+    cert = issueCertificate(ca, { commonName: '127.0.0.1', hosts: ['127.0.0.1'], usage: 'server' });
+    route(c, service(c, { host: '127.0.0.1', port: upstreamPort, path: '/fhir' }), { paths: ['/api'] });
+  }, () => ({
+    http: false,
+    https: { cert: cert.certPem, key: cert.keyPem },
+    limits: { headersTimeoutMs: 500, requestTimeoutMs: 800, checkIntervalMs: 50 },
+  }));
 
   function h2(): Promise<ClientHttp2Session> {
     return new Promise((resolve, reject) => {
-      const s = h2connect(origin, { ca: ca.certPem });
+      const s = h2connect(gw.httpsUrl, { ca: ca.certPem });
       s.once('connect', () => resolve(s));
       s.once('error', reject);
     });
@@ -83,7 +65,7 @@ describe('HTTP/2 on the TLS proxy', () => {
   it('still answers HTTP/1.1 over TLS', async () => {
     const dispatcher = new Agent({ connect: { ca: ca.certPem } });
     try {
-      const res = await request(`${origin}/api/metadata`, { dispatcher });
+      const res = await request(`${gw.httpsUrl}/api/metadata`, { dispatcher });
       const echo = (await res.body.json()) as Echo;
       expect(res.statusCode).toBe(200);
       expect(echo.url).toBe('/fhir/metadata');
@@ -113,7 +95,7 @@ describe('HTTP/2 on the TLS proxy', () => {
 
   it('cuts an HTTP/1.1 client that trickles its headers over TLS with 408', async () => {
     const out = await new Promise<string>((resolve) => {
-      const s = tlsConnect({ host: '127.0.0.1', port: listeners.https!.port, ca: ca.certPem, ALPNProtocols: ['http/1.1'] }, () => {
+      const s = tlsConnect({ host: '127.0.0.1', port: gw.listeners.https!.port, ca: ca.certPem, ALPNProtocols: ['http/1.1'] }, () => {
         s.write('GET /api/x HTTP/1.1\r\n');
         let i = 0;
         const t = setInterval(() => !s.destroyed && i++ < 40 && s.write('a'), 100);

@@ -1,18 +1,11 @@
 /** cors, acl, ip-restriction, rate-limiting, request-size-limiting, scoping precedence and run order (kong.md §2). */
-import type { Server } from 'node:http';
 import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { consumer, emptyConfig, get, keyCredential, plugin, route, service, Snapshots, startProxy, startUpstream, type Echo } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { consumer, get, keyCredential, plugin, route, service, useProxy, type Echo } from './harness.js';
 
 describe('cors, acl, ip-restriction, rate-limiting, request-size-limiting', () => {
-  let upstream: { server: Server; port: number };
-  let gw: Awaited<ReturnType<typeof startProxy>>;
-  const snapshots = new Snapshots();
-
-  beforeAll(async () => {
-    upstream = await startUpstream();
-    const c = emptyConfig();
-    const s = service(c, { host: '127.0.0.1', port: upstream.port });
+  const gw = useProxy((c, upstreamPort) => {
+    const s = service(c, { host: '127.0.0.1', port: upstreamPort });
     const alice = consumer(c, 'alice');
     const bob = consumer(c, 'bob');
     keyCredential(c, alice, 'alice-key');
@@ -46,12 +39,6 @@ describe('cors, acl, ip-restriction, rate-limiting, request-size-limiting', () =
 
     plugin(c, 'request-size-limiting', { allowed_payload_size: 10, size_unit: 'bytes' }, { route: route(c, s, { paths: ['/size'] }) });
     plugin(c, 'request-size-limiting', { allowed_payload_size: 10, size_unit: 'bytes', require_content_length: true }, { route: route(c, s, { paths: ['/size-cl'] }) });
-    snapshots.set(c);
-    gw = await startProxy(snapshots);
-  });
-  afterAll(async () => {
-    await gw.close();
-    upstream.server.close();
   });
 
   it('cors preflight: 200, empty, before auth', async () => {

@@ -1,34 +1,21 @@
 /** Regex route paths (`~/…`) as Kong 3.9 matches them, on RE2 (src/gateway/proxy/regex.ts), through the real proxy. */
-import type { Server } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { routePathError } from '../../../src/gateway/proxy/regex.js';
 import { GatewayProxy } from '../../../src/gateway/proxy/gateway-proxy.js';
 import { startProxyListeners } from '../../../src/gateway/proxy/listeners.js';
 import { removeTempDirs } from '../../helpers/tmp.js';
 import { startAdmin } from '../admin/harness.js';
-import { emptyConfig, get, route, service, Snapshots, startProxy, startUpstream, type Echo } from './harness.js';
+import { emptyConfig, get, route, service, Snapshots, startProxy, useProxy, type Echo } from './harness.js';
 
 describe('regex route paths', () => {
-  let upstream: { server: Server; port: number };
-  let gw: Awaited<ReturnType<typeof startProxy>>;
-  const snapshots = new Snapshots();
-
-  beforeAll(async () => {
-    upstream = await startUpstream();
-    const c = emptyConfig();
-    const svc = (path: string) => service(c, { host: '127.0.0.1', port: upstream.port, path });
+  const gw = useProxy((c, upstreamPort) => {
+    const svc = (path: string) => service(c, { host: '127.0.0.1', port: upstreamPort, path });
     route(c, svc('/plain'), { paths: ['/api'] });
     route(c, svc('/regex-low'), { paths: ['~/api/v\\d+'], regex_priority: 0, strip_path: false });
     route(c, svc('/regex-high'), { paths: ['~/api/v[0-9]+/high'], regex_priority: 10, strip_path: false });
     route(c, svc('/fhir'), { paths: ['~/r/(?<type>Patient|Observation)/(\\d+)$'], strip_path: true });
     route(c, svc('/strip'), { paths: ['~/s/[a-z]+'] });
     route(c, svc('/evil'), { paths: ['~/evil/(a+)+$'] });
-    snapshots.set(c);
-    gw = await startProxy(snapshots);
-  });
-  afterAll(async () => {
-    await gw.close();
-    upstream.server.close();
   });
 
   const upstreamUrl = async (path: string): Promise<string | number> => {
@@ -69,7 +56,7 @@ describe('regex route paths', () => {
 
   it('does not apply a version with a regex that does not compile: the last good one keeps serving', async () => {
     const c = emptyConfig();
-    const s = service(c, { host: '127.0.0.1', port: upstream.port, path: '/ok' });
+    const s = service(c, { host: '127.0.0.1', port: gw.upstreamPort, path: '/ok' });
     route(c, s, { paths: ['/fine'] });
     const local = new Snapshots();
     local.set(c);
@@ -91,7 +78,7 @@ describe('regex route paths', () => {
     const proxy = new GatewayProxy(() => admin.store.snapshot());
     const listeners = await startProxyListeners({ proxy, http: { host: '127.0.0.1', port: 0 } });
     try {
-      expect((await admin.call('POST', '/services', { name: 'fhir', url: `http://127.0.0.1:${upstream.port}/fhir` })).status).toBe(201);
+      expect((await admin.call('POST', '/services', { name: 'fhir', url: `http://127.0.0.1:${gw.upstreamPort}/fhir` })).status).toBe(201);
       expect((await admin.call('POST', '/services/fhir/routes', { paths: ['~/p/(?<id>[0-9]+)$'] })).status).toBe(201);
       const refused = await admin.call('POST', '/services/fhir/routes', { paths: ['~/p/(?=lookahead)'] });
       expect(refused.status).toBe(400);

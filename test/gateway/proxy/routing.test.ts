@@ -1,8 +1,7 @@
 /** Routing, URI rules and headers both ways, over real sockets (kong.md §4). */
-import type { Server } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { upstreamPathV0 } from '../../../src/gateway/proxy/upstream-uri.js';
-import { emptyConfig, get, route, service, Snapshots, startProxy, startUpstream, type Echo } from './harness.js';
+import { get, route, service, useProxy, type Echo } from './harness.js';
 
 describe('upstream URI (v0)', () => {
   it.each([
@@ -23,27 +22,15 @@ describe('upstream URI (v0)', () => {
 });
 
 describe('proxy routing and headers', () => {
-  let upstream: { server: Server; port: number };
-  let gw: Awaited<ReturnType<typeof startProxy>>;
-  const snapshots = new Snapshots();
-
-  beforeAll(async () => {
-    upstream = await startUpstream();
-    const c = emptyConfig();
-    const fhir = service(c, { host: '127.0.0.1', port: upstream.port, path: '/fhir', name: 'fhir' });
+  const gw = useProxy((c, upstreamPort) => {
+    const fhir = service(c, { host: '127.0.0.1', port: upstreamPort, path: '/fhir', name: 'fhir' });
     route(c, fhir, { paths: ['/fhir-api-key-auth'] });
     route(c, fhir, { paths: ['/fhir-api-key-auth/long'], strip_path: false });
     route(c, fhir, { paths: ['/host-only'], hosts: ['api.example.com'], preserve_host: true });
     route(c, fhir, { paths: ['/posts'], methods: ['POST'] });
     route(c, fhir, { paths: ['/secure'], protocols: ['https'] });
-    const off = service(c, { host: '127.0.0.1', port: upstream.port, enabled: false });
+    const off = service(c, { host: '127.0.0.1', port: upstreamPort, enabled: false });
     route(c, off, { paths: ['/disabled'] });
-    snapshots.set(c);
-    gw = await startProxy(snapshots);
-  });
-  afterAll(async () => {
-    await gw.close();
-    upstream.server.close();
   });
 
   it('strips the prefix onto the service path, keeps the query, prefers the longest prefix', async () => {
@@ -59,7 +46,7 @@ describe('proxy routing and headers', () => {
   it('sends Kong headers upstream', async () => {
     const r = await get(`${gw.url}/fhir-api-key-auth/a`, { headers: { 'x-forwarded-for': '10.1.1.1', 'x-forwarded-proto': 'https', connection: 'keep-alive' } });
     const h = (r.json() as unknown as Echo).headers;
-    expect(h.host).toBe(`127.0.0.1:${upstream.port}`);
+    expect(h.host).toBe(`127.0.0.1:${gw.upstreamPort}`);
     expect(h['x-forwarded-for']).toBe('10.1.1.1, 127.0.0.1');
     expect(h['x-forwarded-proto']).toBe('http'); // untrusted client value replaced
     expect(h['x-forwarded-host']).toBe('127.0.0.1');
@@ -118,9 +105,9 @@ describe('proxy routing and headers', () => {
   });
 
   it('applies a configuration change on the next request', async () => {
-    const c = structuredClone(snapshots.get().config);
+    const c = structuredClone(gw.snapshots.get().config);
     route(c, c.services[0]!, { paths: ['/new-route'] });
-    snapshots.set(c);
+    gw.snapshots.set(c);
     const r = await get(`${gw.url}/new-route/z`);
     expect((r.json() as unknown as Echo).url).toBe('/fhir/z');
   });

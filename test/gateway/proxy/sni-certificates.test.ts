@@ -1,10 +1,9 @@
 /** Certificates and SNIs drive the TLS proxy as in Kong (kong/runloop/certificate.lua), through the real HTTPS listener. */
 import { randomUUID } from 'node:crypto';
 import { connect, type PeerCertificate } from 'node:tls';
-import type { Server } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { generateCa, issueCertificate, type KeyAndCert } from '../../../src/tls/pki.js';
-import { emptyConfig, route, service, Snapshots, startProxy, startUpstream } from './harness.js';
+import { route, service, useProxy } from './harness.js';
 
 /** The certificate the listener presents for `servername` (CN), verified against `ca`. */
 function served(port: number, servername: string, ca: string): Promise<{ cn: string; authorized: boolean }> {
@@ -19,21 +18,17 @@ function served(port: number, servername: string, ca: string): Promise<{ cn: str
 }
 
 describe('certificates and SNIs on the TLS proxy', () => {
-  let upstream: { server: Server; port: number };
-  let gw: Awaited<ReturnType<typeof startProxy>>;
-  const snapshots = new Snapshots();
   let ca: KeyAndCert;
+  let listener: KeyAndCert;
 
-  beforeAll(async () => {
-    upstream = await startUpstream();
+  const gw = useProxy((c, upstreamPort) => {
     ca = generateCa({ commonName: 'SNI Test CA' });
     const issue = (cn: string, hosts: string[]) => issueCertificate(ca, { commonName: cn, hosts, usage: 'server' });
-    const listener = issue('listener-default', ['127.0.0.1']);
+    listener = issue('listener-default', ['127.0.0.1']);
     const fhir = issue('fhir.hospital.example', ['fhir.hospital.example']);
     const wild = issue('wildcard.hospital.example', ['*.hospital.example']);
     const suffix = issue('suffix-wildcard', ['portal.test']);
-    const c = emptyConfig();
-    route(c, service(c, { host: '127.0.0.1', port: upstream.port }), { paths: ['/'] });
+    route(c, service(c, { host: '127.0.0.1', port: upstreamPort }), { paths: ['/'] });
     const certRow = (k: KeyAndCert) => ({ id: randomUUID(), cert: k.certPem, key: k.keyPem, tags: null });
     const certs = [certRow(fhir), certRow(wild), certRow(suffix)];
     Object.assign(c, {
@@ -44,13 +39,7 @@ describe('certificates and SNIs on the TLS proxy', () => {
         { id: randomUUID(), name: 'portal.*', certificate: { id: certs[2]!.id } },
       ],
     });
-    snapshots.set(c);
-    gw = await startProxy(snapshots, { cert: listener.certPem, key: listener.keyPem });
-  });
-  afterAll(async () => {
-    await gw.close();
-    upstream.server.close();
-  });
+  }, () => ({ https: { cert: listener.certPem, key: listener.keyPem } }));
 
   it('serves the certificate of the SNI with the exact name, verified by the client', async () => {
     expect(await served(gw.listeners.https!.port, 'fhir.hospital.example', ca.certPem)).toEqual({ cn: 'fhir.hospital.example', authorized: true });
