@@ -2,21 +2,11 @@
  * POST /api/patients before any FHIR call: validation and body limit, the
  * caller allow-list, and the access flow (spec §4.1 rule 2, §7).
  */
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { removeTempDirs } from '../helpers/tmp.js';
-import { API_KEY, TOKEN_OK, startHarness, waitForAudit, type Harness, type HarnessOptions } from './harness.js';
+import { API_KEY, TOKEN_OK, useHarness, waitForAudit, type HarnessOptions } from './harness.js';
 
-let h: Harness | null = null;
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  h = await startHarness(options);
-  return h;
-}
-afterEach(async () => {
-  await h?.close();
-  h = null;
-});
-afterAll(() => removeTempDirs());
+const harness = useHarness();
 
 const ok = { platformCareId: 'care-1', token: TOKEN_OK };
 

@@ -7,24 +7,15 @@
 import { mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { tempDir } from '../helpers/tmp.js';
 import { startCli } from '../helpers/cli.js';
 import { freePort } from '../../src/util/port-check.js';
-import { API_KEY, TOKEN_OK, defaultPlatform, startHarness, testPki, type Harness, type HarnessOptions } from './harness.js';
+import { API_KEY, TOKEN_OK, defaultPlatform, testPki, useHarness, type Harness } from './harness.js';
 import { makeRecord, startFhir, startPlatform } from './stand-ins.js';
 
-let h: Harness | null = null;
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  h = await startHarness(options);
-  return h;
-}
-afterEach(async () => {
-  await h?.close();
-  h = null;
-});
-afterAll(() => removeTempDirs());
+const harness = useHarness();
 
 const ok = { platformCareId: 'care-1', token: TOKEN_OK };
 const everythingCalls = (t: Harness) => t.fhir.seen.filter((s) => s.url.includes('$everything') || s.url.includes('_getpages')).length;

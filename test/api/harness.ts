@@ -5,10 +5,11 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
+import { afterAll, afterEach } from 'vitest';
 import { loadConfig } from '../../src/api/config.js';
 import { startApi, type RunningApi } from '../../src/api/server.js';
 import { makeTestPki, type TestPki } from '../helpers/pki.js';
-import { tempDir } from '../helpers/tmp.js';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { startFhir, startPlatform, type FhirOptions, type PlatformReply, type Seen, type StandIn } from './stand-ins.js';
 
 export const API_KEY = 'test-fhir-key-7f3a9c1e5b';
@@ -111,6 +112,23 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await running.stop();
       await Promise.all([platform.close(), fhir.close()]);
     },
+  };
+}
+
+/**
+ * For a test file: returns `harness(options)`, which starts a harness for the running test; it is
+ * closed after that test, and the file's temporary directories are removed after the file.
+ */
+export function useHarness(): (options?: HarnessOptions) => Promise<Harness> {
+  let current: Harness | null = null;
+  afterEach(async () => {
+    await current?.close();
+    current = null;
+  });
+  afterAll(() => removeTempDirs());
+  return async (options = {}) => {
+    current = await startHarness(options);
+    return current;
   };
 }
 

@@ -3,25 +3,18 @@
  * escaping, every $everything page followed and re-based, de-duplication,
  * TLS against the hospital CA, limits, mid-stream aborts, concurrency.
  */
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { removeTempDirs } from '../helpers/tmp.js';
-import { API_KEY, TOKEN_OK, startHarness, testPki, waitForAudit, type Harness, type HarnessOptions } from './harness.js';
+import { API_KEY, TOKEN_OK, testPki, useHarness, waitForAudit, type Harness } from './harness.js';
 import { makeRecord, startFhir, type StandIn } from './stand-ins.js';
 import { READY_CACHE_MS } from '../../src/api/routes/health.js';
 
-let h: Harness | null = null;
 const extra: StandIn[] = [];
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  h = await startHarness(options);
-  return h;
-}
+// declared before useHarness(): after-hooks run in reverse, so these close after the test's harness
 afterEach(async () => {
-  await h?.close();
-  h = null;
   await Promise.all(extra.splice(0).map((s) => s.close()));
 });
-afterAll(() => removeTempDirs());
+const harness = useHarness();
 
 const ok = { platformCareId: 'care-1', token: TOKEN_OK };
 const practitioner = { fullUrl: 'http://hapi:8080/fhir/Practitioner/dr1', resource: { resourceType: 'Practitioner', id: 'dr1' }, search: { mode: 'include' } };
