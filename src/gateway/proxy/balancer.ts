@@ -119,16 +119,9 @@ export class HealthRegistry {
   }
 }
 
-function markHealthy(c: Counters): void {
-  c.healthy = true;
-  c.successes = 0;
-  c.httpFailures = 0;
-  c.tcpFailures = 0;
-  c.timeouts = 0;
-}
-
-function markUnhealthy(c: Counters): void {
-  c.healthy = false;
+/** A target changes state: every counter starts again from zero, whichever way it went. */
+function setHealth(c: Counters, healthy: boolean): void {
+  c.healthy = healthy;
   c.successes = 0;
   c.httpFailures = 0;
   c.tcpFailures = 0;
@@ -179,14 +172,14 @@ export class Balancer {
     if (this.passiveUnhealthy.has(status)) {
       if (u.http_failures > 0 && c.healthy) {
         c.successes = 0;
-        if (++c.httpFailures >= u.http_failures) markUnhealthy(c);
+        if (++c.httpFailures >= u.http_failures) setHealth(c, false);
       }
     } else if (this.passiveHealthy.has(status)) {
       c.httpFailures = 0;
       c.tcpFailures = 0;
       c.timeouts = 0;
       const need = this.passive.healthy.successes;
-      if (need > 0 && !c.healthy && ++c.successes >= need) markHealthy(c);
+      if (need > 0 && !c.healthy && ++c.successes >= need) setHealth(c, true);
     }
   }
 
@@ -196,8 +189,8 @@ export class Balancer {
     if (!c.healthy) return;
     const u = this.passive.unhealthy;
     c.successes = 0;
-    if (kind === 'tcp' && u.tcp_failures > 0 && ++c.tcpFailures >= u.tcp_failures) markUnhealthy(c);
-    if (kind === 'timeout' && u.timeouts > 0 && ++c.timeouts >= u.timeouts) markUnhealthy(c);
+    if (kind === 'tcp' && u.tcp_failures > 0 && ++c.tcpFailures >= u.tcp_failures) setHealth(c, false);
+    if (kind === 'timeout' && u.timeouts > 0 && ++c.timeouts >= u.timeouts) setHealth(c, false);
   }
 
   /** Starts active probing, if the upstream asks for it. */
@@ -239,14 +232,14 @@ export class Balancer {
       c.httpFailures = 0;
       c.tcpFailures = 0;
       c.timeouts = 0;
-      if (!c.healthy && a.successes > 0 && ++c.successes >= a.successes) markHealthy(c);
+      if (!c.healthy && a.successes > 0 && ++c.successes >= a.successes) setHealth(c, true);
       return;
     }
     if (!c.healthy) return;
     c.successes = 0;
-    if (kind === 'tcp' && a.tcpFailures > 0 && ++c.tcpFailures >= a.tcpFailures) markUnhealthy(c);
-    else if (kind === 'timeout' && a.timeouts > 0 && ++c.timeouts >= a.timeouts) markUnhealthy(c);
-    else if (kind === null && a.unhealthyStatuses.has(status) && a.httpFailures > 0 && ++c.httpFailures >= a.httpFailures) markUnhealthy(c);
+    if (kind === 'tcp' && a.tcpFailures > 0 && ++c.tcpFailures >= a.tcpFailures) setHealth(c, false);
+    else if (kind === 'timeout' && a.timeouts > 0 && ++c.timeouts >= a.timeouts) setHealth(c, false);
+    else if (kind === null && a.unhealthyStatuses.has(status) && a.httpFailures > 0 && ++c.httpFailures >= a.httpFailures) setHealth(c, false);
   }
 }
 
