@@ -173,30 +173,29 @@ describe('bounded resources', () => {
 });
 
 describe('listener limits', () => {
-  it('cuts a client that trickles its body with 408', async () => {
-    const t = await harness({ env: { HEADERS_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '1000' } });
-    const c = rawClient(t.url);
-    c.socket.write('POST /api/patients HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{');
-    const drip = setInterval(() => c.socket.write(' '), 150);
+  /** Writes `first`, then `drip` every `everyMs` until the server closes the connection (within 10 s); what it sent back. */
+  async function trickleUntilCut(url: string, first: string, drip: string, everyMs: number): Promise<string> {
+    const c = rawClient(url);
+    c.socket.write(first);
+    const timer = setInterval(() => c.socket.write(drip), everyMs);
     try {
       await within(c.closed, 10_000, 'the trickling client cut');
     } finally {
-      clearInterval(drip);
+      clearInterval(timer);
     }
-    expect(c.received()).toMatch(/^HTTP\/1\.1 408/);
+    return c.received();
+  }
+
+  it('cuts a client that trickles its body with 408', async () => {
+    const t = await harness({ env: { HEADERS_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '1000' } });
+    const received = await trickleUntilCut(t.url, 'POST /api/patients HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{', ' ', 150);
+    expect(received).toMatch(/^HTTP\/1\.1 408/);
   });
 
   it('cuts a client that trickles its headers with 408', async () => {
     const t = await harness({ env: { HEADERS_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '1000' } });
-    const c = rawClient(t.url);
-    c.socket.write('GET /api/health-check HTTP/1.1\r\n');
-    const drip = setInterval(() => c.socket.write('X-A: b\r\n'), 100);
-    try {
-      await within(c.closed, 10_000, 'the trickling client cut');
-    } finally {
-      clearInterval(drip);
-    }
-    expect(c.received()).toMatch(/^HTTP\/1\.1 408/);
+    const received = await trickleUntilCut(t.url, 'GET /api/health-check HTTP/1.1\r\n', 'X-A: b\r\n', 100);
+    expect(received).toMatch(/^HTTP\/1\.1 408/);
   });
 
   it('refuses connections past MAX_CONNECTIONS', async () => {
