@@ -202,7 +202,11 @@ describe('$everything', () => {
     const fhir = t.running.api.context.fhir;
     const everything = fhir.everything.bind(fhir);
     let loopEnded: Promise<unknown> | undefined;
-    fhir.everything = (...args) => (loopEnded = everything(...args).then(() => 'fetched every page', (err: unknown) => err));
+    fhir.everything = (...args) => {
+      const run = everything(...args);
+      loopEnded = run.then(() => 'fetched every page', (err: unknown) => err);
+      return run;
+    };
     const controller = new AbortController();
     const res = await request(`${t.url}/api/patients`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ok), signal: controller.signal });
     expect(res.statusCode).toBe(200);
