@@ -33,13 +33,7 @@ export const fhirServerErrors = {
     exit: 1,
     hint: 'Make the condition selective enough to match at most one resource.',
   },
-  ERR_FHIR_TRANSACTION_FAILED: {
-    message: 'Transaction entry {index} failed, nothing was applied: {detail}',
-    status: 400,
-    exit: 1,
-  },
   ERR_FHIR_UNPROCESSABLE: { message: 'Unprocessable: {detail}', status: 422, exit: 1 },
-  ERR_FHIR_CONFLICT: { message: 'Conflict: {detail}', status: 409, exit: 1 },
   ERR_FHIR_NOT_ACCEPTABLE: {
     message: 'Only JSON is served (asked for {format})',
     status: 406,
