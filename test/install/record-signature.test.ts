@@ -82,9 +82,15 @@ describe('signatures the checker cannot read, each with its own reason', () => {
   const good = signDetached(content, signer.certPem, signer.keyPem);
 
   it('no PEM block; a PEM that is not CMS SignedData', () => {
-    expect(verifyDetached(content, '', ca.certPem)).toEqual({ ok: false, reason: 'unreadable signature: no PEM block in the signature file', signer: null, signingTime: null });
-    expect(verifyDetached(content, 'not a signature', ca.certPem).reason).toMatch(/^unreadable signature: /);
-    expect(verifyDetached(content, ca.certPem, ca.certPem).reason).toBe('unreadable signature: not a CMS SignedData');
+    for (const text of ['', 'not a signature']) {
+      expect(verifyDetached(content, text, ca.certPem)).toEqual({ ok: false, reason: 'unreadable signature: Invalid PEM formatted message.', signer: null, signingTime: null });
+    }
+    // a CMS ContentInfo of type data, not signedData
+    const data = forge.asn1.create(U, forge.asn1.Type.SEQUENCE, true, [
+      forge.asn1.create(U, forge.asn1.Type.OID, false, forge.asn1.oidToDer(forge.pki.oids.data as string).getBytes()),
+    ]);
+    const pem = forge.pem.encode({ type: 'PKCS7', body: forge.asn1.toDer(data).getBytes() });
+    expect(verifyDetached(content, pem, ca.certPem).reason).toBe('unreadable signature: not a CMS SignedData');
   });
 
   it('no signer, no signed attributes, no signature value', () => {
