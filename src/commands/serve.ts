@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { isLoopback } from '../util/listen-address.js';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface ServeOptions extends GlobalOptions {
   host?: string;
@@ -15,7 +16,7 @@ interface ServeOptions extends GlobalOptions {
 export function register(program: Command): void {
   program
     .command('serve')
-    .description('run the Hospital API (POST /api/patients, GET /api/health-check)')
+    .description(SUMMARIES.serve)
     .option('--host <address>', 'address to listen on (env HOST, default 0.0.0.0)')
     .option('--port <port>', 'port to listen on (env PORT, default 9000)')
     .option('--env-file <file>', 'settings file read under the environment (default .env in the working directory)')
@@ -26,11 +27,8 @@ export function register(program: Command): void {
         const { startApi, stopOnSignals } = await import('../api/server.js');
         const config = loadConfig({ host: options.host, port: options.port, envFile: options.envFile });
         const logger = config.logLevel === 'silent' ? false : { level: config.logLevel, stream: process.stderr };
-        const running = await startApi(config, { logger });
-        // Never the key or a token: only addresses.
-        io.log(`hospital-api serve: listening on ${running.url}`);
-        io.log(`  FHIR base ${config.fhirBaseUrl.href}, platform ${config.platformApiUrl.href}`);
-        io.log(`  audit log ${config.auditLog}; metrics ${running.metricsUrl ? `${running.metricsUrl}/metrics` : 'off'}`);
+        // Configuration warnings come before the listening lines, so a reader (or a test) that
+        // waits for 'listening on' has them all.
         if (config.allowedCallers === null) {
           io.warn('ALLOWED_CALLERS is empty: every caller may reach POST /api/patients (restrict it in production)');
         }
@@ -40,6 +38,11 @@ export function register(program: Command): void {
         if (config.metricsListen && !isLoopback(config.metricsListen.host)) {
           io.warn(`METRICS_LISTEN ${config.metricsListen.host} is not loopback: metrics are reachable from the network`);
         }
+        const running = await startApi(config, { logger });
+        // Never the key or a token: only addresses.
+        io.log(`hospital-api serve: listening on ${running.url}`);
+        io.log(`  FHIR base ${config.fhirBaseUrl.href}, platform ${config.platformApiUrl.href}`);
+        io.log(`  audit log ${config.auditLog}; metrics ${running.metricsUrl ? `${running.metricsUrl}/metrics` : 'off'}`);
         await stopOnSignals(running, (signal) => io.log(`hospital-api serve: ${signal}, finishing in-flight requests`));
         io.log('hospital-api serve: stopped');
         return 0;
