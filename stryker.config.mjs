@@ -33,6 +33,6 @@ export default {
   reporters: ['clear-text', 'json', 'progress'],
   jsonReporter: { fileName: `reports/mutation/${target}.json` },
   clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
-  tempDirName: '.stryker-tmp',
+  tempDirName: `.stryker-tmp/${target}`,
   cleanTempDir: true,
 };
