@@ -21,6 +21,9 @@ export default {
   testRunner: 'vitest',
   vitest: { configFile: 'vitest.mutation.config.ts', related: true },
   coverageAnalysis: 'perTest',
+  // Static mutants (module-level constants) rerun every related test from a cold start;
+  // on 2 shared cores they took most of the time, so they are left out (reported as Ignored).
+  ignoreStatic: process.env.MUTATION_STATIC !== '1',
   // Stryker rewrites `extends`/`references` of the named tsconfig with TypeScript's JS API,
   // which TypeScript 7 (the native compiler) no longer has; ours has neither, so point the
   // rewrite at no file. Type checks stay off in mutants (Stryker adds @ts-nocheck).
@@ -33,6 +36,8 @@ export default {
   reporters: ['clear-text', 'json', 'progress'],
   jsonReporter: { fileName: `reports/mutation/${target}.json` },
   clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
+  // every target's sandboxes live under .stryker-tmp/: never copy one into another
+  ignorePatterns: ['/.stryker-tmp', '/reports', '/dist.next', '/coverage'],
   tempDirName: `.stryker-tmp/${target}`,
   cleanTempDir: true,
 };

@@ -113,6 +113,16 @@ describe('the Markdown copy', () => {
     expect(lines).toContain('| 4.5.1 | Title a | PASS | 200 | a\\|b c | 3 |');
     expect(lines).toContain('| 4.5.1 | Title b | WARN |  | summary b | 3 |');
     expect(md.endsWith('\n')).toBe(true);
+    // the layout: blank line after the title, the three sections with their headings and table heads
+    expect(lines.slice(1, 2)).toEqual(['']);
+    const at = (text: string) => lines.indexOf(text);
+    expect(lines.slice(at('## Gateway certificate') - 1, at('## Gateway certificate') + 2)).toEqual(['', '## Gateway certificate', '']);
+    expect(lines.slice(at('## Versions') - 1, at('## Versions') + 4)).toEqual(['', '## Versions', '', '| Component | Version | Image | Digest |', '|---|---|---|---|']);
+    expect(lines.slice(at('## Checks') - 1, at('## Checks') + 4)).toEqual(['', '## Checks', '', '| # | Check | Status | HTTP | Result | ms |', '|---|---|---|---|---|---|']);
+    expect(at('## Gateway certificate')).toBeLessThan(at('## Versions'));
+    expect(at('## Versions')).toBeLessThan(at('## Checks'));
+    expect(lines.at(-1)).toBe('');
+    expect(lines.at(-2)).toBe('| 4.5.1 | Title b | WARN |  | summary b | 3 |');
   });
 
   it('an accepted production record, a certificate that did not verify, a version without image', () => {
@@ -157,7 +167,7 @@ describe('writeSignedRecord and record verify', () => {
 
   it('refuses without a signer certificate or key, writing nothing', () => {
     const dir = installDir(false);
-    expect(() => writeSignedRecord(dir, buildRecord(input()), [])).toThrow(expect.objectContaining({ code: 'ERR_INSTALL_NO_SIGNER' }));
+    expect(() => writeSignedRecord(dir, buildRecord(input()), [])).toThrow(`No record-signing certificate in ${installPaths(dir).root}`);
     writeFileSync(installPaths(dir).signerCert, signer.certPem);
     expect(() => writeSignedRecord(dir, buildRecord(input()), [])).toThrow(expect.objectContaining({ code: 'ERR_INSTALL_NO_SIGNER' }));
     expect(readdirSync(installPaths(dir).root)).toEqual(['tls']);
@@ -199,6 +209,8 @@ describe('writeSignedRecord and record verify', () => {
     const dir = installDir();
     const files = writeSignedRecord(dir, buildRecord(input()), []);
     expect(() => verifyRecordFile(join(dir, 'reports', 'missing.json'), {})).toThrow(expect.objectContaining({ code: 'ERR_FILE_READ', message: expect.stringContaining('missing.json: ENOENT') }));
+    const err = (() => { try { verifyRecordFile(join(dir, 'reports', 'missing.json'), {}); } catch (e) { return e as Error; } })();
+    expect((err!.cause as NodeJS.ErrnoException).code).toBe('ENOENT');
     writeFileSync(files.json, readFileSync(files.json, 'utf8').replace('rejected', 'accepted'));
     expect(() => verifyRecordFile(files.json, {})).toThrow(expect.objectContaining({ code: 'ERR_INSTALL_RECORD_INVALID', message: expect.stringMatching(/changed after signing/) }));
   });

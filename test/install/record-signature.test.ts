@@ -170,6 +170,10 @@ describe('which signers may sign records', () => {
 });
 
 describe('the signer against the CA and its validity at signing time', () => {
+  it('a CA file without a certificate is named as the CA', () => {
+    expect(() => verifyDetached(content, signDetached(content, signer.certPem, signer.keyPem), 'no certificate here')).toThrow('Invalid TLS material in CA: no PEM certificate found');
+  });
+
   it('a CA bundle: the signer needs only one of them to be its issuer', () => {
     const sig = signDetached(content, signer.certPem, signer.keyPem);
     expect(verifyDetached(content, sig, generateCa({ commonName: 'First' }).certPem + ca.certPem).ok).toBe(true);
