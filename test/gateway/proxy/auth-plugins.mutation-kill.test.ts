@@ -6,7 +6,7 @@
  * auth-plugins.test.ts.
  */
 import type { IncomingMessage } from 'node:http';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { hashBasicAuthPassword } from '../../../src/gateway/model/password.js';
 import type { Consumer } from '../../../src/gateway/model/types.js';
 import { basicAuthHandler, parseBasic } from '../../../src/gateway/plugins/basic-auth/handler.js';
@@ -131,9 +131,15 @@ describe('key-auth', () => {
   it('a duplicate key, an unknown key, an expired key; the realm in the challenge', async () => {
     expect(await keyAuth().access(state({ headers: [['apikey', KEY], ['apikey', KEY]] }))).toMatchObject({ message: 'Duplicate API key found' });
     expect(await keyAuth().access(state({ headers: [['apikey', 'nope']] }))).toEqual(invalid);
-    const now = Math.floor(Date.now() / 1000);
-    expect(await keyAuth({}, env(now)).access(state({ headers: [['apikey', KEY]] }))).toEqual(invalid); // expires this second
-    expect(await keyAuth({}, env(now + 60)).access(state({ headers: [['apikey', KEY]] }))).toBeUndefined();
+    // at exactly the second a key expires it no longer works
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(1_700_000_000_000);
+      expect(await keyAuth({}, env(1_700_000_000)).access(state({ headers: [['apikey', KEY]] }))).toEqual(invalid);
+      expect(await keyAuth({}, env(1_700_000_001)).access(state({ headers: [['apikey', KEY]] }))).toBeUndefined();
+    } finally {
+      vi.useRealTimers();
+    }
     expect(await keyAuth({ realm: 'fhir' }).access(state())).toEqual({ ...missing, headers: ['WWW-Authenticate', 'Key realm="fhir"'] });
   });
 
