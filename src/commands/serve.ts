@@ -7,6 +7,7 @@ interface ServeOptions extends GlobalOptions {
   host?: string;
   port?: string;
   envFile?: string;
+  reloadStatus?: string;
 }
 
 /**
@@ -20,6 +21,7 @@ export function register(program: Command): void {
     .option('--host <address>', 'address to listen on (env HOST, default 0.0.0.0)')
     .option('--port <port>', 'port to listen on (env PORT, default 9000)')
     .option('--env-file <file>', 'settings file read under the environment (default .env in the working directory)')
+    .option('--reload-status <file>', 'on SIGHUP, reread FHIR_API_KEY and write the outcome here (consumer rotate-key)')
     .action(
       action<ServeOptions>('serve', async (options, io) => {
         // Loaded lazily so `--help` stays fast.
@@ -43,6 +45,8 @@ export function register(program: Command): void {
         io.log(`hospital-api serve: listening on ${running.url}`);
         io.log(`  FHIR base ${config.fhirBaseUrl.href}, platform ${config.platformApiUrl.href}`);
         io.log(`  audit log ${config.auditLog}; metrics ${running.metricsUrl ? `${running.metricsUrl}/metrics` : 'off'}`);
+        const { reloadKeyOnSignal } = await import('../api/key-reload.js');
+        reloadKeyOnSignal(running, { host: options.host, port: options.port, envFile: options.envFile }, options.reloadStatus, (t) => io.log(t));
         await stopOnSignals(running, (signal) => io.log(`hospital-api serve: ${signal}, finishing in-flight requests`));
         io.log('hospital-api serve: stopped');
         return 0;

@@ -52,12 +52,20 @@ export function register(program: Command): void {
           const state = runningSupervisor(dir);
           if (state) supervisor = { pid: state.supervisorPid, startedAt: state.startedAt };
         }
+        // Days left on each certificate (issue 15); `cert renew` renews them.
+        const { installPaths } = await import('../runtime/layout.js');
+        const { certificateLifetimes, CERT_WARN_DAYS } = await import('../install/tls.js');
+        const certificates = certificateLifetimes(installPaths(dir));
         if (io.json) {
-          io.out(JSON.stringify({ ok: true, command: 'status', result: { dir, runtime: runtime.name, allUp, supervisor, components } }));
+          io.out(JSON.stringify({ ok: true, command: 'status', result: { dir, runtime: runtime.name, allUp, supervisor, components, certificates } }));
         } else {
           await renderComponents(io, components);
+          const { renderCertificates } = await import('./cert.js');
+          await renderCertificates(io, certificates, CERT_WARN_DAYS);
           if (runtime.name === 'native') {
-            io.out(supervisor ? `supervisor pid ${supervisor.pid}, started ${supervisor.startedAt}` : 'supervisor not running');
+            const { readInstallConfig } = await import('../runtime/install-config.js');
+            const bySystemd = readInstallConfig(dir).supervisor === 'systemd';
+            io.out(supervisor ? `supervisor pid ${supervisor.pid}, started ${supervisor.startedAt}` : bySystemd ? 'run by systemd (hospital-api.target)' : 'supervisor not running');
           }
         }
         return 0;

@@ -4,6 +4,8 @@
  * loading the modules (only the command being run is loaded).
  */
 export const SUMMARIES = {
+  backup: 'write one encrypted archive of the FHIR data, gateway state, configuration and TLS material, while the stack serves',
+  cert: "the installation's certificates: days left, renewal without downtime",
   consumer: 'manage the hospital gateway consumer',
   demo: 'DEMO: install, start and verify the native stack with synthetic data, then print a curl (npm start)',
   down: 'stop the installed stack cleanly (SIGTERM, bounded wait, then SIGKILL)',
@@ -12,9 +14,12 @@ export const SUMMARIES = {
   install: 'write the install directory, start the runtime and provision the gateway',
   logs: 'show the log of a component (fhir, gateway, api, platform, supervisor), or of all',
   record: 'check the signature of a test record',
+  restore: 'restore a backup archive into an empty install directory; checks every part before writing anything',
   serve: 'run the Hospital API (POST /api/patients, GET /api/health-check)',
   status: 'show the state of the native stack: pid, uptime, version, ports and health of each component',
+  systemd: 'write systemd units (one per component, hardened, logs in journald) for a native install',
   up: 'start the installed stack (native: supervised processes) and wait until each component answers',
+  upgrade: 'migrate a stopped install directory made by an older release, after taking a backup',
   verify: 'run the acceptance checks and write a signed test record',
 } as const;
 

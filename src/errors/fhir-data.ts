@@ -47,6 +47,12 @@ export const fhirDataErrors = {
     exit: 1,
     hint: 'Fix the data named above; completed bundles are recorded in the state file, so rerunning resumes.',
   },
+  ERR_FHIR_LOAD_NEEDS_BULK: {
+    message: 'FHIR server refused {unit}: it references a resource the server does not hold ({detail})',
+    status: 502,
+    exit: 1,
+    hint: 'The server enforces referential integrity. Load the referenced resources first, or restart it for this load with `hospital-api fhir --no-referential-integrity` (then restart it without the flag). Rerunning resumes.',
+  },
   ERR_FHIR_LOAD_STATE: {
     message: 'Unusable load state file {path}: {detail}',
     status: 400,

@@ -47,7 +47,47 @@ export const fhirServerErrors = {
     hint: 'Send Content-Type: application/fhir+json (or application/json-patch+json for PATCH).',
   },
   ERR_FHIR_METHOD_NOT_ALLOWED: { message: '{method} is not supported on {path}', status: 405, exit: 1 },
-  ERR_FHIR_OPERATION_UNAVAILABLE: { message: 'Operation {operation} is not available: {detail}', status: 501, exit: 1 },
+  ERR_FHIR_NOT_SUPPORTED: {
+    message: '{interaction} is not supported by this server',
+    status: 501,
+    exit: 1,
+    hint: 'GET [base]/metadata lists every interaction and operation this server supports (docs/fhir.md).',
+  },
+  ERR_FHIR_RESOURCE_INVALID: {
+    message: 'The resource does not conform to FHIR R4: {detail}',
+    status: 400,
+    exit: 1,
+    hint: 'Each issue names the element path (FHIRPath) that failed against the R4 StructureDefinition.',
+  },
+  ERR_FHIR_REFERENCE_NOT_FOUND: {
+    message: 'Reference to a resource that does not exist: {detail}',
+    status: 400,
+    exit: 1,
+    hint: 'Create the referenced resource first (or in the same transaction), or start the server with --no-referential-integrity for a bulk load in any order.',
+  },
+  ERR_FHIR_BODY_TOO_LARGE: {
+    message: 'Request body is larger than {limit} bytes',
+    status: 413,
+    exit: 1,
+    hint: 'Split the Bundle into smaller ones (hospital-api fhir --body-limit raises the limit).',
+  },
+  ERR_FHIR_TOO_COMPLEX: {
+    message: 'Request too complex: {detail}',
+    status: 400,
+    exit: 1,
+  },
+  ERR_FHIR_METADATA_ONLY: {
+    message: 'Only GET /fhir/metadata is served to {address}',
+    status: 403,
+    exit: 1,
+    hint: 'The full FHIR API answers loopback callers only; --open-api exposes it to the network (unauthenticated).',
+  },
+  ERR_FHIR_STORE_VERSION: {
+    message: 'The FHIR store has schema version {version}, newer than this toolkit reads (up to {supported})',
+    status: 500,
+    exit: 3,
+    hint: 'It was written by a newer hospital-api: run that version (or restore a backup taken before the upgrade).',
+  },
   ERR_FHIR_STORE_OPEN: {
     message: 'Cannot open the FHIR store in {path}: {detail}',
     status: 500,

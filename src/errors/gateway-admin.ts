@@ -21,7 +21,7 @@ export const gatewayAdminErrors = {
     message: '{detail}',
     status: 415,
     exit: 1,
-    hint: 'Send application/json or application/x-www-form-urlencoded.',
+    hint: 'Send application/json, application/x-www-form-urlencoded or multipart/form-data, encoded as UTF-8.',
   },
   ERR_GATEWAY_DECLARATIVE_INVALID: {
     message: '{detail}',

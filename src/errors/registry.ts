@@ -10,6 +10,7 @@ import { fhirServerErrors } from './fhir-server.js';
 import { fhirDataErrors } from './fhir-data.js';
 import { installErrors } from './install.js';
 import { runtimeErrors } from './runtime.js';
+import { maintenanceErrors } from './maintenance.js';
 import type { ErrorDefinition } from './types.js';
 
 export const errorTables = {
@@ -21,6 +22,7 @@ export const errorTables = {
   fhirData: fhirDataErrors,
   install: installErrors,
   runtime: runtimeErrors,
+  maintenance: maintenanceErrors,
 } as const;
 
 type Tables = typeof errorTables;

@@ -76,6 +76,29 @@ async function listenProxy(o: GatewayOptions, proxy: GatewayProxy): Promise<Prox
   }
 }
 
+/**
+ * SIGHUP rereads --cert/--key and installs them for new TLS connections without
+ * closing a socket (`cert renew`); a pair that does not load leaves the old one
+ * in force. With workers, the primary passes the signal on to each of them.
+ */
+function reloadTlsOnSignal(o: GatewayOptions, listeners: ProxyListeners | null, workers: () => Worker[]): void {
+  // Without a TLS listener there is nothing to reload, but SIGHUP (systemctl reload) must not end the process.
+  if (!o.proxySsl) {
+    process.on('SIGHUP', () => process.stderr.write('hospital-api gateway: SIGHUP: no TLS listener, nothing to reload\n'));
+    return;
+  }
+  process.on('SIGHUP', () => {
+    try {
+      const tls = readTls(o);
+      if (tls && listeners) listeners.setTls(tls);
+      for (const w of workers()) w.process.kill('SIGHUP');
+      process.stderr.write('hospital-api gateway: TLS certificate reloaded\n');
+    } catch (err) {
+      process.stderr.write(`hospital-api gateway: TLS reload failed, the previous certificate stays in use: ${(err as Error).message}\n`);
+    }
+  });
+}
+
 /** True in a proxy worker process forked by runGateway. */
 export function isGatewayWorker(): boolean {
   return cluster.isWorker && process.env[WORKER_ENV] !== undefined;
@@ -88,6 +111,7 @@ export async function runGatewayWorker(): Promise<void> {
   const stop = watchStateFile(o.statePath, (s) => (snapshot = s));
   const proxy = new GatewayProxy(() => snapshot);
   const listeners = await listenProxy(o, proxy);
+  reloadTlsOnSignal(o, listeners, () => []);
   const msg: Listening = { type: 'gateway-listening', http: listeners.http, https: listeners.https };
   process.send?.(msg);
   process.on('disconnect', () => {
@@ -154,10 +178,12 @@ export async function runGateway(o: GatewayOptions): Promise<RunningGateway> {
       if (o.workers > 1) {
         ({ workers, listening } = await forkWorkers(o));
         replaceCrashedWorkers(o, workers);
+        reloadTlsOnSignal(o, null, () => workers);
       } else {
         proxy = new GatewayProxy(() => store.snapshot());
         listeners = await listenProxy(o, proxy);
         listening = { type: 'gateway-listening', http: listeners.http, https: listeners.https };
+        reloadTlsOnSignal(o, listeners, () => []);
       }
     }
     return {

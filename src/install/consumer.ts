@@ -5,10 +5,20 @@
  * Hospital API is restarted to read it.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { keyFingerprint } from '../api/key-reload.js';
 import { HospitalApiError } from '../errors/index.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { request } from 'undici';
+import { READY_CACHE_MS } from '../api/routes/health.js';
+import { readInstallConfig, type InstallConfig } from '../runtime/install-config.js';
 import { installPaths } from '../runtime/layout.js';
+import { dayTwo } from '../runtime/not-supported.js';
+import { safeEqual } from '../util/constant-time.js';
+import { readEnvFile } from '../util/env-file.js';
 import { updateEnvValues } from './files.js';
-import type { Runtime } from '../runtime/types.js';
+import { probeKey, type KeyProbe } from './key-probe.js';
+import type { ApiKeyReload, Runtime } from '../runtime/types.js';
 import { adminCall } from './provision.js';
 
 const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -85,4 +95,208 @@ export async function createConsumer(
     restarted = true;
   }
   return { username, consumerId: consumer.id, credentialId: cred.id, key, envWritten: options.writeEnv === true, restarted };
+}
+
+interface Credential {
+  id: string;
+  key: string;
+  created_at?: number;
+}
+
+export interface KeyInfo {
+  id: string;
+  createdAt: string | null;
+  /** This is the key in hospital-api.env (FHIR_API_KEY). */
+  inUse: boolean;
+}
+
+async function consumerAndKeys(runtime: Runtime, username: string): Promise<{ id: string; creds: Credential[] }> {
+  if (!USERNAME.test(username)) {
+    throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: 'username', detail: 'letters, digits, . _ @ - (max 128)' });
+  }
+  const admin = runtime.admin.bind(runtime);
+  const found = await adminCall(admin, 'GET', `/consumers/${encodeURIComponent(username)}`, undefined, [200, 404]);
+  if (found.status === 404) throw new HospitalApiError('ERR_KEY_NO_CONSUMER', { username });
+  const id = (found.body as { id: string }).id;
+  const creds: Credential[] = [];
+  let path: string | null = `/consumers/${id}/key-auth?size=1000`;
+  while (path) {
+    const page = (await adminCall(admin, 'GET', path)).body as { data?: Credential[]; offset?: string | null };
+    creds.push(...(page.data ?? []));
+    path = page.offset ? `/consumers/${id}/key-auth?size=1000&offset=${encodeURIComponent(page.offset)}` : null;
+  }
+  return { id, creds };
+}
+
+function envKey(dir: string): string | null {
+  return readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY || null;
+}
+
+function keyInfo(c: Credential, inUseKey: string | null): KeyInfo {
+  return { id: c.id, createdAt: c.created_at ? new Date(c.created_at * 1000).toISOString() : null, inUse: inUseKey !== null && safeEqual(c.key, inUseKey) };
+}
+
+/** `consumer keys`: the consumer's key-auth credentials by id; never the keys themselves. */
+export async function listKeys(runtime: Runtime, dir: string, username: string): Promise<KeyInfo[]> {
+  const { creds } = await consumerAndKeys(runtime, username);
+  const inUse = envKey(dir);
+  return creds.map((c) => keyInfo(c, inUse));
+}
+
+export interface RotateResult {
+  username: string;
+  /** The new key: printed once on stdout by the command, never logged. */
+  key: string;
+  credentialId: string;
+  /** The credential revoked at the end, or null when the old key stays (no --write-env). */
+  revokedCredentialId: string | null;
+  envWritten: boolean;
+  /** The fingerprint the Hospital API reported after switching (SHA-256 prefix, not the key). */
+  apiKeyFingerprint: string | null;
+}
+
+/**
+ * `consumer rotate-key`: add a second key, prove it through the gateway, switch
+ * the Hospital API to it without a restart and confirm the API reached the
+ * gateway with it, then revoke the old key and prove the old key is refused.
+ * Both keys are valid throughout the switch, so no platform request fails.
+ * Any failure before the revoke puts everything back (env file, the API's key)
+ * and removes the new credential: the old key keeps working.
+ */
+export async function rotateKey(
+  runtime: Runtime,
+  dir: string,
+  options: { username: string; writeEnv?: boolean },
+  log: (text: string) => void,
+): Promise<RotateResult> {
+  const { username } = options;
+  const config = readInstallConfig(dir);
+  const ops = dayTwo(runtime);
+  const admin = runtime.admin.bind(runtime);
+  const { id: consumerId, creds } = await consumerAndKeys(runtime, username);
+  const oldKey = envKey(dir);
+  const old = oldKey === null ? undefined : creds.find((c) => safeEqual(c.key, oldKey));
+  if (options.writeEnv && !old) {
+    throw new HospitalApiError('ERR_KEY_NOT_FOUND', { username, what: "the Hospital API's FHIR_API_KEY (it belongs to another consumer, or none)" });
+  }
+  const fail = (step: string, detail: string, cause?: unknown): HospitalApiError =>
+    new HospitalApiError('ERR_KEY_ROTATE_FAILED', { username, step, detail }, cause === undefined ? {} : { cause });
+
+  const key = generateKey();
+  const created = await adminCall(admin, 'POST', `/consumers/${consumerId}/key-auth`, { key }, [201, 409]);
+  if (created.status === 409) throw new HospitalApiError('ERR_INSTALL_KEY_TAKEN');
+  const credentialId = (created.body as { id: string }).id;
+  log(`consumer ${username}: second key-auth credential ${credentialId} added`);
+  const removeNew = async (): Promise<void> => {
+    await adminCall(admin, 'DELETE', `/consumers/${consumerId}/key-auth/${credentialId}`, undefined, [204, 404]).catch((e: unknown) =>
+      log(`could not remove the new credential ${credentialId} (${(e as Error).message}); revoke it with \`consumer revoke-key ${username} ${credentialId}\``),
+    );
+  };
+
+  let probe: KeyProbe;
+  try {
+    probe = await probeKey(dir, config, key);
+  } catch (err) {
+    await removeNew();
+    throw fail('check the new key through the gateway', (err as Error).message, err);
+  }
+  if (probe.status !== 200 || !probe.capability) {
+    await removeNew();
+    throw fail('check the new key through the gateway', `GET /fhir-api-key-auth/metadata answered ${probe.status}`);
+  }
+  log('the new key works through the gateway (HTTPS, verified against the CA)');
+  if (!options.writeEnv) {
+    return { username, key, credentialId, revokedCredentialId: null, envWritten: false, apiKeyFingerprint: null };
+  }
+
+  const envPath = installPaths(dir).apiEnv;
+  const expected = keyFingerprint(key);
+  updateEnvValues(envPath, { FHIR_API_KEY: key });
+  log(`FHIR_API_KEY replaced in ${envPath}; the Hospital API rereads it (no restart)`);
+  let reload: ApiKeyReload;
+  try {
+    reload = await ops.reloadApiKey();
+    if (reload.keyFingerprint !== expected || reload.gateway !== 'ok') {
+      throw new HospitalApiError('ERR_KEY_RELOAD_FAILED', {
+        detail: reload.keyFingerprint !== expected ? `it still uses another key${reload.error ? ` (${reload.error})` : ''}` : `the gateway answered it with ${reload.gateway}`,
+      });
+    }
+  } catch (err) {
+    // Back to the old key everywhere; it was never revoked.
+    updateEnvValues(envPath, { FHIR_API_KEY: oldKey as string });
+    await ops.reloadApiKey().catch(() => undefined);
+    await removeNew();
+    throw fail('switch the Hospital API', (err as Error).message, err);
+  }
+  log(`the Hospital API switched (key fingerprint ${reload.keyFingerprint}) and reached the gateway with it`);
+
+  const oldCred = old as Credential;
+  await adminCall(admin, 'DELETE', `/consumers/${consumerId}/key-auth/${oldCred.id}`, undefined, [204, 404]);
+  const after = await probeKey(dir, config, oldCred.key);
+  if (after.status !== 401) throw fail('revoke the old key', `the old key still answers ${after.status} through the gateway`);
+  log(`old credential ${oldCred.id} revoked; the gateway refuses the old key (401)`);
+  const ready = await apiReadyForFhir(config);
+  if (ready !== 'ok') throw fail('confirm the Hospital API after the revoke', ready);
+  log('the Hospital API reads FHIR through the gateway with the new key (/api/ready)');
+  return { username, key, credentialId, revokedCredentialId: oldCred.id, envWritten: true, apiKeyFingerprint: reload.keyFingerprint };
+}
+
+/**
+ * The Hospital API's own readiness (GET /api/ready checks the gateway with the
+ * key it holds), read past its cache window. Only the FHIR half counts here.
+ * A caller allow-list that excludes this host is not a failure of the rotation.
+ */
+async function apiReadyForFhir(config: InstallConfig): Promise<string> {
+  await sleep(READY_CACHE_MS + 100);
+  try {
+    const res = await request(`http://127.0.0.1:${config.ports.api}/api/ready`, { headersTimeout: 30_000, bodyTimeout: 30_000 });
+    const text = await res.body.text();
+    if (res.statusCode === 200 || res.statusCode === 403) return 'ok';
+    const m = /fhir ([A-Za-z_]+)/.exec(text);
+    return m?.[1] === 'ok' ? 'ok' : `GET /api/ready answered ${res.statusCode} (fhir ${m?.[1] ?? 'unknown'})`;
+  } catch (err) {
+    return `GET /api/ready failed: ${(err as Error).message}`;
+  }
+}
+
+export interface RevokeResult {
+  username: string;
+  revokedCredentialId: string;
+  /** 401 when the revoked key was probed through the gateway (only with --key-file). */
+  probeStatus: number | null;
+}
+
+/** `consumer revoke-key`: delete one credential (by id, or by the leaked key in a file). Refuses the key the API uses. */
+export async function revokeKey(
+  runtime: Runtime,
+  dir: string,
+  options: { username: string; keyId?: string; keyFile?: string; force?: boolean },
+  log: (text: string) => void,
+): Promise<RevokeResult> {
+  const { username } = options;
+  if ((options.keyId === undefined) === (options.keyFile === undefined)) {
+    throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: 'revoke-key', detail: 'give either a key id or --key-file' });
+  }
+  const { id: consumerId, creds } = await consumerAndKeys(runtime, username);
+  let leaked: string | null = null;
+  if (options.keyFile !== undefined) {
+    try {
+      leaked = readFileSync(options.keyFile, 'utf8').trim();
+    } catch (err) {
+      throw new HospitalApiError('ERR_FILE_READ', { path: options.keyFile, detail: (err as NodeJS.ErrnoException).code ?? 'error' }, { cause: err });
+    }
+  }
+  const cred = leaked !== null ? creds.find((c) => safeEqual(c.key, leaked)) : creds.find((c) => c.id === options.keyId);
+  if (!cred) throw new HospitalApiError('ERR_KEY_NOT_FOUND', { username, what: leaked !== null ? `the key in ${options.keyFile}` : `id ${options.keyId}` });
+  const inUse = envKey(dir);
+  if (inUse !== null && safeEqual(cred.key, inUse) && !options.force) throw new HospitalApiError('ERR_KEY_IN_USE', { username });
+  await adminCall(runtime.admin.bind(runtime), 'DELETE', `/consumers/${consumerId}/key-auth/${cred.id}`, undefined, [204, 404]);
+  log(`consumer ${username}: credential ${cred.id} revoked`);
+  let probeStatus: number | null = null;
+  if (leaked !== null) {
+    probeStatus = (await probeKey(dir, readInstallConfig(dir), leaked)).status;
+    if (probeStatus !== 401) throw new HospitalApiError('ERR_KEY_ROTATE_FAILED', { username, step: 'revoke', detail: `the revoked key still answers ${probeStatus}` });
+    log('the gateway refuses the revoked key (401)');
+  }
+  return { username, revokedCredentialId: cred.id, probeStatus };
 }

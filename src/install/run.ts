@@ -10,7 +10,7 @@ import { VERSION } from '../version.js';
 import { readEnvFile } from '../util/env-file.js';
 import { HospitalApiError } from '../errors/index.js';
 import { defaultInstallDir, installPaths } from '../runtime/layout.js';
-import { endpoints, readInstallConfig, type InstallConfig, type RuntimeName } from '../runtime/install-config.js';
+import { endpoints, INSTALL_FORMAT, readInstallConfig, type InstallConfig, type RuntimeName } from '../runtime/install-config.js';
 import { openRuntime } from '../runtime/index.js';
 import type { Runtime } from '../runtime/types.js';
 import { dockerEngineAnswers } from '../runtime/docker/compose.js';
@@ -58,7 +58,7 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
   const required = runtime === 'docker' ? [{ runtime, name: 'kong', why: 'the Hospital API container reaches the gateway as https://kong:8443' }] : [];
   const tls = prepareTls(plan.tls, paths, plan.hosts, extraHosts, required);
   const config: InstallConfig = {
-    formatVersion: 1,
+    formatVersion: INSTALL_FORMAT,
     runtime,
     hosts: plan.hosts,
     ports: plan.ports,
@@ -68,6 +68,7 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
     toolkitVersion: VERSION,
     installedAt: previous?.installedAt ?? new Date().toISOString(),
     demo: plan.demo,
+    ...(previous?.upgrades ? { upgrades: previous.upgrades } : {}),
   };
   const compose = runtime === 'docker' ? renderCompose(dir, config) : null;
 

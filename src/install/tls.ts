@@ -166,3 +166,119 @@ export function prepareTls(choice: TlsChoice, paths: InstallPaths, hosts: string
   if (choice.mode === 'provided') return provided(choice, paths, hosts, required);
   return kept(paths, certHosts, hosts, required);
 }
+
+// ---------------------------------------------------------------------------
+// Day two (issue 15): days left on each certificate, and `cert renew`.
+
+export const CERT_WARN_DAYS = 30;
+
+export interface CertificateLifetime {
+  name: 'ca' | 'gateway' | 'record-signer';
+  path: string;
+  subject: string;
+  validTo: string;
+  /** Whole days until validTo (negative once expired). */
+  daysLeft: number;
+  fingerprint256: string;
+}
+
+/** The install's certificates and the days each has left (status, cert status). */
+export function certificateLifetimes(paths: InstallPaths, now = Date.now()): CertificateLifetime[] {
+  const list: Array<[CertificateLifetime['name'], string]> = [['ca', paths.caCert], ['gateway', paths.gatewayCert], ['record-signer', paths.signerCert]];
+  return list.flatMap(([name, path]) => {
+    const pem = read(path);
+    if (!pem) return [];
+    const c = cert(pem, path);
+    const validTo = new Date(c.validTo);
+    return [{ name, path, subject: c.subject.replace(/\n/g, ', '), validTo: validTo.toISOString(), daysLeft: Math.floor((validTo.getTime() - now) / 86_400_000), fingerprint256: c.fingerprint256 }];
+  });
+}
+
+export interface RenewChoice {
+  /** Validity of re-issued certificates (ignored for provided ones). */
+  days?: number;
+  /** The hospital CA's key, used once and never stored (when the install did not generate its CA). */
+  caKey?: string;
+  /** The hospital's new certificates instead of re-issuing. */
+  cert?: string;
+  key?: string;
+  signerCert?: string;
+  signerKey?: string;
+}
+
+export interface RenewedTls {
+  gateway: KeyAndCert;
+  /** Null when the record-signing certificate stays (a provided gateway certificate without a new signer). */
+  signer: KeyAndCert | null;
+  how: 'reissued' | 'provided';
+}
+
+/** The names a renewed gateway certificate must carry: what the current one names (SANs), plus install's hosts. */
+function currentSans(pem: string): string[] {
+  const san = cert(pem, 'gateway certificate').subjectAltName ?? '';
+  return san.split(/,\s*/).flatMap((entry) => {
+    const m = /^(DNS|IP Address):(.+)$/.exec(entry.trim());
+    return m ? [m[2] as string] : [];
+  });
+}
+
+function renewError(detail: string, hint: string): HospitalApiError {
+  return new HospitalApiError('ERR_CERT_RENEW', { detail, hint });
+}
+
+/**
+ * Decides the new gateway and record-signing certificates in memory (nothing
+ * is written here): re-issued from the install's CA key (generated CA) or the
+ * one given with --ca-key, or the hospital's own given with --cert/--key, each
+ * checked like install checks them (chains to the install's CA, key matches,
+ * names every host the current certificate names, signer usage).
+ * @throws ERR_CERT_RENEW, ERR_INSTALL_TLS_MISMATCH, ERR_TLS_MATERIAL
+ */
+export function prepareRenewal(paths: InstallPaths, hosts: string[], choice: RenewChoice): RenewedTls {
+  const caPem = read(paths.caCert);
+  const oldGateway = read(paths.gatewayCert);
+  if (!caPem || !oldGateway) throw renewError(`${paths.tls} holds no CA or gateway certificate`, 'Run `hospital-api install` first.');
+  const names = [...new Set([...hosts, ...currentSans(oldGateway)])];
+  if (choice.days !== undefined && (!Number.isInteger(choice.days) || choice.days < 1 || choice.days > 3650)) {
+    throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--days', detail: 'an integer from 1 to 3650' });
+  }
+  const fileText = (path: string): string => {
+    try {
+      return readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new HospitalApiError('ERR_FILE_READ', { path, detail: (err as NodeJS.ErrnoException).code ?? 'error' }, { cause: err });
+    }
+  };
+  if (choice.cert || choice.key) {
+    if (!choice.cert || !choice.key) throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--cert/--key', detail: 'give both' });
+    if ((choice.signerCert === undefined) !== (choice.signerKey === undefined)) {
+      throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--signer-cert/--signer-key', detail: 'give both or neither' });
+    }
+    const gateway = { certPem: fileText(choice.cert), keyPem: fileText(choice.key) };
+    if (!chainsTo(gateway.certPem, caPem)) throw mismatch(`${choice.cert} is not issued by the install's CA (${paths.caCert})`);
+    if (!keyMatches(gateway.certPem, gateway.keyPem, choice.key)) throw mismatch(`${choice.key} is not the key of ${choice.cert}`);
+    const missing = names.filter((h) => !coversHost(gateway.certPem, h));
+    if (missing.length) throw mismatch(`${choice.cert} does not name ${missing.join(', ')}, which the current certificate names`);
+    let signer: KeyAndCert | null = null;
+    if (choice.signerCert && choice.signerKey) {
+      signer = { certPem: fileText(choice.signerCert), keyPem: fileText(choice.signerKey) };
+      if (!chainsTo(signer.certPem, caPem)) throw mismatch(`${choice.signerCert} is not issued by the install's CA`);
+      if (!keyMatches(signer.certPem, signer.keyPem, choice.signerKey)) throw mismatch(`${choice.signerKey} is not the key of ${choice.signerCert}`);
+      const usage = signerUsageProblem(new X509Certificate(signer.certPem));
+      if (usage) throw mismatch(`${choice.signerCert}: ${usage}`);
+    }
+    return { gateway, signer, how: 'provided' };
+  }
+  const caKeyPem = choice.caKey ? fileText(choice.caKey) : read(paths.caKey);
+  if (!caKeyPem) {
+    throw renewError('the install has no CA key to re-issue from (the hospital brought its own CA)', 'Pass the hospital CA key once with --ca-key (it is not stored), or the new certificates with --cert/--key [--signer-cert/--signer-key].');
+  }
+  if (!keyMatches(caPem, caKeyPem, choice.caKey ?? paths.caKey)) throw mismatch(`${choice.caKey ?? paths.caKey} is not the key of the CA`);
+  const ca = { certPem: caPem, keyPem: caKeyPem };
+  const days = choice.days ? { days: choice.days } : {};
+  return {
+    gateway: issueCertificate(ca, { commonName: names[0] ?? 'localhost', hosts: names, usage: 'server', ...days }),
+    signer: issueCertificate(ca, { commonName: 'Hospital API acceptance record signer', usage: 'signing', ...days }),
+    how: 'reissued',
+  };
+}

@@ -5,6 +5,8 @@
  */
 import { readInstallConfig, type InstallConfig } from './install-config.js';
 import type { Runtime } from './types.js';
+import { dayTwo } from './not-supported.js';
+import { createSystemdRuntime } from '../systemd/runtime.js';
 import { createNativeRuntime } from './native/index.js';
 
 type DockerFactory = (dir: string, config: InstallConfig) => Runtime;
@@ -25,11 +27,18 @@ function lazyDocker(dir: string, config: InstallConfig): Runtime {
     components: async () => (await get()).components(),
     versions: async () => (await get()).versions(),
     admin: async (method, path, body) => (await get()).admin(method, path, body),
+    // Day-two operations (issue 15), forwarded when the docker runtime has them (see not-supported.ts).
+    reloadApiKey: async () => dayTwo(await get()).reloadApiKey(),
+    reloadGatewayTls: async () => dayTwo(await get()).reloadGatewayTls(),
+    snapshotData: async (into, progress) => dayTwo(await get()).snapshotData(into, progress),
+    restoreData: async (from, parts) => dayTwo(await get()).restoreData(from, parts),
   };
 }
 
 /** @throws ERR_RUNTIME_NOT_INSTALLED when `dir` holds no install.json. */
 export function openRuntime(dir: string): Runtime {
   const config = readInstallConfig(dir);
-  return config.runtime === 'native' ? createNativeRuntime(dir, config) : lazyDocker(dir, config);
+  if (config.runtime !== 'native') return lazyDocker(dir, config);
+  // Production native installs run under systemd when `hospital-api systemd --managed` said so (issue 15).
+  return config.supervisor === 'systemd' ? createSystemdRuntime(dir, config) : createNativeRuntime(dir, config);
 }

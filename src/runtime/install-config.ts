@@ -30,8 +30,15 @@ export const DEFAULT_PORTS: Readonly<InstallPorts> = Object.freeze({
   metrics: 9464,
 });
 
+/**
+ * The install directory's format. 2 (issue 15): every secret file 0600, settings
+ * rendered for this directory, `upgrades` history. Older directories are migrated
+ * by `hospital-api upgrade` (src/maintenance/upgrade.ts), never read as they are.
+ */
+export const INSTALL_FORMAT = 2;
+
 export interface InstallConfig {
-  formatVersion: 1;
+  formatVersion: number;
   runtime: RuntimeName;
   /** Names and addresses the gateway certificate covers; the first is used in URLs. */
   hosts: string[];
@@ -46,6 +53,10 @@ export interface InstallConfig {
   installedAt: string;
   /** Demo installs are labelled so no production path mistakes them for real ones. */
   demo: boolean;
+  /** Who runs the native components: the built-in supervisor (`up`, default) or systemd (`hospital-api systemd --managed`). */
+  supervisor?: 'builtin' | 'systemd';
+  /** Formats this directory was upgraded through (`hospital-api upgrade`). */
+  upgrades?: Array<{ from: number; to: number; toolkitVersion: string; at: string; backup: string | null }>;
 }
 
 export function readInstallConfig(dir: string): InstallConfig {
@@ -60,13 +71,23 @@ export function readInstallConfig(dir: string): InstallConfig {
       { cause: err },
     );
   }
+  let config: InstallConfig;
   try {
-    const config = JSON.parse(text) as InstallConfig;
-    if (config.formatVersion !== 1) throw new Error(`unsupported formatVersion ${String(config.formatVersion)}`);
-    return config;
+    config = JSON.parse(text) as InstallConfig;
   } catch (err) {
     throw new HospitalApiError('ERR_FILE_READ', { path, detail: (err as Error).message }, { cause: err });
   }
+  const found = config?.formatVersion;
+  if (found !== INSTALL_FORMAT) {
+    const older = typeof found === 'number' && Number.isInteger(found) && found >= 1 && found < INSTALL_FORMAT;
+    throw new HospitalApiError('ERR_UPGRADE_FORMAT', {
+      dir: installPaths(dir).root, found: String(found), known: INSTALL_FORMAT,
+      hint: older
+        ? `Stop it with the toolkit that made it, then run \`hospital-api upgrade --dir ${installPaths(dir).root}\` (it takes a backup first).`
+        : 'Use the toolkit release that made this directory, or a newer one.',
+    });
+  }
+  return config;
 }
 
 export function writeInstallConfig(dir: string, config: InstallConfig): void {

@@ -34,6 +34,22 @@ export interface AdminResponse {
   body: unknown;
 }
 
+/** What the Hospital API reported after rereading its key (src/api/key-reload.ts). */
+export interface ApiKeyReload {
+  /** First 16 hex digits of SHA-256 of the key it now uses (never the key). */
+  keyFingerprint: string;
+  /** `ok` when the gateway accepted that key, else an error code. */
+  gateway: string;
+  error?: string;
+}
+
+/** One file of live data copied by snapshotData (path relative to the snapshot directory). */
+export interface DataPart {
+  path: string;
+  /** What it is, for the backup manifest. */
+  kind: 'fhir-store' | 'gateway-state';
+}
+
 export interface Runtime {
   readonly name: RuntimeName;
   /** Starts every long-running component and resolves once each answers. */
@@ -51,4 +67,21 @@ export interface Runtime {
    * kong container (docker) or on loopback (native). Body is JSON.
    */
   admin(method: 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<AdminResponse>;
+  // Day two (issue 15). Optional so a runtime can add them one at a time; callers go
+  // through dayTwo() (not-supported.ts), which names what is missing (ERR_MAINT_NOT_SUPPORTED).
+  /**
+   * The Hospital API rereads FHIR_API_KEY from its settings
+   * without a restart or a dropped request, checks the gateway accepts it, and
+   * reports which key it now uses.
+   */
+  reloadApiKey?(): Promise<ApiKeyReload>;
+  /** The gateway loads <dir>/tls/gateway.{pem,key} again for new connections, dropping none. */
+  reloadGatewayTls?(): Promise<void>;
+  /**
+   * Copies the live data (FHIR store, gateway state) into `into` while the
+   * stack serves (native: SQLite's online backup), consistent per part.
+   */
+  snapshotData?(into: string, progress: (text: string) => void): Promise<DataPart[]>;
+  /** Puts data parts made by snapshotData back; the stack is not running. */
+  restoreData?(from: string, parts: DataPart[]): Promise<void>;
 }

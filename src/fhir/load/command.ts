@@ -12,7 +12,7 @@ import { Agent } from 'undici';
 import { HospitalApiError } from '../../errors/index.js';
 import type { Io } from '../../output/io.js';
 import { createProgress } from '../../output/progress.js';
-import { postBundle } from './post.js';
+import { postBundle, REFERENCE_NOT_FOUND } from './post.js';
 import { fileSize, readUnits, type LoadUnit } from './sources.js';
 import { LoadState } from './state.js';
 
@@ -66,7 +66,7 @@ export async function load(options: LoadOptions, io: Io): Promise<LoadSummary> {
   const total = sizes.reduce((a, b) => a + b, 0);
   const progress = createProgress('fhir load', total);
   const agent = new Agent({ connections: concurrency, keepAliveTimeout: 10_000 });
-  let firstFailure: { label: string; status: string; detail: string } | undefined;
+  let firstFailure: { label: string; status: string; detail: string; code?: string } | undefined;
   let doneBytes = 0;
   try {
     for (const [i, file] of files.entries()) {
@@ -81,7 +81,7 @@ export async function load(options: LoadOptions, io: Io): Promise<LoadSummary> {
         summary.kept += result.kept;
         summary.failed += result.failed.length;
         const f = result.failed[0];
-        if (f && !firstFailure) firstFailure = { label: `${unit.label} entry ${f.index}`, status: f.status, detail: f.detail };
+        if (f && !firstFailure) firstFailure = { label: `${unit.label} entry ${f.index}`, status: f.status, detail: f.detail, ...(f.code ? { code: f.code } : {}) };
         if (result.failed.length === 0) state.markDone(key, unit.index);
         fileBytes = Math.max(fileBytes, unit.offset);
         progress.update(doneBytes + fileBytes, `${summary.created + summary.kept} resources`);
@@ -107,6 +107,9 @@ export async function load(options: LoadOptions, io: Io): Promise<LoadSummary> {
   }
   progress.finish(`${summary.created} created, ${summary.kept} already there`);
   if (firstFailure) {
+    if (firstFailure.code === REFERENCE_NOT_FOUND) {
+      throw new HospitalApiError('ERR_FHIR_LOAD_NEEDS_BULK', { unit: firstFailure.label, detail: `${firstFailure.detail} (${summary.failed} entries failed)` });
+    }
     throw new HospitalApiError('ERR_FHIR_LOAD_REJECTED', { unit: firstFailure.label, status: firstFailure.status, detail: `${firstFailure.detail} (${summary.failed} entries failed)` });
   }
   state.remove();

@@ -10,8 +10,18 @@ import { HospitalApiError } from '../../errors/index.js';
 export interface PostResult {
   created: number;
   kept: number;
-  failed: Array<{ index: number; status: string; detail: string }>;
+  failed: Array<{ index: number; status: string; detail: string; code?: string }>;
 }
+
+/** The server's error code (details.text of the first issue), if it sent one. */
+export function outcomeCode(body: unknown): string | undefined {
+  const issues = (body as Obj | undefined)?.issue;
+  const text = Array.isArray(issues) ? ((issues[0] as Obj | undefined)?.details as Obj | undefined)?.text : undefined;
+  return typeof text === 'string' ? text : undefined;
+}
+
+/** The server refused a dangling reference: say that a bulk load in any order needs the server's flag. */
+export const REFERENCE_NOT_FOUND = 'ERR_FHIR_REFERENCE_NOT_FOUND';
 
 type Obj = Record<string, unknown>;
 
@@ -50,6 +60,9 @@ export async function postBundle(dispatcher: Dispatcher, base: URL, bundle: unkn
     // not JSON: reported as text below
   }
   if (res.statusCode < 200 || res.statusCode >= 300) {
+    if (outcomeCode(body) === REFERENCE_NOT_FOUND) {
+      throw new HospitalApiError('ERR_FHIR_LOAD_NEEDS_BULK', { unit: label, detail: outcomeText(body) });
+    }
     throw new HospitalApiError('ERR_FHIR_LOAD_REJECTED', { unit: label, status: res.statusCode, detail: outcomeText(body) });
   }
   const out: PostResult = { created: 0, kept: 0, failed: [] };
@@ -63,7 +76,10 @@ export async function postBundle(dispatcher: Dispatcher, base: URL, bundle: unkn
     const code = Number.parseInt(status, 10);
     if (code === 201) out.created++;
     else if (code >= 200 && code < 300) out.kept++;
-    else out.failed.push({ index, status, detail: outcomeText(response?.outcome) });
+    else {
+      const code = outcomeCode(response?.outcome);
+      out.failed.push({ index, status, detail: outcomeText(response?.outcome), ...(code ? { code } : {}) });
+    }
   });
   return out;
 }

@@ -5,8 +5,26 @@
  */
 import { HospitalApiError } from '../../errors/index.js';
 
-/** Splits on unescaped `sep`, keeping escapes in the parts. */
+/** At most this many comma-separated alternatives in one parameter (each becomes an SQL term). */
+export const MAX_ALTERNATIVES = 100;
+
+/**
+ * Splits on unescaped `sep`, keeping escapes in the parts. For `,` (OR alternatives) an empty
+ * alternative (`name=,` or `name=a,`) is refused rather than read as "anything", and so are more
+ * than MAX_ALTERNATIVES alternatives.
+ */
 export function splitEscaped(value: string, sep: ',' | '|' | '$', name: string): string[] {
+  const parts = split(value, sep, name);
+  if (sep === ',') {
+    if (parts.some((p) => p === '')) throw new HospitalApiError('ERR_FHIR_INVALID_SEARCH', { name, detail: 'empty value (nothing between commas or around them)' });
+    if (parts.length > MAX_ALTERNATIVES) {
+      throw new HospitalApiError('ERR_FHIR_INVALID_SEARCH', { name, detail: `${parts.length} alternatives; at most ${MAX_ALTERNATIVES} are accepted per parameter` });
+    }
+  }
+  return parts;
+}
+
+function split(value: string, sep: ',' | '|' | '$', name: string): string[] {
   const parts: string[] = [];
   let cur = '';
   for (let i = 0; i < value.length; i++) {

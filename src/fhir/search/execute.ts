@@ -60,6 +60,8 @@ function plan(store: SqliteFhirStore, request: SearchRequest, lookupOnly: boolea
       const def = paramDef(type, name);
       if (!def) continue; // unknown parameters are ignored (R4 lenient handling) and left out of link.self
       const pid = store.indexer.pid(type, name, lookupOnly);
+      // the value is checked even when the parameter was never indexed (an empty or malformed value is a 400 either way)
+      if (pid === undefined) paramCondition(def, -1, name, modifier, value);
       // a parameter never indexed matches nothing (or everything with :missing=true / :not)
       p.where.push(pid === undefined ? (modifier === 'not' || (modifier === 'missing' && value === 'true') ? { sql: '1', args: [] } : { sql: '0', args: [] }) : paramCondition(def, pid, name, modifier, value));
     }

@@ -1,50 +1,86 @@
 /**
  * The Fastify app: base `/fhir`, JSON only, every error an OperationOutcome.
- * HTTP concerns (negotiation, headers, base URL) live here; FHIR semantics in
- * dispatch.ts, writes.ts and transaction.ts.
+ * HTTP concerns (negotiation, headers, base URL, limits, who may call what) live here;
+ * FHIR semantics in dispatch.ts, writes.ts and transaction.ts.
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HospitalApiError } from '../../errors/index.js';
+import { isLoopback } from '../../util/listen-address.js';
+import { everythingOperation } from '../everything/operation.js';
 import type { SqliteFhirStore } from '../store/sqlite-store.js';
 import { publicBaseUrl, type BaseUrlOptions } from './base-url.js';
-import type { FhirContext, FhirRequest, FhirResponse } from './context.js';
+import { DEFAULT_POLICY, type FhirContext, type FhirRequest, type FhirResponse, type WritePolicy } from './context.js';
 import { dispatch } from './dispatch.js';
 import { checkAcceptable, FHIR_JSON } from './format.js';
 import { errorOutcome, outcome } from './outcome.js';
 import { processBundle } from './transaction.js';
 
+/** The limits of the FHIR listener (issue 12: bounded resources, time-outs on every listener). */
+export interface FhirLimits {
+  /** Largest request body in bytes, refused with 413 while it streams in, before any parsing. */
+  bodyLimit: number;
+  /** Whole request (headers + body) must arrive within this many ms, else 408. */
+  requestTimeoutMs: number;
+  /** Headers must arrive within this many ms, else 408. */
+  headersTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this many ms. */
+  keepAliveTimeoutMs: number;
+  /** At most this many open connections; more are refused at accept. */
+  maxConnections: number;
+  /** Deepest JSON nesting accepted in a body (FHIR resources stay far below it). */
+  maxDepth: number;
+  /** Most query/form parameters in one request. */
+  maxParams: number;
+}
+
+export const DEFAULT_LIMITS: FhirLimits = {
+  bodyLimit: 64 * 1024 * 1024,
+  requestTimeoutMs: 120_000,
+  headersTimeoutMs: 20_000,
+  keepAliveTimeoutMs: 10_000,
+  maxConnections: 256,
+  maxDepth: 200,
+  maxParams: 200,
+};
+
 export interface FhirAppOptions extends BaseUrlOptions {
   store: SqliteFhirStore;
-  /** Largest accepted body (transaction Bundles can be big). */
-  bodyLimit?: number;
+  policy?: Partial<WritePolicy>;
+  limits?: Partial<FhirLimits>;
+  /**
+   * Callers that get the full API; every other address gets `GET /fhir/metadata` only (403 otherwise).
+   * Default: loopback addresses (the native gateway and the Hospital API run on this host).
+   */
+  fullAccess?: (address: string) => boolean;
 }
 
 const JSON_TYPES = ['application/json', 'application/fhir+json', 'application/json+fhir', 'application/json-patch+json'];
 
-function parseJsonBody(_req: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void): void {
-  if (body.trim() === '') return done(null, undefined);
-  try {
-    done(null, JSON.parse(body));
-  } catch (err) {
-    done(new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail: `body is not JSON: ${(err as Error).message}` }));
+/** Nesting depth of parsed JSON, walked iteratively (a recursive walk is what overflows the stack). */
+function tooDeep(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length) {
+    const [node, depth] = stack.pop()!;
+    if (!node || typeof node !== 'object') continue;
+    if (depth > max) return true;
+    for (const v of Array.isArray(node) ? node : Object.values(node)) if (v && typeof v === 'object') stack.push([v, depth + 1]);
   }
+  return false;
 }
 
-function everythingUnavailable(detail: string): HospitalApiError {
-  return new HospitalApiError('ERR_FHIR_OPERATION_UNAVAILABLE', { operation: '$everything', detail });
-}
-
-/** `Patient/{id}/$everything` is served by src/fhir/everything (another module), loaded on first use. */
-async function everything(ctx: FhirContext, patientId: string, params: Array<[string, string]>, body: unknown): Promise<FhirResponse> {
-  let mod: { everythingOperation?: (c: unknown) => Promise<unknown> };
-  try {
-    mod = (await import('../everything/operation.js')) as typeof mod;
-  } catch {
-    throw everythingUnavailable('the module is not installed');
-  }
-  if (typeof mod.everythingOperation !== 'function') throw everythingUnavailable('the module exports no everythingOperation');
-  const bundle = await mod.everythingOperation({ store: ctx.store, patientId, params, body, publicBase: ctx.base });
-  return { status: 200, body: bundle };
+function jsonParser(maxDepth: number) {
+  return (_req: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void): void => {
+    if (body.trim() === '') return done(null, undefined);
+    let value: unknown;
+    try {
+      value = JSON.parse(body);
+    } catch (err) {
+      return done(new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail: `body is not JSON: ${(err as Error).message}` }));
+    }
+    if (tooDeep(value, maxDepth)) return done(new HospitalApiError('ERR_FHIR_TOO_COMPLEX', { detail: `JSON nested deeper than ${maxDepth} levels` }));
+    done(null, value);
+  };
 }
 
 function send(reply: FastifyReply, res: FhirResponse): FastifyReply {
@@ -52,27 +88,60 @@ function send(reply: FastifyReply, res: FhirResponse): FastifyReply {
   if (res.etag) reply.header('etag', res.etag);
   if (res.lastModified) reply.header('last-modified', res.lastModified);
   if (res.location) reply.header('location', res.location).header('content-location', res.location);
+  if (res.raw !== undefined) return reply.send(res.raw);
   return reply.send(res.body === undefined ? '' : JSON.stringify(res.body));
 }
 
 export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: options.bodyLimit ?? 256 * 1024 * 1024, exposeHeadRoutes: false });
+  const limits: FhirLimits = { ...DEFAULT_LIMITS, ...options.limits };
+  const policy: WritePolicy = { ...DEFAULT_POLICY, ...options.policy };
+  const fullAccess = options.fullAccess ?? ((address: string) => isLoopback(address.replace(/^::ffff:/i, '')));
+  const app = Fastify({
+    logger: false,
+    bodyLimit: limits.bodyLimit,
+    exposeHeadRoutes: false,
+    // node:http enforces the time-outs; its checker runs every connectionsCheckingInterval (30 s by default)
+    serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => {
+      const server = createServer(
+        {
+          requestTimeout: limits.requestTimeoutMs,
+          headersTimeout: Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs),
+          keepAliveTimeout: limits.keepAliveTimeoutMs,
+          connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(limits.requestTimeoutMs / 4))),
+        },
+        handler,
+      );
+      server.maxConnections = limits.maxConnections;
+      return server;
+    },
+  });
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, parseJsonBody);
+  app.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, jsonParser(limits.maxDepth));
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_r, body, done) => done(null, String(body)));
   app.addContentTypeParser('*', (req, _payload, done) => {
     done(new HospitalApiError('ERR_FHIR_UNSUPPORTED_MEDIA_TYPE', { type: String(req.headers['content-type'] ?? 'none').slice(0, 60) }));
   });
 
+  // Unauthenticated patient data never leaves the host: other addresses may read the CapabilityStatement only
+  // (the spec's check needs GET /fhir/metadata on this port). Checked before the body is read.
+  app.addHook('onRequest', async (request) => {
+    const address = request.raw.socket.remoteAddress ?? '';
+    if (fullAccess(address)) return;
+    const path = (request.raw.url ?? '').split('?')[0];
+    if (request.method === 'GET' && (path === '/fhir/metadata' || path === '/fhir/metadata/')) return;
+    throw new HospitalApiError('ERR_FHIR_METADATA_ONLY', { address: address.replace(/^::ffff:/, '') });
+  });
+
   app.setErrorHandler((err, _req, reply) => {
-    const [status, oo] = errorOutcome(err);
+    const tooLarge = (err as { code?: unknown }).code === 'FST_ERR_CTP_BODY_TOO_LARGE';
+    const [status, oo] = errorOutcome(tooLarge ? new HospitalApiError('ERR_FHIR_BODY_TOO_LARGE', { limit: limits.bodyLimit }) : err);
     return send(reply, { status, body: oo });
   });
   app.setNotFoundHandler((req, reply) => send(reply, { status: 404, body: outcome(404, `No FHIR endpoint at ${req.url.split('?')[0]}`) }));
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     checkAcceptable(request);
-    const ctx: FhirContext = { store: options.store, base: publicBaseUrl(request, options) };
+    const ctx: FhirContext = { store: options.store, base: publicBaseUrl(request, options), policy };
     const raw = request.raw.url ?? '/fhir';
     const qIndex = raw.indexOf('?');
     const path = qIndex < 0 ? raw : raw.slice(0, qIndex);
@@ -85,13 +154,14 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
       params.push(...new URLSearchParams(body));
       body = undefined;
     }
-    const prefer = /return=(minimal|representation|OperationOutcome)/.exec(String(request.headers.prefer ?? ''))?.[1];
-    if (segments.length === 0) {
-      if (method !== 'POST') throw new HospitalApiError('ERR_FHIR_METHOD_NOT_ALLOWED', { method, path: '/fhir' });
-      return send(reply, processBundle(ctx, body, prefer));
+    if (params.length > limits.maxParams) {
+      throw new HospitalApiError('ERR_FHIR_TOO_COMPLEX', { detail: `${params.length} parameters; at most ${limits.maxParams} are accepted` });
     }
+    const prefer = /return=(minimal|representation|OperationOutcome)/.exec(String(request.headers.prefer ?? ''))?.[1];
+    if (segments.length === 0 && method === 'POST') return send(reply, processBundle(ctx, body, prefer));
     if (segments[0] === 'Patient' && segments[2] === '$everything' && segments.length === 3 && (method === 'GET' || method === 'POST')) {
-      return send(reply, await everything(ctx, segments[1] as string, params, body));
+      const bundle = await everythingOperation({ store: ctx.store, patientId: segments[1] as string, params, body, publicBase: ctx.base });
+      return send(reply, { status: 200, body: bundle });
     }
     const req: FhirRequest = { method, segments, params, body };
     const ifMatch = request.headers['if-match'];

@@ -3,13 +3,41 @@
  * implementation (cpb-14), fhirVersion 4.0.1, JSON formats, every served type
  * once (cpb-9) with its interactions and unique search parameters (cpb-12).
  */
+import { createHash } from 'node:crypto';
 import { VERSION } from '../../version.js';
+import type { FhirResponse } from './context.js';
 import { paramsFor } from '../search/params.js';
 import { resourceTypes } from './resource-types.js';
 
 const INTERACTIONS = ['read', 'vread', 'update', 'patch', 'delete', 'history-instance', 'create', 'search-type'];
 const STARTED = new Date().toISOString();
 let resources: unknown[] | undefined;
+/** Serialized answers by public base (the base appears in implementation.url); built once per start. */
+const cache = new Map<string, { raw: Buffer; etag: string }>();
+const CACHE_BASES = 32;
+let builds = 0;
+
+/** How many times the CapabilityStatement was serialized since start (one per distinct public base). */
+export function metadataBuilds(): number {
+  return builds;
+}
+
+/**
+ * GET [base]/metadata from a cache: the statement is ~900 KB of JSON, so it is serialized once per
+ * start (per public base: direct, or through each gateway route) and sent as is, with an ETag
+ * (R4 http.html#capabilities: SHOULD).
+ */
+export function metadata(base: string): FhirResponse {
+  let hit = cache.get(base);
+  if (!hit) {
+    builds++;
+    const raw = Buffer.from(JSON.stringify(capabilityStatement(base)));
+    hit = { raw, etag: `W/"${createHash('sha256').update(raw).digest('base64url').slice(0, 16)}"` };
+    if (cache.size >= CACHE_BASES) cache.delete(cache.keys().next().value as string);
+    cache.set(base, hit);
+  }
+  return { status: 200, raw: hit.raw, etag: hit.etag };
+}
 
 function resourceEntries(): unknown[] {
   resources ??= [...resourceTypes()].map((type) => {

@@ -2,10 +2,28 @@
 import type { FhirStore } from '../store/types.js';
 import type { SqliteFhirStore } from '../store/sqlite-store.js';
 
+/** Write rules set when the server starts. */
+export interface WritePolicy {
+  /** Check every written resource against the R4 StructureDefinitions (src/fhir/validation). */
+  validate: boolean;
+  /** Refuse a write whose relative references name a resource that does not exist (HAPI's default). */
+  referentialIntegrity: boolean;
+}
+
+export const DEFAULT_POLICY: WritePolicy = { validate: true, referentialIntegrity: true };
+
 export interface FhirContext {
   store: SqliteFhirStore & FhirStore;
   /** The public base, no trailing slash. */
   base: string;
+  policy: WritePolicy;
+  /**
+   * Inside a transaction: resources written so far, whose references are checked once every entry is
+   * written (entries may point at each other in any order). Absent: checked at each write.
+   */
+  deferredReferenceChecks?: Array<{ resource: import('../store/types.js').Resource; where: string }>;
+  /** Inside a Bundle: names the entry in validation messages. */
+  entry?: string;
 }
 
 export interface FhirRequest {
@@ -24,6 +42,8 @@ export interface FhirRequest {
 export interface FhirResponse {
   status: number;
   body?: unknown;
+  /** The body already serialized to bytes (cached answers such as /metadata); sent instead of `body`. */
+  raw?: Buffer;
   location?: string;
   etag?: string;
   lastModified?: string;

@@ -5,7 +5,7 @@
  */
 import { HospitalApiError } from '../../errors/index.js';
 import { pageLink, searchsetBundle } from './bundle.js';
-import { capabilityStatement } from './capability.js';
+import { metadata } from './capability.js';
 import { etagOf, httpDate, type FhirContext, type FhirRequest, type FhirResponse } from './context.js';
 import { isResourceType } from './resource-types.js';
 import { conditionalRemove, conditionalUpdate, create, patch, remove, update } from './writes.js';
@@ -14,27 +14,62 @@ function notAllowed(req: FhirRequest): never {
   throw new HospitalApiError('ERR_FHIR_METHOD_NOT_ALLOWED', { method: req.method, path: `/${req.segments.join('/')}` });
 }
 
+/** An interaction or operation R4 defines that this server does not implement: 501 naming it (never 404). */
+export function notSupported(interaction: string): never {
+  throw new HospitalApiError('ERR_FHIR_NOT_SUPPORTED', { interaction });
+}
+
 function checkType(type: string): void {
   if (!isResourceType(type)) throw new HospitalApiError('ERR_FHIR_UNKNOWN_TYPE', { type });
 }
 
 /** The query as a string for conditional operations (`identifier=S%7C1&…`). */
 function queryString(params: Array<[string, string]>): string {
-  return new URLSearchParams(params.filter(([k]) => k !== '_format' && k !== '_pretty')).toString();
+  return new URLSearchParams(filters(params)).toString();
 }
 
 function filters(params: Array<[string, string]>): Array<[string, string]> {
   return params.filter(([k]) => k !== '_format' && k !== '_pretty');
 }
 
+const isOperation = (segment: string | undefined): segment is string => segment !== undefined && segment.startsWith('$');
+
+/**
+ * Requests R4 defines (http.html, operations) that are not implemented here, by their shape; checked
+ * before the type so that `/$export` or `/ValueSet/$expand` never reads as an unknown type or id.
+ */
+export function unsupported(req: FhirRequest): void {
+  const [type, id, op, vid, ...rest] = req.segments;
+  const m = req.method;
+  if (type === undefined) {
+    if (m === 'GET') notSupported('system-level search (GET [base])');
+    return;
+  }
+  if (isOperation(type)) notSupported(`system-level operation ${type}`);
+  if (type === '_history') notSupported('system-level history (GET [base]/_history)');
+  if (type === '_search') notSupported('system-level search (POST [base]/_search)');
+  if (type === 'metadata') return;
+  if (id === '_history') notSupported(`type-level history (GET [base]/${type}/_history)`);
+  if (isOperation(id)) notSupported(`operation ${type}/${id}${type === 'Patient' && id === '$everything' ? ' at type level (use Patient/[id]/$everything)' : ''}`);
+  if (type === 'Patient' && op === '$everything') notAllowed(req); // served for GET and POST only (app.ts)
+  if (isOperation(op)) notSupported(`operation ${type}/[id]/${op}`);
+  if (op !== undefined && op !== '_history') {
+    notSupported(isResourceType(op) ? `compartment search (GET [base]/${type}/[id]/${op})` : `[base]/${type}/[id]/${op}`);
+  }
+  if (isOperation(rest[0] ?? vid)) notSupported(`operation on a version (${rest[0] ?? vid})`);
+  if (m === 'PATCH' && id === undefined && filters(req.params).length) notSupported('conditional patch (PATCH [base]/[type]?[query])');
+  if (m === 'HEAD') notSupported('HEAD');
+}
+
 export function dispatch(ctx: FhirContext, req: FhirRequest): FhirResponse {
+  unsupported(req);
   const [type, id, op, vid, ...rest] = req.segments;
   const m = req.method;
   if (rest.length > 0) notAllowed(req);
   if (type === undefined) notAllowed(req); // POST [base] (Bundles) is handled by the caller
   if (type === 'metadata' && id === undefined) {
     if (m !== 'GET') notAllowed(req);
-    return { status: 200, body: capabilityStatement(ctx.base) };
+    return metadata(ctx.base);
   }
   checkType(type);
   if (id === undefined) {
@@ -53,7 +88,7 @@ export function dispatch(ctx: FhirContext, req: FhirRequest): FhirResponse {
     if (m === 'DELETE') return remove(ctx, type, id);
     notAllowed(req);
   }
-  if (op === '_history' && m === 'GET') return vid === undefined ? history(ctx, type, id) : vread(ctx, type, id, vid);
+  if (op === '_history' && m === 'GET') return vid === undefined ? history(ctx, type, id, req.params) : vread(ctx, type, id, vid);
   notAllowed(req);
 }
 
@@ -71,17 +106,37 @@ function vread(ctx: FhirContext, type: string, id: string, vid: string): FhirRes
   return { status: 200, body: h.resource, etag: etagOf(h.versionId), lastModified: httpDate(h.lastUpdated) };
 }
 
-function history(ctx: FhirContext, type: string, id: string): FhirResponse {
-  const versions = ctx.store.history(type, id);
-  if (versions.length === 0) throw new HospitalApiError('ERR_FHIR_RESOURCE_NOT_FOUND', { type, id });
+export const HISTORY_DEFAULT_COUNT = 100;
+export const HISTORY_MAX_COUNT = 1000;
+
+/** Instance history, newest first, paged: `_count` (default 100, at most 1000) and an opaque `_before` version cursor. */
+function history(ctx: FhirContext, type: string, id: string, params: Array<[string, string]>): FhirResponse {
+  let count = HISTORY_DEFAULT_COUNT;
+  let before: number | undefined;
+  for (const [k, v] of params) {
+    if (k === '_count') {
+      if (!/^\d{1,6}$/.test(v) || Number(v) < 1) throw new HospitalApiError('ERR_FHIR_INVALID_SEARCH', { name: '_count', detail: 'must be a positive integer' });
+      count = Math.min(Number(v), HISTORY_MAX_COUNT);
+    } else if (k === '_before') {
+      if (!/^\d{1,12}$/.test(v)) throw new HospitalApiError('ERR_FHIR_INVALID_SEARCH', { name: '_before', detail: 'not a cursor this server made' });
+      before = Number(v);
+    } else if (k === '_since' || k === '_at') {
+      notSupported(`history parameter ${k}`);
+    }
+  }
+  const page = ctx.store.historyPage(type, id, { limit: count, ...(before !== undefined ? { beforeVersion: before } : {}) });
+  if (!page) throw new HospitalApiError('ERR_FHIR_RESOURCE_NOT_FOUND', { type, id });
+  const self = `${ctx.base}/${type}/${id}/_history?_count=${count}${before !== undefined ? `&_before=${before}` : ''}`;
+  const link = [{ relation: 'self', url: self }];
+  if (page.nextBefore !== null) link.push({ relation: 'next', url: `${ctx.base}/${type}/${id}/_history?_count=${count}&_before=${page.nextBefore}` });
   return {
     status: 200,
     body: {
       resourceType: 'Bundle',
       type: 'history',
-      total: versions.length,
-      link: [{ relation: 'self', url: `${ctx.base}/${type}/${id}/_history` }],
-      entry: versions.map((h) => ({
+      total: page.total,
+      link,
+      entry: page.versions.map((h) => ({
         fullUrl: `${ctx.base}/${type}/${id}`,
         ...(h.resource ? { resource: h.resource } : {}),
         request: { method: h.deleted ? 'DELETE' : h.versionId === '1' ? 'POST' : 'PUT', url: h.versionId === '1' ? type : `${type}/${id}` },

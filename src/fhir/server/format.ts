@@ -21,6 +21,8 @@ export function checkAcceptable(request: FastifyRequest): void {
   const accept = request.headers.accept;
   if (!accept) return;
   const ranges = accept.split(',').map(mediaType);
-  const ok = ranges.some((r) => r === '*/*' || r === 'application/*' || r.endsWith('json') || r === 'text/html');
+  // JSON_FORMATS includes the legacy application/json+fhir (DSTU2), so it is accepted in Accept,
+  // Content-Type and _format alike
+  const ok = ranges.some((r) => r === '*/*' || r === 'application/*' || JSON_FORMATS.has(r) || r === 'text/html');
   if (!ok) throw new HospitalApiError('ERR_FHIR_NOT_ACCEPTABLE', { format: accept.slice(0, 60) });
 }

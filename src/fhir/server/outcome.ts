@@ -3,7 +3,7 @@ import { toHospitalApiError, type HospitalApiError } from '../../errors/index.js
 
 export interface OperationOutcome {
   resourceType: 'OperationOutcome';
-  issue: Array<{ severity: 'fatal' | 'error' | 'warning' | 'information'; code: string; diagnostics?: string; details?: { text: string } }>;
+  issue: Array<{ severity: 'fatal' | 'error' | 'warning' | 'information'; code: string; diagnostics?: string; details?: { text: string }; expression?: string[] }>;
 }
 
 /** R4 IssueType for an HTTP status. */
@@ -35,5 +35,18 @@ export function errorOutcome(err: unknown): [number, OperationOutcome, HospitalA
   }
   if (err instanceof SyntaxError || err instanceof URIError) return [400, outcome(400, `Invalid JSON: ${err.message}`), undefined];
   const e = toHospitalApiError(err);
-  return [e.status, outcome(e.status, e.message, e.code), e];
+  const oo = outcome(e.status, e.message, e.code);
+  // validation errors carry one issue per failing path (FHIRPath in `expression`)
+  const issues = (e.cause as { issues?: unknown } | undefined)?.issues;
+  if (Array.isArray(issues)) {
+    for (const i of issues as Array<{ code?: string; details?: { text?: string }; expression?: string[] }>) {
+      oo.issue.push({
+        severity: 'error',
+        code: typeof i.code === 'string' ? i.code : 'invalid',
+        ...(i.details?.text ? { diagnostics: i.details.text } : {}),
+        ...(Array.isArray(i.expression) ? { expression: i.expression } : {}),
+      });
+    }
+  }
+  return [e.status, oo, e];
 }

@@ -1,10 +1,11 @@
 /** The R4 resource types this server stores: every type with search parameters plus those without. */
 import { searchableTypes } from '../search/params.js';
 
-// R4 resource types that have no search parameter of their own in search-parameters.json
+// R4 resource types that have no search parameter of their own in search-parameters.json. Parameters
+// is left out on purpose: R4 parameters.html, "there is no RESTful endpoint associated with it".
 const WITHOUT_PARAMS = [
   'Binary', 'BiologicallyDerivedProduct', 'CatalogEntry', 'MedicinalProductIngredient', 'MedicinalProductManufactured',
-  'ObservationDefinition', 'SubstanceNucleicAcid', 'SubstancePolymer', 'SubstanceProtein', 'SubstanceReferenceInformation',
+  'ObservationDefinition', 'OperationOutcome', 'SubstanceNucleicAcid', 'SubstancePolymer', 'SubstanceProtein', 'SubstanceReferenceInformation',
   'SubstanceSourceMaterial',
 ];
 

@@ -2,14 +2,21 @@
 import type { FastifyInstance } from 'fastify';
 import { HospitalApiError } from '../../errors/index.js';
 import { searchableTypes } from '../search/params.js';
-import { openFhirStore, type SqliteFhirStore } from '../store/sqlite-store.js';
-import { buildFhirApp } from './app.js';
+import { openFhirStore, type SqliteFhirStore, type StoreOptions } from '../store/sqlite-store.js';
+import { loadStructureDefinitions } from '../validation/validate.js';
+import { buildFhirApp, type FhirLimits } from './app.js';
+import type { WritePolicy } from './context.js';
 
 export interface FhirServerOptions {
   host: string;
   port: number;
   dataDir: string;
   publicBase?: string;
+  policy?: Partial<WritePolicy>;
+  limits?: Partial<FhirLimits>;
+  synchronous?: StoreOptions['synchronous'];
+  /** Serve the full API to every address (default: loopback callers only; others get GET /fhir/metadata). */
+  openApi?: boolean;
 }
 
 export interface RunningFhirServer {
@@ -21,9 +28,16 @@ export interface RunningFhirServer {
 }
 
 export async function startFhirServer(options: FhirServerOptions): Promise<RunningFhirServer> {
-  const store = openFhirStore(options.dataDir);
+  const store = openFhirStore(options.dataDir, options.synchronous ? { synchronous: options.synchronous } : {});
   searchableTypes(); // load the search parameter definitions now, not on the first request
-  const app = buildFhirApp({ store, ...(options.publicBase ? { publicBase: options.publicBase } : {}) });
+  if (options.policy?.validate !== false) loadStructureDefinitions(); // likewise the R4 StructureDefinitions
+  const app = buildFhirApp({
+    store,
+    ...(options.publicBase ? { publicBase: options.publicBase } : {}),
+    ...(options.policy ? { policy: options.policy } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
+    ...(options.openApi ? { fullAccess: () => true } : {}),
+  });
   try {
     await app.listen({ host: options.host, port: options.port });
   } catch (err) {

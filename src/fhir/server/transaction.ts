@@ -11,10 +11,11 @@ import { randomUUID } from 'node:crypto';
 import { HospitalApiError, toHospitalApiError } from '../../errors/index.js';
 import type { Resource } from '../store/types.js';
 import type { FhirContext, FhirRequest, FhirResponse } from './context.js';
-import { dispatch } from './dispatch.js';
-import { errorOutcome } from './outcome.js';
+import { dispatch, unsupported } from './dispatch.js';
+import { checkReferences } from './integrity.js';
+import { errorOutcome, outcome } from './outcome.js';
 import { isResourceType } from './resource-types.js';
-import { conditionalMatch, written } from './writes.js';
+import { checkBody, conditionalMatch, conditionQuery, storeChecked, written } from './writes.js';
 
 interface Entry {
   fullUrl?: string;
@@ -30,6 +31,10 @@ interface Parsed {
   entry: Entry;
   /** Set when the entry is settled without a write (ifNoneExist matched). */
   existing?: string;
+  /** A conditional DELETE that matched nothing: success, nothing to do. */
+  noop?: boolean;
+  /** A conditional PUT/DELETE, settled to the id in `segments`. */
+  conditional?: boolean;
 }
 
 const ORDER: Record<string, number> = { DELETE: 0, POST: 1, PUT: 2, PATCH: 2, GET: 3, HEAD: 3 };
@@ -49,6 +54,36 @@ function parseEntry(entry: Entry, index: number): Parsed {
   return { index, method, segments: path.split('/').filter(Boolean), params: [...new URLSearchParams(query.replace(/\+/g, '%2B'))], entry };
 }
 
+/**
+ * The rules the same request sent alone would meet (R4 http.html#transaction: each entry is processed
+ * as if sent alone): a known type, an interaction this server supports on that path, and a resource
+ * of request.url's type. Throws naming the interaction; the caller names the entry.
+ */
+function checkEntry(p: Parsed): void {
+  const req: FhirRequest = { method: p.method, segments: p.segments, params: p.params };
+  unsupported(req);
+  const [type, id, op] = p.segments;
+  if (type === 'metadata' && id === undefined && p.method === 'GET') return;
+  if (!type || !isResourceType(type)) throw new HospitalApiError('ERR_FHIR_UNKNOWN_TYPE', { type: type ?? '' });
+  const conditional = id === undefined && p.params.some(([k]) => k !== '_format' && k !== '_pretty');
+  const shapeOk =
+    p.method === 'POST' ? id === undefined || (id === '_search' && op === undefined)
+    : p.method === 'PUT' || p.method === 'DELETE' ? (id !== undefined && op === undefined) || conditional
+    : p.method === 'PATCH' ? id !== undefined && op === undefined
+    : true;
+  if (!shapeOk) throw new HospitalApiError('ERR_FHIR_METHOD_NOT_ALLOWED', { method: p.method, path: `/${p.segments.join('/')}` });
+  if ((p.method === 'POST' && id === undefined) || p.method === 'PUT') {
+    const rt = (p.entry.resource as { resourceType?: unknown } | undefined)?.resourceType;
+    if (rt !== type) throw new HospitalApiError('ERR_FHIR_INVALID_RESOURCE', { detail: `resourceType "${String(rt)}" does not match request.url's type ${type}` });
+  }
+}
+
+/** In a Bundle an unsupported interaction is the client's error for that entry: 400 (501 alone). */
+function entryError(err: unknown): ReturnType<typeof errorOutcome> {
+  const [status, oo, e] = errorOutcome(err);
+  return status === 501 ? [400, oo, e] : [status, oo, e];
+}
+
 function responseEntry(res: FhirResponse, preferReturn: string | undefined): Record<string, unknown> {
   const out: Record<string, unknown> = {
     response: {
@@ -58,7 +93,8 @@ function responseEntry(res: FhirResponse, preferReturn: string | undefined): Rec
       ...(res.lastModified ? { lastModified: new Date(res.lastModified).toISOString() } : {}),
     },
   };
-  if (res.body !== undefined && (preferReturn === 'representation' || !res.location)) out.resource = res.body;
+  const body = res.body ?? (res.raw ? (JSON.parse(res.raw.toString('utf8')) as unknown) : undefined);
+  if (body !== undefined && (preferReturn === 'representation' || !res.location)) out.resource = body;
   return out;
 }
 
@@ -134,11 +170,15 @@ function batch(ctx: FhirContext, entries: Entry[], preferReturn?: string): FhirR
     entries.map((entry, i) => {
       try {
         const p = parseEntry(entry, i);
+        checkEntry(p);
         const req = toRequest(p, (p.method === 'PATCH' ? patchBody(entry.resource) : entry.resource) as Resource | undefined, preferReturn);
         if (entry.request?.ifNoneExist) req.ifNoneExist = entry.request.ifNoneExist;
-        return responseEntry(ctx.store.transaction(() => dispatch(ctx, req)), preferReturn);
+        const entryCtx: FhirContext = { ...ctx, entry: `Bundle.entry[${i}]` };
+        return responseEntry(ctx.store.transaction(() => dispatch(entryCtx, req)), preferReturn);
       } catch (err) {
-        const [status, oo] = errorOutcome(err);
+        const [status, oo] = entryError(err);
+        const issue = oo.issue[0];
+        if (issue) issue.expression = [`Bundle.entry[${i}]`];
         return { response: { status: String(status), outcome: oo } };
       }
     }),
@@ -148,66 +188,97 @@ function batch(ctx: FhirContext, entries: Entry[], preferReturn?: string): FhirR
 
 function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: string): FhirResponse {
   let current = -1;
+  const deferred: NonNullable<FhirContext['deferredReferenceChecks']> = [];
+  const txCtx: FhirContext = { ...ctx, deferredReferenceChecks: deferred };
   try {
     const responses = ctx.store.transaction(() => {
-      const parsed = entries.map(parseEntry);
+      const parsed = entries.map((e, i) => {
+        current = i;
+        return parseEntry(e, i);
+      });
       const ids = new Map<string, string>();
       const targets = new Set<string>();
-      // 1. settle identities before anything is written
+      // 1. check each entry as if sent alone, and settle identities before anything is written
       for (const p of parsed) {
         current = p.index;
-        const [type, id] = p.segments;
-        if (!type || !isResourceType(type)) throw new HospitalApiError('ERR_FHIR_UNKNOWN_TYPE', { type: type ?? '' });
+        checkEntry(p);
+        const [type, id] = p.segments as [string, string | undefined];
         let target: string | undefined;
-        if (p.method === 'POST') {
+        if (p.method === 'POST' && id === undefined) {
           const cond = p.entry.request?.ifNoneExist;
-          p.existing = cond ? conditionalMatch(ctx, type, cond) : undefined;
+          p.existing = cond ? conditionalMatch(ctx, type, conditionQuery(type, cond)) : undefined;
           target = `${type}/${p.existing ?? randomUUID()}`;
           p.segments = [type, target.slice(type.length + 1)];
         } else if ((p.method === 'PUT' || p.method === 'DELETE') && id === undefined && p.params.length) {
           const q = new URLSearchParams(p.params).toString();
           const match = conditionalMatch(ctx, type, q);
+          if (p.method === 'DELETE' && match === undefined) {
+            p.noop = true; // R4: a conditional delete matching nothing succeeds with nothing to do
+            continue;
+          }
           const bodyId = p.entry.resource?.id;
           target = `${type}/${match ?? bodyId ?? randomUUID()}`;
           p.segments = [type, target.slice(type.length + 1)];
           p.params = [];
-        } else if (p.method !== 'GET' && p.method !== 'HEAD' && id) target = `${type}/${id}`;
+          p.conditional = true;
+        } else if (p.method !== 'GET' && p.method !== 'HEAD' && id && id !== '_search') target = `${type}/${id}`;
         if (target) {
           if (targets.has(target)) throw invalid(`${target} appears in more than one entry`);
           targets.add(target);
         }
-        if (target && p.entry.fullUrl) ids.set(p.entry.fullUrl, target);
+        if (target && p.entry.fullUrl) {
+          ids.set(p.entry.fullUrl, target);
+          // An absolute RESTful fullUrl ([base]/Type/id): relative references `Type/id` in the Bundle resolve
+          // to it (R4 bundle.html, "Resolving references in Bundles"; HAPI matches them the same way).
+          const restful = /^https?:\/\/[^?#]*\/([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/.exec(p.entry.fullUrl);
+          if (restful && restful[1] === type) ids.set(`${restful[1]}/${restful[2]}`, target);
+        }
       }
       // 2. run in processing order, answer in request order
       const results: Array<Record<string, unknown>> = new Array(parsed.length);
       const order = [...parsed].sort((a, b) => (ORDER[a.method] as number) - (ORDER[b.method] as number) || a.index - b.index);
       for (const p of order) {
         current = p.index;
+        if (p.noop) {
+          results[p.index] = { response: { status: '200 OK', outcome: outcome(200, 'the condition matched nothing: nothing deleted') } };
+          continue;
+        }
+        const entryCtx: FhirContext = { ...txCtx, entry: `Bundle.entry[${p.index}]` };
         const resource = p.entry.resource && typeof p.entry.resource === 'object' ? p.entry.resource : undefined;
-        if (resource) rewrite(ctx, resource, ids);
+        if (resource && p.method !== 'GET' && p.method !== 'HEAD') rewrite(ctx, resource, ids);
         let res: FhirResponse;
-        if (p.method === 'POST') {
+        if (p.method === 'POST' && p.segments[1] !== '_search') {
           const [type, id] = p.segments as [string, string];
           const current = p.existing ? ctx.store.read(type, id) : undefined;
           if (current && !current.deleted) res = written(ctx, current.resource, 200, preferReturn);
           else {
-            const created = ctx.store.update({ ...(resource as Resource), id });
+            const body = checkBody(entryCtx, type, resource);
+            const created = storeChecked(entryCtx, () => ctx.store.update({ ...body, id }));
             res = written(ctx, created.resource, 201, preferReturn);
           }
         } else {
-          const body = p.method === 'PUT' ? { ...(resource as Resource), id: p.segments[1] } : p.method === 'PATCH' ? patchBody(resource) : resource;
-          res = dispatch(ctx, toRequest(p, body as Resource, preferReturn));
+          // a conditional PUT writes the id it was settled to; a plain PUT keeps its body (the id must match, as alone)
+          const body = p.method === 'PUT' && p.conditional ? { ...(resource as Resource), id: p.segments[1] } : p.method === 'PATCH' ? patchBody(resource) : resource;
+          res = dispatch(entryCtx, toRequest(p, body as Resource, preferReturn));
         }
         results[p.index] = responseEntry(res, preferReturn);
+      }
+      // 3. referential integrity once every entry is written (entries may point at each other)
+      for (const d of deferred) {
+        current = Number(/\[(\d+)\]/.exec(d.where)?.[1] ?? current);
+        checkReferences(ctx, d.resource, d.where);
       }
       return results;
     });
     return { status: 200, body: { resourceType: 'Bundle', type: 'transaction-response', entry: responses } };
   } catch (err) {
     const e = toHospitalApiError(err);
-    const [status, oo] = errorOutcome(e);
+    const [status, oo] = entryError(e);
     const issue = oo.issue[0];
-    if (issue) issue.diagnostics = `Transaction failed at entry ${current}, nothing was applied: ${e.message}`;
+    if (issue) {
+      issue.diagnostics = `Transaction failed at entry ${current}, nothing was applied: ${e.message}`;
+      if (current >= 0) issue.expression = [`Bundle.entry[${current}]`];
+    }
     return { status, body: oo };
   }
 }

@@ -7,12 +7,15 @@
 import { HospitalApiError } from '../../errors/index.js';
 import type { Resource } from '../store/types.js';
 import { etagOf, httpDate, versionFromEtag, type FhirContext, type FhirRequest, type FhirResponse } from './context.js';
+import { checkResource } from '../validation/validate.js';
+import { checkReferences } from './integrity.js';
 import { applyJsonPatch } from './json-patch.js';
 import { outcome } from './outcome.js';
 
 const ID = /^[A-Za-z0-9\-.]{1,64}$/;
 
-function checkBody(type: string, body: unknown): Resource {
+/** The body is a resource of the URL's type, valid against R4 when the policy says so (400 naming each failing path). */
+export function checkBody(ctx: FhirContext, type: string, body: unknown): Resource {
   if (!body || typeof body !== 'object' || Array.isArray(body)) {
     throw new HospitalApiError('ERR_FHIR_INVALID_RESOURCE', { detail: 'the body must be a JSON resource' });
   }
@@ -20,7 +23,33 @@ function checkBody(type: string, body: unknown): Resource {
   if (r.resourceType !== type) {
     throw new HospitalApiError('ERR_FHIR_INVALID_RESOURCE', { detail: `resourceType "${String(r.resourceType)}" does not match the URL type ${type}` });
   }
+  if (ctx.policy.validate) checkResource(r, ctx.entry);
   return r;
+}
+
+/** Stores, then checks references (or queues the check, in a transaction) inside the same transaction (a failure rolls the write back). */
+export function storeChecked(ctx: FhirContext, write: () => ReturnType<FhirContext['store']['update']>): ReturnType<FhirContext['store']['update']> {
+  return ctx.store.transaction(() => {
+    const result = write();
+    if (ctx.deferredReferenceChecks) ctx.deferredReferenceChecks.push({ resource: result.resource, where: ctx.entry ?? '' });
+    else checkReferences(ctx, result.resource, ctx.entry);
+    return result;
+  });
+}
+
+/**
+ * The query of a conditional create/update/delete: the bare query (`identifier=S|1`), `?query`, or
+ * `Type?query` (HAPI accepts that form too), also as an absolute URL; the type must be the target's.
+ */
+export function conditionQuery(type: string, raw: string): string {
+  const q = raw.indexOf('?');
+  if (q < 0) return raw;
+  const head = raw.slice(0, q);
+  const named = head.slice(head.lastIndexOf('/') + 1);
+  if (named !== '' && named !== type) {
+    throw new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail: `the condition "${raw.slice(0, 200)}" names ${named}, not ${type}` });
+  }
+  return raw.slice(q + 1);
 }
 
 export function written(ctx: FhirContext, resource: Resource, status: number, preferReturn?: string): FhirResponse {
@@ -45,31 +74,31 @@ export function conditionalMatch(ctx: FhirContext, type: string, query: string):
 }
 
 export function create(ctx: FhirContext, type: string, req: FhirRequest): FhirResponse {
-  const resource = checkBody(type, req.body);
+  const resource = checkBody(ctx, type, req.body);
   return ctx.store.transaction(() => {
     if (req.ifNoneExist) {
-      const existing = conditionalMatch(ctx, type, req.ifNoneExist);
+      const existing = conditionalMatch(ctx, type, conditionQuery(type, req.ifNoneExist));
       if (existing) {
         const current = ctx.store.read(type, existing);
         if (current && !current.deleted) return written(ctx, current.resource, 200, req.preferReturn);
       }
     }
-    return written(ctx, ctx.store.create(resource).resource, 201, req.preferReturn);
+    return written(ctx, storeChecked(ctx, () => ctx.store.create(resource)).resource, 201, req.preferReturn);
   });
 }
 
 export function update(ctx: FhirContext, type: string, id: string, req: FhirRequest): FhirResponse {
-  const resource = checkBody(type, req.body);
+  const resource = checkBody(ctx, type, req.body);
   if (!ID.test(id)) throw new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail: `"${id}" is not a valid id` });
   if (resource.id === undefined) throw new HospitalApiError('ERR_FHIR_INVALID_RESOURCE', { detail: 'an update needs the id in the body' });
   if (resource.id !== id) throw new HospitalApiError('ERR_FHIR_INVALID_RESOURCE', { detail: `body id "${resource.id}" does not match the URL id "${id}"` });
   const options = req.ifMatch ? { ifMatchVersion: versionFromEtag(req.ifMatch) } : {};
-  const result = ctx.store.update(resource, options);
+  const result = storeChecked(ctx, () => ctx.store.update(resource, options));
   return written(ctx, result.resource, result.created ? 201 : 200, req.preferReturn);
 }
 
 export function conditionalUpdate(ctx: FhirContext, type: string, query: string, req: FhirRequest): FhirResponse {
-  const resource = checkBody(type, req.body);
+  const resource = checkBody(ctx, type, req.body);
   return ctx.store.transaction(() => {
     const match = conditionalMatch(ctx, type, query);
     if (match) {
@@ -79,7 +108,7 @@ export function conditionalUpdate(ctx: FhirContext, type: string, query: string,
       return update(ctx, type, match, { ...req, body: { ...resource, id: match } });
     }
     if (resource.id !== undefined) return update(ctx, type, resource.id, req);
-    return written(ctx, ctx.store.create(resource).resource, 201, req.preferReturn);
+    return written(ctx, storeChecked(ctx, () => ctx.store.create(resource)).resource, 201, req.preferReturn);
   });
 }
 
@@ -92,17 +121,21 @@ export function patch(ctx: FhirContext, type: string, id: string, req: FhirReque
     if (patched.resourceType !== type || patched.id !== id) {
       throw new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail: 'a patch may not change resourceType or id' });
     }
+    checkBody(ctx, type, patched);
     const ifMatchVersion = req.ifMatch ? versionFromEtag(req.ifMatch) : current.versionId;
-    const result = ctx.store.update(patched, { ifMatchVersion });
+    const result = storeChecked(ctx, () => ctx.store.update(patched, { ifMatchVersion }));
     return written(ctx, result.resource, 200, req.preferReturn);
   });
 }
 
+/**
+ * R4 http.html#delete: "Upon successful deletion, or if the resource does not exist at all, the server
+ * should return either a 200 OK … or a 204 No Content": 200 with an OperationOutcome saying which.
+ */
 export function remove(ctx: FhirContext, type: string, id: string): FhirResponse {
-  const current = ctx.store.read(type, id);
-  if (!current) throw new HospitalApiError('ERR_FHIR_RESOURCE_NOT_FOUND', { type, id });
-  ctx.store.delete(type, id);
-  return { status: 200, body: outcome(200, `${type}/${id} deleted`) };
+  if (!ID.test(id)) throw new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail: `"${id.slice(0, 80)}" is not a valid id` });
+  const deleted = ctx.store.delete(type, id);
+  return { status: 200, body: outcome(200, deleted ? `${type}/${id} deleted` : `${type}/${id} does not exist (or was already deleted): nothing to delete`) };
 }
 
 export function conditionalRemove(ctx: FhirContext, type: string, query: string): FhirResponse {

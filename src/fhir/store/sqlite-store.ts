@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
-import { applySchema } from './schema.js';
+import { applySchema, clearIndexTables, indexFingerprint, setFingerprint } from './schema.js';
 import { Indexer } from './indexer.js';
 import { collectReferences } from './references.js';
 import { executeSearch, matchIds } from '../search/execute.js';
@@ -29,10 +29,19 @@ interface Row {
 
 const ID = /^[A-Za-z0-9\-.]{1,64}$/;
 
-export function openFhirStore(dataDir: string): SqliteFhirStore {
+export interface StoreOptions {
+  /**
+   * SQLite `synchronous` in WAL mode: `full` (default) syncs the WAL on every COMMIT, so a committed
+   * write survives a power cut or OS crash; `normal` syncs only at checkpoints (a kill -9 still loses
+   * nothing committed, a power cut may lose the last commits). https://www.sqlite.org/pragma.html#pragma_synchronous
+   */
+  synchronous?: 'full' | 'normal';
+}
+
+export function openFhirStore(dataDir: string, options: StoreOptions = {}): SqliteFhirStore {
   try {
     mkdirSync(dataDir, { recursive: true });
-    return new SqliteFhirStore(new Database(join(dataDir, 'fhir.sqlite')));
+    return new SqliteFhirStore(new Database(join(dataDir, 'fhir.sqlite')), options);
   } catch (err) {
     if (err instanceof HospitalApiError) throw err;
     throw new HospitalApiError('ERR_FHIR_STORE_OPEN', { path: dataDir, detail: (err as Error).message }, { cause: err });
@@ -45,9 +54,10 @@ export class SqliteFhirStore implements FhirStore {
   private lastStamp = 0;
   private readonly statements = new Map<string, Database.Statement>();
 
-  constructor(readonly db: Database.Database) {
-    applySchema(db);
+  constructor(readonly db: Database.Database, options: StoreOptions = {}) {
+    const reindex = applySchema(db, options.synchronous ?? 'full');
     this.indexer = new Indexer(db);
+    if (reindex) this.reindex();
     this.q = {
       get: db.prepare('SELECT * FROM resource WHERE type = ? AND id = ?'),
       insert: db.prepare('INSERT INTO resource (type, id, version, last_updated, deleted, content) VALUES (?, ?, ?, ?, ?, ?)'),
@@ -55,6 +65,8 @@ export class SqliteFhirStore implements FhirStore {
       hist: db.prepare('INSERT INTO history (rid, version, last_updated, deleted, content) VALUES (?, ?, ?, ?, ?)'),
       vread: db.prepare('SELECT version, last_updated, deleted, content FROM history WHERE rid = ? AND version = ?'),
       history: db.prepare('SELECT version, last_updated, deleted, content FROM history WHERE rid = ? ORDER BY version DESC'),
+      historyPage: db.prepare('SELECT version, last_updated, deleted, content FROM history WHERE rid = ? AND version < ? ORDER BY version DESC LIMIT ?'),
+      live: db.prepare('SELECT 1 FROM resource WHERE type = ? AND id = ? AND deleted = 0'),
     };
   }
 
@@ -121,6 +133,55 @@ export class SqliteFhirStore implements FhirStore {
     if (!r) return [];
     const older = this.q.history!.all(r.rid) as Array<Omit<Row, 'rid' | 'type' | 'id'>>;
     return [toEntry(type, id, r), ...older.map((h) => toEntry(type, id, h))];
+  }
+
+  /**
+   * One page of an instance's history, newest first: versions below `beforeVersion` (all when absent), at most
+   * `limit`; `nextBefore` continues it. undefined when the resource never existed.
+   */
+  historyPage(type: string, id: string, options: { limit: number; beforeVersion?: number }): { versions: HistoryEntry[]; total: number; nextBefore: number | null } | undefined {
+    const r = this.row(type, id);
+    if (!r) return undefined;
+    const before = Math.min(options.beforeVersion ?? r.version + 1, r.version + 1);
+    const versions: HistoryEntry[] = [];
+    if (before > r.version) versions.push(toEntry(type, id, r));
+    const rest = options.limit - versions.length;
+    if (rest > 0) {
+      const older = this.q.historyPage!.all(r.rid, Math.min(before, r.version), rest) as Array<Omit<Row, 'rid' | 'type' | 'id'>>;
+      versions.push(...older.map((h) => toEntry(type, id, h)));
+    }
+    const last = versions.length ? Number(versions[versions.length - 1]!.versionId) : before;
+    return { versions, total: r.version, nextBefore: last > 1 ? last : null };
+  }
+
+  /**
+   * Rebuilds every index and compartment row from the stored resources, in one transaction (all or
+   * nothing), then records the fingerprint of the definitions it used. Runs on open after an upgrade
+   * that changed the search definitions or the schema of the index tables. Returns the resources indexed.
+   */
+  reindex(): number {
+    const fingerprint = indexFingerprint();
+    return this.db.transaction(() => {
+      clearIndexTables(this.db);
+      let n = 0;
+      let after = 0;
+      // in chunks: better-sqlite3 cannot write while an iterator is open on the same connection
+      const next = this.db.prepare('SELECT rid, content FROM resource WHERE deleted = 0 AND rid > ? ORDER BY rid LIMIT 1000');
+      for (;;) {
+        const rows = next.all(after) as Array<{ rid: number; content: string }>;
+        if (rows.length === 0) break;
+        for (const row of rows) this.indexer.index(row.rid, JSON.parse(row.content) as Record<string, unknown>);
+        n += rows.length;
+        after = rows[rows.length - 1]!.rid;
+      }
+      setFingerprint(this.db, fingerprint);
+      return n;
+    }).immediate();
+  }
+
+  /** Whether `Type/id` is stored and not deleted (referential integrity). */
+  exists(type: string, id: string): boolean {
+    return this.q.live!.get(type, id) !== undefined;
   }
 
   create(resource: Resource): WriteResult {

@@ -1,9 +1,20 @@
 /**
- * Admin request bodies (kong.md §1 "General"): JSON or form-urlencoded with
- * dotted keys (`config.minute=5`, `service.id=…`, `paths[]=/a`), or multipart
- * text fields with the same keys. Anything
- * else is 415; bad JSON is 400 "Cannot parse JSON body".
+ * Admin request bodies (kong.md §1 "General"): JSON, form-urlencoded with
+ * dotted keys (`config.minute=5`, `service.id=…`, `paths[]=/a`), or
+ * multipart fields and files with the same keys. Anything else is 415; bad
+ * JSON is 400 "Cannot parse JSON body".
+ *
+ * Parsed by maintained parsers (issue 12: a hand-written form parser let
+ * `__proto__.prepare=1` poison every later request): JSON by
+ * secure-json-parse, forms by `qs`, multipart by busboy (the parser under
+ * @fastify/multipart). A key naming `__proto__`, `constructor` or
+ * `prototype` is refused with 400 before anything is built from it.
+ * Bodies must be UTF-8 (or its ASCII subset): another declared charset is
+ * 415, bytes that are not UTF-8 are 400, never silently misread.
  */
+import busboy from 'busboy';
+import qs from 'qs';
+import secureJson from 'secure-json-parse';
 import { badRequest, KongError } from '../model/kong-error.js';
 
 export interface ParsedBody {
@@ -12,88 +23,165 @@ export interface ParsedBody {
   form: boolean;
 }
 
-type Node = Record<string, unknown>;
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+const MAX_FIELDS = 1000;
 
-function setPath(root: Node, key: string, value: string): void {
-  const tokens: (string | number | null)[] = [];
-  for (const part of key.split('.')) {
-    const m = /^([^[\]]*)((?:\[\d*\])*)$/.exec(part);
-    if (!m) {
-      tokens.push(part);
-      continue;
-    }
-    if (m[1] !== '') tokens.push(m[1] as string);
-    for (const idx of (m[2] as string).match(/\[(\d*)\]/g) ?? []) tokens.push(idx === '[]' ? null : Number(idx.slice(1, -1)) - 1);
+/** The media type and charset of a Content-Type header, lower-cased. */
+export function parseContentType(header: string | undefined): { type: string; charset: string | null } {
+  const parts = (header ?? '').split(';');
+  const type = (parts[0] ?? '').trim().toLowerCase();
+  let charset: string | null = null;
+  for (const p of parts.slice(1)) {
+    const eq = p.indexOf('=');
+    if (eq < 0 || p.slice(0, eq).trim().toLowerCase() !== 'charset') continue;
+    charset = p.slice(eq + 1).trim().replace(/^"|"$/g, '').toLowerCase();
   }
-  let node: Node | unknown[] = root;
-  for (let i = 0; i < tokens.length; i++) {
-    const tok = tokens[i] as string | number | null;
-    const last = i === tokens.length - 1;
-    const nextIsIndex = !last && typeof tokens[i + 1] !== 'string';
-    if (Array.isArray(node)) {
-      const idx = tok === null || typeof tok === 'string' ? node.length : Math.max(0, tok);
-      if (last) node[idx] = value;
-      else node = (node[idx] ??= nextIsIndex ? [] : {}) as Node | unknown[];
-      continue;
-    }
-    const name = String(tok);
-    if (last) {
-      const prev = node[name];
-      // A repeated plain key (`paths=/a&paths=/b`) becomes an array.
-      node[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
-    } else {
-      const existing = node[name];
-      node = (typeof existing === 'object' && existing !== null ? existing : (node[name] = nextIsIndex ? [] : {})) as Node | unknown[];
-    }
+  return { type, charset };
+}
+
+const UTF8_NAMES = new Set(['utf-8', 'utf8', 'us-ascii', 'ascii']);
+
+function unsupportedCharset(charset: string): KongError {
+  return new KongError('ERR_GATEWAY_ADMIN_MEDIA_TYPE', { message: `Unsupported charset '${charset}': send the body as UTF-8` });
+}
+
+function decodeUtf8(body: Buffer | undefined): string {
+  if (!body || body.length === 0) return '';
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(body);
+  } catch {
+    throw badRequest('Request body is not valid UTF-8');
   }
 }
 
-/** Parses `application/x-www-form-urlencoded` into nested objects and arrays. */
+function refuseKey(key: string): KongError {
+  return badRequest(`Refused body key '${key.slice(0, 100)}': __proto__, constructor and prototype are not allowed`);
+}
+
+/** `a.b[0].c` → its segments; any forbidden one refuses the whole body. */
+function checkKey(key: string): void {
+  for (const seg of key.split(/[.[\]]/)) if (FORBIDDEN_KEYS.has(seg)) throw refuseKey(key);
+}
+
+/** Percent-decoding that refuses bytes that are not UTF-8 (qs's default falls back to the raw text). */
+function strictDecoder(str: string): string {
+  try {
+    return decodeURIComponent(str.replace(/\+/g, ' '));
+  } catch {
+    throw badRequest('Form body is not valid UTF-8 percent-encoding');
+  }
+}
+
+/** Parses `application/x-www-form-urlencoded` into nested objects and arrays (Kong's 1-based `[n]` indices work as positions). */
 export function parseForm(text: string): Record<string, unknown> {
-  const out: Node = {};
-  for (const [key, value] of new URLSearchParams(text)) setPath(out, key, value);
-  return out;
+  for (const pair of text.split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    checkKey(strictDecoder(eq < 0 ? pair : pair.slice(0, eq)));
+  }
+  try {
+    return qs.parse(text, {
+      allowDots: true,
+      depth: 10,
+      arrayLimit: MAX_FIELDS,
+      parameterLimit: MAX_FIELDS,
+      throwOnLimitExceeded: true,
+      decoder: strictDecoder,
+    }) as Record<string, unknown>;
+  } catch (err) {
+    if (err instanceof KongError) throw err;
+    throw badRequest(`Cannot parse form body: ${(err as Error).message}`);
+  }
 }
 
-/** Parses `multipart/form-data` text fields with the same key rules as forms. @throws KongError 400 */
-export function parseMultipart(text: string, contentType: string): Record<string, unknown> {
-  const boundary = /boundary="?([^";]+)"?/i.exec(contentType)?.[1];
-  if (!boundary) throw badRequest('multipart body without a boundary');
-  const out: Node = {};
-  for (const part of text.split(`--${boundary}`).slice(1)) {
-    if (part.startsWith('--')) break;
-    const split = part.indexOf('\r\n\r\n');
-    if (split < 0) continue;
-    const name = /content-disposition:[^\r\n]*\bname="([^"]*)"/i.exec(part.slice(0, split))?.[1];
-    if (name === undefined) continue;
-    setPath(out, name, part.slice(split + 4).replace(/\r\n$/, ''));
+/** Parses `multipart/form-data` fields and files (as text) with the same key rules as forms. @throws KongError 400 */
+export async function parseMultipart(body: Buffer, contentType: string): Promise<Record<string, unknown>> {
+  const pairs = await new Promise<[string, string][]>((resolve, reject) => {
+    let bb: busboy.Busboy;
+    try {
+      bb = busboy({ headers: { 'content-type': contentType }, limits: { fields: MAX_FIELDS, files: 10, fieldSize: 1 << 20, fileSize: 1 << 20 } });
+    } catch (err) {
+      reject(badRequest(`Cannot parse multipart body: ${(err as Error).message}`));
+      return;
+    }
+    const out: [string, string][] = [];
+    let failed: KongError | null = null;
+    const fail = (e: KongError): void => {
+      failed ??= e;
+    };
+    bb.on('field', (name, value, info) => {
+      if (info.valueTruncated || info.nameTruncated) fail(badRequest(`multipart field '${name.slice(0, 100)}' is too large`));
+      out.push([name, value]);
+    });
+    bb.on('file', (name, stream) => {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('limit', () => fail(badRequest(`multipart file '${name.slice(0, 100)}' is too large`)));
+      stream.on('close', () => {
+        try {
+          out.push([name, decodeUtf8(Buffer.concat(chunks))]);
+        } catch (e) {
+          fail(e as KongError);
+        }
+      });
+    });
+    bb.on('fieldsLimit', () => fail(badRequest(`more than ${MAX_FIELDS} multipart fields`)));
+    bb.on('error', (err) => reject(badRequest(`Cannot parse multipart body: ${(err as Error).message}`)));
+    bb.on('close', () => (failed ? reject(failed) : resolve(out)));
+    bb.end(body);
+  });
+  for (const [name] of pairs) checkKey(name);
+  const params = new URLSearchParams();
+  for (const [name, value] of pairs) params.append(name, value);
+  return parseForm(params.toString());
+}
+
+/** Refuses a parsed document (YAML for POST /config) holding a forbidden key at any depth. */
+export function assertNoForbiddenKeys(value: unknown): void {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    if (Array.isArray(v)) stack.push(...v);
+    else
+      for (const k of Object.keys(v)) {
+        if (FORBIDDEN_KEYS.has(k)) throw refuseKey(k);
+        stack.push((v as Record<string, unknown>)[k]);
+      }
   }
-  return out;
+}
+
+function parseJson(text: string): Record<string, unknown> {
+  let data: unknown;
+  try {
+    data = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+  } catch (err) {
+    const msg = (err as Error).message;
+    if (/prototype|constructor/i.test(msg)) throw refuseKey(msg.includes('constructor') ? 'constructor.prototype' : '__proto__');
+    throw badRequest('Cannot parse JSON body');
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) throw badRequest('Cannot parse JSON body');
+  return data as Record<string, unknown>;
 }
 
 /**
  * Parses a request body by its Content-Type; an empty body is `{}`.
  * `extraTypes` lets POST /config take raw YAML.
- * @throws KongError 400 (bad JSON), 415 (other types)
+ * @throws KongError 400 (bad JSON, bad UTF-8, refused key), 415 (other types or charsets)
  */
-export function parseBody(contentType: string | undefined, body: Buffer | undefined, extraTypes: readonly string[] = []): ParsedBody {
-  const text = body?.toString('utf8') ?? '';
-  const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+export async function parseBody(contentType: string | undefined, body: Buffer | undefined, extraTypes: readonly string[] = []): Promise<ParsedBody> {
+  const { type, charset } = parseContentType(contentType);
+  if (charset !== null && !UTF8_NAMES.has(charset)) throw unsupportedCharset(charset);
+  if (type === 'multipart/form-data') {
+    if (!body || body.length === 0) return { data: {}, form: true };
+    return { data: await parseMultipart(body, contentType ?? ''), form: true };
+  }
+  const text = decodeUtf8(body);
   if (text.trim() === '' && (type === '' || type === 'application/json' || type === 'application/x-www-form-urlencoded')) {
     return { data: {}, form: false };
   }
-  if (type === 'application/json' || type.endsWith('+json')) {
-    let data: unknown;
-    try {
-      data = JSON.parse(text);
-    } catch {
-      throw badRequest('Cannot parse JSON body');
-    }
-    if (typeof data !== 'object' || data === null || Array.isArray(data)) throw badRequest('Cannot parse JSON body');
-    return { data: data as Record<string, unknown>, form: false };
-  }
+  if (type === 'application/json' || type.endsWith('+json')) return { data: parseJson(text), form: false };
   if (type === 'application/x-www-form-urlencoded') return { data: parseForm(text), form: true };
-  if (type === 'multipart/form-data') return { data: parseMultipart(text, contentType ?? ''), form: true };
   if (extraTypes.includes(type)) return { data: { config: text }, form: false };
   throw new KongError('ERR_GATEWAY_ADMIN_MEDIA_TYPE', { message: 'Unsupported Content-Type' });
 }

@@ -12,25 +12,28 @@ import { exportDeclarative } from '../declarative/export.js';
 import { parseDeclarative } from '../declarative/parse.js';
 import { COLLECTIONS } from '../model/config.js';
 import { badRequest, declarativeInvalid } from '../model/kong-error.js';
-import { parseBody } from './body.js';
+import { assertNoForbiddenKeys, parseBody } from './body.js';
 import type { AdminRequest, AdminResponse } from './router.js';
 
 const RAW_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml', 'text/plain'];
 
-function readDocument(req: AdminRequest): unknown {
-  const { data } = parseBody(req.contentType, req.rawBody, RAW_TYPES);
+async function readDocument(req: AdminRequest): Promise<unknown> {
+  const { data } = await parseBody(req.contentType, req.rawBody, RAW_TYPES);
   if (Object.keys(data).length === 0) throw badRequest('expected a declarative configuration');
   if (!('config' in data)) return data;
   if (typeof data.config !== 'string' || data.config.trim() === '') throw badRequest('expected a declarative configuration');
+  let doc: unknown;
   try {
-    return parseYaml(data.config);
+    doc = parseYaml(data.config);
   } catch (err) {
     throw declarativeInvalid({ '@entity': [`failed parsing declarative configuration: ${(err as Error).message.split('\n')[0]}`] });
   }
+  assertNoForbiddenKeys(doc);
+  return doc;
 }
 
-export function postConfig(req: AdminRequest): AdminResponse {
-  const doc = readDocument(req);
+export async function postConfig(req: AdminRequest): Promise<AdminResponse> {
+  const doc = await readDocument(req);
   const hash = createHash('md5').update(JSON.stringify(doc)).digest('hex');
   const checkHash = req.query.get('check_hash');
   if ((checkHash === '1' || checkHash === 'true') && req.ctx.lastConfigHash === hash) return { status: 304 };

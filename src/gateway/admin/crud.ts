@@ -6,7 +6,7 @@
 import type { CollectionName } from '../model/config.js';
 import { notFound } from '../model/kong-error.js';
 import type { GatewayConfig } from '../model/types.js';
-import { deleteEntity, findEntity, insertEntity, updateEntity, upsertEntity, type Entity, type RepoContext } from '../store/repo.js';
+import { deleteEntity, findEntity, insertEntity, updateEntity, upsertEntity, viewEntity, type Entity, type RepoContext } from '../store/repo.js';
 import { paginate } from './list.js';
 import type { AdminRequest, AdminResponse, Handler, RouteDef } from './router.js';
 
@@ -39,13 +39,15 @@ export function collectionHandlers(collection: CollectionName, parent?: ParentDe
       if (within) items = items.filter(within);
       const customId = req.query.get('custom_id');
       if (collection === 'consumers' && customId !== null) items = items.filter((e) => e.custom_id === customId);
-      return ok(paginate(items, req.query, req.path));
+      const page = paginate(items, req.query, req.path);
+      page.data = (page.data as Entity[]).map((e) => viewEntity(config, collection, e));
+      return ok(page);
     },
-    POST(req) {
-      const body = req.body();
+    async POST(req) {
+      const body = await req.body();
       const entity = req.ctx.store.transact((draft) => {
         const { fixed } = scope(req, draft, parent);
-        return insertEntity(draft, collection, body.data, repoCtx(req, body.form), fixed);
+        return viewEntity(draft, collection, insertEntity(draft, collection, body.data, repoCtx(req, body.form), fixed));
       });
       return ok(entity, 201);
     },
@@ -60,26 +62,27 @@ export function itemHandlers(collection: CollectionName, parent?: ParentDef): Re
   };
   return {
     GET(req) {
-      const { entity } = find(req, req.ctx.store.snapshot().config);
+      const config = req.ctx.store.snapshot().config;
+      const { entity } = find(req, config);
       if (!entity) throw notFound();
-      return ok(entity);
+      return ok(viewEntity(config, collection, entity));
     },
-    PATCH(req) {
-      const body = req.body();
+    async PATCH(req) {
+      const body = await req.body();
       return ok(
         req.ctx.store.transact((draft) => {
           const { entity, fixed } = find(req, draft);
           if (!entity) throw notFound();
-          return updateEntity(draft, collection, entity, body.data, repoCtx(req, body.form), fixed);
+          return viewEntity(draft, collection, updateEntity(draft, collection, entity, body.data, repoCtx(req, body.form), fixed));
         }),
       );
     },
-    PUT(req) {
-      const body = req.body();
+    async PUT(req) {
+      const body = await req.body();
       return ok(
         req.ctx.store.transact((draft) => {
           const { fixed, within } = scope(req, draft, parent);
-          return upsertEntity(draft, collection, idParam(req), body.data, repoCtx(req, body.form), fixed, within).entity;
+          return viewEntity(draft, collection, upsertEntity(draft, collection, idParam(req), body.data, repoCtx(req, body.form), fixed, within).entity);
         }),
       );
     },

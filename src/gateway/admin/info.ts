@@ -1,5 +1,6 @@
 /** `GET /`, `GET /status` and `GET /plugins/enabled` (kong.md §1). */
 import { hostname } from 'node:os';
+import { KONG_VERSION } from '../plugins/version.js';
 import type { AdminRequest, AdminResponse } from './router.js';
 
 function enabledInCluster(req: AdminRequest): string[] {
@@ -16,7 +17,10 @@ export function rootInfo(req: AdminRequest): AdminResponse {
     status: 200,
     body: {
       tagline: 'Welcome to kong',
-      version: ctx.version,
+      // decK and go-kong choose formats by this (e.g. 3.x regex paths, _format_version 3.0): the Kong release whose admin API this speaks.
+      version: KONG_VERSION,
+      // The toolkit's own release, in a field of its own.
+      hospital_api_version: ctx.version,
       edition: 'community',
       hostname: ctx.nodeInfo?.hostname ?? hostname(),
       node_id: ctx.nodeId,

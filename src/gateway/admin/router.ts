@@ -39,7 +39,7 @@ export interface AdminRequest {
   contentType: string | undefined;
   rawBody: Buffer | undefined;
   /** Parses the body on demand. @throws KongError 400/415 */
-  body(): ParsedBody;
+  body(): Promise<ParsedBody>;
 }
 
 export interface AdminResponse {

@@ -5,6 +5,7 @@
  * The logger is off: request bodies carry keys and passwords.
  */
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
 import Fastify from 'fastify';
 import { HospitalApiError } from '../../errors/index.js';
 import type { GatewayStore } from '../store/index.js';
@@ -21,9 +22,32 @@ export interface AdminNodeInfo {
   pids?: { master: number; workers: number[] };
 }
 
+/**
+ * Listener limits (issue 12: a client that sent headers and then trickled kept
+ * its connection for minutes). A request whose headers or body take longer is
+ * answered 408 and closed; an idle keep-alive connection is closed; past
+ * `maxConnections` new connections are refused. Admin requests are small and
+ * local, so the defaults are tight.
+ */
+export interface AdminListenerLimits {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxConnections: number;
+}
+
+export const ADMIN_LISTENER_LIMITS: AdminListenerLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  maxConnections: 256,
+};
+
 export interface AdminServerOptions {
   host: string;
   port: number;
+  /** Defaults to ADMIN_LISTENER_LIMITS. */
+  limits?: Partial<AdminListenerLimits>;
   store: GatewayStore;
   plugins: ReadonlyMap<string, PluginSchemaDefinition>;
   version: string;
@@ -37,7 +61,25 @@ export interface AdminServer {
 
 /** Starts the admin API; resolves once it listens. @throws ERR_PORT_IN_USE */
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
-  const app = Fastify({ logger: false, bodyLimit: 16 * 1024 * 1024 });
+  const limits = { ...ADMIN_LISTENER_LIMITS, ...options.limits };
+  const app = Fastify({
+    logger: false,
+    bodyLimit: 16 * 1024 * 1024,
+    serverFactory: (handler) => {
+      const server = createServer(
+        {
+          headersTimeout: limits.headersTimeoutMs,
+          requestTimeout: limits.requestTimeoutMs,
+          keepAliveTimeout: limits.keepAliveTimeoutMs,
+          // How often Node looks for requests past their time-outs (default 30 s).
+          connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
+        },
+        handler,
+      );
+      server.maxConnections = limits.maxConnections;
+      return server;
+    },
+  });
   const ctx: AdminContext = {
     store: options.store,
     plugins: options.plugins,

@@ -23,6 +23,13 @@ function clean(entity: object, omit: readonly string[] = []): Entity {
 
 const idOf = (ref: { id: string } | null): string | undefined => ref?.id;
 
+/** Drops nulls at every depth (decK's schema has no nulls; Kong fills the defaults back in). */
+function dropNulls(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(dropNulls);
+  if (typeof v !== 'object' || v === null) return v;
+  return Object.fromEntries(Object.entries(v).filter(([, x]) => x !== null).map(([k, x]) => [k, dropNulls(x)]));
+}
+
 export function exportDeclarative(config: Readonly<GatewayConfig>): Record<string, unknown> {
   const doc: Record<string, unknown> = { _format_version: '3.0', _transform: false };
   const byService = new Map<string, Entity[]>();
@@ -34,6 +41,24 @@ export function exportDeclarative(config: Readonly<GatewayConfig>): Record<strin
     else byService.set(sid, [...(byService.get(sid) ?? []), out]);
   }
   if (config.ca_certificates.length > 0) doc.ca_certificates = config.ca_certificates.map((c) => clean(c));
+  if (config.certificates.length > 0) {
+    doc.certificates = config.certificates.map((c) => {
+      const out = clean(c);
+      const snis = config.snis.filter((s) => s.certificate.id === c.id).map((s) => clean(s, ['certificate']));
+      if (snis.length > 0) out.snis = snis;
+      return out;
+    });
+  }
+  if (config.upstreams.length > 0) {
+    doc.upstreams = config.upstreams.map((u) => {
+      const out = clean(u, ['healthchecks']);
+      out.healthchecks = dropNulls(u.healthchecks);
+      if (u.client_certificate) out.client_certificate = { id: u.client_certificate.id };
+      const targets = config.targets.filter((t) => t.upstream.id === u.id).map((t) => clean(t, ['upstream']));
+      if (targets.length > 0) out.targets = targets;
+      return out;
+    });
+  }
   if (config.services.length > 0) {
     doc.services = config.services.map((s) => {
       const out = clean(s);
@@ -49,12 +74,15 @@ export function exportDeclarative(config: Readonly<GatewayConfig>): Record<strin
       const out = clean(c);
       const mine = <T extends { consumer: { id: string } }>(list: readonly T[]): Entity[] =>
         list.filter((x) => x.consumer.id === c.id).map((x) => clean(x, ['consumer']));
-      const keys = mine(config.keyauth_credentials);
-      const basics = mine(config.basicauth_credentials);
-      const acls = mine(config.acls);
-      if (keys.length > 0) out.keyauth_credentials = keys;
-      if (basics.length > 0) out.basicauth_credentials = basics;
-      if (acls.length > 0) out.acls = acls;
+      const lists = {
+        keyauth_credentials: mine(config.keyauth_credentials),
+        basicauth_credentials: mine(config.basicauth_credentials),
+        hmacauth_credentials: mine(config.hmacauth_credentials),
+        jwt_secrets: mine(config.jwt_secrets),
+        oauth2_credentials: mine(config.oauth2_credentials),
+        acls: mine(config.acls),
+      };
+      for (const [name, list] of Object.entries(lists)) if (list.length > 0) out[name] = list;
       return out;
     });
   }

@@ -14,21 +14,35 @@ import { insertEntity, type Entity, type RepoContext } from '../store/repo.js';
 
 const FORMATS = ['1.1', '2.1', '3.0'];
 const META = ['_format_version', '_transform', '_comment', '_ignore', '_info', '_workspace'];
-const TOP = ['ca_certificates', 'services', 'routes', 'consumers', 'plugins', 'keyauth_credentials', 'basicauth_credentials', 'acls'];
+/** Top-level entity lists, parents before children (a child refers to an earlier entity by name or id). */
+const TOP: readonly CollectionName[] = [
+  'ca_certificates',
+  'certificates',
+  'snis',
+  'upstreams',
+  'targets',
+  'services',
+  'routes',
+  'consumers',
+  'plugins',
+  'keyauth_credentials',
+  'basicauth_credentials',
+  'hmacauth_credentials',
+  'jwt_secrets',
+  'oauth2_credentials',
+  'acls',
+];
+const CREDENTIALS = ['keyauth_credentials', 'basicauth_credentials', 'hmacauth_credentials', 'jwt_secrets', 'oauth2_credentials', 'acls'];
 const NESTED: Record<string, readonly string[]> = {
+  certificates: ['snis'],
+  upstreams: ['targets'],
   services: ['routes', 'plugins'],
   routes: ['plugins'],
-  consumers: ['plugins', 'keyauth_credentials', 'basicauth_credentials', 'acls'],
+  consumers: ['plugins', ...CREDENTIALS],
 };
-const COLLECTION_OF: Record<string, CollectionName> = {
-  routes: 'routes',
-  plugins: 'plugins',
-  keyauth_credentials: 'keyauth_credentials',
-  basicauth_credentials: 'basicauth_credentials',
-  acls: 'acls',
-};
-const PARENT_FIELD: Record<string, string> = { services: 'service', routes: 'route', consumers: 'consumer' };
-const REF_KEY: Record<string, string> = { service: 'name', route: 'name', consumer: 'username' };
+const PARENT_FIELD: Record<string, string> = { services: 'service', routes: 'route', consumers: 'consumer', certificates: 'certificate', upstreams: 'upstream' };
+/** A reference given as a string: a UUID is an id, anything else this key. */
+const REF_KEY: Record<string, string> = { service: 'name', route: 'name', consumer: 'username', upstream: 'name', certificate: 'id', client_certificate: 'id' };
 
 function isRecord(v: unknown): v is Entity {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -78,7 +92,7 @@ class Builder {
     for (const [k, v] of Object.entries(item)) if (!nestedNames.includes(k)) own[k] = v;
     let created: Entity;
     try {
-      created = insertEntity(this.config, (name === 'services' || name === 'consumers' || name === 'ca_certificates' ? name : COLLECTION_OF[name]) as CollectionName, normaliseRefs(own), this.ctx, fixed);
+      created = insertEntity(this.config, name as CollectionName, normaliseRefs(own), this.ctx, fixed);
     } catch (err) {
       if (!isKongError(err)) throw err;
       const fields = err.body.fields;
@@ -114,7 +128,7 @@ export function parseDeclarative(doc: unknown, plugins: ReadonlyMap<string, Plug
   const transform = doc._transform ?? true;
   if (typeof transform !== 'boolean') errors._transform = 'expected a boolean';
   for (const key of Object.keys(doc)) {
-    if (META.includes(key) || TOP.includes(key)) continue;
+    if (META.includes(key) || (TOP as readonly string[]).includes(key)) continue;
     const v = doc[key];
     if (!(Array.isArray(v) && v.length === 0)) errors[key] = 'unknown field (not supported by the native gateway)';
   }

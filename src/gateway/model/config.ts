@@ -4,12 +4,19 @@ import type { GatewayConfig } from './types.js';
 /** The entity collections, in dependency order (parents before children). */
 export const COLLECTIONS = [
   'ca_certificates',
+  'certificates',
+  'snis',
+  'upstreams',
+  'targets',
   'services',
   'routes',
   'consumers',
   'plugins',
   'keyauth_credentials',
   'basicauth_credentials',
+  'hmacauth_credentials',
+  'jwt_secrets',
+  'oauth2_credentials',
   'acls',
 ] as const satisfies readonly (keyof GatewayConfig)[];
 
@@ -25,6 +32,13 @@ export function emptyConfig(): GatewayConfig {
     basicauth_credentials: [],
     acls: [],
     ca_certificates: [],
+    certificates: [],
+    snis: [],
+    upstreams: [],
+    targets: [],
+    hmacauth_credentials: [],
+    jwt_secrets: [],
+    oauth2_credentials: [],
   };
 }
 

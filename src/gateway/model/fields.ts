@@ -7,7 +7,15 @@
 import type { FlatErrors } from './kong-error.js';
 
 export type FieldSpec =
-  | { type: 'string'; default?: string | null; required?: boolean; oneOf?: readonly string[]; check?: (v: string) => string | null }
+  | {
+      type: 'string';
+      default?: string | null;
+      required?: boolean;
+      oneOf?: readonly string[];
+      check?: (v: string) => string | null;
+      /** Longest accepted value in characters (default MAX_STRING). */
+      max?: number;
+    }
   | { type: 'integer'; default?: number | null; required?: boolean; between?: readonly [number, number]; oneOf?: readonly number[] }
   | { type: 'boolean'; default?: boolean | null; required?: boolean }
   | {
@@ -18,6 +26,8 @@ export type FieldSpec =
       check?: (v: string) => string | null;
       /** Kong stores some sets upper-cased, e.g. route methods. */
       upper?: boolean;
+      /** Longest accepted element (default MAX_STRING). */
+      max?: number;
     }
   | { type: 'map'; required?: boolean } // route headers: name → string[]
   | { type: 'json-array'; required?: boolean } // sources / destinations: kept as given
@@ -26,6 +36,18 @@ export type FieldSpec =
   | { type: 'record'; required?: boolean }; // plugin config: validated by the plugin's schema
 
 export type FieldSpecs = Readonly<Record<string, FieldSpec>>;
+
+/**
+ * Longest string a field takes unless its spec says otherwise. Kong's schemas
+ * set no length on names, but Kong on PostgreSQL cannot index a unique value
+ * over 2,704 bytes (a 100,000-character name fails there with a 500); we
+ * refuse long values up front with Kong's own len_max message (issue 12).
+ */
+export const MAX_STRING = 1000;
+/** Most elements a set (tags, hosts, paths, …) takes. */
+export const MAX_SET = 1000;
+
+const tooLong = (max: number): string => `length must be at most ${max}`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -47,6 +69,7 @@ function checkValue(spec: FieldSpec, value: unknown): { value: unknown } | { err
     case 'string': {
       if (typeof value !== 'string') return { error: 'expected a string' };
       if (value.length === 0) return { error: 'length must be at least 1' };
+      if (value.length > (spec.max ?? MAX_STRING)) return { error: tooLong(spec.max ?? MAX_STRING) };
       if (spec.oneOf && !spec.oneOf.includes(value)) return { error: `expected one of: ${spec.oneOf.join(', ')}` };
       const msg = spec.check?.(value);
       return msg ? { error: msg } : { value };
@@ -62,9 +85,12 @@ function checkValue(spec: FieldSpec, value: unknown): { value: unknown } | { err
       return typeof value === 'boolean' ? { value } : { error: 'expected a boolean' };
     case 'set': {
       if (!Array.isArray(value)) return { error: 'expected a set' };
+      if (value.length > MAX_SET) return { error: `length must be at most ${MAX_SET}` };
       const out: string[] = [];
       for (const raw of value) {
         if (typeof raw !== 'string') return { error: 'expected a string' };
+        if (raw.length === 0) return { error: 'length must be at least 1' };
+        if (raw.length > (spec.max ?? MAX_STRING)) return { error: tooLong(spec.max ?? MAX_STRING) };
         const el = spec.upper ? raw.toUpperCase() : raw;
         if (spec.oneOf && !spec.oneOf.includes(el)) return { error: `expected one of: ${spec.oneOf.join(', ')}` };
         const msg = spec.check?.(el);
@@ -78,8 +104,9 @@ function checkValue(spec: FieldSpec, value: unknown): { value: unknown } | { err
       return value.every(isUuid) ? { value } : { error: 'expected a valid UUID' };
     case 'map':
       if (typeof value !== 'object' || Array.isArray(value)) return { error: 'expected a map' };
-      for (const v of Object.values(value as object)) {
-        if (!(Array.isArray(v) ? v : [v]).every((x) => typeof x === 'string')) return { error: 'expected a string' };
+      for (const [k, v] of Object.entries(value as object)) {
+        if (k.length > MAX_STRING) return { error: tooLong(MAX_STRING) };
+        if (!(Array.isArray(v) ? v : [v]).every((x) => typeof x === 'string' && x.length <= MAX_STRING)) return { error: 'expected a string' };
       }
       return {
         value: Object.fromEntries(Object.entries(value as object).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v : [v]])),

@@ -115,6 +115,120 @@ export interface CaCertificate {
   tags: string[] | null;
 }
 
+/** A TLS certificate the proxy serves for its SNIs (Kong's kong/db/schema/entities/certificates.lua). */
+export interface Certificate {
+  id: Uuid;
+  created_at: number;
+  updated_at: number;
+  cert: string;
+  /** PEM private key; never logged. */
+  key: string;
+  cert_alt: string | null;
+  key_alt: string | null;
+  tags: string[] | null;
+}
+
+/** A server name bound to a certificate (kong/db/schema/entities/snis.lua); `name` may start or end with `*`. */
+export interface Sni {
+  id: Uuid;
+  created_at: number;
+  updated_at: number;
+  name: string;
+  certificate: ForeignKey;
+  tags: string[] | null;
+}
+
+/** Health-check settings of an upstream, Kong's defaults filled in (kong/db/schema/entities/upstreams.lua). */
+export interface UpstreamHealthchecks {
+  threshold: number;
+  active: {
+    type: 'tcp' | 'http' | 'https' | 'grpc' | 'grpcs';
+    timeout: number;
+    concurrency: number;
+    http_path: string;
+    https_sni: string | null;
+    https_verify_certificate: boolean;
+    headers: Record<string, string[]> | null;
+    healthy: { interval: number; http_statuses: number[]; successes: number };
+    unhealthy: { interval: number; http_statuses: number[]; tcp_failures: number; timeouts: number; http_failures: number };
+  };
+  passive: {
+    type: 'tcp' | 'http' | 'https' | 'grpc' | 'grpcs';
+    healthy: { http_statuses: number[]; successes: number };
+    unhealthy: { http_statuses: number[]; tcp_failures: number; timeouts: number; http_failures: number };
+  };
+}
+
+/** A load-balanced virtual host: a service whose host equals `name` balances over its targets. */
+export interface Upstream {
+  id: Uuid;
+  created_at: number;
+  updated_at: number;
+  name: string;
+  algorithm: 'round-robin' | 'consistent-hashing' | 'least-connections' | 'latency';
+  hash_on: string;
+  hash_fallback: string;
+  hash_on_header: string | null;
+  hash_fallback_header: string | null;
+  hash_on_cookie: string | null;
+  hash_on_cookie_path: string;
+  hash_on_query_arg: string | null;
+  hash_fallback_query_arg: string | null;
+  hash_on_uri_capture: string | null;
+  hash_fallback_uri_capture: string | null;
+  slots: number;
+  healthchecks: UpstreamHealthchecks;
+  tags: string[] | null;
+  host_header: string | null;
+  client_certificate: ForeignKey | null;
+  use_srv_name: boolean;
+}
+
+/** One backend of an upstream: `target` is always `host:port` (port 8000 when none was given, as Kong's targets DAO does). */
+export interface Target {
+  id: Uuid;
+  /** Seconds with millisecond precision (Kong's auto_timestamp_ms). */
+  created_at: number;
+  updated_at: number;
+  upstream: ForeignKey;
+  target: string;
+  weight: number;
+  tags: string[] | null;
+}
+
+export interface HmacAuthCredential {
+  id: Uuid;
+  created_at: number;
+  consumer: ForeignKey;
+  username: string;
+  secret: string;
+  tags: string[] | null;
+}
+
+export interface JwtSecret {
+  id: Uuid;
+  created_at: number;
+  consumer: ForeignKey;
+  key: string;
+  secret: string;
+  rsa_public_key: string | null;
+  algorithm: string;
+  tags: string[] | null;
+}
+
+export interface OAuth2Credential {
+  id: Uuid;
+  created_at: number;
+  consumer: ForeignKey;
+  name: string;
+  client_id: string;
+  client_secret: string;
+  hash_secret: boolean;
+  redirect_uris: string[] | null;
+  tags: string[] | null;
+  client_type: 'confidential' | 'public';
+}
+
 /** The whole configuration, as the store holds it and the proxy reads it. */
 export interface GatewayConfig {
   services: Service[];
@@ -125,6 +239,13 @@ export interface GatewayConfig {
   basicauth_credentials: BasicAuthCredential[];
   acls: AclGroup[];
   ca_certificates: CaCertificate[];
+  certificates: Certificate[];
+  snis: Sni[];
+  upstreams: Upstream[];
+  targets: Target[];
+  hmacauth_credentials: HmacAuthCredential[];
+  jwt_secrets: JwtSecret[];
+  oauth2_credentials: OAuth2Credential[];
 }
 
 /** A read-only view with a version that increases on every committed change. */

@@ -5,7 +5,7 @@
  * (libraries.md §3).
  */
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { ListenAddress } from '../../util/listen-address.js';
 import type { GatewayProxy } from './gateway-proxy.js';
@@ -22,6 +22,8 @@ export interface ProxyListenerOptions {
 export interface ProxyListeners {
   http: AddressInfo | null;
   https: AddressInfo | null;
+  /** New certificate and key for new TLS connections; open connections keep theirs (`cert renew`). */
+  setTls(tls: { cert: string; key: string }): void;
   close(): Promise<void>;
 }
 
@@ -68,6 +70,7 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
   const servers: Server[] = [];
   let http: AddressInfo | null = null;
   let https: AddressInfo | null = null;
+  let tlsServer: HttpsServer | null = null;
   try {
     if (o.http) {
       const server = createHttpServer({ noDelay: true }, guarded(o.proxy, 'http'));
@@ -79,6 +82,7 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
       const server = createHttpsServer({ cert: o.https.cert, key: o.https.key, noDelay: true }, guarded(o.proxy, 'https'));
       tune(server);
       servers.push(server);
+      tlsServer = server;
       https = await listen(server, o.https);
     }
   } catch (err) {
@@ -88,6 +92,7 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
   return {
     http,
     https,
+    setTls: (tls) => tlsServer?.setSecureContext({ cert: tls.cert, key: tls.key }),
     close: async () => {
       await Promise.all(servers.map(closeServer));
     },

@@ -13,6 +13,7 @@ import { loadSnapshotFromFile, writeState } from './state-file.js';
 
 export { loadSnapshotFromFile } from './state-file.js';
 export { watchStateFile } from './watch.js';
+export { validateState, type StateValidation } from './validate-state.js';
 
 export type SnapshotListener = (snapshot: ConfigSnapshot) => void;
 

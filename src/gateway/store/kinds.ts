@@ -3,27 +3,38 @@
  * name-or-id lookup, kong.md §1), unique fields, foreign keys with their
  * delete rule, and the checks and transforms Kong's schemas apply.
  */
-import { X509Certificate } from 'node:crypto';
+import { createPrivateKey, createPublicKey, X509Certificate } from 'node:crypto';
 import type { CollectionName } from '../model/config.js';
+import type { GatewayConfig } from '../model/types.js';
 import {
   ACL_FIELDS,
   applyServiceUrl,
   BASICAUTH_FIELDS,
   CA_CERTIFICATE_FIELDS,
+  CERTIFICATE_FIELDS,
   checkConsumer,
   checkRouteMatchers,
   checkServiceTls,
   CONSUMER_FIELDS,
+  HMACAUTH_FIELDS,
+  JWT_FIELDS,
   KEYAUTH_FIELDS,
+  OAUTH2_FIELDS,
   PLUGIN_FIELDS,
   ROUTE_FIELDS,
   SERVICE_FIELDS,
+  SNI_FIELDS,
+  TARGET_FIELDS,
+  UPSTREAM_FIELDS,
 } from '../model/entities.js';
 import type { FieldSpecs } from '../model/fields.js';
+import { normalizeHealthchecks } from '../model/healthchecks.js';
+import { normalizeIp } from '../model/hostname.js';
 import { generateApiKey } from '../model/keys.js';
 import type { FlatErrors } from '../model/kong-error.js';
 import { hashBasicAuthPassword, isStoredPasswordHash } from '../model/password.js';
 import type { PluginSchemaDefinition } from '../model/types.js';
+import { certificateSnisAfterWrite, certificateView } from './certificate-snis.js';
 
 export interface RepoContext {
   plugins: ReadonlyMap<string, PluginSchemaDefinition>;
@@ -34,6 +45,11 @@ export interface RepoContext {
    * 'stored' takes them as already hashed (declarative `_transform: false`).
    */
   passwords: 'hash' | 'stored';
+  /**
+   * The caller checks ids and unique fields itself with indexes (validateState
+   * over a whole state file); skips the per-entity scans that make bulk loads quadratic.
+   */
+  uniquenessCheckedByCaller?: boolean;
 }
 
 export interface ForeignDef {
@@ -61,7 +77,29 @@ export interface KindDef {
   check?(value: Entity, errors: FlatErrors, ctx: RepoContext, input: Entity): void;
   /** After foreign keys resolve: generated and derived fields. `supplied` = fields the caller sent. */
   transform?(value: Entity, ctx: RepoContext, supplied: ReadonlySet<string>, existing: Entity | undefined): void;
+  /** Fields generated when absent (`auto = true` in Kong's schema); a state file must hold them. */
+  auto?: readonly string[];
+  /** Timestamps in seconds with millisecond precision (Kong's auto_timestamp_ms, targets). */
+  timestampsMs?: boolean;
+  /** Input-only fields besides the schema's (a certificate's `snis`); kept out of field validation. */
+  transient?: readonly string[];
+  /** After the entity is written: maintain dependent entities (a certificate's SNIs). */
+  afterWrite?(config: GatewayConfig, entity: Entity, rawInput: Entity, ctx: RepoContext, mode: 'insert' | 'update' | 'upsert'): void;
+  /** The entity as the admin API returns it (a certificate lists its SNI names). */
+  view?(config: Readonly<GatewayConfig>, entity: Entity): Entity;
 }
+
+/** Kong's targets DAO: a target without a port gets 8000; IPv6 is bracketed and expanded. */
+function formatTarget(target: string): string | null {
+  const r = normalizeIp(target);
+  if (!r.ok) return null;
+  const host = r.value.type === 'ipv6' ? `[${r.value.host}]` : r.value.host;
+  return `${host}:${r.value.port ?? 8000}`;
+}
+
+const generate = (...fields: string[]) => (value: Entity): void => {
+  for (const f of fields) if (value[f] === null) value[f] = generateApiKey();
+};
 
 function pluginCheck(value: Entity, errors: FlatErrors, ctx: RepoContext, input: Entity): void {
   const name = value.name;
@@ -85,7 +123,7 @@ export const KINDS: Readonly<Record<CollectionName, KindDef>> = {
     collection: 'services',
     endpointKey: 'name',
     uniques: ['name'],
-    foreign: [],
+    foreign: [{ field: 'client_certificate', collection: 'certificates', nameKey: 'id', onDelete: 'restrict' }],
     fields: SERVICE_FIELDS,
     updatedAt: true,
     prepare(input, errors) {
@@ -135,9 +173,8 @@ export const KINDS: Readonly<Record<CollectionName, KindDef>> = {
     foreign: [consumerRef],
     fields: KEYAUTH_FIELDS,
     updatedAt: false,
-    transform(value) {
-      if (value.key === null) value.key = generateApiKey();
-    },
+    auto: ['key'],
+    transform: generate('key'),
   },
   basicauth_credentials: {
     collection: 'basicauth_credentials',
@@ -184,4 +221,161 @@ export const KINDS: Readonly<Record<CollectionName, KindDef>> = {
       }
     },
   },
+  certificates: {
+    collection: 'certificates',
+    endpointKey: null,
+    uniques: [],
+    foreign: [],
+    fields: CERTIFICATE_FIELDS,
+    updatedAt: true,
+    transient: ['snis'],
+    check: checkCertificatePair,
+    afterWrite: certificateSnisAfterWrite,
+    view: certificateView,
+  },
+  snis: {
+    collection: 'snis',
+    endpointKey: 'name',
+    uniques: ['name'],
+    foreign: [{ field: 'certificate', collection: 'certificates', nameKey: 'id', onDelete: 'cascade' }],
+    fields: SNI_FIELDS,
+    updatedAt: true,
+  },
+  upstreams: {
+    collection: 'upstreams',
+    endpointKey: 'name',
+    uniques: ['name'],
+    foreign: [{ field: 'client_certificate', collection: 'certificates', nameKey: 'id', onDelete: 'restrict' }],
+    fields: UPSTREAM_FIELDS,
+    updatedAt: true,
+    check(value, errors, ctx, input) {
+      value.healthchecks = normalizeHealthchecks(input.healthchecks, errors, ctx.coerce);
+      checkUpstreamHashing(value, input, errors);
+    },
+  },
+  targets: {
+    collection: 'targets',
+    endpointKey: 'target',
+    uniques: [],
+    uniqueTuples: [['upstream', 'target']],
+    foreign: [{ field: 'upstream', collection: 'upstreams', nameKey: 'name', onDelete: 'cascade' }],
+    fields: TARGET_FIELDS,
+    updatedAt: true,
+    timestampsMs: true,
+    check(value, errors) {
+      if (typeof value.target !== 'string') return;
+      const formatted = formatTarget(value.target);
+      if (formatted === null) errors.target = 'Invalid target; not a valid hostname or ip address';
+      else value.target = formatted;
+    },
+  },
+  hmacauth_credentials: {
+    collection: 'hmacauth_credentials',
+    endpointKey: 'username',
+    uniques: ['username'],
+    foreign: [consumerRef],
+    fields: HMACAUTH_FIELDS,
+    updatedAt: false,
+    auto: ['secret'],
+    transform: generate('secret'),
+  },
+  jwt_secrets: {
+    collection: 'jwt_secrets',
+    endpointKey: 'key',
+    uniques: ['key'],
+    foreign: [consumerRef],
+    fields: JWT_FIELDS,
+    updatedAt: false,
+    auto: ['key', 'secret'],
+    check(value, errors) {
+      // jwt/daos.lua: asymmetric algorithms need a public key that parses.
+      const alg = value.algorithm;
+      if (typeof alg !== 'string' || !/^(RS|PS|ES)\d{3}$|^EdDSA$/.test(alg) || alg.startsWith('ES')) return;
+      if (value.rsa_public_key === null) errors.rsa_public_key = 'required field missing';
+      else {
+        try {
+          createPublicKey(value.rsa_public_key as string);
+        } catch {
+          errors.rsa_public_key = 'invalid key';
+        }
+      }
+    },
+    transform: generate('key', 'secret'),
+  },
+  oauth2_credentials: {
+    collection: 'oauth2_credentials',
+    endpointKey: 'client_id',
+    uniques: ['client_id'],
+    foreign: [consumerRef],
+    fields: OAUTH2_FIELDS,
+    updatedAt: false,
+    auto: ['client_id', 'client_secret'],
+    transform(value, ctx, supplied, existing) {
+      generate('client_id')(value);
+      if (value.client_secret === null) value.client_secret = existing && !supplied.has('client_secret') ? existing.client_secret : generateApiKey();
+      // oauth2/daos.lua: hash_secret stores a hash of the secret; this gateway never verifies it (no oauth2 plugin).
+      if (value.hash_secret === true && ctx.passwords === 'hash' && (supplied.has('client_secret') || !existing || existing.hash_secret !== true)) {
+        value.client_secret = hashBasicAuthPassword(value.client_secret as string, (value.consumer as { id: string }).id);
+      }
+    },
+  },
 };
+
+/** certificates.lua: the key must belong to the certificate (and the alternative pair likewise). */
+function checkCertificatePair(value: Entity, errors: FlatErrors): void {
+  const pair = (certField: string, keyField: string, what: string): void => {
+    const cert = value[certField];
+    const key = value[keyField];
+    if (typeof cert !== 'string' || typeof key !== 'string') {
+      // cert and key are required fields (reported already); the alternative pair is all or none.
+      if (certField === 'cert_alt' && (cert === null) !== (key === null)) errors['@entity'] = [`all or none of these fields must be set: '${certField}', '${keyField}'`];
+      return;
+    }
+    let x509: X509Certificate;
+    try {
+      x509 = new X509Certificate(cert);
+    } catch {
+      errors[certField] = 'invalid certificate: x509.new: failed to parse certificate';
+      return;
+    }
+    let pub: string;
+    try {
+      pub = createPublicKey(createPrivateKey(key)).export({ type: 'spki', format: 'pem' }).toString();
+    } catch {
+      errors[keyField] = 'invalid key: pkey.new: failed to load key';
+      return;
+    }
+    if (x509.publicKey.export({ type: 'spki', format: 'pem' }).toString() !== pub) errors['@entity'] = [`${what} does not match key`];
+  };
+  pair('cert', 'key', 'certificate');
+  if (value.cert_alt !== null || value.key_alt !== null) pair('cert_alt', 'key_alt', 'alternative certificate');
+}
+
+/** upstreams.lua entity checks on hash_on / hash_fallback and their companion fields. */
+function checkUpstreamHashing(value: Entity, input: Entity, errors: FlatErrors): void {
+  // Shorthands: least-connections and latency clear hash_on; a hash_on other than none means consistent-hashing.
+  if ((value.algorithm === 'least-connections' || value.algorithm === 'latency') && input.hash_on === undefined) value.hash_on = 'none';
+  if (input.algorithm === undefined && typeof input.hash_on === 'string') value.algorithm = input.hash_on === 'none' ? 'round-robin' : 'consistent-hashing';
+  const need = (when: string, on: unknown, field: string): void => {
+    if (on === when && value[field] === null) errors[field] = 'required field missing';
+  };
+  need('header', value.hash_on, 'hash_on_header');
+  need('header', value.hash_fallback, 'hash_fallback_header');
+  need('cookie', value.hash_on, 'hash_on_cookie');
+  need('cookie', value.hash_fallback, 'hash_on_cookie');
+  need('query_arg', value.hash_on, 'hash_on_query_arg');
+  need('query_arg', value.hash_fallback, 'hash_fallback_query_arg');
+  need('uri_capture', value.hash_on, 'hash_on_uri_capture');
+  need('uri_capture', value.hash_fallback, 'hash_fallback_uri_capture');
+  if ((value.hash_on === 'none' || value.hash_on === 'cookie') && value.hash_fallback !== 'none') errors.hash_fallback = 'expected one of: none';
+  else if (value.hash_on === value.hash_fallback && value.hash_on !== 'none' && value.hash_on !== 'header' && value.hash_on !== 'query_arg' && value.hash_on !== 'uri_capture') {
+    errors.hash_fallback = 'must not be equal to hash_on';
+  }
+  for (const [a, b] of [
+    ['hash_on_header', 'hash_fallback_header'],
+    ['hash_on_query_arg', 'hash_fallback_query_arg'],
+    ['hash_on_uri_capture', 'hash_fallback_uri_capture'],
+  ] as const) {
+    if (value[a] !== null && value[a] === value[b]) errors['@entity'] = [`values of these fields must be distinct: '${a}', '${b}'`];
+  }
+}

@@ -27,13 +27,24 @@ function list(config: GatewayConfig, collection: CollectionName): Entity[] {
   return config[collection] as unknown as Entity[];
 }
 
-const now = (): number => Math.floor(Date.now() / 1000);
+const now = (ms = false): number => (ms ? Math.floor(Date.now()) / 1000 : Math.floor(Date.now() / 1000));
+
+/** The entity as the admin API returns it (a certificate with its SNI names). */
+export function viewEntity(config: Readonly<GatewayConfig>, collection: CollectionName, entity: Entity): Entity {
+  const view = KINDS[collection].view;
+  return view ? view(config, entity) : entity;
+}
 
 /** kong.md §1: a UUID-shaped segment is looked up only by id, anything else by the endpoint key. */
 export function findEntity(config: GatewayConfig, collection: CollectionName, idOrKey: string, within?: (e: Entity) => boolean): Entity | undefined {
   const kind = KINDS[collection];
   const items = within ? list(config, collection).filter(within) : list(config, collection);
   if (isUuid(idOrKey)) return items.find((e) => e.id === idOrKey.toLowerCase());
+  if (collection === 'certificates') {
+    // Kong's certificates endpoint takes an SNI name in place of the id (kong/api/routes/certificates.lua).
+    const sni = config.snis.find((s) => s.name === idOrKey);
+    return sni ? items.find((e) => e.id === sni.certificate.id) : undefined;
+  }
   if (!kind.endpointKey) return undefined;
   return items.find((e) => e[kind.endpointKey as string] === idOrKey);
 }
@@ -62,14 +73,17 @@ function sameValue(a: unknown, b: unknown): boolean {
 }
 
 function checkUnique(config: GatewayConfig, kind: KindDef, value: Entity): void {
-  const others = list(config, kind.collection).filter((e) => e.id !== value.id);
-  for (const field of kind.uniques) {
-    const v = value[field];
-    if (v !== null && v !== undefined && others.some((e) => e[field] === v)) throw uniqueViolation(field, v);
-  }
-  for (const tuple of kind.uniqueTuples ?? []) {
-    if (others.some((e) => tuple.every((f) => sameValue(e[f] ?? null, value[f] ?? null)))) {
-      throw uniqueViolation(tuple.join(','), Object.fromEntries(tuple.map((f) => [f, value[f] ?? null])));
+  // One pass, no copies: a state file or declarative document with thousands of entities is checked entity by entity.
+  const fields = kind.uniques.filter((f) => value[f] !== null && value[f] !== undefined);
+  const tuples = kind.uniqueTuples ?? [];
+  if (fields.length === 0 && tuples.length === 0) return;
+  for (const e of list(config, kind.collection)) {
+    if (e.id === value.id) continue;
+    for (const field of fields) if (e[field] === value[field]) throw uniqueViolation(field, value[field]);
+    for (const tuple of tuples) {
+      if (tuple.every((f) => sameValue(e[f] ?? null, value[f] ?? null))) {
+        throw uniqueViolation(tuple.join(','), Object.fromEntries(tuple.map((f) => [f, value[f] ?? null])));
+      }
     }
   }
 }
@@ -81,7 +95,7 @@ function checkUnique(config: GatewayConfig, kind: KindDef, value: Entity): void 
 function build(config: GatewayConfig, kind: KindDef, rawInput: Entity, ctx: RepoContext, existing?: Entity, supplied?: ReadonlySet<string>): Entity {
   const errors: FlatErrors = {};
   const input = kind.prepare ? kind.prepare(rawInput, errors) : rawInput;
-  const res = validateFields(kind.fields, input, ctx.coerce, ['id', 'created_at', 'updated_at']);
+  const res = validateFields(kind.fields, input, ctx.coerce, ['id', 'created_at', 'updated_at', ...(kind.transient ?? [])]);
   Object.assign(errors, res.errors);
   const value = res.value;
   let id = existing?.id as string | undefined;
@@ -90,28 +104,40 @@ function build(config: GatewayConfig, kind: KindDef, rawInput: Entity, ctx: Repo
     else errors.id = 'expected a valid UUID';
   }
   const created = input.created_at;
-  if (created !== undefined && created !== null && !Number.isInteger(created)) errors.created_at = 'expected an integer';
+  if (created !== undefined && created !== null && !(kind.timestampsMs ? Number.isFinite(created) : Number.isInteger(created))) {
+    errors.created_at = kind.timestampsMs ? 'expected a number' : 'expected an integer';
+  }
   kind.check?.(value, errors, ctx, input);
   if (Object.keys(errors).length > 0) throw schemaViolation(errors);
-  if (!existing && id && list(config, kind.collection).some((e) => e.id === id)) throw primaryKeyViolation(id);
+  if (!existing && id && !ctx.uniquenessCheckedByCaller && list(config, kind.collection).some((e) => e.id === id)) throw primaryKeyViolation(id);
   resolveForeign(config, kind, value);
   kind.transform?.(value, ctx, supplied ?? new Set(Object.keys(rawInput)), existing);
-  const ts = now();
+  const ts = now(kind.timestampsMs);
   const entity: Entity = {
     id: id ?? randomUUID(),
     created_at: (existing?.created_at as number | undefined) ?? (created as number | undefined) ?? ts,
     ...(kind.updatedAt ? { updated_at: ts } : {}),
     ...value,
   };
-  checkUnique(config, kind, entity);
+  if (!ctx.uniquenessCheckedByCaller) checkUnique(config, kind, entity);
   return entity;
 }
 
 /** POST: creates an entity. `fixed` fields (a nested endpoint's parent) override the input. */
 export function insertEntity(config: GatewayConfig, collection: CollectionName, input: Entity, ctx: RepoContext, fixed: Entity = {}): Entity {
-  const entity = build(config, KINDS[collection], { ...input, ...fixed }, ctx);
+  const raw = { ...input, ...fixed };
+  const entity = build(config, KINDS[collection], raw, ctx);
   list(config, collection).push(entity);
+  KINDS[collection].afterWrite?.(config, entity, raw, ctx, 'insert');
   return entity;
+}
+
+/** Kong merges nested records on PATCH; `base` is the stored value. */
+function deepMerge(base: unknown, patch: unknown): unknown {
+  if (!isRecord(base) || !isRecord(patch)) return patch;
+  const out: Entity = { ...base };
+  for (const [k, v] of Object.entries(patch)) out[k] = deepMerge(base[k], v);
+  return out;
 }
 
 function replaceInList(config: GatewayConfig, collection: CollectionName, entity: Entity): void {
@@ -129,10 +155,12 @@ export function updateEntity(config: GatewayConfig, collection: CollectionName, 
   if (collection === 'plugins' && isRecord(patch.config) && isRecord(existing.config)) {
     merged.config = { ...existing.config, ...patch.config };
   }
+  if (collection === 'upstreams' && isRecord(patch.healthchecks)) merged.healthchecks = deepMerge(existing.healthchecks, patch.healthchecks);
   if (patch.id !== undefined && patch.id !== existing.id) throw schemaViolation({ id: 'cannot change the primary key' });
   delete merged.id;
   const entity = build(config, KINDS[collection], merged, ctx, existing, new Set(Object.keys(patch)));
   replaceInList(config, collection, entity);
+  KINDS[collection].afterWrite?.(config, entity, patch, ctx, 'update');
   return entity;
 }
 
@@ -143,10 +171,16 @@ export function upsertEntity(config: GatewayConfig, collection: CollectionName, 
   if (isUuid(idOrKey)) keyed.id = idOrKey.toLowerCase();
   else if (kind.endpointKey) keyed[kind.endpointKey] = idOrKey;
   const existing = findEntity(config, collection, idOrKey, within);
-  if (!existing) return { entity: insertEntity(config, collection, keyed, ctx), created: true };
+  if (!existing) {
+    const entity = build(config, kind, keyed, ctx);
+    list(config, collection).push(entity);
+    kind.afterWrite?.(config, entity, keyed, ctx, 'upsert');
+    return { entity, created: true };
+  }
   delete keyed.id;
   const entity = build(config, kind, keyed, ctx, existing);
   replaceInList(config, collection, entity);
+  kind.afterWrite?.(config, entity, keyed, ctx, 'upsert');
   return { entity, created: false };
 }
 

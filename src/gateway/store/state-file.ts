@@ -6,10 +6,11 @@
 import { readFileSync } from 'node:fs';
 import { HospitalApiError } from '../../errors/index.js';
 import { writeFileAtomic } from '../../util/atomic-write.js';
-import { COLLECTIONS, deepFreeze, emptyConfig } from '../model/config.js';
+import { deepFreeze, emptyConfig } from '../model/config.js';
 import type { ConfigSnapshot, GatewayConfig } from '../model/types.js';
+import { STATE_FORMAT, validateState } from './validate-state.js';
 
-export const STATE_FORMAT = 'hospital-api-gateway-state/1';
+export { STATE_FORMAT };
 
 export function serializeState(version: number, config: GatewayConfig): string {
   return `${JSON.stringify({ format: STATE_FORMAT, version, config }, null, 1)}\n`;
@@ -19,7 +20,11 @@ export function writeState(path: string, version: number, config: GatewayConfig)
   writeFileAtomic(path, serializeState(version, config), { mode: 0o600 });
 }
 
-/** Parses a state file's text; a missing collection is read as empty. @throws ERR_GATEWAY_STATE_INVALID */
+/**
+ * Parses and schema-checks a state file's text (validateState); a missing
+ * collection is read as empty. The error names the file and every bad field.
+ * @throws ERR_GATEWAY_STATE_INVALID
+ */
 export function parseState(path: string, text: string): ConfigSnapshot {
   let doc: unknown;
   try {
@@ -27,22 +32,13 @@ export function parseState(path: string, text: string): ConfigSnapshot {
   } catch (err) {
     throw new HospitalApiError('ERR_GATEWAY_STATE_INVALID', { path, detail: (err as Error).message });
   }
-  const d = doc as { format?: unknown; version?: unknown; config?: unknown };
-  if (typeof doc !== 'object' || doc === null || d.format !== STATE_FORMAT) {
-    throw new HospitalApiError('ERR_GATEWAY_STATE_INVALID', { path, detail: `expected "format": "${STATE_FORMAT}"` });
+  const result = validateState(doc);
+  if (!result.ok) {
+    const shown = result.errors.slice(0, 10).join('; ');
+    const more = result.errors.length > 10 ? ` (and ${result.errors.length - 10} more)` : '';
+    throw new HospitalApiError('ERR_GATEWAY_STATE_INVALID', { path, detail: `${shown}${more}` });
   }
-  if (typeof d.version !== 'number' || !Number.isInteger(d.version) || d.version < 0) {
-    throw new HospitalApiError('ERR_GATEWAY_STATE_INVALID', { path, detail: 'version must be a non-negative integer' });
-  }
-  const raw = (typeof d.config === 'object' && d.config !== null ? d.config : {}) as Record<string, unknown>;
-  const config = emptyConfig();
-  for (const name of COLLECTIONS) {
-    const list = raw[name];
-    if (list === undefined) continue;
-    if (!Array.isArray(list)) throw new HospitalApiError('ERR_GATEWAY_STATE_INVALID', { path, detail: `${name} must be an array` });
-    (config[name] as unknown[]) = list;
-  }
-  return deepFreeze({ version: d.version, config });
+  return deepFreeze({ version: result.version, config: result.config });
 }
 
 /** Reads the state file; a missing file is an empty configuration at version 0. @throws ERR_GATEWAY_STATE_INVALID, ERR_FILE_READ */

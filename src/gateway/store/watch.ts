@@ -2,7 +2,9 @@
  * Follows the state file from another process. The admin process replaces the
  * file by rename, so the directory is watched (a watch on the file itself
  * would stay on the old inode). Bursts are debounced; a file that cannot be
- * read or parsed is ignored and the last good snapshot stays in force.
+ * read, parsed or validated (validateState) is not applied: the last good
+ * snapshot stays in force and `onError` is told why (once per bad version of
+ * the file), so the process can say so.
  */
 import { watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
@@ -13,7 +15,12 @@ import { loadSnapshotFromFile } from './state-file.js';
 const DEBOUNCE_MS = 5;
 
 /** Calls `listener` with each new version of the file; returns the stop function. */
-export function watchStateFile(statePath: string, listener: (snapshot: ConfigSnapshot) => void): () => void {
+export function watchStateFile(
+  statePath: string,
+  listener: (snapshot: ConfigSnapshot) => void,
+  onError?: (err: Error) => void,
+): () => void {
+  let lastError: string | null = null;
   const name = basename(statePath);
   let lastVersion: number | null = null;
   try {
@@ -27,9 +34,13 @@ export function watchStateFile(statePath: string, listener: (snapshot: ConfigSna
     let snapshot: ConfigSnapshot;
     try {
       snapshot = loadSnapshotFromFile(statePath);
-    } catch {
+    } catch (err) {
+      const message = (err as Error).message;
+      if (message !== lastError) onError?.(err as Error);
+      lastError = message;
       return;
     }
+    lastError = null;
     if (snapshot.version === lastVersion) return;
     lastVersion = snapshot.version;
     listener(snapshot);

@@ -110,6 +110,10 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
       name: 'fhir',
       // No --public-base: links then follow the gateway's X-Forwarded-* (kong.md §4) through
       // the gateway, and the Host header on direct access (fhir.md §1).
+      // One port for both audiences: the server gives the full (unauthenticated) API to loopback
+      // callers only (the gateway and the Hospital API run on this host) and answers other
+      // addresses GET /fhir/metadata alone (spec check 4.5.2), 403 for the rest. No --open-api here.
+      // Validation, referential integrity and synchronous=FULL are the server's defaults.
       args: ['fhir', '--host', host, '--port', String(ports.fhir), '--data', p.fhirData],
       healthUrl: `http://127.0.0.1:${ports.fhir}/fhir/metadata`,
       ports: [{ host, port: ports.fhir }],
@@ -148,7 +152,7 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
   const metrics = metricsListen(dir, config);
   const api: ComponentSpec = {
     name: 'api',
-    args: ['serve', '--host', host, '--port', String(ports.api), '--env-file', p.apiEnv],
+    args: ['serve', '--host', host, '--port', String(ports.api), '--env-file', p.apiEnv, '--reload-status', join(p.run, 'api-reload.json')],
     healthUrl: `http://127.0.0.1:${ports.api}/api/health-check`,
     ports: [{ host, port: ports.api }, ...metrics.bindings],
     ...(metrics.env ? { env: metrics.env } : {}),

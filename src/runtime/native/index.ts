@@ -12,6 +12,7 @@ import { componentSpecs } from './components.js';
 import { requestRestart, startStack, stopStack } from './control.js';
 import { probe } from './health.js';
 import { isOurs, readRunState, runningSupervisor } from './state.js';
+import { reloadApiKey, reloadGatewayTls, restoreNativeData, snapshotNativeData } from './maintenance.js';
 
 /** Live view: the recorded state, checked against the process table and each health URL. */
 export async function nativeComponents(dir: string, config: InstallConfig): Promise<ComponentState[]> {
@@ -52,6 +53,10 @@ export function createNativeRuntime(dir: string, config: InstallConfig): Runtime
     },
     restart: (component) => requestRestart(root, component),
     components: () => nativeComponents(root, config),
+    reloadApiKey: () => reloadApiKey(root),
+    reloadGatewayTls: () => reloadGatewayTls(root),
+    snapshotData: (into, progress) => snapshotNativeData(root, into, progress),
+    restoreData: (from, parts) => restoreNativeData(root, from, parts),
     async versions(): Promise<ComponentVersion[]> {
       const recorded = readRunState(root)?.components ?? [];
       return componentSpecs(root, config).map((s) => ({

@@ -85,7 +85,7 @@ describe('create, read, vread, update, patch, delete, history (fhir.md §3–§4
     expect((await call(base, 'PATCH', `Patient/${id}`, [{ op: 'remove', path: '/gender' }], { 'content-type': 'application/fhir+json' })).status).toBe(415);
   });
 
-  it('deletes: read → 410, vread of the old version still works, unknown id → 404', async () => {
+  it('deletes: read → 410, vread of the old version still works, unknown id: read 404, delete 200', async () => {
     const id = (await call(base, 'POST', 'Patient', patient('Gone'))).body.id;
     const del = await call(base, 'DELETE', `Patient/${id}`);
     expect(del.status).toBe(200);
@@ -95,7 +95,11 @@ describe('create, read, vread, update, patch, delete, history (fhir.md §3–§4
     expect((await call(base, 'GET', `Patient/${id}/_history/1`)).status).toBe(200);
     expect((await call(base, 'GET', `Patient?_id=${id}`)).body.total).toBe(0);
     expect((await call(base, 'GET', 'Patient/never-was')).status).toBe(404);
-    expect((await call(base, 'DELETE', 'Patient/never-was')).status).toBe(404);
+    // R4 http.html#delete: "or if the resource does not exist at all, the server should return either a 200 OK … or a 204"
+    const never = await call(base, 'DELETE', 'Patient/never-was');
+    expect(never.status).toBe(200);
+    expect(never.body.issue[0].severity).toBe('information');
+    expect(never.body.issue[0].diagnostics).toContain('does not exist');
     // re-creating a deleted id by PUT is a create (201) with the next version
     const again = await call(base, 'PUT', `Patient/${id}`, { ...patient('Back'), id });
     expect(again.status).toBe(201);

@@ -112,4 +112,27 @@ describe('hospital-api fhir (CLI child)', () => {
       store.close();
     }
   });
+
+  it('commits survive power loss by default (synchronous=FULL); NORMAL only by flag', async () => {
+    const full = openFhirStore(tempDir('fhir-sync-'));
+    const normal = openFhirStore(tempDir('fhir-sync-'), { synchronous: 'normal' });
+    try {
+      // https://www.sqlite.org/pragma.html#pragma_synchronous: 2 = FULL, 1 = NORMAL
+      expect(full.db.pragma('synchronous', { simple: true })).toBe(2);
+      expect(full.db.pragma('journal_mode', { simple: true })).toBe('wal');
+      expect(normal.db.pragma('synchronous', { simple: true })).toBe(1);
+    } finally {
+      full.close();
+      normal.close();
+    }
+    const server = await startServer();
+    try {
+      expect(server.store.db.pragma('synchronous', { simple: true })).toBe(2);
+    } finally {
+      await server.close();
+    }
+    const bad = await runCli(['fhir', '--synchronous', 'off', '--port', '0', '--data', tempDir('fhir-sync-')]);
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toContain('--synchronous must be full or normal');
+  });
 });

@@ -1,6 +1,6 @@
 /** The FHIR server in-process on 127.0.0.1:0 with a temporary data dir, and a JSON client over undici. */
 import { request } from 'undici';
-import { startFhirServer, type RunningFhirServer } from '../../../src/fhir/server/start.js';
+import { startFhirServer, type FhirServerOptions, type RunningFhirServer } from '../../../src/fhir/server/start.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 export interface Reply {
@@ -9,8 +9,8 @@ export interface Reply {
   body: any;
 }
 
-export async function startServer(options: { dataDir?: string; publicBase?: string } = {}): Promise<RunningFhirServer> {
-  return startFhirServer({ host: '127.0.0.1', port: 0, dataDir: options.dataDir ?? tempDir('fhir-server-'), ...(options.publicBase ? { publicBase: options.publicBase } : {}) });
+export async function startServer(options: Partial<Omit<FhirServerOptions, 'host' | 'port'>> = {}): Promise<RunningFhirServer> {
+  return startFhirServer({ ...options, host: '127.0.0.1', port: 0, dataDir: options.dataDir ?? tempDir('fhir-server-') });
 }
 
 /** `path` is relative to the base (`Patient?x=1`) or absolute (`http://…`). */

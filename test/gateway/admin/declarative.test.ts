@@ -143,7 +143,7 @@ describe('parseDeclarative (kong.md §3)', () => {
     });
     expect(config.routes[0]?.service?.id).toBe(config.services[0]?.id);
     expect(config.plugins[0]?.route?.id).toBe(config.routes[0]?.id);
-    expect(() => parseDeclarative({ _format_version: '3.0', upstreams: [{ name: 'u' }] })).toThrow(/upstreams/);
+    expect(() => parseDeclarative({ _format_version: '3.0', consumer_groups: [{ name: 'g' }] })).toThrow(/consumer_groups/);
     expect(() => parseDeclarative({ _format_version: '9.9' })).toThrow(/_format_version/);
   });
 

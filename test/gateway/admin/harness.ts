@@ -41,6 +41,9 @@ export const STAND_IN_PLUGINS: ReadonlyMap<string, PluginSchemaDefinition> = new
   ],
 ]);
 
+/** The toolkit version the test admin servers are started with (GET / reports it as hospital_api_version). */
+export const TOOLKIT_VERSION = '0.0.0-test';
+
 export interface Reply {
   status: number;
   headers: Record<string, string | string[] | undefined>;
@@ -61,7 +64,7 @@ export async function startAdmin(options: { dir?: string; plugins?: ReadonlyMap<
   const dir = options.dir ?? tempDir('gw-admin-');
   const statePath = join(dir, 'gateway-state.json');
   const store = await openStore(statePath);
-  const server = await startAdminServer({ host: '127.0.0.1', port: 0, store, plugins: options.plugins ?? STAND_IN_PLUGINS, version: '3.9.1' });
+  const server = await startAdminServer({ host: '127.0.0.1', port: 0, store, plugins: options.plugins ?? STAND_IN_PLUGINS, version: TOOLKIT_VERSION });
   return {
     url: server.url,
     dir,
@@ -92,7 +95,7 @@ export async function startAdmin(options: { dir?: string; plugins?: ReadonlyMap<
  * temp dirs removed after the file. The returned object always points at the
  * current test's server.
  */
-export function useFreshAdmin(): Pick<Admin, 'call'> & { readonly store: GatewayStore } {
+export function useFreshAdmin(): Pick<Admin, 'call'> & { readonly store: GatewayStore; readonly url: string } {
   let current: Admin | undefined;
   beforeEach(async () => {
     current = await startAdmin();
@@ -110,6 +113,9 @@ export function useFreshAdmin(): Pick<Admin, 'call'> & { readonly store: Gateway
     call: (...args) => active().call(...args),
     get store() {
       return active().store;
+    },
+    get url() {
+      return active().url;
     },
   };
 }

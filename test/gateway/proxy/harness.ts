@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import type { ConfigSnapshot, Consumer, GatewayConfig, Plugin, Route, Service } from '../../../src/gateway/model/types.js';
+import { emptyConfig as modelEmptyConfig } from '../../../src/gateway/model/config.js';
 import { PLUGIN_SCHEMAS } from '../../../src/gateway/plugins/index.js';
 import { GatewayProxy } from '../../../src/gateway/proxy/gateway-proxy.js';
 import { startProxyListeners, type ProxyListeners } from '../../../src/gateway/proxy/listeners.js';
@@ -14,7 +15,7 @@ import { startProxyListeners, type ProxyListeners } from '../../../src/gateway/p
 const now = () => Math.floor(Date.now() / 1000);
 
 export function emptyConfig(): GatewayConfig {
-  return { services: [], routes: [], consumers: [], plugins: [], keyauth_credentials: [], basicauth_credentials: [], acls: [], ca_certificates: [] };
+  return modelEmptyConfig();
 }
 
 export function service(c: GatewayConfig, s: Partial<Service> & { host: string; port: number }): Service {

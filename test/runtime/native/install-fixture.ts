@@ -1,12 +1,12 @@
 /** A minimal native install directory (install.json + env file) on ephemeral ports. */
 import { writeFileSync } from 'node:fs';
 import { freePort } from '../../../src/util/port-check.js';
-import { writeInstallConfig, type InstallConfig } from '../../../src/runtime/install-config.js';
+import { INSTALL_FORMAT, writeInstallConfig, type InstallConfig } from '../../../src/runtime/install-config.js';
 import { installPaths } from '../../../src/runtime/layout.js';
 
 export async function makeNativeInstall(dir: string, options: { withKey?: boolean } = {}): Promise<InstallConfig> {
   const config: InstallConfig = {
-    formatVersion: 1,
+    formatVersion: INSTALL_FORMAT,
     runtime: 'native',
     hosts: ['127.0.0.1', 'localhost'],
     ports: {

@@ -1,0 +1,68 @@
+/**
+ * Key reload without a restart (`consumer rotate-key`): on SIGHUP the Hospital
+ * API reads FHIR_API_KEY again from its settings, switches to it for every
+ * later FHIR request (in-flight requests keep working: both keys are valid at
+ * the gateway while the switch happens), checks the gateway accepts it, and
+ * reports the outcome in a status file. No connection is closed, so the
+ * platform sees no failed request. Only the key is reloaded; other settings
+ * still need a restart. The status file carries a SHA-256 fingerprint of the
+ * key (never the key) so the caller can tell which key the API now uses.
+ */
+import { createHash } from 'node:crypto';
+import { isHospitalApiError } from '../errors/index.js';
+import { writeSecretFile } from '../util/atomic-write.js';
+import { loadConfig, type ConfigFlags } from './config.js';
+import type { RunningApi } from './server.js';
+
+export interface ReloadStatus {
+  pid: number;
+  at: string;
+  /** First 16 hex digits of SHA-256 of the key now in use. */
+  keyFingerprint: string;
+  /** `ok` when GET metadata through the gateway with the new key answered a CapabilityStatement, else an error code. */
+  gateway: string;
+  /** Set when the settings could not be read: the old key stays in use. */
+  error?: string;
+}
+
+export function keyFingerprint(key: string): string {
+  return createHash('sha256').update(key).digest('hex').slice(0, 16);
+}
+
+/** Rereads the key, switches to it when valid, pings the gateway with it, writes the status. */
+export async function reloadKey(running: RunningApi, flags: ConfigFlags, statusFile: string | undefined): Promise<ReloadStatus> {
+  const config = running.api.context.config;
+  let error: string | undefined;
+  try {
+    config.fhirApiKey = loadConfig(flags).fhirApiKey;
+  } catch (err) {
+    error = isHospitalApiError(err) ? err.code : 'ERR_INTERNAL';
+  }
+  let gateway = 'ok';
+  try {
+    await running.api.context.fhir.ping();
+  } catch (err) {
+    gateway = isHospitalApiError(err) ? err.code : 'failed';
+  }
+  const status: ReloadStatus = {
+    pid: process.pid, at: new Date().toISOString(), keyFingerprint: keyFingerprint(config.fhirApiKey), gateway, ...(error ? { error } : {}),
+  };
+  if (statusFile) writeSecretFile(statusFile, JSON.stringify(status) + '\n');
+  return status;
+}
+
+/** Installs the SIGHUP handler; reloads run one at a time. */
+export function reloadKeyOnSignal(running: RunningApi, flags: ConfigFlags, statusFile: string | undefined, log: (text: string) => void): () => void {
+  let chain: Promise<unknown> = Promise.resolve();
+  const handler = (): void => {
+    chain = chain.then(async () => {
+      const s = await reloadKey(running, flags, statusFile).catch((err: unknown) => {
+        log(`hospital-api serve: key reload failed: ${(err as Error).message}`);
+        return null;
+      });
+      if (s) log(`hospital-api serve: FHIR_API_KEY reloaded (fingerprint ${s.keyFingerprint}, gateway ${s.gateway}${s.error ? `, settings ${s.error}: old key kept` : ''})`);
+    });
+  };
+  process.on('SIGHUP', handler);
+  return () => process.off('SIGHUP', handler);
+}

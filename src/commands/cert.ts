@@ -1,0 +1,95 @@
+import type { Command } from 'commander';
+import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
+
+interface CertOptions extends GlobalOptions {
+  dir?: string;
+  days?: string;
+  caKey?: string;
+  cert?: string;
+  key?: string;
+  signerCert?: string;
+  signerKey?: string;
+}
+
+const DIR_HELP = 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)';
+
+/**
+ * `hospital-api cert status` (days left on each certificate) and `cert renew`
+ * (new gateway and record-signing certificates, installed without downtime). Issue 15.
+ */
+export function register(program: Command): void {
+  const cert = program.command('cert').description(SUMMARIES.cert);
+  cert
+    .command('status')
+    .description('days left on the CA, gateway and record-signing certificates (exit 1 when one is under 30 days)')
+    .option('--dir <dir>', DIR_HELP)
+    .action(
+      action<CertOptions>('cert status', async (options, io) => {
+        const { defaultInstallDir, installPaths } = await import('../runtime/layout.js');
+        const { certificateLifetimes, CERT_WARN_DAYS } = await import('../install/tls.js');
+        const certificates = certificateLifetimes(installPaths(options.dir ?? defaultInstallDir()));
+        const short = certificates.filter((c) => c.daysLeft < CERT_WARN_DAYS);
+        if (io.json) io.out(JSON.stringify({ ok: short.length === 0, command: 'cert status', result: { certificates, warnDays: CERT_WARN_DAYS } }));
+        else await renderCertificates(io, certificates, CERT_WARN_DAYS);
+        return short.length ? 1 : 0;
+      }),
+    );
+  cert
+    .command('renew')
+    .description('re-issue the gateway and record-signing certificates from the hospital CA (or install the given ones) without downtime')
+    .option('--dir <dir>', DIR_HELP)
+    .option('--days <n>', 'validity of re-issued certificates in days (default 825)')
+    .option('--ca-key <file>', 'the hospital CA key, used once to issue and never stored (when install did not generate the CA)')
+    .option('--cert <file>', "the hospital's new gateway certificate (with --key) instead of re-issuing")
+    .option('--key <file>', 'its private key')
+    .option('--signer-cert <file>', "the hospital's new record-signing certificate (with --signer-key)")
+    .option('--signer-key <file>', 'its private key')
+    .action(
+      action<CertOptions>('cert renew', async (options, io) => {
+        const { defaultInstallDir } = await import('../runtime/layout.js');
+        const { openRuntime } = await import('../runtime/index.js');
+        const { renewCertificates } = await import('../install/cert-renew.js');
+        const { CERT_WARN_DAYS } = await import('../install/tls.js');
+        const dir = options.dir ?? defaultInstallDir();
+        const days = options.days === undefined ? undefined : /^\d+$/.test(options.days) ? Number(options.days) : NaN;
+        const result = await renewCertificates(
+          openRuntime(dir),
+          dir,
+          {
+            ...(days === undefined ? {} : { days }),
+            ...(options.caKey ? { caKey: options.caKey } : {}),
+            ...(options.cert ? { cert: options.cert } : {}),
+            ...(options.key ? { key: options.key } : {}),
+            ...(options.signerCert ? { signerCert: options.signerCert } : {}),
+            ...(options.signerKey ? { signerKey: options.signerKey } : {}),
+          },
+          (t) => io.log(t),
+        );
+        if (io.json) io.out(JSON.stringify({ ok: true, command: 'cert renew', result }));
+        else {
+          await renderCertificates(io, result.certificates, CERT_WARN_DAYS);
+          io.log('Run `hospital-api verify` to record the renewed installation.');
+        }
+      }),
+    );
+}
+
+export async function renderCertificates(
+  io: import('../output/io.js').Io,
+  certificates: Array<{ name: string; validTo: string; daysLeft: number; subject: string }>,
+  warnDays: number,
+): Promise<void> {
+  const { renderTable } = await import('../output/table.js');
+  io.out(
+    renderTable(
+      ['CERTIFICATE', 'DAYS LEFT', 'VALID UNTIL', 'SUBJECT'],
+      certificates.map((c) => [
+        c.name,
+        c.daysLeft < warnDays ? io.colour.yellow(`${c.daysLeft} (renew: hospital-api cert renew)`) : String(c.daysLeft),
+        c.validTo,
+        c.subject,
+      ]),
+    ).trimEnd(),
+  );
+}

@@ -1,0 +1,89 @@
+/**
+ * The native runtime's day-two operations (issue 15): reload the Hospital
+ * API's key and the gateway's certificate by signal (no restart, no dropped
+ * connection), and copy or put back the live data.
+ */
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { HospitalApiError } from '../../errors/index.js';
+import { backupFhirStore, FHIR_STORE_FILE } from '../../fhir/store/online-backup.js';
+import { installPaths } from '../layout.js';
+import type { ApiKeyReload, DataPart } from '../types.js';
+import { isOurs, runningSupervisor } from './state.js';
+
+const RELOAD_TIMEOUT_MS = 30_000;
+
+/** The file the API writes after a SIGHUP (components.ts passes it as --reload-status). */
+export function apiReloadStatusPath(dir: string): string {
+  return join(installPaths(dir).run, 'api-reload.json');
+}
+
+/** The pid of a running component this install started, or a coded error. */
+function componentPid(dir: string, name: string): number {
+  const state = runningSupervisor(dir);
+  if (!state) throw new HospitalApiError('ERR_RUNTIME_NOT_RUNNING', { dir: installPaths(dir).root });
+  const c = state.components.find((x) => x.name === name);
+  if (!c || c.state !== 'up' || !isOurs(c.pid, c.pidStart)) {
+    throw new HospitalApiError('ERR_RUNTIME_START_FAILED', { component: name, dir: installPaths(dir).root, detail: `it is ${c?.state ?? 'not known'}, not up` });
+  }
+  return c.pid as number;
+}
+
+export async function reloadApiKey(dir: string): Promise<ApiKeyReload> {
+  return reloadApiKeyOf(dir, componentPid(dir, 'api'));
+}
+
+/** SIGHUP to the API process `pid` (whoever supervises it), then its answer in run/api-reload.json. */
+export async function reloadApiKeyOf(dir: string, pid: number): Promise<ApiKeyReload> {
+  const path = apiReloadStatusPath(dir);
+  rmSync(path, { force: true });
+  process.kill(pid, 'SIGHUP');
+  const deadline = Date.now() + RELOAD_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    await sleep(50);
+    if (!existsSync(path)) continue;
+    try {
+      const s = JSON.parse(readFileSync(path, 'utf8')) as ApiKeyReload & { pid: number };
+      if (s.pid === pid) return { keyFingerprint: s.keyFingerprint, gateway: s.gateway, ...(s.error ? { error: s.error } : {}) };
+    } catch {
+      // written by rename, so a parse failure means an older writer: keep waiting
+    }
+  }
+  throw new HospitalApiError('ERR_KEY_RELOAD_FAILED', { detail: `no answer from the API (pid ${pid}) within ${RELOAD_TIMEOUT_MS / 1000}s` });
+}
+
+export async function reloadGatewayTls(dir: string): Promise<void> {
+  process.kill(componentPid(dir, 'gateway'), 'SIGHUP');
+}
+
+export async function snapshotNativeData(dir: string, into: string, progress: (text: string) => void): Promise<DataPart[]> {
+  const p = installPaths(dir);
+  const parts: DataPart[] = [];
+  mkdirSync(join(into, 'fhir'), { recursive: true });
+  if (existsSync(join(p.fhirData, FHIR_STORE_FILE))) {
+    let last = -10;
+    const facts = await backupFhirStore(p.fhirData, join(into, 'fhir', FHIR_STORE_FILE), (done, total) => {
+      const pct = total ? Math.floor((done * 100) / total) : 100;
+      if (pct >= last + 10) { last = pct; progress(`FHIR store: ${pct}% of ${total} pages copied`); }
+    });
+    progress(`FHIR store: consistent copy of ${facts.resources} resources (schema ${facts.schemaVersion})`);
+    parts.push({ path: `fhir/${FHIR_STORE_FILE}`, kind: 'fhir-store' });
+  }
+  if (existsSync(p.gatewayState)) {
+    // The admin API replaces the file by rename (gateway/store/state-file.ts), so one read is one version.
+    mkdirSync(join(into, 'gateway'), { recursive: true });
+    copyFileSync(p.gatewayState, join(into, 'gateway', 'state.json'));
+    parts.push({ path: 'gateway/state.json', kind: 'gateway-state' });
+  }
+  return parts;
+}
+
+export async function restoreNativeData(dir: string, from: string, parts: DataPart[]): Promise<void> {
+  const p = installPaths(dir);
+  for (const part of parts) {
+    const target = part.kind === 'fhir-store' ? join(p.fhirData, FHIR_STORE_FILE) : p.gatewayState;
+    mkdirSync(dirname(target), { recursive: true });
+    copyFileSync(join(from, part.path), target);
+  }
+}

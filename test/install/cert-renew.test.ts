@@ -1,0 +1,149 @@
+/**
+ * Issue 15: `cert renew` on the real native stack. The gateway takes the
+ * re-issued certificate without dropping a connection (a keep-alive
+ * connection opened before the renewal keeps serving on the same socket) and
+ * without a failed platform request under load; new handshakes present the
+ * new certificate; `status` and `cert status` show the days left; `verify`
+ * warns under 30 days and passes; bad input changes nothing.
+ */
+import { createHash, X509Certificate } from 'node:crypto';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { installPaths } from '../../src/runtime/layout.js';
+import { readEnvFile } from '../../src/util/env-file.js';
+import { presentedFingerprint } from '../../src/install/cert-renew.js';
+import { generateCa, issueCertificate } from '../../src/tls/pki.js';
+import { loadLoop, startNativeSite, type NativeSite } from '../backup/native-site.js';
+
+let site: NativeSite;
+let paths: ReturnType<typeof installPaths>;
+
+beforeAll(async () => {
+  site = await startNativeSite({ seed: 'day2-cert', patients: 2, sizes: '20-60' });
+  paths = installPaths(site.dir);
+});
+
+afterAll(async () => {
+  await site?.close();
+  removeTempDirs();
+});
+
+const presented = () => presentedFingerprint(readFileSync(paths.caCert, 'utf8'), site.ports.gatewayHttps, 'localhost');
+const fileFingerprint = (path: string) => new X509Certificate(readFileSync(path)).fingerprint256;
+const tlsDigest = () => readdirSync(paths.tls).sort().map((f) => `${f}:${createHash('sha256').update(readFileSync(join(paths.tls, f))).digest('hex')}`).join('\n');
+const certDays = async (cmd: string[]) => {
+  const r = await site.cli([...cmd, '--json']);
+  return { code: r.code, days: Object.fromEntries((JSON.parse(r.out).result.certificates as Array<{ name: string; daysLeft: number }>).map((c) => [c.name, c.daysLeft])) };
+};
+
+describe('cert renew (issue 15)', () => {
+  it('re-issues both certificates; the gateway takes the new one with no dropped connection or failed request', async () => {
+    const before = await certDays(['status']);
+    expect(before.days.gateway).toBeGreaterThan(800);
+    const oldGateway = await presented();
+    expect(oldGateway).toBe(fileFingerprint(paths.gatewayCert));
+    const oldSigner = fileFingerprint(paths.signerCert);
+
+    // A keep-alive connection opened before the renewal.
+    let connections = 0;
+    const client = new Client(`https://127.0.0.1:${site.ports.gatewayHttps}`, {
+      connect: { ca: readFileSync(paths.caCert, 'utf8'), servername: 'localhost', rejectUnauthorized: true },
+      keepAliveTimeout: 60_000, keepAliveMaxTimeout: 60_000,
+    });
+    client.on('connect', () => connections++);
+    const key = readEnvFile(paths.apiEnv).FHIR_API_KEY!;
+    const get = async () => {
+      const res = await client.request({ method: 'GET', path: '/fhir-api-key-auth/metadata', headers: { apikey: key, host: 'localhost' } });
+      await res.body.text();
+      return res.statusCode;
+    };
+    try {
+      expect(await get()).toBe(200);
+      const load = loadLoop(site, 2);
+      await new Promise((r) => setTimeout(r, 1000));
+      const t0 = Date.now();
+      const renew = await site.cli(['cert', 'renew', '--days', '10']);
+      console.log(`cert renew: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      await new Promise((r) => setTimeout(r, 1000));
+      const results = await load.stop();
+      expect(renew.code, renew.err).toBe(0);
+      const failed = results.filter((r) => r.status !== 200 || r.error);
+      expect(failed, JSON.stringify(failed.slice(0, 3))).toEqual([]);
+      expect(results.length).toBeGreaterThan(5);
+
+      expect(await get()).toBe(200);
+      expect(connections, 'the connection opened before the renewal was kept').toBe(1);
+    } finally {
+      await client.close();
+    }
+    const now = await presented();
+    expect(now).not.toBe(oldGateway);
+    expect(now).toBe(fileFingerprint(paths.gatewayCert));
+    expect(fileFingerprint(paths.signerCert)).not.toBe(oldSigner);
+    expect(readFileSync(paths.gatewayKey).length).toBeGreaterThan(0);
+
+    // Days left: status and cert status show them; under 30 is a warning.
+    const status = await certDays(['status']);
+    expect(status.days.gateway).toBeGreaterThanOrEqual(9);
+    expect(status.days.gateway).toBeLessThanOrEqual(10);
+    expect(status.days['record-signer']).toBeLessThanOrEqual(10);
+    expect((await certDays(['cert', 'status'])).code).toBe(1);
+    const verify = await site.cli(['verify', '--json']);
+    expect(verify.code, verify.err).toBe(0);
+    const checks = JSON.parse(verify.out).result.record.checks as Array<{ id: string; status: string }>;
+    expect(checks.find((c) => c.id === 'certificate-expiry')!.status).toBe('warn');
+  });
+
+  it('renews again for the default term; verify passes without the warning and its record verifies with the new signer', async () => {
+    const renew = await site.cli(['cert', 'renew']);
+    expect(renew.code, renew.err).toBe(0);
+    expect((await certDays(['cert', 'status'])).code).toBe(0);
+    const verify = await site.cli(['verify', '--json']);
+    expect(verify.code, verify.err).toBe(0);
+    const result = JSON.parse(verify.out).result;
+    expect((result.record.checks as Array<{ id: string; status: string }>).find((c) => c.id === 'certificate-expiry')!.status).toBe('pass');
+    const record = await site.cli(['record', 'verify', result.recordPath]);
+    expect(record.code, record.out + record.err).toBe(0);
+  });
+
+  it('installs the hospital\'s own new certificate given with --cert/--key', async () => {
+    const ca = { certPem: readFileSync(paths.caCert, 'utf8'), keyPem: readFileSync(paths.caKey, 'utf8') };
+    const mine = issueCertificate(ca, { commonName: 'localhost', hosts: ['localhost', '127.0.0.1'], usage: 'server', days: 200 });
+    const dir = tempDir('hapi-cert-');
+    writeFileSync(join(dir, 'gw.pem'), mine.certPem);
+    writeFileSync(join(dir, 'gw.key'), mine.keyPem, { mode: 0o600 });
+    const r = await site.cli(['cert', 'renew', '--cert', join(dir, 'gw.pem'), '--key', join(dir, 'gw.key')]);
+    expect(r.code, r.err).toBe(0);
+    expect(await presented()).toBe(new X509Certificate(mine.certPem).fingerprint256);
+    expect((await certDays(['status'])).days.gateway).toBe(199);
+  });
+
+  it('refuses a certificate from another CA, or one missing a name, and changes nothing', async () => {
+    const before = tlsDigest();
+    const gatewayBefore = await presented();
+    const dir = tempDir('hapi-cert-bad-');
+    const other = generateCa({ commonName: 'Unrelated CA' });
+    const foreign = issueCertificate(other, { commonName: 'localhost', hosts: ['localhost', '127.0.0.1'], usage: 'server' });
+    writeFileSync(join(dir, 'f.pem'), foreign.certPem);
+    writeFileSync(join(dir, 'f.key'), foreign.keyPem);
+    const a = await site.cli(['cert', 'renew', '--cert', join(dir, 'f.pem'), '--key', join(dir, 'f.key'), '--json']);
+    expect(a.code).not.toBe(0);
+    expect(JSON.parse(a.out).error.code).toBe('ERR_INSTALL_TLS_MISMATCH');
+
+    const ca = { certPem: readFileSync(paths.caCert, 'utf8'), keyPem: readFileSync(paths.caKey, 'utf8') };
+    const narrow = issueCertificate(ca, { commonName: 'localhost', hosts: ['localhost'], usage: 'server' });
+    writeFileSync(join(dir, 'n.pem'), narrow.certPem);
+    writeFileSync(join(dir, 'n.key'), narrow.keyPem);
+    const b = await site.cli(['cert', 'renew', '--cert', join(dir, 'n.pem'), '--key', join(dir, 'n.key'), '--json']);
+    expect(b.code).not.toBe(0);
+    expect(JSON.parse(b.out).error.message).toContain('127.0.0.1');
+
+    const c = await site.cli(['cert', 'renew', '--days', '0', '--json']);
+    expect(c.code).toBe(2);
+    expect(tlsDigest()).toBe(before);
+    expect(await presented()).toBe(gatewayBefore);
+  });
+});
