@@ -75,31 +75,31 @@ describe('basic-auth', () => {
   it('refuses a missing, unparsable, unknown or wrong credential with the same 401', async () => {
     const exit = { status: 401, message: 'Unauthorized', headers: ['WWW-Authenticate', 'Basic realm="service"'] };
     for (const headers of [[], [['authorization', 'Bearer x']], [['authorization', `Basic ${b64('bob:pa:ss')}`]], [['authorization', `Basic ${b64('alice:wrong')}`]]] as [string, string][][]) {
-      expect(await basic().access(state({ headers })), JSON.stringify(headers)).toEqual(exit);
+      expect(await basic().access!(state({ headers })), JSON.stringify(headers)).toEqual(exit);
     }
-    expect(((await basic({ realm: 'kong' }).access(state())) as { headers: string[] }).headers).toEqual(['WWW-Authenticate', 'Basic realm="kong"']);
+    expect(((await basic({ realm: 'kong' }).access!(state())) as { headers: string[] }).headers).toEqual(['WWW-Authenticate', 'Basic realm="kong"']);
   });
 
   it('accepts the right password, Proxy-Authorization first, hiding it when asked', async () => {
     const s = state({ headers: [['proxy-authorization', `Basic ${b64('alice:pa:ss')}`], ['authorization', 'Bearer other']] });
-    expect(await basic({ hide_credentials: true }).access(s)).toBeUndefined();
+    expect(await basic({ hide_credentials: true }).access!(s)).toBeUndefined();
     expect([s.consumer?.id, s.credentialId, s.authenticated]).toEqual(['a1', 'alice', true]);
     expect(s.upstreamHeaders?.get('proxy-authorization')).toBeNull();
     const kept = state({ headers: [['authorization', `Basic ${b64('alice:pa:ss')}`]] });
-    expect(await basic().access(kept)).toBeUndefined();
+    expect(await basic().access!(kept)).toBeUndefined();
     expect(kept.upstreamHeaders?.has('authorization')).toBe(false);
   });
 
   it('anonymous: used on failure, skipped when already authenticated, 500 when it does not exist', async () => {
     const failed = state();
-    expect(await basic({ anonymous: 'anonymous' }).access(failed)).toBeUndefined();
+    expect(await basic({ anonymous: 'anonymous' }).access!(failed)).toBeUndefined();
     expect([failed.consumer?.id, failed.credentialId]).toEqual(['n1', null]);
     const already = state({ authenticated: true });
-    expect(await basic({ anonymous: 'anonymous' }).access(already)).toBeUndefined();
+    expect(await basic({ anonymous: 'anonymous' }).access!(already)).toBeUndefined();
     expect(already.consumer).toBeNull();
     // without anonymous, being authenticated by another plugin does not skip this one
-    expect(await basic().access(state({ authenticated: true }))).toMatchObject({ status: 401 });
-    expect(await basic({ anonymous: 'ghost' }).access(state())).toMatchObject({ status: 500 });
+    expect(await basic().access!(state({ authenticated: true }))).toMatchObject({ status: 401 });
+    expect(await basic({ anonymous: 'ghost' }).access!(state())).toMatchObject({ status: 500 });
   });
 });
 
@@ -118,61 +118,61 @@ describe('key-auth', () => {
 
   it('header names match case-insensitively and exactly; header before query', async () => {
     const s = state({ headers: [['ApiKey', KEY]], query: 'apikey=wrong' });
-    expect(await keyAuth().access(s)).toBeUndefined();
+    expect(await keyAuth().access!(s)).toBeUndefined();
     expect([s.consumer?.id, s.credentialId]).toEqual(['a1', 'cred-1']);
-    expect(await keyAuth().access(state({ headers: [['apikeyx', KEY]] }))).toEqual(missing);
-    expect(await keyAuth().access(state({ headers: [['apike', KEY]] }))).toEqual(missing);
-    expect(await keyAuth({ key_in_header: false }).access(state({ headers: [['apikey', KEY]] }))).toEqual(missing);
-    expect(await keyAuth({ key_in_query: false }).access(state({ query: `apikey=${KEY}` }))).toEqual(missing);
-    expect(await keyAuth().access(state({ query: `other=1&apikey=${KEY}` }))).toBeUndefined();
-    expect(await keyAuth({ key_names: ['a', 'apikey'] }).access(state({ query: `apikey=${KEY}` }))).toBeUndefined();
+    expect(await keyAuth().access!(state({ headers: [['apikeyx', KEY]] }))).toEqual(missing);
+    expect(await keyAuth().access!(state({ headers: [['apike', KEY]] }))).toEqual(missing);
+    expect(await keyAuth({ key_in_header: false }).access!(state({ headers: [['apikey', KEY]] }))).toEqual(missing);
+    expect(await keyAuth({ key_in_query: false }).access!(state({ query: `apikey=${KEY}` }))).toEqual(missing);
+    expect(await keyAuth().access!(state({ query: `other=1&apikey=${KEY}` }))).toBeUndefined();
+    expect(await keyAuth({ key_names: ['a', 'apikey'] }).access!(state({ query: `apikey=${KEY}` }))).toBeUndefined();
   });
 
   it('a duplicate key, an unknown key, an expired key; the realm in the challenge', async () => {
-    expect(await keyAuth().access(state({ headers: [['apikey', KEY], ['apikey', KEY]] }))).toMatchObject({ message: 'Duplicate API key found' });
-    expect(await keyAuth().access(state({ headers: [['apikey', 'nope']] }))).toEqual(invalid);
+    expect(await keyAuth().access!(state({ headers: [['apikey', KEY], ['apikey', KEY]] }))).toMatchObject({ message: 'Duplicate API key found' });
+    expect(await keyAuth().access!(state({ headers: [['apikey', 'nope']] }))).toEqual(invalid);
     // at exactly the second a key expires it no longer works
     vi.useFakeTimers({ toFake: ['Date'] });
     try {
       vi.setSystemTime(1_700_000_000_000);
-      expect(await keyAuth({}, env(1_700_000_000)).access(state({ headers: [['apikey', KEY]] }))).toEqual(invalid);
-      expect(await keyAuth({}, env(1_700_000_001)).access(state({ headers: [['apikey', KEY]] }))).toBeUndefined();
+      expect(await keyAuth({}, env(1_700_000_000)).access!(state({ headers: [['apikey', KEY]] }))).toEqual(invalid);
+      expect(await keyAuth({}, env(1_700_000_001)).access!(state({ headers: [['apikey', KEY]] }))).toBeUndefined();
     } finally {
       vi.useRealTimers();
     }
-    expect(await keyAuth({ realm: 'fhir' }).access(state())).toEqual({ ...missing, headers: ['WWW-Authenticate', 'Key realm="fhir"'] });
+    expect(await keyAuth({ realm: 'fhir' }).access!(state())).toEqual({ ...missing, headers: ['WWW-Authenticate', 'Key realm="fhir"'] });
   });
 
   it('hide_credentials removes the key from header and query, keeping the other arguments raw', async () => {
     const s = state({ headers: [['apikey', KEY]], query: 'a=%41&apikey=x&b' });
-    expect(await keyAuth({ hide_credentials: true }).access(s)).toBeUndefined();
+    expect(await keyAuth({ hide_credentials: true }).access!(s)).toBeUndefined();
     expect(s.upstreamHeaders?.get('apikey')).toBeNull();
     expect(s.query).toBe('a=%41&b');
     const q = state({ headers: [['apikey', KEY]] });
-    await keyAuth({ hide_credentials: true }).access(q);
+    await keyAuth({ hide_credentials: true }).access!(q);
     expect(q.query).toBe('');
     expect(withoutQueryArg('apikey&x=1&api%6Bey=2&%zz=3&apikey=4', 'apikey')).toBe('x=1&%zz=3');
     expect(withoutQueryArg('=v&apikey=1', '')).toBe('apikey=1');
   });
 
   it('OPTIONS skips unless run_on_preflight; anonymous on failure, skipped when already authenticated, 500 when missing', async () => {
-    expect(await keyAuth({ run_on_preflight: false }).access(state({ method: 'OPTIONS' }))).toBeUndefined();
-    expect(await keyAuth({ run_on_preflight: false }).access(state({ method: 'GET' }))).toEqual(missing);
-    expect(await keyAuth().access(state({ method: 'OPTIONS' }))).toEqual(missing);
+    expect(await keyAuth({ run_on_preflight: false }).access!(state({ method: 'OPTIONS' }))).toBeUndefined();
+    expect(await keyAuth({ run_on_preflight: false }).access!(state({ method: 'GET' }))).toEqual(missing);
+    expect(await keyAuth().access!(state({ method: 'OPTIONS' }))).toEqual(missing);
     const a = state();
-    expect(await keyAuth({ anonymous: 'anonymous' }).access(a)).toBeUndefined();
+    expect(await keyAuth({ anonymous: 'anonymous' }).access!(a)).toBeUndefined();
     expect([a.consumer?.id, a.credentialId]).toEqual(['n1', null]);
     const already = state({ authenticated: true });
-    expect(await keyAuth({ anonymous: 'anonymous' }).access(already)).toBeUndefined();
+    expect(await keyAuth({ anonymous: 'anonymous' }).access!(already)).toBeUndefined();
     expect(already.consumer).toBeNull();
-    expect(await keyAuth().access(state({ authenticated: true }))).toEqual(missing);
-    expect(await keyAuth({ anonymous: 'ghost' }).access(state())).toMatchObject({ status: 500 });
+    expect(await keyAuth().access!(state({ authenticated: true }))).toEqual(missing);
+    expect(await keyAuth({ anonymous: 'ghost' }).access!(state())).toMatchObject({ status: 500 });
   });
 
   it('keys in a form or JSON body, by content type, hidden from the body when asked', async () => {
     const body = (type: string, text: string, conf: Record<string, unknown> = {}) => {
       const s = state({ headers: [['content-type', type]], body: text, method: 'POST' });
-      return { s, result: keyAuth({ key_in_body: true, ...conf }).access(s) };
+      return { s, result: keyAuth({ key_in_body: true, ...conf }).access!(s) };
     };
     expect(await body('application/x-www-form-urlencoded; charset=utf-8', `a=1&apikey=${KEY}`).result).toBeUndefined();
     expect(await body('Application/JSON', JSON.stringify({ apikey: KEY })).result).toBeUndefined();
@@ -197,6 +197,6 @@ describe('key-auth', () => {
     expect(await none.result).toEqual(missing);
     expect(none.s.body).toBeNull();
     const noType = state({ body: `apikey=${KEY}`, method: 'POST' });
-    expect(await keyAuth({ key_in_body: true }).access(noType)).toEqual(missing);
+    expect(await keyAuth({ key_in_body: true }).access!(noType)).toEqual(missing);
   });
 });
