@@ -10,6 +10,10 @@
  * rounds; each row is the median run (by req/s) and each target the median
  * of the per-round ratios: on a shared 2-core box a single back-to-back pair
  * mostly measures what else ran at that moment.
+ * Then the wrong-password figure (issue 14): key-auth p99 alone, and again
+ * while a second wrk sends basic-auth requests with a different wrong
+ * password each on 10 connections (every one a scrypt check without the
+ * bounds of plugins/basic-auth/verify.ts).
  * Env: BENCH_GATEWAY_WORKERS (default: CPU count), BENCH_GATEWAY_SECONDS (10),
  * BENCH_GATEWAY_ROUNDS (3).
  */
@@ -130,8 +134,8 @@ function ms(value: string): number {
   return m[2] === 'us' ? n / 1000 : m[2] === 's' ? n * 1000 : n;
 }
 
-async function wrk(t: Tools, url: string, seconds: number, headers: string[] = []): Promise<WrkResult> {
-  const args = ['-t1', '-c50', `-d${seconds}s`, '--latency', ...headers.flatMap((h) => ['-H', h]), url];
+async function wrk(t: Tools, url: string, seconds: number, headers: string[] = [], extra: string[] = ['-c50']): Promise<WrkResult> {
+  const args = ['-t1', ...extra, `-d${seconds}s`, '--latency', ...headers.flatMap((h) => ['-H', h]), url];
   const r = await execa(t.wrk, args, { env: { LD_LIBRARY_PATH: t.libPath } });
   const out = r.stdout;
   const errors = /Socket errors:.*|Non-2xx or 3xx responses: \d+/g;
@@ -196,6 +200,25 @@ async function stop(child: ResultPromise | null): Promise<void> {
   if (child.exitCode === null) child.kill('SIGKILL');
 }
 
+/** A wrk script sending `count` distinct wrong basic-auth passwords for user `bench`, in turn. */
+function wrongPasswordScript(dir: string, count: number): string {
+  const headers = Array.from({ length: count }, (_, i) => `"Basic ${Buffer.from(`bench:wrong-${i}-${Math.random().toString(36).slice(2)}`).toString('base64')}"`);
+  const file = join(dir, 'wrong-passwords.lua');
+  writeFileSync(file, `local h = {${headers.join(',')}}\nlocal i = 0\nrequest = function()\n  i = i % #h + 1\n  return wrk.format("GET", nil, { ["Authorization"] = h[i] })\nend\n`);
+  return file;
+}
+
+/** key-auth alone, then with 10 connections of wrong basic-auth passwords running alongside. */
+async function wrongPasswords(t: Tools, dir: string, keyUrl: string, basicUrl: string, pid: number | undefined) {
+  const alone = await measure(t, keyUrl, pid, [`apikey: ${KEY}`]);
+  const script = wrongPasswordScript(dir, 20_000);
+  const flood = wrk(t, basicUrl, SECONDS + 4, [], ['-c10', '-s', script]);
+  await new Promise((r) => setTimeout(r, 1000));
+  const loaded = await measure(t, keyUrl, pid, [`apikey: ${KEY}`]);
+  const f = await flood;
+  return { alone, loaded, flood: f };
+}
+
 export async function run(): Promise<BenchSection> {
   const t = await tools();
   const dir = mkdtempSync(join(tmpdir(), 'gw-bench-'));
@@ -219,6 +242,9 @@ export async function run(): Promise<BenchSection> {
     await admin(adminUrl, '/routes/bench/plugins', { name: 'key-auth' });
     await admin(adminUrl, '/consumers', { username: 'bench' });
     await admin(adminUrl, '/consumers/bench/key-auth', { key: KEY });
+    await admin(adminUrl, '/services/bench/routes', { name: 'bench-basic', paths: ['/basic'] });
+    await admin(adminUrl, '/routes/bench-basic/plugins', { name: 'basic-auth' });
+    await admin(adminUrl, '/consumers/bench/basic-auth', { username: 'bench', password: 'bench-right-password' });
     const viaGateway = `http://127.0.0.1:${proxyPort}/bench/x`;
     await waitFor(viaGateway, { apikey: KEY });
 
@@ -241,6 +267,7 @@ export async function run(): Promise<BenchSection> {
         gRuns.push(await measure(t, viaGateway, gw.pid, [`apikey: ${KEY}`]));
       }
     }
+    const wp = await wrongPasswords(t, dir, viaGateway, `http://127.0.0.1:${proxyPort}/basic/x`, gw.pid);
     const g = median(gRuns);
     const n = median(nRuns);
     const rounds = gRuns.map((r, i) => `${round(r.rps, 0)}/${round((nRuns[i] as WrkResult).rps, 0)} (p99 ${round(r.p99)}/${round((nRuns[i] as WrkResult).p99)} ms)`).join(', ');
@@ -258,11 +285,23 @@ export async function run(): Promise<BenchSection> {
         `${WORKERS} proxy worker(s); nginx ${WORKERS} worker(s), upstream keepalive 64; ${cpus().length} CPUs shared by all processes. ` +
         'CPU µs/req = CPU time of the front process tree (upstream row: the upstream itself) per request served. ' +
         `Gateway and nginx rows: median of ${ROUNDS} alternating run(s) by req/s; targets: median of the per-round ratios ` +
-        `(gateway/nginx req/s per round: ${rounds}).`,
-      rows: [row('upstream direct', d), row('hospital-api gateway + key-auth', g), row('nginx proxy', n)],
+        `(gateway/nginx req/s per round: ${rounds}). ` +
+        `Wrong passwords: key-auth wrk -c50 alone, then while a second wrk sends basic-auth with a different wrong password per request ` +
+        `on 10 connections (${round(wp.flood.rps, 0)} req/s of those answered; ${wp.flood.errors}).`,
+      rows: [
+        row('upstream direct', d), row('hospital-api gateway + key-auth', g), row('nginx proxy', n),
+        row('gateway key-auth, wrong-password run: alone', wp.alone),
+        row('gateway key-auth, with 10 conns of wrong basic-auth passwords', wp.loaded),
+      ],
       targets: [
         { name: 'gateway req/s ÷ nginx req/s', value: rpsRatio, target: '>= 0.5', met: rpsRatio >= 0.5 },
         { name: 'gateway p99 ÷ nginx p99', value: p99Ratio, target: '<= 2', met: p99Ratio <= 2 },
+        {
+          name: 'key-auth p99 with wrong passwords ÷ alone',
+          value: round(wp.loaded.p99 / wp.alone.p99),
+          target: '<= 2',
+          met: wp.loaded.p99 / wp.alone.p99 <= 2,
+        },
       ],
     };
   } finally {

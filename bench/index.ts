@@ -12,11 +12,17 @@ const benches: Record<string, () => Promise<{ run: Bench }>> = {
   api: () => import('./api.js'),
   gateway: () => import('./gateway.js'),
   fhir: () => import('./fhir.js'),
+  soak: () => import('./soak.js'),
   startup: () => import('./startup.js'),
 };
+/** Run only when named (10 minutes by default): `npm run bench -- soak [--duration 2m]`. */
+const ON_REQUEST = new Set(['soak']);
+/** Flags that take a value (read by the bench itself). */
+const VALUE_FLAGS = new Set(['--duration']);
 
-const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
-const names = wanted.length ? wanted : Object.keys(benches);
+const args = process.argv.slice(2);
+const wanted = args.filter((a, i) => !a.startsWith('-') && !VALUE_FLAGS.has(args[i - 1] ?? ''));
+const names = wanted.length ? wanted : Object.keys(benches).filter((n) => !ON_REQUEST.has(n));
 const sections: BenchSection[] = [];
 let failed = false;
 

@@ -20,6 +20,8 @@ export interface ApiContext {
   fhir: FhirClient;
   audit: AuditLog;
   metrics: ApiMetrics;
+  /** POST /api/patients in progress (bounded by config.maxConcurrentRequests). */
+  inflight: number;
 }
 
 export interface BuildOptions {
@@ -53,7 +55,31 @@ export function toApiError(err: unknown, bodyLimit: number): HospitalApiError {
   return new HospitalApiError('ERR_INTERNAL', { detail: 'unexpected error' }, { cause: err });
 }
 
+/**
+ * Time-outs and the connection cap of every Hospital API listener (the API and
+ * its metrics listener). Node's http server answers 408 to a request whose
+ * headers (HEADERS_TIMEOUT_MS) or whole body (REQUEST_TIMEOUT_MS) have not
+ * arrived in time, so a client that trickles bytes is cut; IDLE_TIMEOUT_MS cuts
+ * a socket on which nothing moves either way; MAX_CONNECTIONS refuses sockets
+ * past the cap. Node checks those deadlines every connectionsCheckingInterval
+ * (30 s by default), so it is set to a fraction of the smallest one.
+ */
+export function listenerLimits(config: ApiConfig): Pick<FastifyServerOptions, 'connectionTimeout' | 'keepAliveTimeout' | 'requestTimeout'> & {
+  http: { headersTimeout: number; connectionsCheckingInterval: number };
+} {
+  return {
+    connectionTimeout: config.idleTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(config.headersTimeoutMs / 4))),
+    },
+  };
+}
+
 export function sendError(request: FastifyRequest, reply: FastifyReply, err: HospitalApiError): FastifyReply {
+  if (err.code === 'ERR_API_BUSY' || err.code === 'ERR_API_AUDIT_UNAVAILABLE') reply.header('retry-after', '1');
   return reply
     .code(err.status)
     .type('application/json; charset=utf-8')
@@ -66,13 +92,22 @@ export async function buildApp(config: ApiConfig, options: BuildOptions = {}): P
     config,
     platform: createPlatformClient(config),
     fhir: createFhirClient(config),
-    audit: openAuditLog(config.auditLog),
+    audit: openAuditLog(config.auditLog, (health) => {
+      // Once per change, not per request: the state is also in /api/ready.
+      process.stderr.write(
+        health.ok
+          ? `hospital-api serve: audit log ${config.auditLog} is writable again; serving records\n`
+          : `hospital-api serve: audit log ${config.auditLog} failed: ${health.reason}; no patient data is sent until it can be written\n`,
+      );
+    }),
     metrics: createMetrics(),
+    inflight: 0,
   };
   const app = Fastify({
     logger: options.logger ?? false,
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
     bodyLimit: config.bodyLimit,
+    ...listenerLimits(config),
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
@@ -102,6 +137,7 @@ export async function buildApp(config: ApiConfig, options: BuildOptions = {}): P
   registerHealthRoutes(app, context);
   registerPatientsRoute(app, context);
   await app.ready();
+  app.server.maxConnections = config.maxConnections;
 
   return {
     app,

@@ -40,6 +40,18 @@ export interface ApiConfig {
   logLevel: string;
   shutdownGraceMs: number;
   bodyLimit: number;
+  /** POST /api/patients in progress at once; more get 503 ERR_API_BUSY at once. */
+  maxConcurrentRequests: number;
+  /** Largest FHIR page read into memory (bytes). */
+  fhirMaxPageBytes: number;
+  /** A caller that has not taken any of the response for this long is cut. */
+  sendTimeoutMs: number;
+  /** Listener limits (every Hospital API listener, metrics included). */
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  idleTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxConnections: number;
 }
 
 export interface ConfigFlags {
@@ -149,6 +161,10 @@ export function loadConfig(flags: ConfigFlags = {}, processEnv: NodeJS.ProcessEn
   if (!/^[\x21-\x7e]+$/.test(fhirApiKey)) throw invalid('FHIR_API_KEY', 'must be printable ASCII without spaces');
   const { list, entries } = callers(env);
 
+  const headersTimeoutMs = int(env, 'HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
+  const requestTimeoutMs = int(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 600_000);
+  if (headersTimeoutMs > requestTimeoutMs) throw invalid('HEADERS_TIMEOUT_MS', `must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+
   return {
     host,
     port,
@@ -161,7 +177,7 @@ export function loadConfig(flags: ConfigFlags = {}, processEnv: NodeJS.ProcessEn
     fhirApiKey,
     fhirCa: pemFile(env, 'FHIR_CA_FILE', cwd),
     fhirTimeoutMs: int(env, 'FHIR_TIMEOUT_MS', 30_000, 100, 600_000),
-    fhirPageSize: int(env, 'FHIR_PAGE_SIZE', 1000, 1, 10_000),
+    fhirPageSize: int(env, 'FHIR_PAGE_SIZE', 1000, 1, 5_000),
     identifierSystem: text(env, 'PLATFORM_IDENTIFIER_SYSTEM') ?? null,
     allowedCallers: list,
     allowedCallersText: entries,
@@ -174,5 +190,13 @@ export function loadConfig(flags: ConfigFlags = {}, processEnv: NodeJS.ProcessEn
     // Under the native supervisor's 8 s stop grace and docker's 10 s, so we exit before a SIGKILL.
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 5000, 0, 600_000),
     bodyLimit: 64 * 1024,
+    maxConcurrentRequests: int(env, 'MAX_CONCURRENT_REQUESTS', 16, 1, 10_000),
+    fhirMaxPageBytes: int(env, 'FHIR_MAX_PAGE_BYTES', 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    sendTimeoutMs: int(env, 'SEND_TIMEOUT_MS', 30_000, 100, 600_000),
+    headersTimeoutMs,
+    requestTimeoutMs,
+    idleTimeoutMs: int(env, 'IDLE_TIMEOUT_MS', 120_000, 100, 3_600_000),
+    keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
+    maxConnections: int(env, 'MAX_CONNECTIONS', 1024, 1, 1_000_000),
   };
 }

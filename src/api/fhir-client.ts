@@ -10,9 +10,8 @@ import { parseBundlePage } from './bundle-page.js';
 import type { ApiConfig } from './config.js';
 import { identifierQuery, isUnderBase, rebaseNextLink, serverBaseFromSelf } from './fhir-url.js';
 import { scanPage, type ScannedPage } from './page-scan.js';
-import { classifyFailure, discard, makeAgent, readBytes } from './upstream-http.js';
+import { BodyTooLargeError, classifyFailure, discard, makeAgent, readBytes } from './upstream-http.js';
 
-const MAX_PAGE_BYTES = 256 * 1024 * 1024;
 /** FHIR id grammar (R4 datatypes: [A-Za-z0-9\-\.]{1,64}). */
 const FHIR_ID = /^[A-Za-z0-9.-]{1,64}$/;
 
@@ -34,22 +33,21 @@ export interface FhirClient {
   findPatients(platformCareId: string): Promise<string[]>;
   /** Streams every page of $everything to `sink`. @throws ERR_API_FHIR_*, ERR_API_RECORD_TOO_LARGE */
   everything(patientId: string, sink: PageSink, stats: EverythingStats): Promise<void>;
-  /** Readiness: GET metadata through the gateway with the key. */
-  ping(): Promise<void>;
+  /** Readiness: GET metadata through the gateway with the key, bounded by `timeoutMs` (default FHIR_TIMEOUT_MS). */
+  ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
 export function createFhirClient(config: ApiConfig): FhirClient {
   const agent: Agent = makeAgent(config.fhirCa, config.fhirTimeoutMs);
   const base = config.fhirBaseUrl;
-  const ms = config.fhirTimeoutMs;
   const headers = {
     accept: 'application/fhir+json',
     // fhir.md §1: HAPI reuses cached searches for 60 s unless told not to.
     'cache-control': 'no-cache',
   };
 
-  async function getBytes(url: URL): Promise<Buffer> {
+  async function getBytes(url: URL, ms = config.fhirTimeoutMs): Promise<Buffer> {
     // Last line of defence: the key never leaves for another origin or path.
     if (!isUnderBase(url, base)) throw new HospitalApiError('ERR_API_FHIR_FOREIGN_LINK', { origin: url.origin });
     try {
@@ -60,9 +58,12 @@ export function createFhirClient(config: ApiConfig): FhirClient {
         // fhir.md §1: 410 Gone = an expired or unknown _getpages id.
         throw new HospitalApiError('ERR_API_FHIR_UNAVAILABLE', { detail: `${url.pathname} answered ${res.statusCode}` });
       }
-      return await readBytes(res.body, MAX_PAGE_BYTES);
+      return await readBytes(res.body, config.fhirMaxPageBytes);
     } catch (err) {
       if (err instanceof HospitalApiError) throw err;
+      if (err instanceof BodyTooLargeError) {
+        throw new HospitalApiError('ERR_API_RECORD_TOO_LARGE', { name: 'FHIR_MAX_PAGE_BYTES', limit: err.limit });
+      }
       const f = classifyFailure(err);
       if (f.kind === 'timeout') throw new HospitalApiError('ERR_API_FHIR_TIMEOUT', { ms }, { cause: err });
       if (f.kind === 'tls') throw new HospitalApiError('ERR_API_FHIR_TLS', { detail: f.reason }, { cause: err });
@@ -127,8 +128,8 @@ export function createFhirClient(config: ApiConfig): FhirClient {
       }
     },
 
-    async ping() {
-      const bytes = await getBytes(endpoint('/metadata', ''));
+    async ping(timeoutMs = config.fhirTimeoutMs) {
+      const bytes = await getBytes(endpoint('/metadata', ''), timeoutMs);
       let doc: { resourceType?: unknown };
       try {
         doc = JSON.parse(bytes.toString('utf8')) as typeof doc;

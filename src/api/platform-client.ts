@@ -12,7 +12,8 @@ export interface PlatformClient {
   /** Resolves when access is granted. @throws ERR_API_ACCESS_DENIED, ERR_API_UPSTREAM_CREDENTIALS, ERR_API_PLATFORM_* */
   validateAccess(token: string, platformCareId: string): Promise<void>;
   /** Readiness: the platform answers HTTP at all (any status below 500). */
-  ping(): Promise<void>;
+  /** Readiness, bounded by `timeoutMs` (default PLATFORM_TIMEOUT_MS). */
+  ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -21,7 +22,7 @@ export function createPlatformClient(config: ApiConfig): PlatformClient {
   const base = config.platformApiUrl.href.replace(/\/+$/, '');
   const ms = config.platformTimeoutMs;
 
-  async function send(path: string, method: 'GET' | 'POST', headers: Record<string, string>, body?: string) {
+  async function send(path: string, method: 'GET' | 'POST', headers: Record<string, string>, body?: string, ms = config.platformTimeoutMs) {
     try {
       return await request(`${base}${path}`, {
         dispatcher: agent,
@@ -75,8 +76,8 @@ export function createPlatformClient(config: ApiConfig): PlatformClient {
         throw new HospitalApiError('ERR_API_ACCESS_DENIED', { detail: 'the token was granted for another platformCareId' });
       }
     },
-    async ping() {
-      const res = await send('/validate-access', 'GET', { accept: 'application/json' });
+    async ping(timeoutMs = ms) {
+      const res = await send('/validate-access', 'GET', { accept: 'application/json' }, undefined, timeoutMs);
       await discard(res.body);
       if (res.statusCode >= 500) {
         throw new HospitalApiError('ERR_API_PLATFORM_UNAVAILABLE', { detail: `answered ${res.statusCode}` });

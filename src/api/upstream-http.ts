@@ -23,6 +23,13 @@ export async function readText(body: Dispatcher.ResponseData['body'], max: numbe
   return (await readBytes(body, max)).toString('utf8');
 }
 
+/** Thrown by readBytes past its limit (before the rest of the body is read). */
+export class BodyTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`response body larger than ${limit} bytes`);
+  }
+}
+
 /** Reads a response body, failing past `max` bytes. */
 export async function readBytes(body: Dispatcher.ResponseData['body'], max: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -31,7 +38,7 @@ export async function readBytes(body: Dispatcher.ResponseData['body'], max: numb
     size += (chunk as Buffer).length;
     if (size > max) {
       body.destroy();
-      throw new Error(`response body larger than ${max} bytes`);
+      throw new BodyTooLargeError(max);
     }
     chunks.push(chunk as Buffer);
   }

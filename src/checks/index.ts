@@ -6,6 +6,7 @@ import { certificateChain } from './certificate-chain.js';
 import { certificateExpiry } from './certificate-expiry.js';
 import { componentsUp } from './components-up.js';
 import { fhirMetadata } from './fhir-metadata.js';
+import { filePermissions } from './file-permissions.js';
 import { gatewayObjects } from './gateway-objects.js';
 import { keyAuthMetadata } from './key-auth-metadata.js';
 import { keyAuthNoKey } from './key-auth-no-key.js';
@@ -24,4 +25,5 @@ export const CHECKS: readonly Check[] = Object.freeze([
   adminNotExposed,
   certificateChain,
   certificateExpiry,
+  filePermissions,
 ]);

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { HospitalApiError } from '../errors/index.js';
 import { defaultInstallDir, installPaths } from '../runtime/layout.js';
+import { parseIpOrCidr } from '../util/ip-list.js';
 import { isLoopback, parseListen, type ListenAddress } from '../util/listen-address.js';
 import { VERSION } from '../version.js';
 import { action, type GlobalOptions } from './action.js';
@@ -14,6 +15,7 @@ interface GatewayFlags extends GlobalOptions {
   key?: string;
   state?: string;
   workers: string;
+  trustedIps?: string;
 }
 
 interface ExportFlags extends GlobalOptions {
@@ -33,6 +35,14 @@ function workers(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 64) throw new HospitalApiError('ERR_USAGE', { detail: `--workers must be an integer from 1 to 64, got "${value}"` });
   return n;
+}
+
+function trustedIps(value: string | undefined): string | null {
+  if (value === undefined) return null;
+  for (const entry of value.split(',').map((s) => s.trim()).filter(Boolean)) {
+    if (entry !== 'off' && !parseIpOrCidr(entry)) throw new HospitalApiError('ERR_USAGE', { detail: `--trusted-ips: "${entry}" is not an IP address or CIDR range` });
+  }
+  return value;
 }
 
 /** Resolves on the first SIGTERM/SIGINT. */
@@ -60,6 +70,7 @@ export function register(program: Command): void {
     .option('--key <file>', 'PEM private key for the HTTPS proxy')
     .option('--state <file>', 'configuration state file (default <install dir>/gateway/state.json)')
     .option('--workers <n>', 'proxy worker processes (node:cluster)', '1')
+    .option('--trusted-ips <list>', "Kong's trusted_ips: comma-separated IPs/CIDRs whose X-Forwarded-* and X-Real-IP are believed (default: none)")
     .action(
       action<GatewayFlags>('gateway', async (flags, io) => {
         const server = await import('../gateway/server.js');
@@ -77,6 +88,7 @@ export function register(program: Command): void {
           keyPath: flags.key ?? null,
           statePath: statePath(flags.state),
           workers: workers(flags.workers),
+          trustedIps: trustedIps(flags.trustedIps),
           version: VERSION,
         });
         if (admin && !isLoopback(admin.host)) {

@@ -89,6 +89,23 @@ export const apiErrors = {
     status: 502,
     exit: 1,
   },
+  ERR_API_AUDIT_UNAVAILABLE: {
+    message: 'The audit log {path} cannot be written ({detail}); no patient data is sent until it can',
+    status: 503,
+    exit: 1,
+    hint: 'Free disk space or fix the permissions of AUDIT_LOG; the API recovers by itself on the next write that succeeds.',
+  },
+  ERR_API_BUSY: {
+    message: 'Too many patient requests in progress (MAX_CONCURRENT_REQUESTS={limit}); try again shortly',
+    status: 503,
+    exit: 1,
+    hint: 'Retry after the Retry-After delay, or raise MAX_CONCURRENT_REQUESTS if the host has the memory for it.',
+  },
+  ERR_API_CLIENT_STALLED: {
+    message: 'The caller did not read the response for {ms} ms; connection cut',
+    status: 408,
+    exit: 1,
+  },
   ERR_API_NOT_READY: {
     message: 'Not ready: {detail}',
     status: 503,

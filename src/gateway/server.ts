@@ -12,8 +12,18 @@ import type { ListenAddress } from '../util/listen-address.js';
 import { startAdminServer, type AdminServer } from './admin/server.js';
 import type { ConfigSnapshot } from './model/types.js';
 import { PLUGIN_SCHEMAS } from './plugins/index.js';
-import { GatewayProxy } from './proxy/gateway-proxy.js';
+import {
+  LocalCounters,
+  PrimaryCounters,
+  RATE_LIMIT_REPLY,
+  RATE_LIMIT_REQUEST,
+  setRateCounterStore,
+  type RateLimitReplyMessage,
+  type RateLimitRequestMessage,
+} from './plugins/rate-limiting/counters.js';
+import { GatewayProxy, type ProxyHealth } from './proxy/gateway-proxy.js';
 import { startProxyListeners, type ProxyListeners } from './proxy/listeners.js';
+import { parseTrustedIps } from './proxy/trusted-ips.js';
 import { loadSnapshotFromFile, openStore, watchStateFile } from './store/index.js';
 
 export interface GatewayOptions {
@@ -24,6 +34,8 @@ export interface GatewayOptions {
   keyPath: string | null;
   statePath: string;
   workers: number;
+  /** Kong's trusted_ips, comma-separated (proxy/trusted-ips.ts); null = none. */
+  trustedIps?: string | null;
   version: string;
 }
 
@@ -41,6 +53,21 @@ interface Listening {
 }
 
 const WORKER_ENV = 'HOSPITAL_API_GATEWAY_WORKER';
+const HEALTH = 'gateway-proxy-health';
+
+interface HealthMessage {
+  type: typeof HEALTH;
+  health: ProxyHealth;
+}
+
+/**
+ * The proxy's configuration health as the admin API's `GET /status` shows it
+ * (field `proxy`): with workers, the worst of their reports.
+ */
+function combineHealth(reports: ProxyHealth[]): ProxyHealth | null {
+  if (reports.length === 0) return null;
+  return reports.find((h) => h.appliedVersion === null) ?? reports.find((h) => h.degraded) ?? (reports[0] as ProxyHealth);
+}
 
 function addr(a: AddressInfo | null): string | null {
   if (!a) return null;
@@ -107,9 +134,22 @@ export function isGatewayWorker(): boolean {
 /** Worker body: follow the state file, serve the proxy, report the bound addresses. */
 export async function runGatewayWorker(): Promise<void> {
   const o = JSON.parse(process.env[WORKER_ENV] as string) as GatewayOptions;
+  // Rate-limiting counters live in the primary: one count per gateway, not per worker.
+  const counters = new PrimaryCounters((m) => process.send?.(m));
+  process.on('message', (m) => counters.onMessage(m));
+  setRateCounterStore(counters);
   let snapshot: ConfigSnapshot = loadSnapshotFromFile(o.statePath);
-  const stop = watchStateFile(o.statePath, (s) => (snapshot = s));
-  const proxy = new GatewayProxy(() => snapshot);
+  const proxy = new GatewayProxy(() => snapshot, { trustedIps: parseTrustedIps(o.trustedIps ?? undefined) });
+  proxy.onHealth = (health) => process.send?.({ type: HEALTH, health } satisfies HealthMessage);
+  proxy.health(); // compile now: the primary learns at once whether the configuration applies
+  const stop = watchStateFile(
+    o.statePath,
+    (s) => {
+      snapshot = s;
+      proxy.current();
+    },
+    (err) => proxy.rejected(`state file not applied: ${err.message}`),
+  );
   const listeners = await listenProxy(o, proxy);
   reloadTlsOnSignal(o, listeners, () => []);
   const msg: Listening = { type: 'gateway-listening', http: listeners.http, https: listeners.https };
@@ -120,7 +160,29 @@ export async function runGatewayWorker(): Promise<void> {
   });
 }
 
-function forkWorkers(o: GatewayOptions): Promise<{ workers: Worker[]; listening: Listening }> {
+/** The primary's side of the workers' messages: rate-limit counters and health reports. */
+class WorkerHub {
+  private readonly counters = new LocalCounters();
+  private readonly health = new Map<number, ProxyHealth>();
+
+  attach(w: Worker): void {
+    w.on('message', (m: RateLimitRequestMessage | HealthMessage) => {
+      if (m?.type === RATE_LIMIT_REQUEST) {
+        const r = this.counters.take(m);
+        if (w.isConnected()) w.send({ type: RATE_LIMIT_REPLY, id: m.id, counts: r.counts, stop: r.stop } satisfies RateLimitReplyMessage);
+      } else if (m?.type === HEALTH) {
+        this.health.set(w.id, m.health);
+      }
+    });
+    w.once('exit', () => this.health.delete(w.id));
+  }
+
+  report(): ProxyHealth | null {
+    return combineHealth([...this.health.values()]);
+  }
+}
+
+function forkWorkers(o: GatewayOptions, hub: WorkerHub): Promise<{ workers: Worker[]; listening: Listening }> {
   return new Promise((resolve, reject) => {
     // A larger young generation: fewer scavenges on the allocation-heavy proxy path.
     // GC on the main thread only: with one worker per core, V8's parallel GC helper
@@ -132,6 +194,7 @@ function forkWorkers(o: GatewayOptions): Promise<{ workers: Worker[]; listening:
     let ready = 0;
     for (let i = 0; i < o.workers; i++) {
       const w = cluster.fork({ [WORKER_ENV]: JSON.stringify(o) });
+      hub.attach(w);
       workers.push(w);
       w.on('message', (m: Listening) => {
         if (m?.type !== 'gateway-listening') return;
@@ -148,7 +211,7 @@ function forkWorkers(o: GatewayOptions): Promise<{ workers: Worker[]; listening:
 let stopping = false;
 
 /** A worker that dies while the gateway runs is replaced (the others keep serving meanwhile). */
-function replaceCrashedWorkers(o: GatewayOptions, workers: Worker[]): void {
+function replaceCrashedWorkers(o: GatewayOptions, workers: Worker[], hub: WorkerHub): void {
   const restarts: number[] = [];
   cluster.on('exit', (dead, code, signal) => {
     if (stopping) return;
@@ -162,6 +225,7 @@ function replaceCrashedWorkers(o: GatewayOptions, workers: Worker[]): void {
     }
     process.stderr.write(`hospital-api gateway: proxy worker ${dead.process.pid} exited (${signal ?? code}); starting another\n`);
     workers[i] = cluster.fork({ [WORKER_ENV]: JSON.stringify(o) });
+    hub.attach(workers[i] as Worker);
   });
 }
 
@@ -171,16 +235,21 @@ export async function runGateway(o: GatewayOptions): Promise<RunningGateway> {
   let proxy: GatewayProxy | null = null;
   let listeners: ProxyListeners | null = null;
   let workers: Worker[] = [];
+  const hub = new WorkerHub();
+  const proxyHealth = (): ProxyHealth | null => (proxy ? proxy.health() : hub.report());
   try {
-    if (o.admin) admin = await startAdminServer({ host: o.admin.host, port: o.admin.port, store, plugins: PLUGIN_SCHEMAS, version: o.version });
+    if (o.admin) {
+      admin = await startAdminServer({ host: o.admin.host, port: o.admin.port, store, plugins: PLUGIN_SCHEMAS, version: o.version, proxyHealth });
+    }
     let listening: Listening = { type: 'gateway-listening', http: null, https: null };
     if (o.proxy || o.proxySsl) {
       if (o.workers > 1) {
-        ({ workers, listening } = await forkWorkers(o));
-        replaceCrashedWorkers(o, workers);
+        ({ workers, listening } = await forkWorkers(o, hub));
+        replaceCrashedWorkers(o, workers, hub);
         reloadTlsOnSignal(o, null, () => workers);
       } else {
-        proxy = new GatewayProxy(() => store.snapshot());
+        setRateCounterStore(new LocalCounters());
+        proxy = new GatewayProxy(() => store.snapshot(), { trustedIps: parseTrustedIps(o.trustedIps ?? undefined) });
         listeners = await listenProxy(o, proxy);
         listening = { type: 'gateway-listening', http: listeners.http, https: listeners.https };
         reloadTlsOnSignal(o, listeners, () => []);

@@ -87,7 +87,9 @@ function dockerSecrets(paths: InstallPaths, tls: TlsMaterial): Record<string, st
 /** Everything install writes, before the runtime starts. */
 export function writeInstallFiles(paths: InstallPaths, config: InstallConfig, tls: TlsMaterial): FileChange[] {
   mkdirSync(paths.root, { recursive: true });
-  for (const d of [paths.secrets, paths.tls]) {
+  // Native: the install directory and its logs are private to the service's user (issue #12).
+  const privateDirs = config.runtime === 'native' ? [paths.secrets, paths.tls, paths.root, paths.logs] : [paths.secrets, paths.tls];
+  for (const d of privateDirs) {
     mkdirSync(d, { recursive: true, mode: 0o700 });
     chmodSync(d, 0o700);
   }
@@ -112,7 +114,7 @@ export function writeInstallFiles(paths: InstallPaths, config: InstallConfig, tl
     }
   }
   changes.push(writeIfChanged(paths.apiEnv, renderApiEnv(paths, config), true));
-  changes.push(writeIfChanged(paths.installJson, JSON.stringify(config, null, 2) + '\n'));
+  changes.push(writeIfChanged(paths.installJson, JSON.stringify(config, null, 2) + '\n', true));
   return changes;
 }
 

@@ -69,7 +69,8 @@ async function upsertService(admin: Admin, name: string, upstream: string): Prom
 }
 
 async function upsertRoute(admin: Admin, name: string, path: string, serviceId: string): Promise<Change> {
-  const desired = { paths: [path], service: { id: serviceId } };
+  // Credentials travel over HTTPS only (issue 12): Kong answers 426 on the plain HTTP port.
+  const desired = { paths: [path], protocols: ['https'], service: { id: serviceId } };
   const before = await get(admin, `/routes/${name}`);
   if (before && matches(before, desired)) return 'unchanged';
   await adminCall(admin, 'PUT', `/routes/${name}`, desired);

@@ -1,4 +1,5 @@
 /** Human output of install and consumer create. */
+import { join } from 'node:path';
 import { renderTable } from '../output/table.js';
 import type { InstallResult } from './run.js';
 
@@ -23,5 +24,7 @@ export function renderInstallResult(r: InstallResult): string {
   if (!r.platformApiUrlSet) lines.push(`  - set PLATFORM_API_URL in ${r.dir}/hospital-api.env`);
   lines.push(`  - hospital-api consumer create <name> --write-env --dir ${r.dir}`);
   lines.push(`  - hospital-api verify --dir ${r.dir}`);
+  // Issue #12: the generated CA's private key stays on disk; say where, and that it belongs offline.
+  if (r.caGenerated) lines.push(`  - move the CA private key ${join(r.dir, 'tls', 'ca.key')} offline once certificates are issued (docs/runtime.md, "The CA key")`);
   return lines.join('\n');
 }

@@ -25,16 +25,40 @@ export interface IoOptions {
   stderr?: NodeJS.WritableStream;
 }
 
+let pipesGuarded = false;
+
+/**
+ * `hospital-api status | head`: once the reader has gone, writes fail with
+ * EPIPE. That is not an error of the command: stop writing and exit quietly
+ * with the command's own status, instead of dying on an unhandled 'error'.
+ */
+export function guardClosedPipes(): void {
+  if (pipesGuarded) return;
+  pipesGuarded = true;
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE' || err.code === 'ERR_STREAM_DESTROYED') {
+        stream.destroy();
+        return;
+      }
+      throw err;
+    });
+  }
+}
+
 export function createIo(options: IoOptions = {}): Io {
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
+  if (!options.stdout && !options.stderr) guardClosedPipes();
   let colour: ChalkInstance | undefined;
   return {
     json: options.json === true,
     get colour() {
       return (colour ??= colourFor(stdout as NodeJS.WriteStream));
     },
-    out: (text) => void stdout.write(text.endsWith('\n') ? text : text + '\n'),
+    out: (text) => {
+      if (!(stdout as { destroyed?: boolean }).destroyed) stdout.write(text.endsWith('\n') ? text : text + '\n');
+    },
     log: (text) => {
       if (!options.quiet) stderr.write(text.endsWith('\n') ? text : text + '\n');
     },

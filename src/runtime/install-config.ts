@@ -2,9 +2,10 @@
  * install.json: what `install` decided, read by every later command. It holds
  * no secret (those live in hospital-api.env and secrets/, mode 0600).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { HospitalApiError } from '../errors/index.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
+import { parseJsonFile } from '../util/json-file.js';
 import { installPaths } from './layout.js';
 
 export type RuntimeName = 'docker' | 'native';
@@ -59,23 +60,54 @@ export interface InstallConfig {
   upgrades?: Array<{ from: number; to: number; toolkitVersion: string; at: string; backup: string | null }>;
 }
 
+const port = { type: 'integer', minimum: 1, maximum: 65535 } as const;
+const strings = { type: 'array', items: { type: 'string' } } as const;
+
+/** install.json as `install` writes it; anything else is refused naming the field. */
+export const INSTALL_CONFIG_SCHEMA = {
+  type: 'object',
+  required: ['formatVersion', 'runtime', 'hosts', 'ports', 'platformApiUrl', 'caGenerated', 'cors', 'toolkitVersion', 'installedAt', 'demo'],
+  properties: {
+    formatVersion: { type: 'integer' },
+    runtime: { enum: ['docker', 'native'] },
+    hosts: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1, maxLength: 253 } },
+    ports: {
+      type: 'object',
+      required: ['api', 'fhir', 'gatewayHttp', 'gatewayHttps', 'gatewayAdmin', 'metrics'],
+      properties: { api: port, fhir: port, gatewayHttp: port, gatewayHttps: port, gatewayAdmin: port, metrics: port },
+    },
+    platformApiUrl: { type: ['string', 'null'] },
+    caGenerated: { type: 'boolean' },
+    cors: {
+      type: 'object',
+      required: ['origins', 'headers', 'exposedHeaders'],
+      properties: { origins: strings, headers: { type: ['array', 'null'], items: { type: 'string' } }, exposedHeaders: { type: ['array', 'null'], items: { type: 'string' } } },
+    },
+    toolkitVersion: { type: 'string' },
+    installedAt: { type: 'string' },
+    demo: { type: 'boolean' },
+    supervisor: { enum: ['builtin', 'systemd'] },
+    upgrades: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['from', 'to', 'toolkitVersion', 'at', 'backup'],
+        properties: { from: { type: 'integer' }, to: { type: 'integer' }, toolkitVersion: { type: 'string' }, at: { type: 'string' }, backup: { type: ['string', 'null'] } },
+      },
+    },
+  },
+} as const;
+
+/** @throws ERR_RUNTIME_NOT_INSTALLED when there is none, ERR_FILE_READ naming the file and field when it is damaged */
 export function readInstallConfig(dir: string): InstallConfig {
   const path = installPaths(dir).installJson;
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new HospitalApiError(
-      'ERR_RUNTIME_NOT_INSTALLED',
-      { dir: installPaths(dir).root },
-      { cause: err },
-    );
-  }
+  if (!existsSync(path)) throw new HospitalApiError('ERR_RUNTIME_NOT_INSTALLED', { dir: installPaths(dir).root });
   let config: InstallConfig;
   try {
-    config = JSON.parse(text) as InstallConfig;
+    config = JSON.parse(readFileSync(path, 'utf8')) as InstallConfig;
   } catch (err) {
-    throw new HospitalApiError('ERR_FILE_READ', { path, detail: (err as Error).message }, { cause: err });
+    const detail = err instanceof SyntaxError ? `not valid JSON (${err.message})` : ((err as NodeJS.ErrnoException).code ?? (err as Error).message);
+    throw new HospitalApiError('ERR_FILE_READ', { path, detail }, { cause: err });
   }
   const found = config?.formatVersion;
   if (found !== INSTALL_FORMAT) {
@@ -87,11 +119,12 @@ export function readInstallConfig(dir: string): InstallConfig {
         : 'Use the toolkit release that made this directory, or a newer one.',
     });
   }
-  return config;
+  // The format is known: every field must be what `install` writes, else the file and field are named.
+  return parseJsonFile<InstallConfig>(path, JSON.stringify(config), INSTALL_CONFIG_SCHEMA);
 }
 
 export function writeInstallConfig(dir: string, config: InstallConfig): void {
-  writeFileAtomic(installPaths(dir).installJson, JSON.stringify(config, null, 2) + '\n');
+  writeFileAtomic(installPaths(dir).installJson, JSON.stringify(config, null, 2) + '\n', { mode: 0o600 });
 }
 
 /** The public URLs of an installation, derived in one place. */

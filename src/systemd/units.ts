@@ -11,7 +11,7 @@
  */
 import { isAbsolute } from 'node:path';
 import { HospitalApiError } from '../errors/index.js';
-import { componentBin, componentSpecs, type ComponentSpec } from '../runtime/native/components.js';
+import { BIN_PATH, componentSpecs, type ComponentSpec } from '../runtime/native/components.js';
 import type { InstallConfig } from '../runtime/install-config.js';
 import { installPaths } from '../runtime/layout.js';
 
@@ -148,5 +148,5 @@ export function renderUnits(dir: string, config: InstallConfig, o: UnitOptions):
 }
 
 export function defaultUnitOptions(user = 'hospital-api'): UnitOptions {
-  return { user, node: process.execPath, bin: componentBin() };
+  return { user, node: process.execPath, bin: BIN_PATH };
 }

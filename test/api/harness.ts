@@ -29,7 +29,10 @@ export interface Harness {
   running: RunningApi;
   url: string;
   auditPath: string;
+  /** The audit log's `end` lines (one per request). */
   audit(): Array<Record<string, unknown>>;
+  /** Every audit line (`started`, `end`, `probe`). */
+  auditLines(): Array<Record<string, unknown>>;
   post(body: unknown, headers?: Record<string, string>): Promise<{ status: number; headers: Record<string, unknown>; text: string; json: any }>;
   close(): Promise<void>;
 }
@@ -47,6 +50,11 @@ export function testPki(): { dir: string; pki: TestPki } {
 
 export function defaultPlatform(authorization: string | undefined): PlatformReply {
   return authorization === TOKEN_OK ? { status: 200, body: { ok: true } } : { status: 401 };
+}
+
+function auditLines(path: string): Array<Record<string, unknown>> {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -82,10 +90,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     running,
     url,
     auditPath,
-    audit: () =>
-      existsSync(auditPath)
-        ? readFileSync(auditPath, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>)
-        : [],
+    audit: () => auditLines(auditPath).filter((l) => l.phase === 'end'),
+    auditLines: () => auditLines(auditPath),
     async post(body, headers = {}) {
       const res = await request(`${url}/api/patients`, {
         method: 'POST',
@@ -108,7 +114,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   };
 }
 
-/** Waits until the audit log has `n` lines (it is written when the response closes). */
+/** Waits until the audit log has `n` end lines. */
 export async function waitForAudit(h: Harness, n: number): Promise<Array<Record<string, unknown>>> {
   for (let i = 0; i < 100; i++) {
     const lines = h.audit();

@@ -101,7 +101,7 @@ describe('$everything', () => {
     expect(line).toMatchObject({ decision: 'granted', fhirPatientId: 'p1', pages: 5, resources: 46, status: 200, aborted: false });
     expect(line?.bytes).toBe(Buffer.byteLength(res.text));
     expect(Object.keys(line ?? {}).sort()).toEqual(
-      ['aborted', 'bytes', 'caller', 'code', 'decision', 'durationMs', 'fhirPatientId', 'pages', 'platformCareId', 'requestId', 'resources', 'status', 'time'],
+      ['aborted', 'bytes', 'caller', 'code', 'decision', 'durationMs', 'fhirPatientId', 'pages', 'phase', 'platformCareId', 'requestId', 'resources', 'status', 'time'],
     );
   });
 
@@ -244,6 +244,7 @@ describe('$everything', () => {
     const t = await harness({
       platform: (auth) => (auth && tokens[auth] ? { status: 200, body: { platformCareId: tokens[auth] } } : { status: 401 }),
       fhir: { patients: { 'care-a': ['pa'], 'care-b': ['pb'] }, records: { pa: makeRecord('pa', 35), pb: makeRecord('pb', 12) }, maxPageSize: 10, delayMs: 5 },
+      env: { MAX_CONCURRENT_REQUESTS: '32' },
     });
     const calls = Array.from({ length: 24 }, (_, i) => (i % 2 ? ['care-a', 'tok-a'] : ['care-b', 'tok-b']));
     const results = await Promise.all(calls.map(([careId, token]) => t.post({ platformCareId: careId, token })));
@@ -262,7 +263,7 @@ describe('readiness and metrics', () => {
     const t = await harness();
     const ready = await request(`${t.url}/api/ready`);
     expect(ready.statusCode).toBe(200);
-    expect(await ready.body.json()).toEqual({ platform: 'ok', fhir: 'ok' });
+    expect(await ready.body.json()).toEqual({ platform: 'ok', fhir: 'ok', audit: 'ok' });
     await t.fhir.close();
     // Cached for READY_CACHE_MS: the next answer is the same, then a fresh check sees FHIR down.
     expect((await request(`${t.url}/api/ready`)).statusCode).toBe(200);

@@ -58,7 +58,7 @@ describe('serve: a full run', () => {
     let stderr = '';
     child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     try {
-      for (let i = 0; i < 200 && !stderr.includes('listening on'); i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 200 && !(stderr.includes('ALLOWED_CALLERS is empty') && stderr.includes('listening on')); i++) await new Promise((r) => setTimeout(r, 50));
       expect(stderr).toContain(`listening on http://127.0.0.1:${port}`);
       expect(stderr).toContain('ALLOWED_CALLERS is empty');
       const url = `http://127.0.0.1:${port}`;
@@ -83,7 +83,8 @@ describe('serve: a full run', () => {
     const completed = stderr.split('\n').filter((l) => l.includes('"msg":"request completed"'));
     expect(completed.map((l) => JSON.parse(l).res?.statusCode)).toEqual([200, 400]);
     const audit = readFileSync(join(dir, 'audit/audit.log'), 'utf8');
-    expect(audit.trim().split('\n').map((l) => JSON.parse(l).decision)).toEqual(['granted', 'denied']);
+    const lines = audit.trim().split('\n').map((l) => JSON.parse(l) as { phase: string; decision: string });
+    expect(lines.map((l) => [l.phase, l.decision])).toEqual([['started', 'granted'], ['end', 'granted'], ['end', 'denied']]);
     for (const secret of [API_KEY, TOKEN_OK, 'good-token', 'wrong-token-9b7c']) {
       expect(String(result.stdout) + stderr, secret).not.toContain(secret);
       expect(audit, secret).not.toContain(secret);

@@ -92,6 +92,8 @@ export interface FhirOptions {
   /** Next links use the internal HAPI address (default true). */
   internalLinks?: boolean;
   delayMs?: number;
+  /** Delay before answering this 1-based $everything page (a slow page mid-record). */
+  pageDelay?: { page: number; ms: number };
 }
 
 const INTERNAL = 'http://hapi:8080/fhir';
@@ -154,6 +156,7 @@ export async function startFhir(opts: FhirOptions): Promise<StandIn & { options:
       res.write('{"resourceType":"Bundle","entry":[');
       return void setTimeout(() => req.socket.destroy(), 20);
     }
+    if (opts.pageDelay?.page === page) await new Promise((resolve) => setTimeout(resolve, opts.pageDelay?.ms));
     const slice = all.slice(offset, offset + search.size);
     if (opts.repeatedInclude) slice.push(opts.repeatedInclude);
     const pageId = u.searchParams.get('_getpages');

@@ -87,7 +87,8 @@ describe('install (native, generated CA)', () => {
     expect(plugin('basic-auth')).toMatchObject({ service: { id: svc('fhir-api').id }, config: { hide_credentials: true } });
     expect(plugin('cors')).toMatchObject({ service: { id: svc('fhir-api').id }, config: { origins: ['https://portal.example'] } });
     expect(plugin('key-auth')).toMatchObject({ service: { id: svc('fhir-api-key-auth').id }, config: { hide_credentials: true, key_names: ['apikey'] } });
-    expect(kong.routes.find((r) => r.name === 'fhir-api-key-auth-route')).toMatchObject({ paths: ['/fhir-api-key-auth'], service: { id: svc('fhir-api-key-auth').id } });
+    expect(kong.routes.find((r) => r.name === 'fhir-api-key-auth-route')).toMatchObject({ paths: ['/fhir-api-key-auth'], protocols: ['https'], service: { id: svc('fhir-api-key-auth').id } });
+    expect(kong.routes.find((r) => r.name === 'fhir-api-route')).toMatchObject({ paths: ['/fhir-api'], protocols: ['https'] });
     expect(kong.consumers).toEqual([]);
     expect(kong.calls.some((c) => c.includes('/consumers'))).toBe(false);
   });

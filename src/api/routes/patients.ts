@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HospitalApiError } from '../../errors/index.js';
-import type { AuditDecision } from '../audit.js';
+import type { AuditDecision, AuditPhase, AuditRecord } from '../audit.js';
 import type { ApiContext } from '../app.js';
 import { callerAllowed } from '../caller.js';
 import type { EverythingStats } from '../fhir-client.js';
@@ -19,6 +19,10 @@ interface RequestState {
   code: string | null;
   stats: EverythingStats;
   bytes: number;
+  /** The end line has been written (or attempted): the close handler must not write another. */
+  ended: boolean;
+  /** Counted in the concurrency cap, released on close. */
+  counted: boolean;
 }
 
 const states = new WeakMap<FastifyRequest, RequestState>();
@@ -57,14 +61,21 @@ function validate(body: unknown): { platformCareId: string; token: string } {
   return { platformCareId, token };
 }
 
-/** Writes to the raw response, waiting on back-pressure; throws if the caller went away. */
-function writeRaw(reply: FastifyReply, st: RequestState, chunk: string | Buffer): Promise<void> {
+/**
+ * Writes to the raw response, waiting on back-pressure: the caller of this
+ * function (the page loop) does not fetch another page until the response has
+ * drained. A caller that takes nothing for `sendTimeoutMs` is cut
+ * (ERR_API_CLIENT_STALLED), so a client that never reads holds at most the
+ * pages already fetched, and only for that long.
+ */
+function writeRaw(reply: FastifyReply, st: RequestState, chunk: string | Buffer, sendTimeoutMs: number): Promise<void> {
   const raw = reply.raw;
   if (raw.destroyed) return Promise.reject(new Error('caller closed the connection'));
   st.bytes += Buffer.byteLength(chunk);
   if (raw.write(chunk)) return Promise.resolve();
   return new Promise((resolve, reject) => {
     const done = (err?: Error) => {
+      clearTimeout(timer);
       raw.off('drain', onDrain);
       raw.off('close', onClose);
       if (err) reject(err);
@@ -72,41 +83,64 @@ function writeRaw(reply: FastifyReply, st: RequestState, chunk: string | Buffer)
     };
     const onDrain = () => done();
     const onClose = () => done(new Error('caller closed the connection'));
+    const timer = setTimeout(() => done(new HospitalApiError('ERR_API_CLIENT_STALLED', { ms: sendTimeoutMs })), sendTimeoutMs);
     raw.on('drain', onDrain);
     raw.on('close', onClose);
   });
 }
 
-function finish(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, st: RequestState): void {
-  const raw = reply.raw;
-  const status = raw.statusCode;
-  const aborted = !raw.writableFinished;
-  const code = st.code ?? (aborted ? 'ERR_API_ABORTED' : null);
-  const decision = st.decision ?? decisionFor(code, status);
+function record(request: FastifyRequest, st: RequestState, phase: AuditPhase, fields: { decision: AuditDecision; code: string | null; status: number; aborted: boolean }): AuditRecord {
   const durationMs = Number(process.hrtime.bigint() - st.start) / 1e6;
-  ctx.audit.write({
+  return {
     time: new Date().toISOString(),
+    phase,
     requestId: request.id,
     caller: request.ip,
     platformCareId: st.platformCareId,
     fhirPatientId: st.fhirPatientId,
-    decision,
-    code,
+    decision: fields.decision,
+    code: fields.code,
     pages: st.stats.pages,
     resources: st.stats.resources,
     bytes: st.bytes,
     durationMs: Math.round(durationMs * 10) / 10,
-    status,
-    aborted,
-  });
+    status: fields.status,
+    aborted: fields.aborted,
+  };
+}
+
+/**
+ * Writes the request's end line (once) and counts it in the metrics.
+ * Resolves when the line is on disk; rejects with ERR_API_AUDIT_UNAVAILABLE.
+ */
+function writeEnd(ctx: ApiContext, request: FastifyRequest, st: RequestState, status: number, aborted: boolean): Promise<void> {
+  st.ended = true;
+  const code = st.code ?? (aborted ? 'ERR_API_ABORTED' : null);
+  const decision = st.decision ?? decisionFor(code, status);
+  const line = record(request, st, 'end', { decision, code, status, aborted });
   ctx.metrics.requests.inc({ route: '/api/patients', outcome: decision, status });
-  ctx.metrics.duration.observe({ route: '/api/patients', outcome: decision }, durationMs / 1000);
+  ctx.metrics.duration.observe({ route: '/api/patients', outcome: decision }, line.durationMs / 1000);
   if (code && /^ERR_API_(PLATFORM|FHIR)_/.test(code)) {
     ctx.metrics.upstreamErrors.inc({ upstream: code.startsWith('ERR_API_PLATFORM') ? 'platform' : 'fhir', code });
   }
+  return ctx.audit.write(line);
+}
+
+/** Connection closed: release the concurrency slot; a request that ended without its line (caller gone) gets one now. */
+function onClose(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, st: RequestState): void {
+  if (st.counted) {
+    st.counted = false;
+    ctx.inflight -= 1;
+  }
+  if (st.ended) return;
+  const raw = reply.raw;
+  writeEnd(ctx, request, st, raw.statusCode, !raw.writableFinished).catch((err: Error) => {
+    request.log.error({ code: (err as HospitalApiError).code, message: err.message }, 'audit line not written');
+  });
 }
 
 export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): void {
+  const sendTimeoutMs = ctx.config.sendTimeoutMs;
   app.post('/api/patients', {
     // ALLOWED_CALLERS first, before the body is even read: no upstream call for others.
     onRequest: async (request, reply) => {
@@ -118,18 +152,36 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
         code: null,
         stats: { pages: 0, resources: 0 },
         bytes: 0,
+        ended: false,
+        counted: false,
       };
       states.set(request, st);
-      reply.raw.once('close', () => finish(ctx, request, reply, st));
+      reply.raw.once('close', () => onClose(ctx, request, reply, st));
       if (!callerAllowed(ctx, request.ip)) {
         throw new HospitalApiError('ERR_API_CALLER_FORBIDDEN', { caller: request.ip });
       }
+      // Bounded work: past the cap, answer 503 at once instead of queueing (and holding pages in memory).
+      if (ctx.inflight >= ctx.config.maxConcurrentRequests) {
+        throw new HospitalApiError('ERR_API_BUSY', { limit: ctx.config.maxConcurrentRequests });
+      }
+      ctx.inflight += 1;
+      st.counted = true;
     },
-    // Size of non-streamed replies (errors, {}), for the audit line.
-    onSend: async (request, _reply, payload) => {
+    // Non-streamed replies (errors, {}): the end line is on disk before the reply goes out;
+    // if it cannot be written, the reply becomes 503 ERR_API_AUDIT_UNAVAILABLE.
+    onSend: async (request, reply, payload) => {
       const st = states.get(request);
-      if (st && (typeof payload === 'string' || Buffer.isBuffer(payload))) st.bytes = Buffer.byteLength(payload);
-      return payload;
+      if (!st || st.ended) return payload;
+      if (typeof payload === 'string' || Buffer.isBuffer(payload)) st.bytes = Buffer.byteLength(payload);
+      try {
+        await writeEnd(ctx, request, st, reply.statusCode, false);
+        return payload;
+      } catch (err) {
+        const error = err instanceof HospitalApiError ? err : new HospitalApiError('ERR_INTERNAL', { detail: 'audit' });
+        request.log.error({ code: error.code, message: error.message }, 'audit line not written: reply replaced');
+        reply.code(error.status).type('application/json; charset=utf-8');
+        return JSON.stringify({ error: { code: error.code, message: error.message, requestId: request.id } });
+      }
     },
     handler: async (request, reply) => {
       const st = states.get(request) as RequestState;
@@ -146,6 +198,10 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
       const patientId = ids[0] as string;
       st.fhirPatientId = patientId;
 
+      // The record begins: its `started` line is on disk before anything is fetched or sent,
+      // so even a SIGKILL mid-stream leaves a trace. Throws ERR_API_AUDIT_UNAVAILABLE (503).
+      await ctx.audit.write(record(request, st, 'started', { decision: 'granted', code: null, status: 200, aborted: false }));
+
       let started = false;
       let written = 0;
       const sink = async (entries: Buffer, count: number) => {
@@ -156,26 +212,37 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
           // Fastify still logs its "request completed" line for a hijacked reply: none of our own.
           reply.hijack();
           reply.raw.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'x-request-id': request.id });
-          await writeRaw(reply, st, '{"resources":[');
+          await writeRaw(reply, st, '{"resources":[', sendTimeoutMs);
         }
         if (count === 0) return;
-        if (written > 0) await writeRaw(reply, st, ',');
+        if (written > 0) await writeRaw(reply, st, ',', sendTimeoutMs);
         written += count;
-        await writeRaw(reply, st, entries);
+        await writeRaw(reply, st, entries, sendTimeoutMs);
       };
-      try {
-        await ctx.fhir.everything(patientId, sink, st.stats);
-      } catch (err) {
-        if (!started) throw err;
+      const cut = async (err: unknown): Promise<FastifyReply> => {
         // Headers are gone: cut the connection so the caller cannot parse a partial record.
         st.code = err instanceof HospitalApiError ? err.code : 'ERR_API_ABORTED';
         st.decision = 'error';
         request.log.error({ code: st.code, message: (err as Error).message }, 'record aborted mid-stream');
         reply.raw.destroy();
+        await writeEnd(ctx, request, st, 200, true).catch(() => undefined);
         return reply;
+      };
+      try {
+        await ctx.fhir.everything(patientId, sink, st.stats);
+      } catch (err) {
+        if (!started) throw err;
+        return cut(err);
       }
       st.decision = 'granted';
       st.bytes += 2;
+      try {
+        // The outcome is on disk before the record is complete on the wire.
+        await writeEnd(ctx, request, st, 200, false);
+      } catch (err) {
+        st.ended = false;
+        return cut(err);
+      }
       await new Promise<void>((resolve) => reply.raw.end(']}', () => resolve()));
       return reply;
     },

@@ -24,7 +24,8 @@ export interface ParamDef {
   extract: (resource: Record<string, unknown>) => unknown[];
 }
 
-interface SpResource {
+/** One R4 SearchParameter, reduced to the fields the server reads (the shape of search-parameters.r4.json). */
+export interface SearchParameterExtract {
   url: string;
   code: string;
   type: string;
@@ -33,6 +34,7 @@ interface SpResource {
   description?: string;
   target?: string[];
 }
+type SpResource = SearchParameterExtract;
 
 let byType: Map<string, Map<string, ParamDef>> | undefined;
 

@@ -37,8 +37,10 @@ export function rootInfo(req: AdminRequest): AdminResponse {
 export function status(req: AdminRequest): AdminResponse {
   const { stats } = req.ctx;
   const mem = process.memoryUsage();
+  const proxy = req.ctx.proxyHealth?.() as { appliedVersion?: number | null } | null | undefined;
   return {
-    status: 200,
+    // A proxy with no configuration it could apply fails every route: not healthy (docs/gateway-proxy.md).
+    status: proxy && proxy.appliedVersion === null ? 503 : 200,
     body: {
       memory: {
         workers_lua_vms: [{ pid: process.pid, http_allocated_gc: `${(mem.heapUsed / 1048576).toFixed(2)} MiB` }],
@@ -55,6 +57,8 @@ export function status(req: AdminRequest): AdminResponse {
       },
       database: { reachable: true },
       configuration_version: req.ctx.store.snapshot().version,
+      // Not Kong's: whether the proxy serves the newest configuration (docs/gateway-proxy.md).
+      ...(req.ctx.proxyHealth ? { proxy: proxy ?? null } : {}),
     },
   };
 }

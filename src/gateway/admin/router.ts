@@ -25,6 +25,8 @@ export interface AdminContext {
   };
   stats: AdminStats;
   nodeId: string;
+  /** The proxy's configuration health (GET /status `proxy`). */
+  proxyHealth?: () => unknown;
   /** Hash of the last POST /config document (for ?check_hash=1). */
   lastConfigHash?: string;
 }

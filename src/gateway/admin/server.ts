@@ -52,6 +52,8 @@ export interface AdminServerOptions {
   plugins: ReadonlyMap<string, PluginSchemaDefinition>;
   version: string;
   nodeInfo?: AdminNodeInfo;
+  /** The proxy's configuration health, shown as `proxy` in GET /status (src/gateway/proxy/gateway-proxy.ts). */
+  proxyHealth?: () => unknown;
 }
 
 export interface AdminServer {
@@ -86,6 +88,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     version: options.version,
     ...(options.nodeInfo ? { nodeInfo: options.nodeInfo } : {}),
     nodeId: options.nodeInfo?.nodeId ?? randomUUID(),
+    ...(options.proxyHealth ? { proxyHealth: options.proxyHealth } : {}),
     stats: { totalRequests: 0, connectionsAccepted: 0, connectionsActive: 0 },
   };
   app.server.on('connection', (socket) => {

@@ -4,7 +4,7 @@
  * configuration, nested entities getting their parent's key; all errors are
  * collected and reported at once as Kong's code-14 error.
  */
-import { emptyConfig } from '../model/config.js';
+import { COLLECTIONS, emptyConfig } from '../model/config.js';
 import type { CollectionName } from '../model/config.js';
 import { isUuid } from '../model/fields.js';
 import { declarativeInvalid, isKongError, KONG_CODES, type FlatErrors } from '../model/kong-error.js';
@@ -15,23 +15,7 @@ import { insertEntity, type Entity, type RepoContext } from '../store/repo.js';
 const FORMATS = ['1.1', '2.1', '3.0'];
 const META = ['_format_version', '_transform', '_comment', '_ignore', '_info', '_workspace'];
 /** Top-level entity lists, parents before children (a child refers to an earlier entity by name or id). */
-const TOP: readonly CollectionName[] = [
-  'ca_certificates',
-  'certificates',
-  'snis',
-  'upstreams',
-  'targets',
-  'services',
-  'routes',
-  'consumers',
-  'plugins',
-  'keyauth_credentials',
-  'basicauth_credentials',
-  'hmacauth_credentials',
-  'jwt_secrets',
-  'oauth2_credentials',
-  'acls',
-];
+const TOP: readonly CollectionName[] = COLLECTIONS;
 const CREDENTIALS = ['keyauth_credentials', 'basicauth_credentials', 'hmacauth_credentials', 'jwt_secrets', 'oauth2_credentials', 'acls'];
 const NESTED: Record<string, readonly string[]> = {
   certificates: ['snis'],

@@ -7,6 +7,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Consumer } from '../model/types.js';
+import type { PluginName } from './priorities.js';
 
 /** A gateway-generated response (kong.response.error). */
 export interface Exit {
@@ -28,6 +29,8 @@ export interface RequestState {
   /** Client IP, IPv4-mapped IPv6 unwrapped. */
   readonly clientIp: string;
   readonly serviceId: string;
+  /** The matched route's id. */
+  readonly routeId: string;
   consumer: Consumer | null;
   /** Kong's credential identifier (key-auth: credential id; basic-auth: username); null for anonymous. */
   credentialId: string | null;
@@ -61,14 +64,13 @@ export type AccessResult = Exit | void;
 /** A plugin instance compiled from one plugin row. */
 export interface PluginRunner {
   readonly name: string;
-  readonly priority: number;
   access?(state: RequestState): AccessResult | Promise<AccessResult>;
   /** Adds response headers (flat pairs) for this request. */
   header?(state: RequestState, out: string[]): void;
 }
 
 export interface PluginHandler {
-  readonly name: string;
-  readonly priority: number;
+  /** Kong's name; the priority is in plugins/priorities.ts. */
+  readonly name: PluginName;
   compile(config: Readonly<Record<string, unknown>>, env: CompileEnv): PluginRunner;
 }

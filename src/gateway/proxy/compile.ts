@@ -6,10 +6,14 @@
 import type { Pool } from 'undici';
 import type { ConfigSnapshot, Consumer, GatewayConfig, Route, Service } from '../model/types.js';
 import { PLUGIN_HANDLERS } from '../plugins/handlers.js';
+import { PLUGIN_SCHEMAS } from '../plugins/index.js';
+import { PLUGIN_PRIORITY } from '../plugins/priorities.js';
 import type { CompileEnv } from '../plugins/types.js';
 import { buildChain, scopeLevel, type ChainSlot, type CompiledPlugin } from './plugin-chain.js';
 import { Router } from './router.js';
 import type { UpstreamPools } from './upstream-pools.js';
+import { Balancer, parseTarget, upstreamTargets, type HealthRegistry, type Peer } from './balancer.js';
+import { proxyCollections, type Upstream } from './entities.js';
 
 export interface CompiledService {
   id: string;
@@ -20,7 +24,10 @@ export interface CompiledService {
   retries: number;
   readTimeout: number;
   writeTimeout: number;
-  pool: Pool;
+  /** The service's own host and port, or null when its host names an upstream. */
+  pool: Pool | null;
+  /** The upstream's balancer when the service's host names an upstream (kong.md §4, balancer). */
+  balancer: Balancer | null;
 }
 
 export interface CompiledRoute {
@@ -36,6 +43,14 @@ export interface CompiledConfig {
   router: Router<CompiledRoute>;
   /** Global plugins: their header filters apply to 404s (kong.md §2 cors). */
   globalChain: ChainSlot[];
+  /** Balancers of this version (their active health probes stop when it is replaced). */
+  balancers: Balancer[];
+}
+
+/** What compileSnapshot keeps across versions: warm pools and target health. */
+export interface CompileCaches {
+  pools: UpstreamPools;
+  health: HealthRegistry;
 }
 
 export function compileEnv(config: Readonly<GatewayConfig>): CompileEnv {
@@ -62,12 +77,36 @@ export function compileEnv(config: Readonly<GatewayConfig>): CompileEnv {
   return { consumerById, consumerByUsername, keyCredentials, basicCredentials, groupsByConsumer };
 }
 
-function compileService(s: Service, config: Readonly<GatewayConfig>, pools: UpstreamPools): CompiledService | null {
+function balancerFor(
+  s: Service & { protocol: 'http' | 'https' },
+  upstream: Upstream,
+  config: Readonly<GatewayConfig>,
+  ca: string[] | null,
+  caches: CompileCaches,
+): Balancer {
+  const defaultPort = s.protocol === 'https' ? 443 : 80;
+  const peers: Peer[] = upstreamTargets(upstream, proxyCollections(config).targets).map((t) => {
+    const { host, port } = parseTarget(t.target);
+    const hostHeader = upstream.host_header ?? (port === defaultPort ? host : `${host.includes(':') ? `[${host}]` : host}:${port}`);
+    const pool = caches.pools.get({ protocol: s.protocol, host, port, connectTimeout: s.connect_timeout, ca });
+    return { id: t.id, host, port, weight: t.weight, hostHeader, pool, current: 0, health: caches.health.get(t.id) };
+  });
+  return new Balancer(upstream, peers, s.protocol);
+}
+
+function compileService(
+  s: Service,
+  config: Readonly<GatewayConfig>,
+  caches: CompileCaches,
+  upstreams: ReadonlyMap<string, Upstream>,
+): CompiledService | null {
   if (s.protocol !== 'http' && s.protocol !== 'https') return null;
   const defaultPort = s.protocol === 'https' ? 443 : 80;
   const ca = s.ca_certificates?.length
     ? config.ca_certificates.filter((c) => s.ca_certificates?.includes(c.id)).map((c) => c.cert)
     : null;
+  const upstream = upstreams.get(s.host);
+  const balancer = upstream ? balancerFor(s as Service & { protocol: 'http' | 'https' }, upstream, config, ca, caches) : null;
   return {
     id: s.id,
     protocol: s.protocol,
@@ -76,33 +115,47 @@ function compileService(s: Service, config: Readonly<GatewayConfig>, pools: Upst
     retries: s.retries,
     readTimeout: s.read_timeout,
     writeTimeout: s.write_timeout,
-    pool: pools.get({ protocol: s.protocol, host: s.host, port: s.port, connectTimeout: s.connect_timeout, ca }),
+    pool: balancer ? null : caches.pools.get({ protocol: s.protocol, host: s.host, port: s.port, connectTimeout: s.connect_timeout, ca }),
+    balancer,
   };
 }
 
 function compilePlugins(config: Readonly<GatewayConfig>, env: CompileEnv): CompiledPlugin[] {
   const out: CompiledPlugin[] = [];
   for (const row of config.plugins) {
+    if (!row.enabled) continue;
+    // Fail closed: a plugin the proxy cannot run, or whose config its schema
+    // refuses (a hand-edited state file), stops this version from applying
+    // rather than leaving its routes unprotected.
     const handler = PLUGIN_HANDLERS.get(row.name);
-    if (!row.enabled || !handler) continue;
-    const runner = handler.compile(row.config, env);
-    out.push({ row, entry: { runner, level: scopeLevel(row), http: row.protocols.includes('http'), https: row.protocols.includes('https') } });
+    const schema = PLUGIN_SCHEMAS.get(row.name);
+    if (!handler || !schema) throw new Error(`plugin ${row.id}: '${row.name}' is not available`);
+    const checked = schema.validate(row.config);
+    if (!checked.ok) throw new Error(`plugin ${row.id} (${row.name}): invalid config (${Object.keys(checked.errors).join(', ')})`);
+    const runner = handler.compile(checked.config, env);
+    out.push({ row, entry: { runner, priority: PLUGIN_PRIORITY[handler.name], level: scopeLevel(row), http: row.protocols.includes('http'), https: row.protocols.includes('https') } });
   }
   return out;
 }
 
-export function compileSnapshot(snapshot: ConfigSnapshot, pools: UpstreamPools): CompiledConfig {
+export function compileSnapshot(snapshot: ConfigSnapshot, caches: CompileCaches): CompiledConfig {
   const { config } = snapshot;
   const env = compileEnv(config);
   const plugins = compilePlugins(config, env);
-  pools.begin();
+  const upstreams = new Map(proxyCollections(config).upstreams.map((u) => [u.name, u]));
+  caches.pools.begin();
+  caches.health.begin();
   const services = new Map<string, CompiledService>();
+  const balancers: Balancer[] = [];
   for (const s of config.services) {
     if (!s.enabled) continue; // kong.md §1: a disabled service's routes behave as absent
-    const compiled = compileService(s, config, pools);
-    if (compiled) services.set(s.id, compiled);
+    const compiled = compileService(s, config, caches, upstreams);
+    if (!compiled) continue;
+    services.set(s.id, compiled);
+    if (compiled.balancer) balancers.push(compiled.balancer);
   }
-  pools.sweep();
+  caches.pools.sweep();
+  caches.health.sweep();
   const routes = [];
   for (const route of config.routes) {
     const service = route.service ? services.get(route.service.id) : undefined;
@@ -112,5 +165,9 @@ export function compileSnapshot(snapshot: ConfigSnapshot, pools: UpstreamPools):
     if (!http && !https) continue;
     routes.push({ route, target: { route, service, http, https, chain: buildChain(plugins, route.id, service.id) } });
   }
-  return { version: snapshot.version, router: new Router(routes), globalChain: buildChain(plugins, null, null).filter((s) => s.fixed?.level === 1 || s.byConsumer) };
+  const router = new Router(routes);
+  if (router.problems.length > 0) {
+    throw new Error(router.problems.map((p) => `route ${p.routeId}: invalid regex path (${p.message})`).join('; '));
+  }
+  return { version: snapshot.version, router, balancers, globalChain: buildChain(plugins, null, null).filter((s) => s.fixed?.level === 1 || s.byConsumer) };
 }

@@ -27,6 +27,8 @@ export class Exchange implements FailureSink {
     readonly head: RequestHead,
     readonly requestId: string,
     readonly startedAt: number,
+    /** The peer is in trusted_ips (its X-Forwarded-* are passed on). */
+    readonly trusted = false,
   ) {}
 
   /** Runs `chain` from slot `i`; then proxies (route) or stops (no route). */
@@ -117,8 +119,10 @@ export class Exchange implements FailureSink {
       prefix: r.strip_path ? this.prefix : null,
       requestId: this.requestId,
       bodyLength: state.body === null ? null : state.body.length,
+      trusted: this.trusted,
     });
     const target = state.query === '' ? path : `${path}?${state.query}`;
-    new UpstreamCall(this.res, this, service, state.method, target, headers, body, responseHeaders, this.startedAt).start();
+    const peerHost = service.balancer !== null && !(r.preserve_host && hostHeader !== '');
+    new UpstreamCall(this.res, this, service, state.method, target, headers, body, responseHeaders, this.startedAt, peerHost).start();
   }
 }

@@ -2,46 +2,118 @@
  * The proxy's request entry point: compiles the configuration snapshot when
  * it changes (identity check, no work per request otherwise), matches the
  * route and hands the request to an Exchange (kong.md §4).
+ *
+ * A version that does not compile (a hand-edited state file: a bad regex, a
+ * plugin config its schema refuses, an unknown plugin) is not applied: the
+ * last good version keeps serving and `health()` reports the proxy degraded
+ * with the reason. With no good version at all, every request gets 503 and
+ * health says so: never "up" while every route fails.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { SecureContext } from 'node:tls';
 import type { ConfigSnapshot } from '../model/types.js';
-import { compileSnapshot, type CompiledConfig } from './compile.js';
+import { HealthRegistry } from './balancer.js';
+import { compileSnapshot, type CompileCaches, type CompiledConfig } from './compile.js';
 import { Exchange } from './exchange.js';
 import { normalisePath } from './normalise-path.js';
 import { readHead } from './request-head.js';
 import { nextRequestId } from './request-id.js';
 import { ProxyRequestState } from './request-state.js';
+import { compileCertificates, type CertificateTable } from './sni-certificates.js';
+import { isTrusted, realIp, type TrustedIps } from './trusted-ips.js';
 import { UpstreamPools } from './upstream-pools.js';
 
 const NO_ROUTE = 'no Route matched with those values';
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
-function clientIp(req: IncomingMessage): string {
+/** What status/health shows about the proxy's configuration (docs/gateway-proxy.md). */
+export interface ProxyHealth {
+  /** The state version being served, or null when none could be applied. */
+  appliedVersion: number | null;
+  /** The newest version seen. */
+  latestVersion: number;
+  /** True when the newest version was not applied (the last good one serves, or nothing does). */
+  degraded: boolean;
+  /** Why the newest version was not applied (entity ids and field names, never secrets). */
+  error: string | null;
+}
+
+function peerIp(req: IncomingMessage): string {
   const ip = req.socket.remoteAddress ?? '';
   return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip;
+}
+
+export interface GatewayProxyOptions {
+  /** Kong's trusted_ips (trusted-ips.ts); null = trust no peer. */
+  trustedIps?: TrustedIps;
 }
 
 export class GatewayProxy {
   private snapshot: ConfigSnapshot | null = null;
   private compiled: CompiledConfig | null = null;
-  private readonly pools = new UpstreamPools();
+  private certificates: CertificateTable | null = null;
+  private readonly caches: CompileCaches = { pools: new UpstreamPools(), health: new HealthRegistry() };
+  private status: ProxyHealth = { appliedVersion: null, latestVersion: 0, degraded: false, error: null };
+  /** Called when health changes (the worker forwards it to the primary). */
+  onHealth: ((h: ProxyHealth) => void) | null = null;
 
-  constructor(private readonly source: () => ConfigSnapshot) {}
+  private readonly trustedIps: TrustedIps;
 
-  /** The compiled form of the current snapshot (recompiled when the snapshot object changes). */
-  current(): CompiledConfig {
+  constructor(
+    private readonly source: () => ConfigSnapshot,
+    options: GatewayProxyOptions = {},
+  ) {
+    this.trustedIps = options.trustedIps ?? null;
+  }
+
+  /** The compiled form of the current snapshot (recompiled when the snapshot object changes), or null if none compiles. */
+  current(): CompiledConfig | null {
     const snap = this.source();
-    if (snap !== this.snapshot || this.compiled === null) {
+    if (snap !== this.snapshot) {
       this.snapshot = snap;
       try {
-        this.compiled = compileSnapshot(snap, this.pools);
+        const next = compileSnapshot(snap, this.caches);
+        const certificates = compileCertificates(snap.config);
+        for (const b of this.compiled?.balancers ?? []) b.stop();
+        for (const b of next.balancers) b.start();
+        this.compiled = next;
+        this.certificates = certificates;
+        this.setHealth({ appliedVersion: snap.version, latestVersion: snap.version, degraded: false, error: null });
       } catch (err) {
         // Keep serving the last good configuration rather than failing every request.
-        process.stderr.write(`gateway: configuration version ${snap.version} not applied (${(err as Error).message})\n`);
-        if (this.compiled === null) throw err;
+        const error = `configuration version ${snap.version} not applied: ${(err as Error).message}`;
+        process.stderr.write(`gateway: ${error}\n`);
+        this.setHealth({ appliedVersion: this.compiled?.version ?? null, latestVersion: snap.version, degraded: true, error });
       }
     }
     return this.compiled;
+  }
+
+  health(): ProxyHealth {
+    this.current();
+    return { ...this.status };
+  }
+
+  /**
+   * A newer configuration was refused before it reached the proxy (a worker's
+   * state file failed validateState): the current one keeps serving, health
+   * says degraded and why, until a good version arrives.
+   */
+  rejected(error: string): void {
+    this.current();
+    process.stderr.write(`gateway: ${error}\n`);
+    this.setHealth({ ...this.status, degraded: true, error });
+  }
+
+  private setHealth(h: ProxyHealth): void {
+    this.status = h;
+    this.onHealth?.({ ...h });
+  }
+
+  /** The certificate for a TLS server name (SNICallback), or null for the listener's default. */
+  secureContext(servername: string): SecureContext | null {
+    this.current();
+    return this.certificates === null ? null : this.certificates.lookup(servername);
   }
 
   handle(req: IncomingMessage, res: ServerResponse, scheme: 'http' | 'https'): void {
@@ -53,13 +125,25 @@ export class GatewayProxy {
     const path = normalisePath(q < 0 ? url : url.slice(0, q));
     const method = req.method ?? 'GET';
     const head = readHead(req.rawHeaders);
+    // HTTP/2 marks a request without a body by END_STREAM on its headers, not by a length.
+    if (req.httpVersionMajor === 2) head.hasBody = !(req as unknown as { stream: { endAfterHeaders: boolean } }).stream.endAfterHeaders;
+    const bad = path === null || head.hostCount > 1;
     // req.headers is built only when a route matches on headers.
-    const match = path === null ? null : cfg.router.match(method, head.host, path, cfg.router.usesHeaders ? req.headers : NO_HEADERS);
+    const match = bad || cfg === null ? null : cfg.router.match(method, head.host, path, cfg.router.usesHeaders ? req.headers : NO_HEADERS);
     const route = match === null ? null : match.target;
-    const state = new ProxyRequestState(req, method, path ?? '/', q < 0 ? '' : url.slice(q + 1), scheme, clientIp(req), route === null ? '' : route.service.id);
-    const exchange = new Exchange(req, res, state, route, match === null ? null : match.prefix, head, requestId, startedAt);
-    if (path === null) {
+    const peer = peerIp(req);
+    const trusted = this.trustedIps !== null && isTrusted(this.trustedIps, peer);
+    // From a trusted peer, X-Real-IP names the client (Kong's real_ip_header; not recursive).
+    const client = trusted ? (realIp(req.headers['x-real-ip'] as string | undefined) ?? peer) : peer;
+    const state = new ProxyRequestState(req, method, path ?? '/', q < 0 ? '' : url.slice(q + 1), scheme, client, route === null ? '' : route.service.id, route === null ? '' : route.route.id);
+    const exchange = new Exchange(req, res, state, route, match === null ? null : match.prefix, head, requestId, startedAt, trusted);
+    if (bad) {
+      // nginx (and so Kong) refuses a request with two Host headers: "client sent duplicate host header".
       exchange.exit({ status: 400, message: 'Bad request' });
+      return;
+    }
+    if (cfg === null) {
+      exchange.exit({ status: 503, message: 'no configuration available' });
       return;
     }
     if (route === null) {
@@ -85,6 +169,7 @@ export class GatewayProxy {
   }
 
   async close(): Promise<void> {
-    await this.pools.closeAll();
+    for (const b of this.compiled?.balancers ?? []) b.stop();
+    await this.caches.pools.closeAll();
   }
 }

@@ -5,18 +5,43 @@
  * (libraries.md §3).
  */
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { ListenAddress } from '../../util/listen-address.js';
 import type { GatewayProxy } from './gateway-proxy.js';
 import { SERVER } from './kong-response.js';
 
-const KEEP_ALIVE_MS = 60_000; // Kong's keepalive_timeout 60s
+/**
+ * Time-outs and the connection cap of every proxy listener (issue 12), after
+ * Kong's nginx defaults: client_header_timeout 60s, keepalive_timeout 60s.
+ * nginx's client_body_timeout is per read, so a client trickling a byte a
+ * minute is never cut; here the whole request (headers and body, chunked
+ * included) must arrive within `requestTimeoutMs`, else 408 and the
+ * connection closes. Past `maxConnections` a new connection is closed at once.
+ */
+export interface ProxyLimits {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  /** Idle time between requests on a keep-alive connection. */
+  keepAliveTimeoutMs: number;
+  maxConnections: number;
+  /** How often Node checks the two time-outs above (its default is 30 s). */
+  checkIntervalMs: number;
+}
+
+export const DEFAULT_PROXY_LIMITS: ProxyLimits = {
+  headersTimeoutMs: 60_000,
+  requestTimeoutMs: 120_000,
+  keepAliveTimeoutMs: 60_000,
+  maxConnections: 10_000,
+  checkIntervalMs: 1_000,
+};
 
 export interface ProxyListenerOptions {
   proxy: GatewayProxy;
   http?: ListenAddress | null;
   https?: (ListenAddress & { cert: string; key: string }) | null;
+  limits?: Partial<ProxyLimits>;
 }
 
 export interface ProxyListeners {
@@ -27,7 +52,7 @@ export interface ProxyListeners {
   close(): Promise<void>;
 }
 
-function listen(server: Server, at: ListenAddress): Promise<AddressInfo> {
+function listen(server: AnyServer, at: ListenAddress): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(at.port, at.host, () => {
@@ -37,10 +62,32 @@ function listen(server: Server, at: ListenAddress): Promise<AddressInfo> {
   });
 }
 
+type AnyServer = Server | Http2SecureServer;
+
+/**
+ * HTTP/2 streams have no Node request time-out (headersTimeout/requestTimeout
+ * cover HTTP/1 only): a stream whose body has not all arrived in time gets 408
+ * (or is reset when the answer has begun).
+ */
+function h2RequestTimer(req: IncomingMessage, res: ServerResponse, ms: number): void {
+  const timer = setTimeout(() => {
+    if (req.complete) return;
+    if (!res.headersSent) {
+      res.writeHead(408, ['Content-Length', '0', 'Server', SERVER]);
+      res.end();
+    }
+    (req as unknown as Http2ServerRequest).stream.close();
+  }, ms);
+  const clear = (): void => clearTimeout(timer);
+  req.once('end', clear);
+  res.once('close', clear);
+}
+
 /** A throw here would end the process: answer 500 instead (kong.md §2 default message). */
-function guarded(proxy: GatewayProxy, scheme: 'http' | 'https') {
+function guarded(proxy: GatewayProxy, scheme: 'http' | 'https', limits: ProxyLimits) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     try {
+      if (req.httpVersionMajor === 2) h2RequestTimer(req, res, limits.requestTimeoutMs);
       proxy.handle(req, res, scheme);
     } catch (err) {
       process.stderr.write(`gateway: request failed (${(err as Error)?.name ?? 'error'})\n`);
@@ -50,37 +97,91 @@ function guarded(proxy: GatewayProxy, scheme: 'http' | 'https') {
   };
 }
 
-function tune(server: Server): void {
-  server.keepAliveTimeout = KEEP_ALIVE_MS;
-  server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+const TIMEOUT_408 = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n';
+const BAD_400 = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n';
+
+function serverOptions(l: ProxyLimits) {
+  return {
+    noDelay: true,
+    headersTimeout: l.headersTimeoutMs,
+    requestTimeout: l.requestTimeoutMs,
+    keepAliveTimeout: l.keepAliveTimeoutMs,
+    connectionsCheckingInterval: l.checkIntervalMs,
+  };
+}
+
+function tune(server: AnyServer, l: ProxyLimits): void {
+  server.maxConnections = l.maxConnections;
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    // A request already being answered (the proxy wrote headers) can only be cut.
+    const answering = (socket as { _httpMessage?: ServerResponse })._httpMessage?.headersSent === true;
+    if (socket.writable && !answering) socket.end(err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? TIMEOUT_408 : BAD_400);
     else socket.destroy();
   });
 }
 
-function closeServer(server: Server): Promise<void> {
+function closeServer(server: AnyServer): Promise<void> {
   return new Promise((resolve) => {
     server.close(() => resolve());
-    server.closeIdleConnections();
-    setTimeout(() => server.closeAllConnections(), 2000).unref();
+    if ('closeIdleConnections' in server) server.closeIdleConnections();
+    const h2 = sessions.get(server);
+    for (const s of h2 ?? []) s.close(); // graceful: open streams finish
+    setTimeout(() => {
+      if ('closeAllConnections' in server && typeof server.closeAllConnections === 'function') server.closeAllConnections();
+      for (const s of h2 ?? []) s.destroy();
+    }, 2000).unref();
   });
 }
 
+const sessions = new WeakMap<AnyServer, Set<import('node:http2').ServerHttp2Session>>();
+
 export async function startProxyListeners(o: ProxyListenerOptions): Promise<ProxyListeners> {
-  const servers: Server[] = [];
+  const limits: ProxyLimits = { ...DEFAULT_PROXY_LIMITS, ...(o.limits ?? {}) };
+  const servers: AnyServer[] = [];
   let http: AddressInfo | null = null;
   let https: AddressInfo | null = null;
-  let tlsServer: HttpsServer | null = null;
+  let tlsServer: Http2SecureServer | null = null;
   try {
     if (o.http) {
-      const server = createHttpServer({ noDelay: true }, guarded(o.proxy, 'http'));
-      tune(server);
+      const server = createHttpServer(serverOptions(limits), guarded(o.proxy, 'http', limits));
+      tune(server, limits);
       servers.push(server);
       http = await listen(server, o.http);
     }
     if (o.https) {
-      const server = createHttpsServer({ cert: o.https.cert, key: o.https.key, noDelay: true }, guarded(o.proxy, 'https'));
-      tune(server);
+      const proxy = o.proxy;
+      // Kong serves HTTP/2 on its TLS proxy by default (ALPN h2, http/1.1); HTTP/1.1 clients are still answered.
+      const server = createSecureServer(
+        {
+          ...serverOptions(limits),
+          allowHTTP1: true,
+          cert: o.https.cert,
+          key: o.https.key,
+          // nginx's http2_max_concurrent_streams
+          settings: { maxConcurrentStreams: 128 },
+          // Kong's certificate phase: an SNI entity's certificate, else the listener's own.
+          SNICallback: (servername, cb) => {
+            try {
+              cb(null, proxy.secureContext(servername) ?? undefined);
+            } catch (err) {
+              cb(err as Error, undefined);
+            }
+          },
+        },
+        guarded(o.proxy, 'https', limits) as unknown as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
+      );
+      // The HTTP/1.1 side of this server: same header and request time-outs as the plain listener.
+      // (Node keeps them on the server object; @types/node does not declare them for HTTP/2 servers.)
+      Object.assign(server, { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs });
+      const open = new Set<import('node:http2').ServerHttp2Session>();
+      sessions.set(server, open);
+      server.on('session', (session) => {
+        open.add(session);
+        session.once('close', () => open.delete(session));
+        // Idle HTTP/2 connections close like keep-alive ones (graceful: open streams finish).
+        session.setTimeout(limits.keepAliveTimeoutMs, () => session.close());
+      });
+      tune(server, limits);
       servers.push(server);
       tlsServer = server;
       https = await listen(server, o.https);

@@ -10,6 +10,8 @@ import type { PluginRunner } from '../plugins/types.js';
 
 export interface ChainEntry {
   runner: PluginRunner;
+  /** PLUGIN_PRIORITY of the plugin (plugins/priorities.ts). */
+  priority: number;
   level: number;
   http: boolean;
   https: boolean;
@@ -44,7 +46,7 @@ export function buildChain(plugins: readonly CompiledPlugin[], routeId: string |
     if (row.service !== null && row.service.id !== serviceId) continue;
     let slot = slots.get(row.name);
     if (!slot) {
-      slot = { priority: entry.runner.priority, name: row.name, fixed: null, byConsumer: null };
+      slot = { priority: entry.priority, name: row.name, fixed: null, byConsumer: null };
       slots.set(row.name, slot);
     }
     if (row.consumer === null) {

@@ -6,13 +6,17 @@
  */
 export interface RequestHead {
   host: string;
+  /** How many Host headers came (more than one → 400, as nginx). */
+  hostCount: number;
   accept: string | undefined;
-  /** A request body follows (Transfer-Encoding, or a Content-Length other than 0). */
+  /** A request body follows (Transfer-Encoding, or a Content-Length other than 0; HTTP/2: no END_STREAM on the headers). */
   hasBody: boolean;
 }
 
 export function readHead(raw: readonly string[]): RequestHead {
   let host: string | undefined;
+  let hostCount = 0;
+  let authority: string | undefined;
   let accept: string | undefined;
   let length: string | undefined;
   let chunked = false;
@@ -21,7 +25,14 @@ export function readHead(raw: readonly string[]): RequestHead {
     // Dispatch on length first: most headers are none of these four.
     switch (name.length) {
       case 4:
-        if (host === undefined && name.toLowerCase() === 'host') host = raw[i + 1] as string;
+        if (name.toLowerCase() === 'host') {
+          hostCount++;
+          host ??= raw[i + 1] as string;
+        }
+        break;
+      case 10:
+        // HTTP/2: the authority stands for Host (RFC 9113 §8.3.1).
+        if (authority === undefined && name === ':authority') authority = raw[i + 1] as string;
         break;
       case 6:
         if (name.toLowerCase() === 'accept') accept = accept === undefined ? (raw[i + 1] as string) : `${accept}, ${raw[i + 1] as string}`;
@@ -34,5 +45,5 @@ export function readHead(raw: readonly string[]): RequestHead {
         break;
     }
   }
-  return { host: host ?? '', accept, hasBody: chunked || (length !== undefined && length !== '0') };
+  return { host: host ?? authority ?? '', hostCount, accept, hasBody: chunked || (length !== undefined && length !== '0') };
 }

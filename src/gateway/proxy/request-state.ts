@@ -22,6 +22,7 @@ export class ProxyRequestState implements RequestState {
     readonly scheme: 'http' | 'https',
     readonly clientIp: string,
     readonly serviceId: string,
+    readonly routeId: string,
   ) {}
 
   header(name: string): string | undefined {

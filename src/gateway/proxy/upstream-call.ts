@@ -9,6 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
+import type { Peer } from './balancer.js';
 import type { CompiledService } from './compile.js';
 import { SERVER } from './kong-response.js';
 
@@ -82,6 +83,8 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   private writeTimer: NodeJS.Timeout | null = null;
   /** Bytes of body still expected (content-length), or -1 when unknown. */
   private remaining = -1;
+  /** The balancer's peer of the current attempt (services whose host names an upstream). */
+  private peer: Peer | null = null;
 
   constructor(
     private readonly res: ServerResponse,
@@ -95,6 +98,8 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     /** Extra downstream headers (plugins, request id); flat pairs. */
     private readonly responseHeaders: string[],
     private readonly startedAt: number,
+    /** Set the Host header to the balancer peer's (preserve_host off). */
+    private readonly peerHost = false,
   ) {
     (res as WithCall)[CALL] = this;
     res.on('close', onResponseClose);
@@ -110,10 +115,33 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   start(): void {
     this.sentAt = performance.now();
     const s = this.service;
-    s.pool.dispatch(
+    let pool = s.pool;
+    if (s.balancer !== null) {
+      // Each attempt asks the balancer; a retry goes to another peer when there is one (Kong's balancer retries).
+      const peer = s.balancer.pick(this.peer);
+      if (peer === null) {
+        this.finish();
+        this.sink.exit({ status: 503, message: 'failure to get a peer from the ring-balancer' }, true);
+        return;
+      }
+      this.peer = peer;
+      pool = peer.pool;
+      if (this.peerHost) this.setHost(peer.hostHeader);
+    }
+    (pool as NonNullable<typeof pool>).dispatch(
       { method: this.method, path: this.path, headers: this.headers, body: this.body, headersTimeout: s.readTimeout, bodyTimeout: s.readTimeout },
       this,
     );
+  }
+
+  private setHost(value: string): void {
+    const h = this.headers;
+    for (let i = h.length - 2; i >= 0; i -= 2) {
+      if (h[i] === 'host') {
+        h[i + 1] = value;
+        return;
+      }
+    }
   }
 
   abort(err: Error): void {
@@ -146,6 +174,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
     this.resumeFn = resume;
+    if (this.peer !== null) this.service.balancer?.reportStatus(this.peer, statusCode);
     const now = performance.now();
     const out: string[] = [];
     for (let i = 0; i < rawHeaders.length; i += 2) {
@@ -164,7 +193,9 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
       'X-Kong-Upstream-Latency', String(Math.round(now - this.sentAt)),
       'X-Kong-Proxy-Latency', String(Math.round(this.sentAt - this.startedAt)),
     );
-    this.res.writeHead(statusCode, statusText || undefined, out);
+    // HTTP/2 has no reason phrase (Node warns if given one).
+    const h2 = (this.res as { stream?: unknown }).stream !== undefined;
+    this.res.writeHead(statusCode, h2 ? undefined : statusText || undefined, out);
     return true;
   }
 
@@ -197,6 +228,9 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
       return;
     }
     const code = (err as { code?: string }).code ?? '';
+    if (this.peer !== null && (RETRYABLE.has(code) || TIMEOUTS.has(code))) {
+      this.service.balancer?.reportFailure(this.peer, TIMEOUTS.has(code) ? 'timeout' : 'tcp');
+    }
     const replayable = this.body === null || Buffer.isBuffer(this.body);
     if (replayable && RETRYABLE.has(code) && this.attempts < this.service.retries) {
       this.attempts++;

@@ -8,7 +8,8 @@
  * every name in install.json `hosts` is loopback, else all interfaces, since
  * spec §1 makes them reachable "on the node host".
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { readJsonFile } from '../../util/json-file.js';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import type { InstallConfig } from '../install-config.js';
@@ -20,14 +21,6 @@ import { VERSION } from '../../version.js';
 
 /** The CLI every component is started from (`node bin/hospital-api.js <command> …`). */
 export const BIN_PATH = fileURLToPath(new URL('../../../bin/hospital-api.js', import.meta.url));
-
-/**
- * The executable the supervisor starts components from. HOSPITAL_API_COMPONENT_BIN
- * is a test seam (stand-in components for the supervisor's own tests).
- */
-export function componentBin(env: NodeJS.ProcessEnv = process.env): string {
-  return env.HOSPITAL_API_COMPONENT_BIN || BIN_PATH;
-}
 
 export type ComponentName = 'fhir' | 'gateway' | 'platform' | 'api';
 
@@ -59,10 +52,17 @@ export function demoSettingsPath(dir: string): string {
   return join(installPaths(dir).root, 'demo', 'demo.json');
 }
 
+const DEMO_SETTINGS_SCHEMA = {
+  type: 'object',
+  required: ['platformPort'],
+  properties: { platformPort: { type: 'integer', minimum: 1, maximum: 65535 } },
+} as const;
+
+/** @throws ERR_FILE_READ naming the file and the field when demo.json is damaged */
 export function readDemoSettings(dir: string): DemoSettings | null {
   const path = demoSettingsPath(dir);
   if (!existsSync(path)) return null;
-  return JSON.parse(readFileSync(path, 'utf8')) as DemoSettings;
+  return readJsonFile<DemoSettings>(path, DEMO_SETTINGS_SCHEMA);
 }
 
 /** 127.0.0.1 when every configured host name is loopback, else all interfaces. */

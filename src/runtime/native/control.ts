@@ -4,7 +4,8 @@
  * group), and ask it to restart one component.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { InstallConfig } from '../install-config.js';
 import { installPaths } from '../layout.js';
@@ -53,18 +54,75 @@ async function waitSettled(dir: string, timeoutMs: number): Promise<RunState> {
   }
 }
 
-/** Starts the supervisor unless it already runs; resolves once every component settles. */
-export async function startStack(dir: string, config: InstallConfig, timeoutMs = START_TIMEOUT_MS): Promise<RunState> {
+export interface StartOptions {
+  timeoutMs?: number;
+  /**
+   * Arguments to `node` that run the supervisor. Default: this CLI's
+   * `up --foreground --dir <dir>`. The supervisor's own tests pass a launcher
+   * that calls runSupervisor() with stand-in components and short times.
+   */
+  supervisorArgs?: string[];
+}
+
+/**
+ * Install directories hold patient data, keys and logs: private to the
+ * service's user (folders 0700; data, logs, keys and settings 0600). The
+ * supervisor's umask (077) keeps what the stack creates private; this fixes
+ * what was created before (older installs, files written by other commands)
+ * at each start. Certificates (*.pem) and signed records are not secret and
+ * keep their mode, behind the private folders.
+ */
+export function makeInstallPrivate(dir: string): void {
   const paths = installPaths(dir);
-  if (runningSupervisor(dir)) return waitSettled(dir, timeoutMs);
-  await assertPortsFree(componentSpecs(dir, config));
-  mkdirSync(paths.logs, { recursive: true });
-  mkdirSync(paths.run, { recursive: true });
+  for (const d of [paths.root, paths.logs, paths.run]) mkdirSync(d, { recursive: true, mode: 0o700 });
+  const tighten = (path: string, recursive: boolean): void => {
+    let st;
+    try {
+      st = lstatSync(path);
+    } catch {
+      return;
+    }
+    if (st.isSymbolicLink()) return;
+    if (st.isDirectory()) {
+      if ((st.mode & 0o777) !== 0o700) chmodSync(path, 0o700);
+      if (recursive) for (const name of readdirSync(path)) tighten(join(path, name), true);
+    } else if (st.isFile() && (st.mode & 0o077) !== 0) {
+      chmodSync(path, st.mode & 0o700);
+    }
+  };
+  tighten(paths.root, false);
+  for (const d of [paths.fhirData, paths.logs, paths.run, paths.secrets, join(paths.root, 'gateway'), join(paths.root, 'demo')]) tighten(d, true);
+  tighten(paths.tls, false);
+  for (const f of [paths.installJson, paths.apiEnv, paths.gatewayKey, paths.caKey, paths.signerKey]) tighten(f, false);
+}
+
+/** Starts the supervisor unless it already runs; resolves once every component settles. */
+export async function startStack(dir: string, config: InstallConfig, options: StartOptions = {}): Promise<RunState> {
+  const timeoutMs = options.timeoutMs ?? START_TIMEOUT_MS;
+  const paths = installPaths(dir);
+  if (runningSupervisor(dir)) {
+    makeInstallPrivate(dir); // files written since the stack started (demo files, settings)
+    return waitSettled(dir, timeoutMs);
+  }
+  // Two `up` runs at once probe the same ports (each bind is brief but can collide): on a taken
+  // port, look again after a moment, by when the other run's supervisor may be the one holding it.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await assertPortsFree(componentSpecs(dir, config));
+      break;
+    } catch (err) {
+      if (attempt >= 3) throw err;
+      await sleep(200 + Math.floor(Math.random() * 300));
+      if (runningSupervisor(dir)) return waitSettled(dir, timeoutMs);
+    }
+  }
+  makeInstallPrivate(dir);
   rmSync(statePath(dir), { force: true });
-  const fd = openSync(join(paths.logs, 'supervisor.log'), 'a');
+  const fd = openSync(join(paths.logs, 'supervisor.log'), 'a', 0o600);
   // detached: its own session and process group, so it outlives this command and
   // `down` can signal the whole group.
-  const child = spawn(process.execPath, [BIN_PATH, 'up', '--foreground', '--dir', paths.root], {
+  const args = options.supervisorArgs ?? [BIN_PATH, 'up', '--foreground', '--dir', paths.root];
+  const child = spawn(process.execPath, args, {
     detached: true,
     stdio: ['ignore', fd, fd],
     env: { ...process.env, NO_COLOR: '1' },
@@ -123,8 +181,9 @@ export async function requestRestart(dir: string, component: string, timeoutMs =
   if (!known.includes(component)) {
     throw new HospitalApiError('ERR_RUNTIME_UNKNOWN_COMPONENT', { component, known: known.join(', ') });
   }
-  const token = `${Date.now()}-${process.pid}-${Math.random().toString(36).slice(2)}`;
-  writeFileAtomic(join(installPaths(dir).run, `restart-${component}.request`), token + '\n');
+  // One file per request (its token in the name): concurrent requests never overwrite each other.
+  const token = `${Date.now()}-${process.pid}-${randomBytes(6).toString('hex')}`;
+  writeFileAtomic(join(installPaths(dir).run, `restart-${component}.${token}.request`), token + '\n', { mode: 0o600 });
   process.kill(state.supervisorPid, 'SIGUSR2');
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -132,8 +191,10 @@ export async function requestRestart(dir: string, component: string, timeoutMs =
     const now = runningSupervisor(dir);
     if (!now) throw new HospitalApiError('ERR_RUNTIME_NOT_RUNNING', { dir: installPaths(dir).root });
     const c = now.components.find((x) => x.name === component);
-    if (c?.handledRequest === token) {
-      if (c.state === 'up' || c.state === 'down') return;
+    const handled = !!c && (c.handledRequests?.includes(token) || c.handledRequest === token);
+    // Handled: done once it settles (a later request may be restarting it again meanwhile).
+    if (handled && (c.state === 'up' || c.state === 'down')) return;
+    if (handled && (c.state === 'restarting' || Date.now() > deadline)) {
       throw new HospitalApiError('ERR_RUNTIME_START_FAILED', { component, dir, detail: c.detail });
     }
     if (Date.now() > deadline) {

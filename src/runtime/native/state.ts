@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { installPaths } from '../layout.js';
 import { writeFileAtomic } from '../../util/atomic-write.js';
+import { readJsonFile } from '../../util/json-file.js';
 import type { ComponentState } from '../types.js';
 import type { ErrorParams } from '../../errors/index.js';
 
@@ -23,8 +24,10 @@ export interface ComponentRecord {
   restarts: number;
   version: string;
   log: string;
-  /** The last restart request handled (its token), so the requester knows it is done. */
+  /** The last restart request handled (its token). */
   handledRequest?: string;
+  /** The tokens of the last restart requests handled, so each requester knows its own is done. */
+  handledRequests?: string[];
 }
 
 export interface RunState {
@@ -43,18 +46,62 @@ export function statePath(dir: string): string {
   return join(installPaths(dir).run, 'state.json');
 }
 
+const nullableString = { type: ['string', 'null'] } as const;
+
+/** run/state.json as the supervisor writes it. */
+export const RUN_STATE_SCHEMA = {
+  type: 'object',
+  required: ['supervisorPid', 'startedAt', 'components'],
+  properties: {
+    supervisorPid: { type: 'integer', minimum: 1 },
+    supervisorStart: nullableString,
+    startedAt: { type: 'string' },
+    stoppedAt: { type: 'string' },
+    demo: { type: 'boolean' },
+    components: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['name', 'state', 'detail', 'pid', 'ports', 'startedAt', 'restarts', 'version', 'log'],
+        properties: {
+          name: { type: 'string', pattern: '^[a-z]+$' },
+          state: { enum: ['up', 'starting', 'restarting', 'down', 'exited'] },
+          detail: { type: 'string' },
+          pid: { type: ['integer', 'null'], minimum: 1 },
+          ports: { type: 'array', items: { type: 'integer', minimum: 0, maximum: 65535 } },
+          startedAt: nullableString,
+          pidStart: nullableString,
+          restarts: { type: 'integer', minimum: 0 },
+          version: { type: 'string' },
+          log: { type: 'string' },
+          handledRequest: { type: 'string' },
+          handledRequests: { type: 'array', items: { type: 'string' } },
+        },
+      },
+    },
+    fatal: { type: 'object', required: ['code', 'params'], properties: { code: { type: 'string' }, params: { type: 'object' } } },
+  },
+} as const;
+
+/**
+ * The state file, or null when there is none. The supervisor writes it
+ * atomically, so a file that does not match its schema was damaged or edited:
+ * @throws ERR_FILE_READ naming the file and the field
+ */
 export function readRunState(dir: string): RunState | null {
   const path = statePath(dir);
   if (!existsSync(path)) return null;
   try {
-    return JSON.parse(readFileSync(path, 'utf8')) as RunState;
-  } catch {
-    return null;
+    return readJsonFile<RunState>(path, RUN_STATE_SCHEMA);
+  } catch (err) {
+    // Replaced between the check and the read: the supervisor is stopping or starting.
+    if ((err as { params?: { detail?: string } }).params?.detail === 'ENOENT') return null;
+    throw err;
   }
 }
 
 export function writeRunState(dir: string, state: RunState): void {
-  writeFileAtomic(statePath(dir), JSON.stringify(state, null, 2) + '\n');
+  writeFileAtomic(statePath(dir), JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
 }
 
 /** Linux: a zombie (exited, not yet reaped by its parent, e.g. init) still answers signal 0. */

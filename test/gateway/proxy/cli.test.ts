@@ -3,7 +3,8 @@
  * a change taking effect on the next request, state surviving a restart,
  * `gateway export`, and SIGTERM closing cleanly.
  */
-import type { Server } from 'node:http';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { get as httpGet, type Server } from 'node:http';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { request } from 'undici';
@@ -119,9 +120,63 @@ describe('hospital-api gateway (child process)', () => {
     }
   }, 90_000);
 
+  it('with --workers 2, rate-limiting counts once per gateway and a hand-broken state file shows as degraded in /status', async () => {
+    const statePath = join(dir, 'rl.json');
+    const g = await startGateway(statePath, ['--workers', '2']);
+    try {
+      await post(`${g.admin}/services`, { name: 'rl', url: `http://127.0.0.1:${upstream.port}/rl` });
+      await post(`${g.admin}/services/rl/routes`, { name: 'rl-route', paths: ['/rl'] });
+      expect((await post(`${g.admin}/routes/rl-route/plugins`, { name: 'rate-limiting', config: { minute: 3, limit_by: 'ip' } })).status).toBe(201);
+      // Both workers have the plugin once the status says the newest version is applied everywhere.
+      const version = async () => (await get(`${g.admin}/status`)).json() as { configuration_version: number; proxy: { appliedVersion: number | null; degraded: boolean; error: string | null } };
+      let st = await version();
+      for (let i = 0; i < 100 && st.proxy?.appliedVersion !== st.configuration_version; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        st = await version();
+      }
+      expect(st.proxy).toMatchObject({ appliedVersion: st.configuration_version, degraded: false });
+      // A new connection per request: the cluster hands them to both workers in turn.
+      const statuses: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        const r = await new Promise<number>((resolve, reject) => {
+          httpGet(`${g.proxy}/rl/x`, { agent: false }, (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          }).on('error', reject);
+        });
+        statuses.push(r);
+      }
+      expect(statuses.filter((s) => s === 200)).toHaveLength(3);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(5);
+
+      // Hand-edit the state file: a plugin config its schema refuses (validateState refuses the file, or the proxy's
+      // compile would). Workers keep the last good one and say so.
+      const doc = JSON.parse(readFileSync(statePath, 'utf8')) as { version: number; config: { plugins: Array<{ config: Record<string, unknown> }> } };
+      doc.version += 1;
+      doc.config.plugins[0]!.config.minute = 'lots';
+      writeFileSync(statePath, JSON.stringify(doc));
+      st = await version();
+      for (let i = 0; i < 100 && !st.proxy?.degraded; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        st = await version();
+      }
+      expect(st.proxy.degraded).toBe(true);
+      expect(st.proxy.error).toMatch(/config\.minute/);
+      expect((await get(`${g.proxy}/rl/x`)).status).toBe(429); // still the last good configuration, still limited
+    } finally {
+      expect(await stopGateway(g)).toBe(0);
+    }
+  }, 90_000);
+
   it('refuses an HTTPS listener without a certificate', async () => {
     const r = await runCli(['gateway', '--admin-listen', 'off', '--proxy-listen', 'off', '--proxy-ssl-listen', '127.0.0.1:0', '--state', join(dir, 'x.json')]);
     expect(r.exitCode).toBe(2);
     expect(String(r.stderr)).toContain('--proxy-ssl-listen needs --cert and --key');
+  });
+
+  it('refuses a --trusted-ips entry that is not an IP or CIDR', async () => {
+    const r = await runCli(['gateway', '--admin-listen', 'off', '--proxy-listen', 'off', '--trusted-ips', '10.0.0.0/8,nope', '--state', join(dir, 'y.json')]);
+    expect(r.exitCode).toBe(2);
+    expect(String(r.stderr)).toContain('--trusted-ips: "nope" is not an IP address or CIDR range');
   });
 });

@@ -1,6 +1,8 @@
 /** Contract: plugin names, priorities (kong.md §2 run order), defaults and Kong's validation messages. */
 import { describe, expect, it } from 'vitest';
+import { PLUGIN_HANDLERS } from '../../../src/gateway/plugins/handlers.js';
 import { PLUGIN_SCHEMAS } from '../../../src/gateway/plugins/index.js';
+import { PLUGIN_PRIORITY } from '../../../src/gateway/plugins/priorities.js';
 
 function schema(name: string) {
   const s = PLUGIN_SCHEMAS.get(name);
@@ -21,6 +23,13 @@ describe('plugin schemas', () => {
     ]);
     const noConsumer = [...PLUGIN_SCHEMAS.values()].filter((s) => !s.consumerScopable).map((s) => s.name);
     expect(noConsumer.sort()).toEqual(['acl', 'basic-auth', 'cors', 'key-auth']);
+  });
+
+  it('declares each priority once: schemas report the table, handlers carry none of their own (issue 11)', () => {
+    expect([...PLUGIN_SCHEMAS.keys()].sort()).toEqual(Object.keys(PLUGIN_PRIORITY).sort());
+    expect([...PLUGIN_HANDLERS.keys()].sort()).toEqual(Object.keys(PLUGIN_PRIORITY).sort());
+    for (const s of PLUGIN_SCHEMAS.values()) expect(s.priority).toBe(PLUGIN_PRIORITY[s.name as keyof typeof PLUGIN_PRIORITY]);
+    for (const h of PLUGIN_HANDLERS.values()) expect(Object.keys(h).sort()).toEqual(['compile', 'name']);
   });
 
   it('fills Kong defaults', () => {

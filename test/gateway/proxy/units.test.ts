@@ -26,13 +26,14 @@ describe('proxy units', () => {
       r('long', { paths: ['/a/b'] }),
       r('host', { paths: ['/a'], hosts: ['*.example.com'] }),
       r('method', { paths: ['/a/b'], methods: ['POST'] }),
-      r('regex', { paths: ['~/a/.*'] }),
+      r('regex', { paths: ['~/r/[0-9]+'] }),
     ]);
     expect(router.match('GET', 'x', '/a/b/c', {})?.target).toBe('long');
     expect(router.match('GET', 'x', '/a/x', {})?.target).toBe('short');
     expect(router.match('GET', 'API.example.com:8000', '/a/b', {})?.target).toBe('host');
     expect(router.match('POST', 'x', '/a/b', {})?.target).toBe('method');
     expect(router.match('GET', 'x', '/z', {})).toBeNull();
+    expect(router.match('GET', 'x', '/r/12/x', {})).toMatchObject({ target: 'regex', prefix: '/r/12' });
   });
 
   it('normalises origins for cors', () => {

@@ -1,10 +1,13 @@
 /**
- * The supervisor through the real CLI (`up`, `status`, `logs`, `down`), with
- * stand-in components (fixtures/fake-components.mjs) so these tests exercise
- * supervision itself: spawn, health, restart on crash, refusal, clean stop.
+ * The supervisor: started as `up` starts it (startStack, a detached process)
+ * but through a launcher (fixtures/supervisor.mjs) that gives the real
+ * runSupervisor stand-in components (fixtures/fake-components.mjs) and short
+ * watch times as options; `status`, `logs` and `down` are the real CLI. These
+ * tests exercise supervision itself: spawn, health, restart on crash or hang,
+ * restart requests, log rotation, refusal, clean stop.
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer, type Server } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -17,14 +20,41 @@ import { createNativeRuntime } from '../../../src/runtime/native/index.js';
 import { isAlive } from '../../../src/runtime/native/state.js';
 import type { ComponentState } from '../../../src/runtime/types.js';
 import { makeNativeInstall } from './install-fixture.js';
+import { readInstallConfig } from '../../../src/runtime/install-config.js';
+import { requestRestart, startStack } from '../../../src/runtime/native/control.js';
+import type { SupervisorOptions } from '../../../src/runtime/native/supervisor.js';
 
 const FAKE = fileURLToPath(new URL('./fixtures/fake-components.mjs', import.meta.url));
-const env = { HOSPITAL_API_COMPONENT_BIN: FAKE };
+const SUPERVISOR = fileURLToPath(new URL('./fixtures/supervisor.mjs', import.meta.url));
+const env = {};
 const started: string[] = [];
 
-async function up(dir: string) {
+function supervisorArgs(dir: string, options: SupervisorOptions = {}): string[] {
+  return [SUPERVISOR, dir, JSON.stringify({ componentBin: FAKE, healthEveryMs: 300, hungAfterMs: 3_000, logCheckEveryMs: 300, ...options })];
+}
+
+/** `up` as the CLI runs it (startStack), with the test supervisor; `extraEnv` is what the supervisor inherits. */
+async function up(dir: string, options: SupervisorOptions = {}, extraEnv: Record<string, string> = {}) {
   started.push(dir);
-  return runCli(['up', '--dir', dir], { env });
+  const saved = { ...process.env };
+  Object.assign(process.env, extraEnv);
+  try {
+    return await startStack(dir, readInstallConfig(dir), { supervisorArgs: supervisorArgs(dir, options), timeoutMs: 60_000 });
+  } finally {
+    for (const key of Object.keys(extraEnv)) {
+      if (saved[key] === undefined) delete process.env[key];
+      else process.env[key] = saved[key];
+    }
+  }
+}
+
+async function failure(p: Promise<unknown>): Promise<Error & { code: string; hint?: string }> {
+  try {
+    await p;
+  } catch (err) {
+    return err as Error & { code: string; hint?: string };
+  }
+  throw new Error('expected a failure');
 }
 
 async function status(dir: string): Promise<ComponentState[]> {
@@ -52,8 +82,7 @@ describe('native supervisor (real CLI, stand-in components)', () => {
     const dir = tempDir();
     const config = await makeNativeInstall(dir);
     const r = await up(dir);
-    expect(r.exitCode, String(r.stderr)).toBe(0);
-    expect(String(r.stdout)).toMatch(/^fhir\s+up\s+\d+/m);
+    expect(r.components.map((c) => [c.name, c.state])).toEqual([['fhir', 'up'], ['gateway', 'up'], ['api', 'up']]);
 
     const first = await status(dir);
     expect(first.map((c) => [c.name, c.state])).toEqual([['fhir', 'up'], ['gateway', 'up'], ['api', 'up']]);
@@ -91,9 +120,7 @@ describe('native supervisor (real CLI, stand-in components)', () => {
   it('does not pass NODE_TLS_REJECT_UNAUTHORIZED on to the components', async () => {
     const dir = tempDir();
     await makeNativeInstall(dir);
-    started.push(dir);
-    const r = await runCli(['up', '--dir', dir], { env: { ...env, NODE_TLS_REJECT_UNAUTHORIZED: '0', HOSPITAL_API_MARKER: 'inherited' } });
-    expect(r.exitCode, String(r.stderr)).toBe(0);
+    await up(dir, {}, { NODE_TLS_REJECT_UNAUTHORIZED: '0', HOSPITAL_API_MARKER: 'inherited' });
     const components = await status(dir);
     expect(components.length).toBe(3);
     for (const c of components) {
@@ -109,11 +136,10 @@ describe('native supervisor (real CLI, stand-in components)', () => {
     const blocker: Server = createServer();
     await new Promise<void>((r) => blocker.listen(config.ports.gatewayHttps, '127.0.0.1', r));
     try {
-      const r = await up(dir);
-      expect(r.exitCode).toBe(3);
-      expect(r.stderr).toContain('ERR_RUNTIME_PORT_TAKEN');
-      expect(r.stderr).toContain(`Port ${config.ports.gatewayHttps}`);
-      expect(r.stderr).toContain('gateway component');
+      const err = await failure(up(dir));
+      expect(err).toMatchObject({ code: 'ERR_RUNTIME_PORT_TAKEN' });
+      expect(String(err)).toContain(`Port ${config.ports.gatewayHttps}`);
+      expect(String(err)).toContain('gateway component');
       expect(await isPortFree(config.ports.fhir)).toBe(true);
     } finally {
       blocker.close();
@@ -123,7 +149,7 @@ describe('native supervisor (real CLI, stand-in components)', () => {
   it('reports the API down until it has its key, and restart() starts it once the key is written', async () => {
     const dir = tempDir();
     const config = await makeNativeInstall(dir, { withKey: false });
-    expect((await up(dir)).exitCode).toBe(0);
+    await up(dir);
     const api = (await status(dir)).find((c) => c.name === 'api')!;
     expect(api.state).toBe('down');
     expect(api.detail).toContain('FHIR_API_KEY');
@@ -140,12 +166,10 @@ describe('native supervisor (real CLI, stand-in components)', () => {
   it('fails fast when a component crashes on every start, and leaves nothing running', async () => {
     const dir = tempDir();
     const config = await makeNativeInstall(dir);
-    started.push(dir);
-    const r = await runCli(['up', '--dir', dir], { env: { ...env, FAKE_CRASH: 'fhir' } });
-    expect(r.exitCode).toBe(1);
-    expect(String(r.stderr)).toContain('ERR_RUNTIME_START_FAILED');
-    expect(String(r.stderr)).toContain('fhir component did not start: exited with code 1');
-    expect(String(r.stderr)).toContain('logs fhir');
+    const err = await failure(up(dir, {}, { FAKE_CRASH: 'fhir' }));
+    expect(err).toMatchObject({ code: 'ERR_RUNTIME_START_FAILED' });
+    expect(String(err)).toContain('fhir component did not start: exited with code 1');
+    expect(String(err.hint)).toContain('logs fhir');
     expect(await isPortFree(config.ports.gatewayAdmin)).toBe(true);
     expect((await status(dir)).every((c) => c.state === 'down')).toBe(true);
   });
@@ -153,7 +177,7 @@ describe('native supervisor (real CLI, stand-in components)', () => {
   it('down still stops the components when the supervisor itself was killed', async () => {
     const dir = tempDir();
     const config = await makeNativeInstall(dir);
-    expect((await up(dir)).exitCode).toBe(0);
+    await up(dir);
     const state = JSON.parse(readFileSync(join(installPaths(dir).run, 'state.json'), 'utf8')) as { supervisorPid: number };
     const pids = (await status(dir)).map((c) => c.pid!);
     process.kill(state.supervisorPid, 'SIGKILL');
@@ -162,9 +186,7 @@ describe('native supervisor (real CLI, stand-in components)', () => {
     expect(orphans.every((c) => c.state === 'down' && c.detail.includes('unsupervised'))).toBe(true);
     expect(pids.every(isAlive)).toBe(true);
 
-    const again = await runCli(['up', '--dir', dir], { env });
-    expect(again.exitCode).toBe(3);
-    expect(String(again.stderr)).toContain('ERR_RUNTIME_PORT_TAKEN');
+    await expect(up(dir)).rejects.toMatchObject({ code: 'ERR_RUNTIME_PORT_TAKEN' });
 
     expect((await runCli(['down', '--dir', dir], { env })).exitCode).toBe(0);
     for (const pid of pids) expect(isAlive(pid), `pid ${pid}`).toBe(false);
@@ -206,8 +228,7 @@ describe('native supervisor (real CLI, stand-in components)', () => {
     const fhirLog = join(installPaths(dir).logs, 'fhir.log');
     mkdirSync(installPaths(dir).logs, { recursive: true });
     writeFileSync(fhirLog, 'x'.repeat(11 * 1024 * 1024));
-    const [a, b] = await Promise.all([runCli(['up', '--dir', dir], { env }), runCli(['up', '--dir', dir], { env })]);
-    expect([a.exitCode, b.exitCode], `${String(a.stderr)}\n${String(b.stderr)}`).toEqual([0, 0]);
+    await Promise.all([up(dir), up(dir)]);
     const now = await status(dir);
     expect(now.map((c) => [c.name, c.state, c.restarts, c.detail])).toEqual(now.map((c) => [c.name, 'up', 0, c.detail]));
     const supervisors = readFileSync(join(installPaths(dir).logs, 'supervisor.log'), 'utf8');
@@ -225,5 +246,102 @@ describe('native supervisor (real CLI, stand-in components)', () => {
     expect(logs.exitCode).toBe(2);
     expect(logs.stderr).toContain('ERR_RUNTIME_UNKNOWN_COMPONENT');
     expect((await runtime.components()).map((c) => c.state)).toEqual(['down', 'down', 'down']);
+  });
+
+  it('replaces a component that is alive but does not answer its health URL (SIGSTOP)', async () => {
+    const dir = tempDir();
+    await makeNativeInstall(dir);
+    await up(dir, { hungAfterMs: 2_000 });
+    const before = (await status(dir)).find((c) => c.name === 'fhir')!;
+    process.kill(before.pid!, 'SIGSTOP');
+    try {
+      const after = await until(() => status(dir), (cs) => {
+        const f = cs.find((c) => c.name === 'fhir')!;
+        return f.state === 'up' && f.pid !== before.pid;
+      }, 30_000);
+      const fhir = after.find((c) => c.name === 'fhir')!;
+      expect(fhir.state).toBe('up');
+      expect(fhir.pid).not.toBe(before.pid);
+      expect(fhir.restarts).toBe(1);
+      await until(async () => isAlive(before.pid), (alive) => !alive, 5_000);
+      expect(isAlive(before.pid)).toBe(false);
+      expect(readFileSync(join(installPaths(dir).logs, 'supervisor.log'), 'utf8')).toMatch(/fhir \(pid \d+\) alive but did not answer .* killed/);
+    } finally {
+      try { process.kill(before.pid!, 'SIGKILL'); } catch { /* replaced */ }
+    }
+  });
+
+  it('rotates a component log past its size while the component runs, without restarting it', async () => {
+    const dir = tempDir();
+    await makeNativeInstall(dir);
+    await up(dir, { logRotateBytes: 256 * 1024, logKeep: 2 }, { FAKE_CHATTY: 'gateway' });
+    const pid = (await status(dir)).find((c) => c.name === 'gateway')!.pid;
+    const log = join(installPaths(dir).logs, 'gateway.log');
+    const exists = (p: string) => { try { statSync(p); return true; } catch { return false; } };
+    await until(async () => exists(`${log}.2`), (yes) => yes, 20_000);
+    expect(exists(`${log}.1`)).toBe(true);
+    expect(exists(`${log}.3`)).toBe(false); // logKeep generations only
+    expect(statSync(`${log}.1`).size).toBeGreaterThan(256 * 1024);
+    // The live log was truncated, not replaced: the component writes on into it.
+    expect(statSync(log).size).toBeLessThan(4 * 1024 * 1024);
+    const gateway = (await status(dir)).find((c) => c.name === 'gateway')!;
+    expect(gateway.pid).toBe(pid);
+    expect(gateway.restarts).toBe(0);
+    expect(readFileSync(log, 'utf8')).toContain('fake gateway chatter');
+  });
+
+  it('handles many concurrent restart requests, each answered by its own token, and keeps supervising', async () => {
+    const dir = tempDir();
+    const config = await makeNativeInstall(dir);
+    const first = await up(dir);
+    const supervisorPid = first.supervisorPid;
+    const names = ['api', 'fhir', 'api', 'gateway', 'api', 'fhir', 'api', 'api'];
+    const results = await Promise.allSettled(names.map((n) => requestRestart(dir, n, 40_000)));
+    expect(results.map((r) => r.status), JSON.stringify(results.filter((r) => r.status === 'rejected'))).toEqual(names.map(() => 'fulfilled'));
+    expect(isAlive(supervisorPid)).toBe(true);
+    const now = await status(dir);
+    expect(now.map((c) => c.state)).toEqual(['up', 'up', 'up']);
+    // no request file is left behind, and a vanished one is not fatal
+    const { readdirSync } = await import('node:fs');
+    expect(readdirSync(installPaths(dir).run).filter((f) => f.endsWith('.request'))).toEqual([]);
+    writeFileSync(join(installPaths(dir).run, 'restart-api.gone-1.request'), 'x');
+    rmSync(join(installPaths(dir).run, 'restart-api.gone-1.request'));
+    process.kill(supervisorPid, 'SIGUSR2');
+    await requestRestart(dir, 'api', 40_000);
+    expect(isAlive(supervisorPid)).toBe(true);
+    expect(await isPortFree(config.ports.api)).toBe(false);
+  });
+});
+
+describe('supervisor lock', () => {
+  it('lets exactly one of many contenders take over a stale lock', async () => {
+    const { execa } = await import('execa');
+    const lockModule = fileURLToPath(new URL('../../../dist/runtime/native/lock.js', import.meta.url));
+    const script = `
+      const { acquireSupervisorLock } = await import(${JSON.stringify(lockModule)});
+      const start = Number(process.argv[2]);
+      while (Date.now() < start) {}
+      const holder = acquireSupervisorLock(process.argv[1]);
+      process.stdout.write(holder === null ? 'won' : 'lost:' + holder);
+      await new Promise((r) => setTimeout(r, 60_000));`;
+    for (let round = 0; round < 4; round++) {
+      const dir = tempDir();
+      mkdirSync(installPaths(dir).run, { recursive: true });
+      const dead = spawn('true');
+      await new Promise((r) => dead.once('exit', r));
+      writeFileSync(join(installPaths(dir).run, 'supervisor.lock'), `${dead.pid}\n`);
+      const start = Date.now() + 1_200;
+      // Every contender stays alive (holding or not) until all have decided: a holder that
+      // exited would rightly make its lock stale again.
+      const procs = Array.from({ length: 12 }, () => execa('node', ['--input-type=module', '-e', script, dir, String(start)], { reject: false }));
+      const outcomes = await Promise.all(procs.map((p) => new Promise<string>((resolve) => {
+        let out = '';
+        p.stdout?.on('data', (d: Buffer) => { out += d.toString(); if (out) resolve(out); });
+        void p.then(() => resolve(out));
+      })));
+      for (const p of procs) p.kill('SIGKILL');
+      await Promise.all(procs);
+      expect(outcomes.filter((o) => o === 'won'), `round ${round}: ${outcomes.join(' ')}`).toHaveLength(1);
+    }
   });
 });

@@ -14,7 +14,6 @@ function compile(raw: Readonly<Record<string, unknown>>, env: CompileEnv): Plugi
   const deny = conf.deny ? new Set(conf.deny) : null;
   return {
     name: 'acl',
-    priority: 950,
     access(state): AccessResult {
       if (!state.consumer) return { status: 401, message: 'Unauthorized' };
       const groups = env.groupsByConsumer.get(state.consumer.id) ?? [];
@@ -25,4 +24,4 @@ function compile(raw: Readonly<Record<string, unknown>>, env: CompileEnv): Plugi
   };
 }
 
-export const aclHandler: PluginHandler = { name: 'acl', priority: 950, compile };
+export const aclHandler: PluginHandler = { name: 'acl', compile };

@@ -1,6 +1,7 @@
 /** acl config (kong.md §2): exactly one of allow/deny. */
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
+import { PLUGIN_PRIORITY } from '../priorities.js';
 
 export interface AclConfig {
   allow: string[] | null;
@@ -12,7 +13,7 @@ export interface AclConfig {
 export const aclSchema = defineSchema({
   name: 'acl',
   version: KONG_VERSION,
-  priority: 950,
+  priority: PLUGIN_PRIORITY['acl'],
   consumerScopable: false,
   fields: {
     allow: { type: 'array' },

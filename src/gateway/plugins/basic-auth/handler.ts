@@ -4,7 +4,7 @@
  * realm="…"` whether the header is missing or wrong (3.6+). Passwords are
  * verified against the stored hash (model/password.ts), never logged.
  */
-import { verifyBasicAuthPasswordAsync } from '../../model/password.js';
+import { verifyPassword } from './verify.js';
 import { anonymousMissing, findAnonymous, setConsumer } from '../consumer-headers.js';
 import type { AccessResult, CompileEnv, Exit, PluginHandler, PluginRunner, RequestState } from '../types.js';
 import type { BasicAuthConfig } from './schema.js';
@@ -23,6 +23,8 @@ export function parseBasic(value: string): { username: string; password: string 
 
 function compile(raw: Readonly<Record<string, unknown>>, env: CompileEnv): PluginRunner {
   const conf = raw as unknown as BasicAuthConfig;
+  // Too many password checks queued (verify.ts): retry shortly; never an answer about the password.
+  const busy: Exit = { status: 503, message: 'Too many authentication attempts in progress', headers: ['Retry-After', '1'] };
   const unauthorized: Exit = { status: 401, message: 'Unauthorized', headers: ['WWW-Authenticate', `Basic realm="${conf.realm}"`] };
 
   async function authenticate(state: RequestState): Promise<Exit | null> {
@@ -36,7 +38,9 @@ function compile(raw: Readonly<Record<string, unknown>>, env: CompileEnv): Plugi
     const given = parseBasic(value);
     const cred = given ? env.basicCredentials.get(given.username) : undefined;
     if (!given || !cred) return unauthorized;
-    if (!(await verifyBasicAuthPasswordAsync(given.password, cred.consumer.id, cred.password))) return unauthorized;
+    const verdict = await verifyPassword(given.password, cred.consumer.id, cred.password);
+    if (verdict === 'busy') return busy;
+    if (verdict === 'bad') return unauthorized;
     if (conf.hide_credentials) state.setUpstreamHeader(headerName, null);
     setConsumer(state, cred.consumer, cred.username);
     return null;
@@ -44,7 +48,6 @@ function compile(raw: Readonly<Record<string, unknown>>, env: CompileEnv): Plugi
 
   return {
     name: 'basic-auth',
-    priority: 1100,
     async access(state): Promise<AccessResult> {
       if (conf.anonymous !== null && state.authenticated) return;
       const exit = await authenticate(state);
@@ -57,4 +60,4 @@ function compile(raw: Readonly<Record<string, unknown>>, env: CompileEnv): Plugi
   };
 }
 
-export const basicAuthHandler: PluginHandler = { name: 'basic-auth', priority: 1100, compile };
+export const basicAuthHandler: PluginHandler = { name: 'basic-auth', compile };

@@ -1,6 +1,7 @@
 /** basic-auth config (kong.md §2): Kong 3.6+ defaults (realm "service"). */
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
+import { PLUGIN_PRIORITY } from '../priorities.js';
 
 export interface BasicAuthConfig {
   anonymous: string | null;
@@ -11,7 +12,7 @@ export interface BasicAuthConfig {
 export const basicAuthSchema = defineSchema({
   name: 'basic-auth',
   version: KONG_VERSION,
-  priority: 1100,
+  priority: PLUGIN_PRIORITY['basic-auth'],
   consumerScopable: false,
   fields: {
     anonymous: { type: 'string' },

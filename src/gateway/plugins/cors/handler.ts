@@ -4,6 +4,7 @@
  * runs, and adds ACAO/ACAC/Expose-Headers/Vary to every other response,
  * errors included. Origin rules are precomputed per plugin instance.
  */
+import { RE2JS } from 're2js';
 import type { AccessResult, CompileEnv, PluginHandler, PluginRunner, RequestState } from '../types.js';
 import type { CorsConfig } from './schema.js';
 
@@ -21,7 +22,7 @@ export function normaliseOrigin(origin: string): string {
   }
 }
 
-type Matcher = { plain: string } | { regex: RegExp; full: boolean };
+type Matcher = { plain: string } | { regex: RE2JS; full: boolean };
 
 interface OriginRules {
   /** Empty or ["*"]: ACAO * (no Vary). */
@@ -40,7 +41,7 @@ function rules(origins: string[] | null): OriginRules {
   const matchers: Matcher[] = [];
   for (const entry of list) {
     if (entry === '*') continue;
-    matchers.push(PLAIN.test(entry) ? { plain: normaliseOrigin(entry) } : { regex: new RegExp(`${entry}$`), full: entry.includes(':') });
+    matchers.push(PLAIN.test(entry) ? { plain: normaliseOrigin(entry) } : { regex: RE2JS.compile(`${entry}$`), full: entry.includes(':') });
   }
   return { allowAll: false, fixed: null, hasWildcard: list.includes('*'), matchers };
 }
@@ -67,7 +68,7 @@ function origin(r: OriginRules, state: RequestState, out: string[]): boolean {
   const sep = normalised.indexOf('//');
   if (sep >= 0) host = normalised.slice(sep + 2).replace(/:\d+$/, '');
   for (const m of r.matchers) {
-    const ok = 'plain' in m ? m.plain === normalised : m.regex.test(m.full ? normalised : host);
+    const ok = 'plain' in m ? m.plain === normalised : m.regex.matcher(m.full ? normalised : host).find();
     if (ok) {
       out.push('Access-Control-Allow-Origin', normalised);
       return false;
@@ -99,7 +100,6 @@ function compile(raw: Readonly<Record<string, unknown>>, _env: CompileEnv): Plug
 
   return {
     name: 'cors',
-    priority: 2000,
     access(state): AccessResult {
       if (state.method !== 'OPTIONS' || !state.header('origin') || !state.header('access-control-request-method')) return;
       if (conf.preflight_continue) return;
@@ -125,4 +125,4 @@ function compile(raw: Readonly<Record<string, unknown>>, _env: CompileEnv): Plug
   };
 }
 
-export const corsHandler: PluginHandler = { name: 'cors', priority: 2000, compile };
+export const corsHandler: PluginHandler = { name: 'cors', compile };

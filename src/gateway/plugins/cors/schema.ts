@@ -1,6 +1,8 @@
 /** cors config (kong.md §2): origins are `*` or regexes; methods from Kong's fixed list. */
+import { RE2JS } from 're2js';
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
+import { PLUGIN_PRIORITY } from '../priorities.js';
 
 export interface CorsConfig {
   origins: string[] | null;
@@ -18,7 +20,7 @@ export const CORS_METHODS = ['GET', 'HEAD', 'PUT', 'PATCH', 'POST', 'DELETE', 'O
 function asteriskOrRegex(value: string): string | null {
   if (value === '*') return null;
   try {
-    new RegExp(value);
+    RE2JS.compile(value); // RE2: linear-time matching (no regex may take exponential time)
     return null;
   } catch {
     return `'${value}' is not a valid regex`;
@@ -28,7 +30,7 @@ function asteriskOrRegex(value: string): string | null {
 export const corsSchema = defineSchema({
   name: 'cors',
   version: KONG_VERSION,
-  priority: 2000,
+  priority: PLUGIN_PRIORITY['cors'],
   consumerScopable: false,
   fields: {
     origins: { type: 'array', elementCheck: asteriskOrRegex },

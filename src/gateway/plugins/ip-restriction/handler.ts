@@ -20,7 +20,6 @@ function compile(raw: Readonly<Record<string, unknown>>, _env: CompileEnv): Plug
   const status = conf.status ?? 403;
   return {
     name: 'ip-restriction',
-    priority: 990,
     access(state): AccessResult {
       const ip = state.clientIp;
       const family = ip.includes(':') ? 'ipv6' : 'ipv4';
@@ -30,4 +29,4 @@ function compile(raw: Readonly<Record<string, unknown>>, _env: CompileEnv): Plug
   };
 }
 
-export const ipRestrictionHandler: PluginHandler = { name: 'ip-restriction', priority: 990, compile };
+export const ipRestrictionHandler: PluginHandler = { name: 'ip-restriction', compile };

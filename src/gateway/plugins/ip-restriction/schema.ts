@@ -2,6 +2,7 @@
 import { parseIpOrCidr } from '../../../util/ip-list.js';
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
+import { PLUGIN_PRIORITY } from '../priorities.js';
 
 export interface IpRestrictionConfig {
   allow: string[] | null;
@@ -15,7 +16,7 @@ const ipOrCidr = (v: string): string | null => (parseIpOrCidr(v) ? null : `inval
 export const ipRestrictionSchema = defineSchema({
   name: 'ip-restriction',
   version: KONG_VERSION,
-  priority: 990,
+  priority: PLUGIN_PRIORITY['ip-restriction'],
   consumerScopable: true,
   fields: {
     allow: { type: 'array', elementCheck: ipOrCidr },

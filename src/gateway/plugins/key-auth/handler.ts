@@ -146,7 +146,6 @@ function compile(raw: Readonly<Record<string, unknown>>, env: CompileEnv): Plugi
 
   return {
     name: 'key-auth',
-    priority: 1250,
     access(state): AccessResult | Promise<AccessResult> {
       if (!conf.run_on_preflight && state.method === 'OPTIONS') return;
       if (conf.anonymous !== null && state.authenticated) return;
@@ -156,4 +155,4 @@ function compile(raw: Readonly<Record<string, unknown>>, env: CompileEnv): Plugi
   };
 }
 
-export const keyAuthHandler: PluginHandler = { name: 'key-auth', priority: 1250, compile };
+export const keyAuthHandler: PluginHandler = { name: 'key-auth', compile };

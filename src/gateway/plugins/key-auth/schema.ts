@@ -1,6 +1,7 @@
 /** key-auth config (kong.md §2): defaults as Kong 3.9 `kong/plugins/key-auth/schema.lua`. */
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
+import { PLUGIN_PRIORITY } from '../priorities.js';
 
 export interface KeyAuthConfig {
   key_names: string[];
@@ -18,7 +19,7 @@ const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
 export const keyAuthSchema = defineSchema({
   name: 'key-auth',
   version: KONG_VERSION,
-  priority: 1250,
+  priority: PLUGIN_PRIORITY['key-auth'],
   consumerScopable: false,
   fields: {
     key_names: {

@@ -5,6 +5,7 @@
  */
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
+import { PLUGIN_PRIORITY } from '../priorities.js';
 
 export const PERIODS = ['second', 'minute', 'hour', 'day', 'month', 'year'] as const;
 export type Period = (typeof PERIODS)[number];
@@ -47,7 +48,7 @@ const window = { type: 'number', gt: 0 } as const;
 export const rateLimitingSchema = defineSchema({
   name: 'rate-limiting',
   version: KONG_VERSION,
-  priority: 910,
+  priority: PLUGIN_PRIORITY['rate-limiting'],
   consumerScopable: true,
   fields: {
     second: window,

@@ -18,7 +18,6 @@ function compile(raw: Readonly<Record<string, unknown>>, _env: CompileEnv): Plug
   });
   return {
     name: 'request-size-limiting',
-    priority: 951,
     access(state): AccessResult | Promise<AccessResult> {
       const length = state.header('content-length');
       if (length !== undefined) {
@@ -33,4 +32,4 @@ function compile(raw: Readonly<Record<string, unknown>>, _env: CompileEnv): Plug
   };
 }
 
-export const requestSizeLimitingHandler: PluginHandler = { name: 'request-size-limiting', priority: 951, compile };
+export const requestSizeLimitingHandler: PluginHandler = { name: 'request-size-limiting', compile };

@@ -1,6 +1,7 @@
 /** request-size-limiting config (kong.md §2): 128 megabytes by default, 1 MB = 1048576 bytes. */
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
+import { PLUGIN_PRIORITY } from '../priorities.js';
 
 export interface RequestSizeLimitingConfig {
   allowed_payload_size: number;
@@ -11,7 +12,7 @@ export interface RequestSizeLimitingConfig {
 export const requestSizeLimitingSchema = defineSchema({
   name: 'request-size-limiting',
   version: KONG_VERSION,
-  priority: 951,
+  priority: PLUGIN_PRIORITY['request-size-limiting'],
   consumerScopable: true,
   fields: {
     allowed_payload_size: { type: 'integer', required: true, default: 128 },

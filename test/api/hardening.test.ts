@@ -1,0 +1,245 @@
+/**
+ * Issue #12 on the Hospital API: the audit trail fails closed and is on disk
+ * before a response ends, a record leaves a `started` line before its first
+ * byte (SIGKILL mid-stream), bounded work (concurrency, page bytes, stalled
+ * callers), listener time-outs and connection cap, /api/ready bounded in time.
+ */
+import { mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { startCli } from '../helpers/cli.js';
+import { freePort } from '../../src/util/port-check.js';
+import { API_KEY, TOKEN_OK, defaultPlatform, startHarness, testPki, type Harness, type HarnessOptions } from './harness.js';
+import { makeRecord, startFhir, startPlatform } from './stand-ins.js';
+
+let h: Harness | null = null;
+async function harness(options: HarnessOptions = {}): Promise<Harness> {
+  h = await startHarness(options);
+  return h;
+}
+afterEach(async () => {
+  await h?.close();
+  h = null;
+});
+afterAll(() => removeTempDirs());
+
+const ok = { platformCareId: 'care-1', token: TOKEN_OK };
+const everythingCalls = (t: Harness) => t.fhir.seen.filter((s) => s.url.includes('$everything') || s.url.includes('_getpages')).length;
+
+async function ready(t: Harness): Promise<{ status: number; body: any }> {
+  const res = await request(`${t.url}/api/ready`);
+  return { status: res.statusCode, body: await res.body.json() };
+}
+
+/** A raw TCP client: what it was sent back, and when the server closed it. */
+function rawClient(url: string): { socket: Socket; received: () => string; closed: Promise<void> } {
+  const u = new URL(url);
+  const socket = connect(Number(u.port), u.hostname);
+  let text = '';
+  socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+  socket.on('error', () => undefined);
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  return { socket, received: () => text, closed };
+}
+
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  return Promise.race([p, new Promise<T>((_r, reject) => setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))]);
+}
+
+describe('audit trail fails closed', () => {
+  it('sends no patient data when the audit log cannot be written (AUDIT_LOG=/dev/full), and /api/ready says so', async () => {
+    const t = await harness({ env: { AUDIT_LOG: '/dev/full' }, fhir: { records: { p1: makeRecord('p1', 5) } } });
+    for (let i = 0; i < 3; i++) {
+      const res = await t.post(ok);
+      expect(res.status).toBe(503);
+      expect(res.json.error.code).toBe('ERR_API_AUDIT_UNAVAILABLE');
+      expect(res.text).not.toContain('Observation');
+    }
+    expect(everythingCalls(t)).toBe(0);
+    const r = await ready(t);
+    expect(r.status).toBe(503);
+    expect(r.body.error.message).toContain('audit ERR_API_AUDIT_UNAVAILABLE');
+  });
+
+  it('recovers by itself once the audit log is writable again', async () => {
+    const t = await harness({ fhir: { records: { p1: makeRecord('p1', 5) } } });
+    expect((await t.post(ok)).status).toBe(200);
+    // A directory where the log should be: every open fails (EISDIR), even as root.
+    rmSync(t.auditPath);
+    mkdirSync(t.auditPath);
+    const refused = await t.post(ok);
+    expect(refused.status).toBe(503);
+    expect(refused.json.error.code).toBe('ERR_API_AUDIT_UNAVAILABLE');
+    expect(refused.headers['retry-after']).toBe('1');
+    const down = await ready(t);
+    expect(down.status).toBe(503);
+    expect(down.body.error.message).toContain('audit');
+
+    rmdirSync(t.auditPath);
+    await new Promise((r) => setTimeout(r, 2_100)); // past the shared readiness result
+    const up = await ready(t);
+    expect(up).toEqual({ status: 200, body: { platform: 'ok', fhir: 'ok', audit: 'ok' } });
+    const again = await t.post(ok);
+    expect(again.status).toBe(200);
+    expect(again.json.resources).toHaveLength(5);
+    const lines = t.auditLines();
+    expect(lines.map((l) => l.phase)).toEqual(['probe', 'started', 'end']);
+  });
+
+  it('has the end line on disk before the caller has the whole response', async () => {
+    const t = await harness({ fhir: { records: { p1: makeRecord('p1', 30) }, maxPageSize: 10 } });
+    const res = await t.post(ok, { 'x-request-id': 'req-flushed-1' });
+    expect(res.status).toBe(200);
+    // Read at once, no waiting: the line must already be there.
+    const lines = readFileSync(t.auditPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.map((l) => [l.phase, l.requestId])).toEqual([['started', 'req-flushed-1'], ['end', 'req-flushed-1']]);
+    expect(lines[1]).toMatchObject({ decision: 'granted', resources: 30, bytes: Buffer.byteLength(res.text), aborted: false });
+    // a refused request too
+    const denied = await t.post({ platformCareId: 'care-1', token: 'Bearer nope' }, { 'x-request-id': 'req-flushed-2' });
+    expect(denied.status).toBe(400);
+    expect(readFileSync(t.auditPath, 'utf8')).toContain('"requestId":"req-flushed-2"');
+  });
+
+  it('leaves a started line when the process is killed (SIGKILL) in the middle of a record', async () => {
+    const { pki } = testPki();
+    const dir = tempDir();
+    const platform = await startPlatform(defaultPlatform);
+    const fhir = await startFhir({ tls: pki.server, apiKey: API_KEY, patients: { 'care-1': ['p1'] }, records: { p1: makeRecord('p1', 40) }, maxPageSize: 10, pageDelay: { page: 2, ms: 60_000 } });
+    const port = await freePort();
+    const child = startCli(['serve', '--host', '127.0.0.1', '--port', String(port)], {
+      cwd: dir,
+      extendEnv: false,
+      env: { PATH: process.env.PATH ?? '', PLATFORM_API_URL: platform.url, FHIR_BASE_URL: fhir.url, FHIR_API_KEY: API_KEY, FHIR_CA_FILE: pki.files.ca, METRICS_LISTEN: 'off', AUDIT_LOG: 'audit.log', LOG_LEVEL: 'silent' },
+    });
+    try {
+      let up = false;
+      for (let i = 0; i < 200 && !up; i++) {
+        up = await request(`http://127.0.0.1:${port}/api/health-check`).then((r) => r.body.dump().then(() => true), () => false);
+        if (!up) await new Promise((r) => setTimeout(r, 50));
+      }
+      const c = rawClient(`http://127.0.0.1:${port}`);
+      const body = JSON.stringify(ok);
+      c.socket.write(`POST /api/patients HTTP/1.1\r\nHost: x\r\nX-Request-Id: killed-1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      // The first page is on the wire; the second hangs.
+      for (let i = 0; i < 200 && !c.received().includes('Observation'); i++) await new Promise((r) => setTimeout(r, 25));
+      expect(c.received()).toContain('HTTP/1.1 200');
+      child.kill('SIGKILL');
+      await child;
+      await c.closed;
+      const lines = readFileSync(join(dir, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatchObject({ phase: 'started', requestId: 'killed-1', platformCareId: 'care-1', fhirPatientId: 'p1', decision: 'granted' });
+    } finally {
+      child.kill('SIGKILL');
+      await Promise.all([platform.close(), fhir.close()]);
+    }
+  });
+});
+
+describe('bounded resources', () => {
+  it('answers 503 ERR_API_BUSY at once past MAX_CONCURRENT_REQUESTS, and serves the others', async () => {
+    const t = await harness({ env: { MAX_CONCURRENT_REQUESTS: '2' }, fhir: { records: { p1: makeRecord('p1', 3) }, delayMs: 1_500 } });
+    const slow = [t.post(ok), t.post(ok)];
+    await new Promise((r) => setTimeout(r, 300));
+    let slowDone = false;
+    void Promise.all(slow).then(() => (slowDone = true));
+    const extra = await t.post(ok);
+    expect(slowDone).toBe(false); // answered while the two were still running
+    expect(extra.status).toBe(503);
+    expect(extra.json.error.code).toBe('ERR_API_BUSY');
+    expect(extra.headers['retry-after']).toBe('1');
+    expect((await Promise.all(slow)).map((r) => r.status)).toEqual([200, 200]);
+    // the slots are released
+    expect((await t.post(ok)).status).toBe(200);
+  });
+
+  it('refuses a FHIR page larger than FHIR_MAX_PAGE_BYTES instead of buffering it', async () => {
+    const t = await harness({ env: { FHIR_MAX_PAGE_BYTES: '4096' }, fhir: { records: { p1: makeRecord('p1', 50) } } });
+    const res = await t.post(ok);
+    expect(res.status).toBe(502);
+    expect(res.json.error.code).toBe('ERR_API_RECORD_TOO_LARGE');
+    expect(res.json.error.message).toContain('FHIR_MAX_PAGE_BYTES');
+  });
+
+  it('stops fetching pages for a caller that does not read, and cuts it after SEND_TIMEOUT_MS', async () => {
+    const t = await harness({ env: { SEND_TIMEOUT_MS: '800', FHIR_PAGE_SIZE: '1000' }, fhir: { records: { p1: makeRecord('p1', 30_000) } } });
+    const c = rawClient(t.url);
+    c.socket.pause(); // never reads
+    const body = JSON.stringify(ok);
+    c.socket.write(`POST /api/patients HTTP/1.1\r\nHost: x\r\nX-Request-Id: stalled-1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    for (let i = 0; i < 400 && t.audit().length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    const [line] = t.audit();
+    expect(line).toMatchObject({ requestId: 'stalled-1', aborted: true, code: 'ERR_API_CLIENT_STALLED', decision: 'error' });
+    // 30 pages in the record; only what the socket buffers took, plus one ahead, were fetched.
+    expect(everythingCalls(t)).toBeLessThan(30);
+    c.socket.destroy();
+    // and the API still serves
+    expect((await t.post({ platformCareId: 'care-2', token: TOKEN_OK })).status).toBe(200);
+  });
+});
+
+describe('listener limits', () => {
+  it('cuts a client that trickles its body with 408', async () => {
+    const t = await harness({ env: { HEADERS_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '1000' } });
+    const c = rawClient(t.url);
+    c.socket.write('POST /api/patients HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{');
+    const drip = setInterval(() => c.socket.write(' '), 150);
+    try {
+      await within(c.closed, 10_000, 'the trickling client cut');
+    } finally {
+      clearInterval(drip);
+    }
+    expect(c.received()).toMatch(/^HTTP\/1\.1 408/);
+  });
+
+  it('cuts a client that trickles its headers with 408', async () => {
+    const t = await harness({ env: { HEADERS_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '1000' } });
+    const c = rawClient(t.url);
+    c.socket.write('GET /api/health-check HTTP/1.1\r\n');
+    const drip = setInterval(() => c.socket.write('X-A: b\r\n'), 100);
+    try {
+      await within(c.closed, 10_000, 'the trickling client cut');
+    } finally {
+      clearInterval(drip);
+    }
+    expect(c.received()).toMatch(/^HTTP\/1\.1 408/);
+  });
+
+  it('refuses connections past MAX_CONNECTIONS', async () => {
+    const t = await harness({ env: { MAX_CONNECTIONS: '2' } });
+    const held = [rawClient(t.url), rawClient(t.url)];
+    await Promise.all(held.map((c) => new Promise((r) => c.socket.once('connect', r))));
+    await new Promise((r) => setTimeout(r, 100));
+    const third = rawClient(t.url);
+    third.socket.write('GET /api/health-check HTTP/1.1\r\nHost: x\r\n\r\n');
+    await within(third.closed, 5_000, 'the connection past the cap closed');
+    expect(third.received()).toBe('');
+    for (const c of held) c.socket.destroy();
+    await Promise.all(held.map((c) => c.closed));
+    expect((await request(`${t.url}/api/health-check`)).statusCode).toBe(200);
+  });
+
+  it('answers /api/ready within 2 s when the gateway hangs', async () => {
+    const t = await harness({ fhir: { delayMs: 20_000 } });
+    const started = Date.now();
+    const r = await ready(t);
+    const elapsed = Date.now() - started;
+    expect(r.status).toBe(503);
+    expect(r.body.error.message).toMatch(/fhir (timeout|ERR_API_FHIR_TIMEOUT)/);
+    expect(elapsed).toBeLessThan(2_000);
+  });
+});
+
+describe('configuration of the limits', () => {
+  it('refuses HEADERS_TIMEOUT_MS above REQUEST_TIMEOUT_MS', async () => {
+    const { loadConfig } = await import('../../src/api/config.js');
+    const dir = tempDir();
+    writeFileSync(join(dir, '.env'), '');
+    expect(() =>
+      loadConfig({}, { PLATFORM_API_URL: 'http://127.0.0.1:1', FHIR_BASE_URL: 'https://127.0.0.1:2/fhir', FHIR_API_KEY: 'k', HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' }, dir),
+    ).toThrow(/HEADERS_TIMEOUT_MS/);
+  });
+});
