@@ -13,7 +13,7 @@
  * repairs what it broke, and the exact set of failing checks proves the
  * previous repair held.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttp, type Server } from 'node:http';
 import { connect, createServer as createNet, type Server as NetServer, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
@@ -371,6 +371,17 @@ describe('a broken native installation never gets an ACCEPTED record', () => {
       expect(v.failing).toEqual([]);
       expect([v.exitCode, v.result]).toEqual([0, 'accepted']);
     });
+  });
+
+  it('a private key readable by other users (0644): file-permissions fails naming it', async () => {
+    const key = installPaths(dir).signerKey;
+    chmodSync(key, 0o644);
+    try {
+      const checks = await expectRejected(['file-permissions']);
+      expect(checks['file-permissions']!.summary).toContain('tls/record-signer.key (0644)');
+    } finally {
+      chmodSync(key, 0o600);
+    }
   });
 
   it('the whole stack down: components-up fails naming every component, and nothing passes that needs one', async () => {
