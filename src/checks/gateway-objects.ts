@@ -5,7 +5,7 @@
  */
 import type { Check, CheckContext } from './types.js';
 
-type Entity = { id: string; name?: string | null; service?: { id: string } | null };
+type Entity = { id: string; name?: string | null; service?: { id: string } | null; enabled?: boolean };
 
 async function list(ctx: CheckContext, path: string): Promise<Entity[]> {
   const out: Entity[] = [];
@@ -42,9 +42,11 @@ export const gatewayObjects: Check = {
     }
     const attached = (svc: string, plugin: string): void => {
       const s = service(svc);
-      if (s && !plugins.some((p) => (p as { name?: string }).name === plugin && p.service?.id === s.id)) {
-        problems.push(`${plugin} not attached to ${svc}`);
-      }
+      if (!s) return;
+      const found = plugins.filter((p) => p.name === plugin && p.service?.id === s.id);
+      if (found.length === 0) problems.push(`${plugin} not attached to ${svc}`);
+      // Kong Admin API, plugin object: one with enabled=false stays listed but does nothing.
+      else if (!found.some((p) => p.enabled !== false)) problems.push(`${plugin} on ${svc} is disabled`);
     };
     attached('fhir-api', 'basic-auth');
     attached('fhir-api', 'cors');

@@ -40,8 +40,8 @@ interface Parsed {
 }
 
 function parse(pem: string): Parsed {
-  const msg = forge.pem.decode(pem)[0];
-  if (!msg) throw new Error('no PEM block in the signature file');
+  // forge throws "Invalid PEM formatted message." when there is no PEM block at all
+  const msg = forge.pem.decode(pem)[0] as forge.pem.ObjectPEM;
   const info = forge.asn1.fromDer(msg.body);
   if (oidOf(children(info)[0]) !== forge.pki.oids.signedData) throw new Error('not a CMS SignedData');
   const signedData = children(children(info)[1] as Asn1)[0] as Asn1;

@@ -191,15 +191,31 @@ describe('$everything', () => {
 
   it('stops fetching when the caller goes away mid-stream, and keeps serving', async () => {
     const t = await harness({ fhir: { records: { p1: makeRecord('p1', 200) }, maxPageSize: 10, delayMs: 30 } });
+    // The event that matters is the end of the page loop: see when, and how, it ends.
+    const fhir = t.running.api.context.fhir;
+    const everything = fhir.everything.bind(fhir);
+    let loopEnded: Promise<unknown> | undefined;
+    fhir.everything = (...args) => {
+      const run = everything(...args);
+      loopEnded = run.then(() => 'fetched every page', (err: unknown) => err);
+      return run;
+    };
     const controller = new AbortController();
     const res = await request(`${t.url}/api/patients`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ok), signal: controller.signal });
     expect(res.statusCode).toBe(200);
     controller.abort();
     await res.body.text().catch(() => undefined);
+    // the audit line is written when the API sees the caller's connection close
     const [line] = await waitForAudit(t, 1);
     expect(line).toMatchObject({ decision: 'error', aborted: true });
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(t.fhir.seen.length).toBeLessThan(10); // far fewer than the 20 pages of the record
+    const requestsAtClose = t.fhir.seen.length;
+    // Without stop-on-disconnect the loop either fetches all 20 pages or never ends (this test then times out).
+    const outcome = await loopEnded;
+    expect(outcome).toBeInstanceOf(Error);
+    expect((outcome as Error).message).toBe('caller closed the connection');
+    // at most the page that was in flight when the caller left; 21 requests would be the whole record
+    expect(t.fhir.seen.length).toBeLessThanOrEqual(requestsAtClose + 1);
+    expect(t.fhir.seen.length).toBeLessThan(21);
     expect((await t.post(ok)).status).toBe(200);
   });
 

@@ -1,14 +1,16 @@
 /**
  * Test stand-ins for the components verify talks to: a FHIR server answering
  * /fhir/metadata, a Hospital API answering /api/health-check, and an HTTPS
- * gateway (real certificate) that applies key-auth and basic-auth from the
- * fake admin API's state. Real sockets on 127.0.0.1, ephemeral ports.
+ * gateway (real certificate) that applies key-auth and basic-auth as the fake
+ * admin API's state says (a plugin removed or disabled there lets requests
+ * through). `answers` changes what the API and FHIR stand-ins return, so tests
+ * see checks fail as well as pass. Real sockets on 127.0.0.1, ephemeral ports.
  */
 import { createServer as createHttp, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttps } from 'node:https';
 import { freePort } from '../../src/util/port-check.js';
 import type { InstallPorts } from '../../src/runtime/install-config.js';
-import type { Runtime } from '../../src/runtime/types.js';
+import type { ComponentState, Runtime } from '../../src/runtime/types.js';
 import type { KeyAndCert } from '../../src/tls/pki.js';
 import type { FakeKong } from './fake-kong.js';
 
@@ -40,19 +42,47 @@ export function portFlags(p: InstallPorts): string[] {
   ];
 }
 
+/** What the API and FHIR stand-ins answer; change it between calls. */
+export interface Answers {
+  health: { status: number; body: unknown };
+  metadata: { status: number; body: unknown };
+}
+
+export function intactAnswers(): Answers {
+  return { health: { status: 200, body: {} }, metadata: { status: 200, body: CAPABILITY } };
+}
+
+/** True when `plugin` is attached, enabled, to the service named `service` in the fake admin state. */
+function enforced(kong: FakeKong, service: string, plugin: string): boolean {
+  const svc = kong.services.find((s) => s.name === service);
+  return !!svc && kong.plugins.some((p) => p.name === plugin && (p.service as { id: string }).id === svc.id && p.enabled !== false);
+}
+
 /** Starts the three stand-ins; the gateway serves `server` (read at start). */
-export async function startStandIns(kong: FakeKong, ports: InstallPorts, server: KeyAndCert): Promise<{ close(): Promise<void> }> {
-  const fhir = createHttp((req, res) => (req.url === '/fhir/metadata' ? json(res, 200, CAPABILITY) : json(res, 404, {})));
-  const api = createHttp((req, res) => (req.url === '/api/health-check' ? json(res, 200, {}) : json(res, 404, {})));
+export async function startStandIns(
+  kong: FakeKong,
+  ports: InstallPorts,
+  server: KeyAndCert,
+  answers: Answers = intactAnswers(),
+): Promise<{ close(): Promise<void>; answers: Answers }> {
+  const send = (res: ServerResponse, a: { status: number; body: unknown }): void => json(res, a.status, a.body);
+  const fhir = createHttp((req, res) => (req.url === '/fhir/metadata' ? send(res, answers.metadata) : json(res, 404, {})));
+  const api = createHttp((req, res) => (req.url === '/api/health-check' ? send(res, answers.health) : json(res, 404, {})));
   const gateway = createHttps({ cert: server.certPem, key: server.keyPem }, (req: IncomingMessage, res) => {
     const url = req.url ?? '';
     if (url.startsWith('/fhir-api-key-auth/')) {
-      const key = req.headers.apikey;
-      if (!key) return json(res, 401, { message: 'No API key found in request' });
-      if (!kong.keys.some((k) => k.key === key)) return json(res, 401, { message: 'Unauthorized' });
-      return json(res, 200, CAPABILITY);
+      if (enforced(kong, 'fhir-api-key-auth', 'key-auth')) {
+        const key = req.headers.apikey;
+        if (!key) return json(res, 401, { message: 'No API key found in request' });
+        if (!kong.keys.some((k) => k.key === key)) return json(res, 401, { message: 'Unauthorized' });
+      }
+      return send(res, answers.metadata);
     }
-    if (url.startsWith('/fhir-api/')) return json(res, 401, { message: 'Unauthorized' });
+    if (url.startsWith('/fhir-api/')) {
+      // no basic-auth credentials exist in the fake state: with the plugin on, every request is refused
+      if (enforced(kong, 'fhir-api', 'basic-auth')) return json(res, 401, { message: 'Unauthorized' });
+      return send(res, answers.metadata);
+    }
     return json(res, 404, { message: 'no Route matched with those values' });
   });
   await Promise.all([listen(fhir, ports.fhir), listen(api, ports.api), listen(gateway as unknown as Server, ports.gatewayHttps)]);
@@ -61,18 +91,22 @@ export async function startStandIns(kong: FakeKong, ports: InstallPorts, server:
       s.closeAllConnections?.();
       s.close(() => r());
     });
-  return { close: async () => void (await Promise.all([close(fhir), close(api), close(gateway)])) };
+  return { answers, close: async () => void (await Promise.all([close(fhir), close(api), close(gateway)])) };
 }
 
-/** A Runtime over the fake admin API whose components are the stand-ins. */
-export function fakeRuntime(kong: FakeKong, restarts: string[] = []): Runtime {
+/** The stand-ins' component states as the fake runtime reports them; change them between calls. */
+export function intactComponents(): ComponentState[] {
+  return ['fhir', 'gateway', 'api'].map((name) => ({ name, state: 'up' as const, detail: 'stand-in' }));
+}
+
+/** A Runtime over the fake admin API whose components are the stand-ins (as `components` says). */
+export function fakeRuntime(kong: FakeKong, restarts: string[] = [], components: ComponentState[] = intactComponents()): Runtime {
   return {
     name: 'native',
     up: async () => {},
     down: async () => {},
     restart: async (c) => void restarts.push(c),
-    components: async () =>
-      ['fhir', 'gateway', 'api'].map((name) => ({ name, state: 'up' as const, detail: 'stand-in' })),
+    components: async () => components.map((c) => ({ ...c })),
     versions: async () => [{ name: 'gateway', version: 'stand-in' }],
     admin: kong.admin,
   };

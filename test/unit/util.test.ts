@@ -1,5 +1,7 @@
 import { readdirSync, readFileSync, statSync, writeFileSync, mkdirSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeFileAtomic, writeSecretFile } from '../../src/util/atomic-write.js';
 import { safeEqual } from '../../src/util/constant-time.js';
@@ -21,21 +23,45 @@ describe('writeFileAtomic', () => {
     expect(readdirSync(join(dir, 'sub'))).toEqual(['key.pem']);
   });
 
-  it('keeps the old content when the write fails', () => {
+  it('keeps the old content and leaves no temp file when the write fails part-way (file size limit: holds as root too)', async () => {
+    // Root ignores file permissions, so fail the write itself: a child whose file size limit
+    // (ulimit -f, in KiB) is smaller than the new content gets EFBIG in the middle of writing.
+    const dir = tempDir();
+    const path = join(dir, 'state.json');
+    const old = JSON.stringify({ old: true, pad: 'o'.repeat(1000) });
+    writeFileSync(path, old);
+    const script = join(dir, 'write.mjs');
+    writeFileSync(script, [
+      `import { writeFileAtomic } from ${JSON.stringify(fileURLToPath(new URL('../../src/util/atomic-write.ts', import.meta.url)))};`,
+      'try { writeFileAtomic(process.argv[2], Buffer.alloc(256 * 1024, 110)); console.log("written"); }',
+      'catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }',
+    ].join('\n'));
+    const child = await execa('bash', ['-c', 'ulimit -f 16 && exec "$0" --import tsx "$1" "$2"', process.execPath, script, path], { reject: false });
+    expect(child.exitCode, String(child.stderr)).toBe(0);
+    const outcome = JSON.parse(String(child.stdout)) as { code: string; message: string };
+    expect(outcome.code).toBe('ERR_FILE_WRITE');
+    expect(outcome.message).toMatch(/EFBIG|too large/);
+    expect(readFileSync(path, 'utf8')).toBe(old);
+    expect(readdirSync(dir).sort()).toEqual(['state.json', 'write.mjs']);
+  });
+
+  it('keeps the old content and leaves no temp file when the rename fails (the target is a directory)', () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'state.json'));
+    writeFileSync(join(dir, 'state.json', 'inside'), 'old');
+    expect(() => writeFileAtomic(join(dir, 'state.json'), 'new')).toThrow(/Cannot write .*state\.json/);
+    expect(readdirSync(dir)).toEqual(['state.json']);
+    expect(readFileSync(join(dir, 'state.json', 'inside'), 'utf8')).toBe('old');
+  });
+
+  it.skipIf(process.getuid?.() === 0)('keeps the old content when the directory is read-only (non-root only: root ignores permissions)', () => {
     const dir = tempDir();
     const path = join(dir, 'ro', 'state.json');
     mkdirSync(join(dir, 'ro'));
     writeFileSync(path, 'old');
     chmodSync(join(dir, 'ro'), 0o500);
     try {
-      if (process.getuid?.() === 0) {
-        // root ignores directory permissions; fail the rename instead by targeting a directory.
-        mkdirSync(join(dir, 'ro2', 'state.json'), { recursive: true });
-        expect(() => writeFileAtomic(join(dir, 'ro2', 'state.json'), 'new')).toThrow(/ERR_FILE_WRITE|Cannot write/);
-        expect(readdirSync(join(dir, 'ro2'))).toEqual(['state.json']);
-      } else {
-        expect(() => writeFileAtomic(path, 'new')).toThrow(/Cannot write/);
-      }
+      expect(() => writeFileAtomic(path, 'new')).toThrow(/Cannot write/);
       expect(readFileSync(path, 'utf8')).toBe('old');
     } finally {
       chmodSync(join(dir, 'ro'), 0o700);
