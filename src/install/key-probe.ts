@@ -15,7 +15,8 @@ export interface KeyProbe {
 }
 
 export async function probeKey(dir: string, config: InstallConfig, key: string): Promise<KeyProbe> {
-  const agent = new Agent({ connect: { ca: readFileSync(installPaths(dir).caCert, 'utf8'), rejectUnauthorized: true } });
+  const ca = readFileSync(installPaths(dir).caCert, 'utf8');
+  const agent = new Agent({ connect: { ca, rejectUnauthorized: true } });
   try {
     const res = await request(`${endpoints(config).keyAuthBase}/metadata`, {
       dispatcher: agent,
