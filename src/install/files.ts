@@ -72,9 +72,8 @@ function dockerSecrets(paths: InstallPaths, tls: TlsMaterial): Record<string, st
   return {
     'kong-pg-password': kong + '\n',
     'hapi-pg-password': hapi + '\n',
-    // env_file for the containers that connect to the databases
-    'kong-db.env': formatEnvFile({ KONG_PG_PASSWORD: kong }),
-    'hapi-db.env': formatEnvFile({ SPRING_DATASOURCE_PASSWORD: hapi }),
+    // Kong and HAPI read these passwords from files (KONG_PG_PASSWORD_FILE, a Spring
+    // configtree) that the docker runtime copies under <dir>/docker/ before each start.
     // Kong's conf loader takes ssl_cert/ssl_cert_key as a path, PEM or base64
     // (try_decode_base64), so the 0600 key file need not be readable in the container.
     'kong-tls.env': formatEnvFile({

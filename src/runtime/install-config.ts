@@ -46,6 +46,18 @@ export interface InstallConfig {
   installedAt: string;
   /** Demo installs are labelled so no production path mistakes them for real ones. */
   demo: boolean;
+  /** Docker runtime only: images and the host addresses ports are published on (absent: the defaults). */
+  docker?: DockerSettings;
+}
+
+/** What `install` chose for the docker runtime; kept so a rerun without flags changes nothing. */
+export interface DockerSettings {
+  /** Image references (tag or digest); each overridable by an install flag. `api: null` builds the repository's Dockerfile. */
+  images: { kong: string; hapi: string; postgres: string; api: string | null };
+  /** Host address the gateway HTTPS and Hospital API ports are published on. */
+  bindAddress: string;
+  /** Host address the FHIR port (unauthenticated full FHIR API) is published on: 127.0.0.1 unless opened explicitly. */
+  fhirBindAddress: string;
 }
 
 export function readInstallConfig(dir: string): InstallConfig {
