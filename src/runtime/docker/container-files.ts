@@ -7,6 +7,7 @@
  *   docker/.env                      COMPOSE_PROJECT_NAME, so `docker compose ps` in docker/ names the project
  *   docker/secrets/kong-pg-password  for KONG_PG_PASSWORD_FILE; 0644: the kong user's uid is not fixed
  *                                    (Kong/kong build/package/scripts/postinstall.sh: useradd -g kong kong)
+ *   docker/secrets/gateway.pem|key   KONG_SSL_CERT / KONG_SSL_CERT_KEY (paths), same reason
  *   docker/hapi-config/spring.datasource.password   Spring configtree for HAPI (uid 65532, distroless nonroot)
  *   docker/api/hospital-api.env      the API's settings with container paths; owned by the API's uid, 0600
  *   docker/api/tls/ca.pem            the CA the gateway certificate is checked against (FHIR_CA_FILE)
@@ -56,6 +57,10 @@ export function writeContainerFiles(dir: string): void {
   dirFor(join(docker, 'secrets'), 0o755);
   writeFileAtomic(join(docker, 'secrets', 'kong-pg-password'), readTrimmed(join(p.secrets, 'kong-pg-password')) + '\n');
   chmodSync(join(docker, 'secrets', 'kong-pg-password'), 0o644);
+  for (const [name, from] of [['gateway.pem', p.gatewayCert], ['gateway.key', p.gatewayKey]] as const) {
+    copyFileSync(from, join(docker, 'secrets', name));
+    chmodSync(join(docker, 'secrets', name), 0o644);
+  }
   dirFor(join(docker, 'hapi-config'), 0o755);
   writeFileAtomic(join(docker, 'hapi-config', 'spring.datasource.password'), readTrimmed(join(p.secrets, 'hapi-pg-password')));
   chmodSync(join(docker, 'hapi-config', 'spring.datasource.password'), 0o644);

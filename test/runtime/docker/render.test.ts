@@ -84,7 +84,7 @@ describe('templates/compose.yaml rendered', () => {
     const s = render().services;
     for (const [name, svc] of Object.entries(s)) {
       for (const key of Object.keys(svc.environment ?? {})) expect(key, name).not.toMatch(/PASSWORD$|^FHIR_API_KEY$/);
-      for (const f of svc.env_file ?? []) expect(f, name).toBe('../secrets/kong-tls.env');
+      expect(svc.env_file, name).toBeUndefined();
     }
     expect(s['kong-database']!.environment!.POSTGRES_PASSWORD_FILE).toBe('/run/hospital-api/secrets/kong-pg-password');
     expect(s['hapi-database']!.environment!.POSTGRES_PASSWORD_FILE).toBe('/run/hospital-api/secrets/hapi-pg-password');
