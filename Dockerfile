@@ -1,11 +1,13 @@
 # The hospital-api image used by the docker runtime (templates/compose.yaml).
 # NODE_IMAGE: a maintained Node LTS on Debian (glibc: better-sqlite3 builds and
 # runs there). Hospitals without internet pass their registry's copy; the
-# real-engine test tier passes a local Debian base with the official Node binary.
+# real-engine test tier (test/docker-engine/) passes a local Debian base with
+# the official Node binary.
 ARG NODE_IMAGE=node:24-bookworm-slim
 
-# Build stage: production dependencies, with the toolchain better-sqlite3 needs
-# when no prebuilt binary can be fetched (the -slim images have no compiler).
+# Build stage: every dependency, the compiled dist/, then the production
+# dependencies only. The toolchain is for better-sqlite3 when no prebuilt binary
+# can be fetched (the -slim images carry no compiler).
 FROM ${NODE_IMAGE} AS build
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 make g++ >/dev/null \
@@ -14,18 +16,24 @@ WORKDIR /app
 # node-gyp builds against the headers the Node image ships (no download)
 ENV npm_config_nodedir=/usr/local
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# scripts off for the install (prepare would build before src/ is here), then
+# better-sqlite3's own install script: its prebuilt binary, else a local build
+RUN npm ci --no-audit --no-fund --ignore-scripts && npm rebuild better-sqlite3 && npm cache clean --force
+COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/build.mjs ./scripts/build.mjs
+COPY src ./src
+RUN npm run build && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
 
-# Runtime stage: Node, production node_modules and the sources; no compiler.
+# Runtime stage: Node, the production node_modules and dist/; no compiler, no sources.
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
 WORKDIR /app
+COPY package.json package-lock.json ./
 COPY --from=build /app/node_modules ./node_modules
-COPY package.json package-lock.json tsconfig.json ./
+COPY --from=build /app/dist ./dist
 COPY bin ./bin
-COPY src ./src
 COPY templates ./templates
-# Never root: the image's unprivileged node user (uid 1000); compose sets the same.
+# Never root: the node user of the Debian-based Node images (uid 1000); compose sets the same.
 USER 1000:1000
 EXPOSE 9000
 ENTRYPOINT ["node", "bin/hospital-api.js"]

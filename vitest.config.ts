@@ -5,10 +5,14 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 120_000,
     teardownTimeout: 30_000,
-    reporters: ['default'],
+    // .ci/run asks for a JSON report too, to count failed files as well as failed tests.
+    reporters: process.env.HOSPITAL_API_TEST_REPORT
+      ? ['default', ['json', { outputFile: process.env.HOSPITAL_API_TEST_REPORT }]]
+      : ['default'],
   },
 });

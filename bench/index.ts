@@ -12,6 +12,7 @@ const benches: Record<string, () => Promise<{ run: Bench }>> = {
   api: () => import('./api.js'),
   gateway: () => import('./gateway.js'),
   fhir: () => import('./fhir.js'),
+  startup: () => import('./startup.js'),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));

@@ -1,7 +1,16 @@
 #!/usr/bin/env node
-// Entry point of the hospital-api CLI. The sources are TypeScript; tsx compiles
-// them on load (cached on disk), so there is no build step to forget or go stale.
-import { register } from 'tsx/esm/api';
+// Entry point of the hospital-api CLI: runs the compiled code in dist/ (`npm run build`,
+// which `npm ci` runs through the `prepare` script). Node's on-disk compile cache
+// (node:module enableCompileCache, Node >= 22.1) keeps V8's compiled code between runs.
+import module from 'node:module';
 
-register();
-await import('../src/cli.ts');
+module.enableCompileCache?.();
+try {
+  await import('../dist/cli.js');
+} catch (err) {
+  if (err && err.code === 'ERR_MODULE_NOT_FOUND' && String(err.message).includes('dist/cli.js')) {
+    process.stderr.write('hospital-api: the compiled code is missing (dist/cli.js); run `npm run build` first.\n');
+    process.exit(70);
+  }
+  throw err;
+}

@@ -3,7 +3,7 @@
  * command has finished (servers keep the process alive until they close).
  */
 import { Command, CommanderError } from 'commander';
-import { commands } from './commands/index.js';
+import { commandNamed, commands } from './commands/index.js';
 import { VERSION } from './version.js';
 
 const program = new Command('hospital-api')
@@ -14,7 +14,11 @@ const program = new Command('hospital-api')
   .showHelpAfterError()
   .exitOverride();
 
-for (const register of commands) register(program);
+const wanted = commandNamed(process.argv.slice(2));
+for (const entry of commands) {
+  if (entry.name === wanted) (await entry.load()).register(program);
+  else program.command(entry.name).description(entry.summary); // listed in --help, never run
+}
 
 try {
   await program.parseAsync(process.argv);

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface ConsumerOptions extends GlobalOptions {
   dir?: string;
@@ -9,7 +10,7 @@ interface ConsumerOptions extends GlobalOptions {
 
 /** `hospital-api consumer create`: the hospital's gateway consumer and its key (spec §2.3, §5) */
 export function register(program: Command): void {
-  const consumer = program.command('consumer').description('manage the hospital gateway consumer');
+  const consumer = program.command('consumer').description(SUMMARIES.consumer);
   consumer
     .command('create <username>')
     .description('create the consumer and its key-auth credential; prints the key once')

@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { addPortOptions, type PortFlags } from '../install/port-flags.js';
+import { SUMMARIES } from './summaries.js';
 
 interface DemoCommandOptions extends GlobalOptions, PortFlags {
   dir?: string;
@@ -15,7 +16,7 @@ interface DemoCommandOptions extends GlobalOptions, PortFlags {
 export function register(program: Command): void {
   const command = program
     .command('demo')
-    .description('DEMO: install, start and verify the native stack with synthetic data, then print a curl (npm start)')
+    .description(SUMMARIES.demo)
     .option('--dir <dir>', 'demo install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('--patients <n>', 'synthetic patients to load on the first run', '20')
     .option('--sizes <range>', 'resources per patient on the first run', '10-2000');

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface DownOptions extends GlobalOptions {
   dir?: string;
@@ -9,7 +10,7 @@ interface DownOptions extends GlobalOptions {
 export function register(program: Command): void {
   program
     .command('down')
-    .description('stop the installed stack cleanly (SIGTERM, bounded wait, then SIGKILL)')
+    .description(SUMMARIES.down)
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .action(
       action<DownOptions>('down', async (options, io) => {

@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { HospitalApiError } from '../errors/index.js';
 import type { Io } from '../output/io.js';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface ServeOptions extends GlobalOptions {
   host: string;
@@ -55,7 +56,7 @@ async function serve(options: ServeOptions, io: Io): Promise<number> {
 export function register(program: Command): void {
   const fhir = program
     .command('fhir')
-    .description('run the native FHIR R4 server')
+    .description(SUMMARIES.fhir)
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on', '8080')
     .option('--data <dir>', 'data directory (one SQLite file)', './fhir-data')

@@ -4,6 +4,7 @@ import { defaultInstallDir, installPaths } from '../runtime/layout.js';
 import { isLoopback, parseListen, type ListenAddress } from '../util/listen-address.js';
 import { VERSION } from '../version.js';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface GatewayFlags extends GlobalOptions {
   adminListen: string;
@@ -51,7 +52,7 @@ function untilSignal(): Promise<string> {
 export function register(program: Command): void {
   const gateway = program
     .command('gateway')
-    .description('run the native Kong-compatible gateway (admin API + proxy)')
+    .description(SUMMARIES.gateway)
     .option('--admin-listen <host:port|off>', 'admin API address (loopback unless named explicitly)', '127.0.0.1:8001')
     .option('--proxy-listen <host:port|off>', 'HTTP proxy address', '0.0.0.0:8000')
     .option('--proxy-ssl-listen <host:port|off>', 'HTTPS proxy address (default 0.0.0.0:8443 when --cert/--key are given, else off)')

@@ -1,33 +1,38 @@
 /**
- * The command registry: sorted, one module per command, file name = command
- * name. Each module registers its subcommand and loads heavy code lazily in
- * its action, so `--help` stays fast.
+ * The command registry: one module per command, file name = command name. Only the
+ * command being run is loaded; `--help` lists the others from their summaries, so it
+ * stays fast. Each module loads its heavy code lazily in its action.
  */
 import type { Command } from 'commander';
-import { register as consumer } from './consumer.js';
-import { register as demo } from './demo.js';
-import { register as down } from './down.js';
-import { register as fhir } from './fhir.js';
-import { register as gateway } from './gateway.js';
-import { register as install } from './install.js';
-import { register as logs } from './logs.js';
-import { register as record } from './record.js';
-import { register as serve } from './serve.js';
-import { register as status } from './status.js';
-import { register as up } from './up.js';
-import { register as verify } from './verify.js';
+import { SUMMARIES, type CommandName } from './summaries.js';
 
-export const commands: ReadonlyArray<(program: Command) => void> = [
-  consumer,
-  demo,
-  down,
-  fhir,
-  gateway,
-  install,
-  logs,
-  record,
-  serve,
-  status,
-  up,
-  verify,
-];
+export interface CommandEntry {
+  name: CommandName;
+  summary: string;
+  load: () => Promise<{ register(program: Command): void }>;
+}
+
+const loaders: Record<CommandName, CommandEntry['load']> = {
+  consumer: () => import('./consumer.js'),
+  demo: () => import('./demo.js'),
+  down: () => import('./down.js'),
+  fhir: () => import('./fhir.js'),
+  gateway: () => import('./gateway.js'),
+  install: () => import('./install.js'),
+  logs: () => import('./logs.js'),
+  record: () => import('./record.js'),
+  serve: () => import('./serve.js'),
+  status: () => import('./status.js'),
+  up: () => import('./up.js'),
+  verify: () => import('./verify.js'),
+};
+
+export const commands: readonly CommandEntry[] = (Object.keys(loaders) as CommandName[])
+  .sort()
+  .map((name) => ({ name, summary: SUMMARIES[name], load: loaders[name] }));
+
+/** The command an argv names: the first word that is not an option (`help <name>` names <name>). */
+export function commandNamed(argv: readonly string[]): string | undefined {
+  const words = argv.filter((a) => !a.startsWith('-'));
+  return words[0] === 'help' ? words[1] : words[0];
+}

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import type { InstallFlags } from '../install/options.js';
 import { addDockerOptions, addPortOptions } from '../install/port-flags.js';
+import { SUMMARIES } from './summaries.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -9,7 +10,7 @@ const collect = (value: string, previous: string[] = []): string[] => [...previo
 export function register(program: Command): void {
   const command = program
     .command('install')
-    .description('write the install directory, start the runtime and provision the gateway')
+    .description(SUMMARIES.install)
     .option('--runtime <name>', 'docker or native (default: docker when a Docker engine answers)')
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('--host <name>', 'host name or address the gateway certificate names; first is used in URLs (repeatable)', collect)

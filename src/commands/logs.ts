@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface LogsOptions extends GlobalOptions {
   dir?: string;
@@ -11,7 +12,7 @@ interface LogsOptions extends GlobalOptions {
 export function register(program: Command): void {
   program
     .command('logs')
-    .description('show the log of a component (fhir, gateway, api, platform, supervisor), or of all')
+    .description(SUMMARIES.logs)
     .argument('[component]', 'one component; all when omitted')
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('-f, --follow', 'keep printing what is appended')

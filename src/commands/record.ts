@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface RecordFlags extends GlobalOptions {
   ca?: string;
@@ -8,7 +9,7 @@ interface RecordFlags extends GlobalOptions {
 
 /** `hospital-api record verify`: check a test record's detached signature and its chain to the CA (issue 5) */
 export function register(program: Command): void {
-  const record = program.command('record').description('check the signature of a test record');
+  const record = program.command('record').description(SUMMARIES.record);
   record
     .command('verify <record>')
     .description('verify <record>.p7s over <record> and the signer certificate against the CA')

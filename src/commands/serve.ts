@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { isLoopback } from '../util/listen-address.js';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface ServeOptions extends GlobalOptions {
   host?: string;
@@ -15,7 +16,7 @@ interface ServeOptions extends GlobalOptions {
 export function register(program: Command): void {
   program
     .command('serve')
-    .description('run the Hospital API (POST /api/patients, GET /api/health-check)')
+    .description(SUMMARIES.serve)
     .option('--host <address>', 'address to listen on (env HOST, default 0.0.0.0)')
     .option('--port <port>', 'port to listen on (env PORT, default 9000)')
     .option('--env-file <file>', 'settings file read under the environment (default .env in the working directory)')

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { Io } from '../output/io.js';
 import type { ComponentState } from '../runtime/types.js';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface StatusOptions extends GlobalOptions {
   dir?: string;
@@ -35,7 +36,7 @@ export async function renderComponents(io: Io, components: ComponentState[]): Pr
 export function register(program: Command): void {
   program
     .command('status')
-    .description('show the state of the native stack: pid, uptime, version, ports and health of each component')
+    .description(SUMMARIES.status)
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .action(
       action<StatusOptions>('status', async (options, io) => {

@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface UpOptions extends GlobalOptions {
   dir?: string;
@@ -11,7 +12,7 @@ interface UpOptions extends GlobalOptions {
 export function register(program: Command): void {
   program
     .command('up')
-    .description('start the installed stack (native: supervised processes) and wait until each component answers')
+    .description(SUMMARIES.up)
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('--demo', 'require a demo installation (adds the DEMO platform stand-in)')
     // Internal: the detached supervisor process itself (started by `up`).

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
+import { SUMMARIES } from './summaries.js';
 
 interface VerifyFlags extends GlobalOptions {
   dir?: string;
@@ -10,7 +11,7 @@ interface VerifyFlags extends GlobalOptions {
 export function register(program: Command): void {
   program
     .command('verify')
-    .description('run the acceptance checks and write a signed test record')
+    .description(SUMMARIES.verify)
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('--ca <file>', 'CA certificate to verify the gateway against (default: the install directory\'s)')
     .action(

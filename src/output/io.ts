@@ -28,14 +28,16 @@ export interface IoOptions {
 export function createIo(options: IoOptions = {}): Io {
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
-  const errColour = colourFor(stderr as NodeJS.WriteStream);
+  let colour: ChalkInstance | undefined;
   return {
     json: options.json === true,
-    colour: colourFor(stdout as NodeJS.WriteStream),
+    get colour() {
+      return (colour ??= colourFor(stdout as NodeJS.WriteStream));
+    },
     out: (text) => void stdout.write(text.endsWith('\n') ? text : text + '\n'),
     log: (text) => {
       if (!options.quiet) stderr.write(text.endsWith('\n') ? text : text + '\n');
     },
-    warn: (text) => void stderr.write(errColour.yellow(`warning: ${text}`) + '\n'),
+    warn: (text) => void stderr.write(colourFor(stderr as NodeJS.WriteStream).yellow(`warning: ${text}`) + '\n'),
   };
 }

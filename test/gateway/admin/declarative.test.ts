@@ -8,7 +8,7 @@ import { PLUGIN_SCHEMAS } from '../../../src/gateway/plugins/index.js';
 import { removeTempDirs } from '../../helpers/tmp.js';
 import { startAdmin, type Admin } from './harness.js';
 
-const schema = JSON.parse(readFileSync(new URL('../../../../shared/schemas/kong-declarative-config.json', import.meta.url), 'utf8'));
+const schema = JSON.parse(readFileSync(new URL('../../fixtures/schemas/kong-declarative-config.json', import.meta.url), 'utf8'));
 // ajv-draft-04 is CommonJS: under NodeNext its class is the `default` export of the default import.
 const AjvDraft04 = (AjvDraft04Module as unknown as { default?: typeof AjvDraft04Module.default }).default ?? AjvDraft04Module.default;
 const ajv = new AjvDraft04({ allErrors: true, strict: false });

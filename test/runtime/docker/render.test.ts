@@ -13,8 +13,8 @@ import { describe, expect, it } from 'vitest';
 import { apiUser, dockerSettings, IMAGES, publish, renderCompose, renderTemplate } from '../../../src/runtime/docker/render.js';
 import { DEFAULT_PORTS, type InstallConfig } from '../../../src/runtime/install-config.js';
 
-// compose-spec/compose-spec schema/compose-spec.json (Apache-2.0), see test/fixtures/docker/README.md
-const schema = JSON.parse(readFileSync(new URL('../../fixtures/docker/compose-spec.json', import.meta.url), 'utf8'));
+// compose-spec/compose-spec schema/compose-spec.json (Apache-2.0), see test/fixtures/schemas/README.md
+const schema = JSON.parse(readFileSync(new URL('../../fixtures/schemas/compose-spec.json', import.meta.url), 'utf8'));
 const base: InstallConfig = {
   formatVersion: 1,
   runtime: 'docker',

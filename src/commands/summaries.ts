@@ -1,0 +1,21 @@
+/**
+ * The one-line summary of each top-level command, in one place: the command modules use
+ * it for their description, and cli.ts lists every command in `--help` from it without
+ * loading the modules (only the command being run is loaded).
+ */
+export const SUMMARIES = {
+  consumer: 'manage the hospital gateway consumer',
+  demo: 'DEMO: install, start and verify the native stack with synthetic data, then print a curl (npm start)',
+  down: 'stop the installed stack cleanly (SIGTERM, bounded wait, then SIGKILL)',
+  fhir: 'run the native FHIR R4 server',
+  gateway: 'run the native Kong-compatible gateway (admin API + proxy)',
+  install: 'write the install directory, start the runtime and provision the gateway',
+  logs: 'show the log of a component (fhir, gateway, api, platform, supervisor), or of all',
+  record: 'check the signature of a test record',
+  serve: 'run the Hospital API (POST /api/patients, GET /api/health-check)',
+  status: 'show the state of the native stack: pid, uptime, version, ports and health of each component',
+  up: 'start the installed stack (native: supervised processes) and wait until each component answers',
+  verify: 'run the acceptance checks and write a signed test record',
+} as const;
+
+export type CommandName = keyof typeof SUMMARIES;
