@@ -19,22 +19,22 @@ COPY package.json package-lock.json ./
 # scripts off for the install (prepare would build before src/ is here), then
 # better-sqlite3's own install script: its prebuilt binary, else a local build
 RUN npm ci --no-audit --no-fund --ignore-scripts && npm rebuild better-sqlite3 && npm cache clean --force
-COPY tsconfig.json tsconfig.build.json ./
-COPY scripts/build.mjs ./scripts/build.mjs
-COPY src ./src
-RUN npm run build && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
+# the sources (.dockerignore keeps tests, docs and any install material out);
+# then compile, keep only production dependencies, and gather what runs in /out
+COPY . ./
+RUN npm run build \
+ && npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
+ && mkdir /out && cp -r package.json package-lock.json node_modules dist bin templates /out/
 
-# Runtime stage: Node, the production node_modules and dist/; no compiler, no sources.
+# Runtime stage: Node, the production node_modules and dist/; no compiler, no
+# sources. Every step of an image is a full copy on storage drivers without
+# copy-on-write (vfs), so the settings come first (cached) and the code last.
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
 WORKDIR /app
-COPY package.json package-lock.json ./
-COPY --from=build /app/node_modules ./node_modules
-COPY --from=build /app/dist ./dist
-COPY bin ./bin
-COPY templates ./templates
 # Never root: the node user of the Debian-based Node images (uid 1000); compose sets the same.
 USER 1000:1000
 EXPOSE 9000
 ENTRYPOINT ["node", "bin/hospital-api.js"]
 CMD ["serve", "--host", "0.0.0.0", "--port", "9000"]
+COPY --from=build /out/ /app/
