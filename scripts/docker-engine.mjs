@@ -195,12 +195,13 @@ async function packed({ spec, integrity }) {
   return file;
 }
 
-async function build(tag, context, { args = {}, dockerfile, network = false, hash } = {}) {
+async function build(tag, context, { args = {}, dockerfile, network = false, hash, target } = {}) {
   if (hash && (await labelOf(tag)) === hash) return;
   await timed(`docker build ${tag}`, async () => {
     const flags = [];
     for (const [k, v] of Object.entries(args)) flags.push('--build-arg', `${k}=${v}`);
     if (dockerfile) flags.push('-f', dockerfile);
+    if (target) flags.push('--target', target);
     if (network) flags.push('--network', 'host');
     if (hash) flags.push('--label', `hospital-api.tier.hash=${hash}`);
     await docker`docker build -q ${flags} -t ${tag} ${context}`;
@@ -232,7 +233,10 @@ async function images() {
   await build(TIER_IMAGES.postgres, pgDir, { network: true, args: { BASE_IMAGE: TIER_IMAGES.debian }, hash: hashOf(hashDir(pgDir), (await labelOf(TIER_IMAGES.debian)) ?? '') });
   const sbDir = path.join(IMAGES_DIR, 'standin-base');
   await build(TIER_IMAGES.standinBase, sbDir, { network: true, args: { BASE_IMAGE: TIER_IMAGES.node }, hash: hashOf(hashDir(sbDir), (await labelOf(TIER_IMAGES.node)) ?? '') });
-  // the repository's own Dockerfile: rebuilt on every run, docker's layer cache keeps it quick
+  // the repository's own Dockerfile: rebuilt on every run, docker's layer cache keeps it quick.
+  // Its build stage is tagged too: an untagged stage is a dangling image, and
+  // `docker image prune` would throw away the cache of its npm ci and compile.
+  await build(`${TIER_IMAGES.api}-build`, REPO, { network: true, args: { NODE_IMAGE: TIER_IMAGES.node }, target: 'build' });
   await build(TIER_IMAGES.api, REPO, { network: true, args: { NODE_IMAGE: TIER_IMAGES.node } });
   for (const [tag, dir] of [
     [TIER_IMAGES.kong, 'kong'],
