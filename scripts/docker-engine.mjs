@@ -117,6 +117,9 @@ async function stop() {
   // stop the tier's leftover containers first, so dockerd exits promptly
   const ids = (await docker`docker ps -q`.nothrow()).stdout.split('\n').filter(Boolean);
   if (ids.length) await docker`docker stop -t 10 ${ids}`.nothrow();
+  // images replaced by this run's builds would fill the fixed data root over
+  // time; removing them is slow on vfs, so it happens here, after the tests
+  await docker`docker image prune -f`.quiet().nothrow();
   try {
     process.kill(pid, 'SIGTERM');
   } catch {
@@ -244,8 +247,6 @@ async function images() {
   ]) {
     await build(tag, path.join(IMAGES_DIR, dir), { args: { APP_IMAGE: TIER_IMAGES.api, STANDIN_BASE: TIER_IMAGES.standinBase } });
   }
-  // dangling layers of earlier builds would fill the fixed data root over time
-  await docker`docker image prune -f`.nothrow();
 }
 
 const commands = { start, stop, images, env: async () => process.stdout.write(`DOCKER_HOST=${DOCKER_HOST}\n`) };
