@@ -29,7 +29,10 @@ export async function refuseStaleVolumes(cli: DockerCli, dir: string, project: s
     .filter(Boolean);
   const present = DATABASES.filter((d) => existing.includes(`${project}_${d.volume}`));
   if (present.length === 0) return;
-  await cli.compose(['up', '-d', '--no-deps', ...present.map((d) => d.service)], { timeoutMs: null });
+  // start only the databases that are not running: `up` on a running one may recreate it
+  const running = (await cli.compose(['ps', '--services', '--filter', 'status=running'], { allowFail: true })).stdout.split('\n').map((s) => s.trim());
+  const stopped = present.filter((d) => !running.includes(d.service)).map((d) => d.service);
+  if (stopped.length) await cli.compose(['up', '-d', '--no-deps', ...stopped], { timeoutMs: null });
   await hooks.waitReady();
   const refused: string[] = [];
   for (const d of present) {

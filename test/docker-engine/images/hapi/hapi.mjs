@@ -10,7 +10,8 @@
 //   StarterJpaConfig (starter issue #804). It logs Hibernate's HHH000400 line and,
 //   as the real server does with the H2 dialect against Postgres, fails to start.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { restoreBlob, saveBlob, psql } from './pg-blob.mjs';
 
@@ -72,7 +73,39 @@ const args = ['/app/bin/hospital-api.js', 'fhir', '--host', '0.0.0.0', '--port',
 if (env['hapi.fhir.server_address']) args.push('--public-base', env['hapi.fhir.server_address']);
 log(`apache address strategy: ${env.HAPI_FHIR_USE_APACHE_ADDRESS_STRATEGY ?? 'false'}`);
 const child = spawn(process.execPath, args, { stdio: 'inherit' });
+// HAPI writes to Postgres as it goes: snapshot the SQLite file (SQLite's online
+// backup, consistent while the server writes) into the database every few
+// seconds when it changed, and once more at stop
+const require = createRequire('/app/package.json');
+const Database = require('better-sqlite3');
+const dbFile = join(data, 'fhir.sqlite');
+const snapshot = join(data, 'snapshot.sqlite');
+let seen = '';
+let saving = false;
+async function persist() {
+  if (saving || !existsSync(dbFile)) return;
+  const stamp = ['', '-wal'].map((x) => (existsSync(dbFile + x) ? `${statSync(dbFile + x).mtimeMs}:${statSync(dbFile + x).size}` : '-')).join('/');
+  if (stamp === seen) return;
+  saving = true;
+  try {
+    const db = new Database(dbFile, { readonly: true, fileMustExist: true });
+    try {
+      await db.backup(snapshot);
+    } finally {
+      db.close();
+    }
+    saveBlob(conn, 'fhir.sqlite', snapshot);
+    seen = stamp;
+  } catch (err) {
+    process.stderr.write(`hapi stand-in: snapshot failed: ${String(err.stderr ?? err.message).trim()}\n`);
+  } finally {
+    saving = false;
+  }
+}
+const interval = setInterval(() => void persist(), 3000);
 for (const s of ['SIGTERM', 'SIGINT']) process.on(s, () => child.kill(s));
 const code = await new Promise((resolve) => child.on('exit', (c, sig) => resolve(c ?? (sig ? 0 : 1))));
-saveBlob(conn, 'fhir.sqlite', join(data, 'fhir.sqlite'));
+clearInterval(interval);
+// the server has closed the file: it is complete on its own
+saveBlob(conn, 'fhir.sqlite', dbFile);
 process.exit(code);

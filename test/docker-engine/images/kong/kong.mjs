@@ -7,7 +7,7 @@
 //   kong migrations bootstrap|up|finish
 //   kong version
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, existsSync, watch } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { psql, restoreBlob, saveBlob } from './pg-blob.mjs';
@@ -73,9 +73,23 @@ async function start() {
   if (workers && workers !== 'auto') args.push('--workers', workers);
   process.stderr.write(`kong stand-in ${VERSION}: anonymous_reports=${env.KONG_ANONYMOUS_REPORTS ?? 'on'} headers=${env.KONG_HEADERS ?? 'default'}\n`);
   const child = spawn(process.execPath, args, { stdio: 'inherit' });
+  // Kong writes each change to its database at once: save every change of the
+  // state file (written by rename) shortly after it happens, not only at stop
+  let timer = null;
+  watch(run, () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      try {
+        saveBlob(c, 'kong-state', state);
+      } catch (err) {
+        process.stderr.write(`kong stand-in: saving the state failed: ${String(err.stderr ?? err.message).trim()}\n`);
+      }
+    }, 300);
+  });
   const stop = (signal) => child.kill(signal === 'SIGQUIT' ? 'SIGTERM' : signal);
   for (const s of ['SIGTERM', 'SIGINT', 'SIGQUIT']) process.on(s, () => stop(s));
   const code = await new Promise((resolve) => child.on('exit', (c2, sig) => resolve(c2 ?? (sig ? 0 : 1))));
+  clearTimeout(timer);
   saveBlob(c, 'kong-state', state);
   process.exit(code);
 }
