@@ -1,17 +1,40 @@
 # The hospital-api image used by the docker runtime (templates/compose.yaml).
-# Debian slim rather than alpine: better-sqlite3 ships prebuilt glibc binaries.
-FROM node:20.19-bookworm-slim
+# NODE_IMAGE: a maintained Node LTS on Debian (glibc: better-sqlite3 builds and
+# runs there). Hospitals without internet pass their registry's copy; the
+# real-engine test tier (test/docker-engine/) passes a local Debian base with
+# the official Node binary.
+ARG NODE_IMAGE=node:24-bookworm-slim
+
+# Build stage: every dependency, the compiled dist/, then the production
+# dependencies only. The toolchain is for better-sqlite3 when no prebuilt binary
+# can be fetched (the -slim images carry no compiler).
+FROM ${NODE_IMAGE} AS build
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 make g++ >/dev/null \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+# node-gyp builds against the headers the Node image ships (no download)
+ENV npm_config_nodedir=/usr/local
+COPY package.json package-lock.json ./
+# scripts off for the install (prepare would build before src/ is here), then
+# better-sqlite3's own install script: its prebuilt binary, else a local build
+RUN npm ci --no-audit --no-fund --ignore-scripts && npm rebuild better-sqlite3 && npm cache clean --force
+# the sources (.dockerignore keeps tests, docs and any install material out);
+# then compile, keep only production dependencies, and gather what runs in /out
+COPY . ./
+RUN npm run build \
+ && npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
+ && mkdir /out && cp -r package.json package-lock.json node_modules dist bin templates /out/
+
+# Runtime stage: Node, the production node_modules and dist/; no compiler, no
+# sources. Every step of an image is a full copy on storage drivers without
+# copy-on-write (vfs), so the settings come first (cached) and the code last.
+FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
 WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts=false && npm cache clean --force
-COPY bin ./bin
-COPY src ./src
-COPY templates ./templates
-COPY tsconfig.json ./
-# The compose file runs the container as the installing user (user: uid:gid);
-# without it, run as the image's unprivileged user.
-USER node
+# Never root: the node user of the Debian-based Node images (uid 1000); compose sets the same.
+USER 1000:1000
 EXPOSE 9000
 ENTRYPOINT ["node", "bin/hospital-api.js"]
 CMD ["serve", "--host", "0.0.0.0", "--port", "9000"]
+COPY --from=build /out/ /app/

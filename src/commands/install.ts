@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import type { InstallFlags } from '../install/options.js';
-import { addPortOptions } from '../install/port-flags.js';
+import { addDockerOptions, addPortOptions } from '../install/port-flags.js';
 import { SUMMARIES } from './summaries.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -22,7 +22,7 @@ export function register(program: Command): void {
     .option('--signer-cert <file>', 'with --ca: a record-signing certificate issued by the CA')
     .option('--signer-key <file>', 'the record-signing key')
     .option('--platform-url <url>', 'PLATFORM_API_URL for the Hospital API');
-  addPortOptions(command)
+  addDockerOptions(addPortOptions(command))
     .option('--cors-origin <origin>', 'allowed CORS origin on fhir-api (repeatable; default *)', collect)
     .option('--cors-header <name>', 'CORS allowed header (repeatable)', collect)
     .option('--cors-exposed-header <name>', 'CORS exposed header (repeatable)', collect)

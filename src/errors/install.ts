@@ -59,13 +59,19 @@ export const installErrors = {
     message: 'docker {command} failed: {detail}',
     status: 500,
     exit: 3,
-    hint: 'Check that the Docker engine runs (`docker info`) and that Compose v2 is installed.',
+    hint: 'Check that the Docker engine runs (`docker info`) and that Compose works (`docker compose version`, or `docker-compose version` 1.29+).',
   },
-  ERR_INSTALL_DOCKER_CURL: {
-    message: 'curl is missing in the {service} container, so the admin API cannot be reached inside it',
+  ERR_INSTALL_DOCKER_NO_COMPOSE: {
+    message: 'The docker runtime needs Compose: neither `docker compose` (v2) nor `docker-compose` 1.29 or later works here',
     status: 500,
     exit: 3,
-    hint: 'Use the Kong image named in templates/compose.yaml (it ships curl).',
+    hint: 'Install the Compose v2 plugin (docker-compose-plugin) or Debian/Ubuntu\'s docker-compose package, or install with --runtime native.',
+  },
+  ERR_INSTALL_DOCKER_STALE_VOLUMES: {
+    message: 'The database volumes {volumes} were made with other passwords than the ones in this installation (lost secrets?)',
+    status: 409,
+    exit: 3,
+    hint: 'Restore the old <install dir>/secrets, or delete those databases (ALL their data) with `docker compose down --volumes` (or `docker-compose down --volumes`) run in {dir}, then install again.',
   },
   ERR_INSTALL_HEALTH_TIMEOUT: {
     message: 'Timed out after {seconds}s waiting for {what}',

@@ -62,7 +62,7 @@ function password(): string {
 }
 
 /** Docker: database passwords, generated once per install (no default password anywhere). */
-function dockerSecrets(paths: InstallPaths, tls: TlsMaterial): Record<string, string> {
+function dockerSecrets(paths: InstallPaths): Record<string, string> {
   const keep = (name: string): string => {
     const p = join(paths.secrets, name);
     return existsSync(p) ? readFileSync(p, 'utf8').trim() : password();
@@ -72,15 +72,8 @@ function dockerSecrets(paths: InstallPaths, tls: TlsMaterial): Record<string, st
   return {
     'kong-pg-password': kong + '\n',
     'hapi-pg-password': hapi + '\n',
-    // env_file for the containers that connect to the databases
-    'kong-db.env': formatEnvFile({ KONG_PG_PASSWORD: kong }),
-    'hapi-db.env': formatEnvFile({ SPRING_DATASOURCE_PASSWORD: hapi }),
-    // Kong's conf loader takes ssl_cert/ssl_cert_key as a path, PEM or base64
-    // (try_decode_base64), so the 0600 key file need not be readable in the container.
-    'kong-tls.env': formatEnvFile({
-      KONG_SSL_CERT: Buffer.from(tls.gateway.certPem).toString('base64'),
-      KONG_SSL_CERT_KEY: Buffer.from(tls.gateway.keyPem).toString('base64'),
-    }),
+    // Kong and HAPI read these passwords from files (KONG_PG_PASSWORD_FILE, a Spring
+    // configtree) that the docker runtime copies under <dir>/docker/ before each start.
   };
 }
 
@@ -109,7 +102,7 @@ export function writeInstallFiles(paths: InstallPaths, config: InstallConfig, tl
     changes.push({ path: paths.caKey, change: 'updated' });
   }
   if (config.runtime === 'docker') {
-    for (const [name, value] of Object.entries(dockerSecrets(paths, tls))) {
+    for (const [name, value] of Object.entries(dockerSecrets(paths))) {
       changes.push(writeIfChanged(join(paths.secrets, name), value, true));
     }
   }

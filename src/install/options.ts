@@ -5,10 +5,10 @@
 import { isIP } from 'node:net';
 import { existsSync } from 'node:fs';
 import { HospitalApiError } from '../errors/index.js';
-import type { PortFlags } from './port-flags.js';
+import type { DockerFlags, PortFlags } from './port-flags.js';
 import { DEFAULT_PORTS, type InstallConfig, type InstallPorts, type RuntimeName } from '../runtime/install-config.js';
 
-export interface InstallFlags extends PortFlags {
+export interface InstallFlags extends PortFlags, DockerFlags {
   runtime?: string;
   dir?: string;
   host?: string[];
@@ -41,6 +41,8 @@ export interface InstallPlan {
   tls: TlsChoice;
   start: boolean;
   demo: boolean;
+  /** Docker flags as given (validated); merged with the previous install's in run.ts. */
+  docker: DockerFlags;
 }
 
 const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
@@ -125,6 +127,26 @@ function parseTls(f: InstallFlags): TlsChoice {
   return f.generateCa ? { mode: 'generate' } : { mode: 'keep' };
 }
 
+/** An image reference: [registry/]name[:tag][@sha256:digest], lower-case name (distribution/reference grammar, simplified). */
+const IMAGE_REF = /^(?:[a-z0-9.-]+(?::\d+)?\/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
+
+function parseDockerFlags(f: InstallFlags): DockerFlags {
+  const out: DockerFlags = {};
+  for (const key of ['bindAddress', 'fhirBindAddress'] as const) {
+    const v = f[key];
+    if (v === undefined) continue;
+    if (!isIP(v)) throw bad(key === 'bindAddress' ? '--bind-address' : '--fhir-bind-address', `"${v}" is not an IP address`);
+    out[key] = v;
+  }
+  for (const key of ['kongImage', 'hapiImage', 'postgresImage', 'apiImage'] as const) {
+    const v = f[key];
+    if (v === undefined) continue;
+    if (!IMAGE_REF.test(v)) throw bad(`--${key.replace('Image', '')}-image`, `"${v}" is not an image reference`);
+    out[key] = v;
+  }
+  return out;
+}
+
 function list(values: string[] | undefined): string[] | null {
   return values?.length ? values : null;
 }
@@ -156,5 +178,6 @@ export function parseInstallFlags(f: InstallFlags, previous: InstallConfig | nul
     tls: parseTls(f),
     start: f.start !== false,
     demo: f.demo === true || previous?.demo === true,
+    docker: parseDockerFlags(f),
   };
 }

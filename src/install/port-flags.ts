@@ -26,3 +26,20 @@ export function addPortOptions(command: Command, prefix = ''): Command {
   for (const p of PORT_FLAGS) command.option(`${p.flag} <n>`, `${prefix}${p.help} (${DEFAULT_PORTS[p.port]})`);
   return command;
 }
+
+/** Docker runtime flags: the address published ports bind to, and each image (hospitals pull from their own registry). */
+export const DOCKER_FLAGS = [
+  { key: 'bindAddress', flag: '--bind-address', help: 'docker: host address the gateway HTTPS and API ports are published on (default 127.0.0.1 when every --host is loopback, else 0.0.0.0)' },
+  { key: 'fhirBindAddress', flag: '--fhir-bind-address', help: 'docker: host address the FHIR port (unauthenticated) is published on (default 127.0.0.1; another address opens it to the network)' },
+  { key: 'kongImage', flag: '--kong-image', help: 'docker: Kong image (default kong:3.9.3)' },
+  { key: 'hapiImage', flag: '--hapi-image', help: 'docker: HAPI FHIR image (default hapiproject/hapi:v8.10.0-3)' },
+  { key: 'postgresImage', flag: '--postgres-image', help: 'docker: Postgres image (default postgres:16.13)' },
+  { key: 'apiImage', flag: '--api-image', help: "docker: a prebuilt hospital-api image (default: build this package's Dockerfile)" },
+] as const;
+
+export type DockerFlags = { [F in (typeof DOCKER_FLAGS)[number] as F['key']]?: string };
+
+export function addDockerOptions(command: Command): Command {
+  for (const d of DOCKER_FLAGS) command.option(`${d.flag} <value>`, d.help);
+  return command;
+}

@@ -13,8 +13,8 @@ import { defaultInstallDir, installPaths } from '../runtime/layout.js';
 import { endpoints, INSTALL_FORMAT, readInstallConfig, type InstallConfig, type RuntimeName } from '../runtime/install-config.js';
 import { openRuntime } from '../runtime/index.js';
 import type { Runtime } from '../runtime/types.js';
-import { dockerEngineAnswers } from '../runtime/docker/compose.js';
-import { composeFile, renderCompose } from '../runtime/docker/render.js';
+import { dockerEngineAnswers, findCompose } from '../runtime/docker/compose.js';
+import { composeFile, dockerSettings, renderCompose } from '../runtime/docker/render.js';
 import { parseInstallFlags, type InstallFlags } from './options.js';
 import { prepareTls } from './tls.js';
 import { writeIfChanged, writeInstallFiles, type FileChange } from './files.js';
@@ -43,7 +43,9 @@ async function chooseRuntime(flag: RuntimeName | null, previous: InstallConfig |
   }
   if (flag) return flag;
   if (previous) return previous.runtime;
-  return (await dockerEngineAnswers()) ? 'docker' : 'native';
+  // docker only when both the engine and a working Compose answer; with --runtime
+  // docker and no Compose, the runtime's first start says so (ERR_INSTALL_DOCKER_NO_COMPOSE)
+  return (await dockerEngineAnswers()) && (await findCompose()) ? 'docker' : 'native';
 }
 
 export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Promise<InstallResult> {
@@ -69,6 +71,7 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
     installedAt: previous?.installedAt ?? new Date().toISOString(),
     demo: plan.demo,
     ...(previous?.upgrades ? { upgrades: previous.upgrades } : {}),
+    ...(runtime === 'docker' ? { docker: dockerSettings(plan.hosts, previous?.docker, plan.docker) } : {}),
   };
   const compose = runtime === 'docker' ? renderCompose(dir, config) : null;
 

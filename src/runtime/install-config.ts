@@ -58,6 +58,18 @@ export interface InstallConfig {
   supervisor?: 'builtin' | 'systemd';
   /** Formats this directory was upgraded through (`hospital-api upgrade`). */
   upgrades?: Array<{ from: number; to: number; toolkitVersion: string; at: string; backup: string | null }>;
+  /** Docker runtime only: images and the host addresses ports are published on (absent: the defaults). */
+  docker?: DockerSettings;
+}
+
+/** What `install` chose for the docker runtime; kept so a rerun without flags changes nothing. */
+export interface DockerSettings {
+  /** Image references (tag or digest); each overridable by an install flag. `api: null` builds the repository's Dockerfile. */
+  images: { kong: string; hapi: string; postgres: string; api: string | null };
+  /** Host address the gateway HTTPS and Hospital API ports are published on. */
+  bindAddress: string;
+  /** Host address the FHIR port (unauthenticated full FHIR API) is published on: 127.0.0.1 unless opened explicitly. */
+  fhirBindAddress: string;
 }
 
 const port = { type: 'integer', minimum: 1, maximum: 65535 } as const;
@@ -87,6 +99,19 @@ export const INSTALL_CONFIG_SCHEMA = {
     installedAt: { type: 'string' },
     demo: { type: 'boolean' },
     supervisor: { enum: ['builtin', 'systemd'] },
+    docker: {
+      type: 'object',
+      required: ['images', 'bindAddress', 'fhirBindAddress'],
+      properties: {
+        images: {
+          type: 'object',
+          required: ['kong', 'hapi', 'postgres', 'api'],
+          properties: { kong: { type: 'string' }, hapi: { type: 'string' }, postgres: { type: 'string' }, api: { type: ['string', 'null'] } },
+        },
+        bindAddress: { type: 'string', minLength: 1 },
+        fhirBindAddress: { type: 'string', minLength: 1 },
+      },
+    },
     upgrades: {
       type: 'array',
       items: {

@@ -1,19 +1,21 @@
 /**
  * The docker runtime (production): Kong 3.9 + Postgres, HAPI FHIR + Postgres
  * and the hospital-api image in one compose project rendered from templates/.
- * Admin calls run curl inside the kong container, since the admin API is
- * never published on the host (spec §1, §4.4).
+ * Compose v2 or docker-compose 1.29+ (compose.ts); state from `docker inspect`
+ * (parse.ts); admin calls inside the kong container (admin.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { HospitalApiError } from '../../errors/index.js';
 import { missingApiSettings } from '../api-settings.js';
 import type { InstallConfig } from '../install-config.js';
-import { installPaths } from '../layout.js';
 import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '../types.js';
-import { dockerCli } from './compose.js';
-import { componentsFromPs, parsePsOutput, versionsFromInspect, type ContainerInspect, type ImageInspect } from './parse.js';
-import { composeFile, projectName } from './render.js';
+import { adminCall } from './admin.js';
+import { dockerCli, requireCompose, type DockerBinaries, type DockerCli } from './compose.js';
+import { writeContainerFiles } from './container-files.js';
+import { componentsFromInspect, serviceOf, versionsFromInspect, type ContainerInspect, type ImageInspect } from './parse.js';
+import { composeFile, projectName, settingsOf } from './render.js';
+import { refuseStaleVolumes } from './volumes.js';
 
 /** Runtime component names (as native uses them) → compose services. */
 export const SERVICE_OF: Readonly<Record<string, string>> = Object.freeze({
@@ -22,108 +24,155 @@ export const SERVICE_OF: Readonly<Record<string, string>> = Object.freeze({
   fhir: 'hapi',
 });
 
-const ADMIN_URL = 'http://127.0.0.1:8001';
-
 /** Every long-running service but the API, which waits for its key (as native does). */
-export const STACK_WITHOUT_API: readonly string[] = Object.freeze(['kong-database', 'kong-migrations', 'kong', 'hapi-database', 'hapi']);
+export const STACK_WITHOUT_API: readonly string[] = Object.freeze(['kong-database', 'kong-migrations', 'kong-migrations-up', 'kong-migrations-finish', 'kong', 'hapi-database', 'hapi']);
 
 /** The API container starts only once the hospital has created its key and named the platform. */
 export function apiReady(dir: string): boolean {
   return missingApiSettings(dir).length === 0;
 }
 
-/** Splits curl's output: the body, then the status code written by -w on its own last line. */
-export function parseCurlOutput(stdout: string): AdminResponse {
-  const cut = stdout.lastIndexOf('\n');
-  const status = Number(stdout.slice(cut + 1).trim());
-  const text = cut >= 0 ? stdout.slice(0, cut) : '';
-  let body: unknown = null;
-  if (text.trim()) {
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = text;
-    }
-  }
-  return { status: Number.isInteger(status) ? status : 0, body };
+export interface DockerRuntimeOptions {
+  waitTimeoutMs?: number;
+  pollMs?: number;
+  /** The docker and Compose programs; found on PATH when absent (tests pass their own). */
+  binaries?: Partial<DockerBinaries>;
+  /** Progress of pulls and builds; default: stderr. */
+  onProgress?: (line: string) => void;
 }
 
-function curlMissing(stderr: string, exitCode: number): boolean {
-  return exitCode === 127 || exitCode === 126 || /executable file not found|curl: not found|no such file or directory/i.test(stderr);
+/** A host address to reach a port published on `bind` (0.0.0.0/:: → loopback). */
+function reach(bind: string): string {
+  if (bind === '0.0.0.0') return '127.0.0.1';
+  if (bind === '::') return '[::1]';
+  return bind.includes(':') ? `[${bind}]` : bind;
 }
 
-async function fhirAnswers(port: number): Promise<boolean> {
+async function answers(url: string, expectBody?: string): Promise<boolean> {
   try {
-    const res = await request(`http://127.0.0.1:${port}/fhir/metadata`, { headersTimeout: 5000, bodyTimeout: 5000 });
-    await res.body.dump();
-    return res.statusCode === 200;
+    const res = await request(url, { headersTimeout: 5000, bodyTimeout: 5000 });
+    const text = await res.body.text();
+    return res.statusCode === 200 && (expectBody === undefined || text.trim() === expectBody);
   } catch {
     return false;
   }
 }
 
-export function createDockerRuntime(dir: string, config: InstallConfig, options: { waitTimeoutMs?: number; pollMs?: number } = {}): Runtime {
-  const cli = dockerCli(projectName(dir), composeFile(dir));
+export function createDockerRuntime(dir: string, config: InstallConfig, options: DockerRuntimeOptions = {}): Runtime {
+  const project = projectName(dir);
+  const settings = settingsOf(config);
   const waitTimeoutMs = options.waitTimeoutMs ?? 600_000;
-  const pollMs = options.pollMs ?? 3000;
+  const pollMs = options.pollMs ?? 2000;
+  const docker = options.binaries?.docker ?? 'docker';
+  const progress = options.onProgress ?? ((line: string) => process.stderr.write(`  ${line}\n`));
+  const fhirUrl = `http://${reach(settings.fhirBindAddress)}:${config.ports.fhir}/fhir/metadata`;
+  const apiHealthUrl = `http://${reach(settings.bindAddress)}:${config.ports.api}/api/health-check`;
 
-  const components = async (): Promise<ComponentState[]> => {
-    const res = await cli.compose(['ps', '--all', '--format', 'json']);
-    return componentsFromPs(parsePsOutput(res.stdout));
+  let cliPromise: Promise<DockerCli> | null = null;
+  const cli = (): Promise<DockerCli> => {
+    cliPromise ??= (async () => {
+      const composeArgv = options.binaries?.compose ?? (await requireCompose(docker)).argv;
+      return dockerCli(project, composeFile(dir), { docker, compose: composeArgv });
+    })();
+    return cliPromise;
   };
 
-  const waitHealthy = async (withApi: boolean): Promise<void> => {
+  /** The project's containers (one-off `run` containers excluded), as `docker inspect` prints them. */
+  const containers = async (): Promise<ContainerInspect[]> => {
+    const c = await cli();
+    const ids = (await c.run(['ps', '-aq', '--filter', `label=com.docker.compose.project=${project}`])).stdout.split('\n').map((s) => s.trim()).filter(Boolean);
+    if (ids.length === 0) return [];
+    const list = JSON.parse((await c.run(['inspect', ...ids])).stdout) as ContainerInspect[];
+    return list.filter((x) => x.Config?.Labels?.['com.docker.compose.oneoff'] !== 'True');
+  };
+
+  const components = async (): Promise<ComponentState[]> => componentsFromInspect(await containers());
+
+  const waitReady = async (services: readonly string[] | null, what: { fhir: boolean; api: boolean }): Promise<void> => {
     const deadline = Date.now() + waitTimeoutMs;
     for (;;) {
-      const list = (await components()).filter((c) => withApi || c.name !== SERVICE_OF.api);
-      const ready = list.length > 0 && list.every((c) => c.state === 'up') && (await fhirAnswers(config.ports.fhir));
+      const list = (await components()).filter((c) => (services ? services.includes(c.name) : true));
+      const up = list.length > 0 && list.every((c) => c.state === 'up');
+      const ready = up && (!what.fhir || (await answers(fhirUrl))) && (!what.api || (await answers(apiHealthUrl, '{}')));
       if (ready) return;
       if (Date.now() > deadline) {
         const waiting = list.filter((c) => c.state !== 'up').map((c) => `${c.name} (${c.detail})`);
         throw new HospitalApiError('ERR_INSTALL_HEALTH_TIMEOUT', {
           seconds: Math.round(waitTimeoutMs / 1000),
-          what: waiting.length ? waiting.join(', ') : 'HAPI FHIR /fhir/metadata',
+          what: waiting.length ? waiting.join(', ') : [what.fhir ? 'HAPI FHIR /fhir/metadata' : '', what.api ? 'the Hospital API health check' : ''].filter(Boolean).join(' and '),
         });
       }
       await sleep(pollMs);
     }
   };
 
+  /** Pulls, as their own step with progress and no time limit, each image not present yet. */
+  const pullMissing = async (c: DockerCli): Promise<void> => {
+    const refs = [settings.images.postgres, settings.images.kong, settings.images.hapi, ...(settings.images.api ? [settings.images.api] : [])];
+    for (const ref of [...new Set(refs)]) {
+      const present = await c.run(['image', 'inspect', '--format', '{{.Id}}', ref], { allowFail: true });
+      if (present.exitCode === 0) continue;
+      progress(`pulling ${ref}`);
+      await c.run(['pull', ref], { timeoutMs: null, onProgress: progress });
+    }
+  };
+
+  const longRunning = (withApi: boolean): string[] => ['hapi', 'hapi-database', 'kong', 'kong-database', ...(withApi ? ['hospital-api'] : [])];
+
+  const startApi = async (c: DockerCli): Promise<void> => {
+    const build = settings.images.api ? [] : ['--build'];
+    await c.compose(['up', '-d', '--no-deps', '--force-recreate', ...build, SERVICE_OF.api!], { timeoutMs: null, onProgress: progress });
+    await waitReady([SERVICE_OF.api!], { fhir: false, api: true });
+  };
+
   return {
     name: 'docker',
     async up() {
+      const c = await cli();
+      writeContainerFiles(dir);
+      await pullMissing(c);
+      await refuseStaleVolumes(c, dir, project, { waitReady: () => waitReady(['hapi-database', 'kong-database'], { fhir: false, api: false }) });
       const withApi = apiReady(dir);
-      await cli.compose(['up', '-d', '--build', '--remove-orphans', ...(withApi ? [] : STACK_WITHOUT_API)]);
-      await waitHealthy(withApi);
+      const build = withApi && !settings.images.api ? ['--build'] : [];
+      await c.compose(['up', '-d', '--remove-orphans', ...build, ...STACK_WITHOUT_API, ...(withApi ? [SERVICE_OF.api!] : [])], {
+        timeoutMs: null,
+        onProgress: progress,
+      });
+      await waitReady(longRunning(withApi), { fhir: true, api: withApi });
     },
     async down() {
-      await cli.compose(['down']);
+      await (await cli()).compose(['down'], { timeoutMs: null });
     },
     async restart(component) {
+      const c = await cli();
       const service = SERVICE_OF[component] ?? component;
-      // recreate, not restart: a changed env_file (FHIR_API_KEY) is read only on create;
-      // --build: the API image is built on its first start, after consumer create
-      await cli.compose(['up', '-d', '--no-deps', '--force-recreate', '--build', service]);
+      writeContainerFiles(dir);
+      if (service === SERVICE_OF.api) {
+        // held back without its key and platform, as the native runtime does
+        if (!apiReady(dir)) {
+          await c.compose(['rm', '--stop', '--force', service]);
+          return;
+        }
+        // recreate, not restart: the settings file is read on start; wait until it answers
+        await startApi(c);
+        return;
+      }
+      await c.compose(['up', '-d', '--no-deps', '--force-recreate', service], { timeoutMs: null, onProgress: progress });
+      await waitReady([service], { fhir: service === 'hapi', api: false });
     },
     components,
     async versions(): Promise<ComponentVersion[]> {
-      const ids = (await cli.compose(['ps', '-q'])).stdout.split('\n').map((s) => s.trim()).filter(Boolean);
-      if (ids.length === 0) return [];
-      const containers = JSON.parse((await cli.run(['inspect', ...ids])).stdout) as ContainerInspect[];
-      const imageIds = [...new Set(containers.map((c) => c.Image))];
-      const images = JSON.parse((await cli.run(['image', 'inspect', ...imageIds])).stdout) as ImageInspect[];
-      return versionsFromInspect(containers, images);
+      const list = (await containers()).filter((x) => x.State?.Running);
+      if (list.length === 0) return [];
+      const c = await cli();
+      const imageIds = [...new Set(list.map((x) => x.Image))];
+      const images = JSON.parse((await c.run(['image', 'inspect', ...imageIds])).stdout) as ImageInspect[];
+      return versionsFromInspect(list, images);
     },
     async admin(method, path, body): Promise<AdminResponse> {
-      const args = ['exec', '-T', 'kong', 'curl', '-sS', '-X', method, '-w', '\n%{http_code}'];
-      if (body !== undefined) args.push('-H', 'Content-Type: application/json', '--data-binary', '@-');
-      args.push(`${ADMIN_URL}${path}`);
-      const res = await cli.compose(args, { allowFail: true, ...(body === undefined ? {} : { input: JSON.stringify(body) }) });
-      if (res.exitCode !== 0) {
-        if (curlMissing(res.stderr, res.exitCode)) throw new HospitalApiError('ERR_INSTALL_DOCKER_CURL', { service: 'kong' });
-        throw new HospitalApiError('ERR_INSTALL_ADMIN_UNREACHABLE', { detail: res.stderr.trim() || `exit code ${res.exitCode}` });
-      }
-      return parseCurlOutput(res.stdout);
+      const kong = (await containers()).find((x) => serviceOf(x) === 'kong' && x.State?.Running);
+      if (!kong) throw new HospitalApiError('ERR_INSTALL_ADMIN_UNREACHABLE', { detail: 'the kong container is not running (`hospital-api up`)' });
+      return adminCall(await cli(), kong.Id, method, path, body);
     },
   };
 }

@@ -1,76 +1,32 @@
 /**
- * Parsing of `docker compose ps --format json` (Compose v2.21+ prints one JSON
- * object per line, older versions one array) and `docker inspect` output.
+ * Reading the compose project's state from `docker inspect`, which prints the
+ * same JSON whichever Compose made the containers. (`docker compose ps --format
+ * json` prints NDJSON from Compose 2.21, an array before (docker/compose#10918),
+ * and Compose v1 has no --format at all: so status never parses it.)
  */
 import type { ComponentState, ComponentVersion } from '../types.js';
 
 /** Services that run once and exit (excluded from check 1, issue 5). */
-export const ONE_SHOT_SERVICES: ReadonlySet<string> = new Set(['kong-migrations']);
-
-export interface PsEntry {
-  ID?: string;
-  Name?: string;
-  Service?: string;
-  State?: string;
-  Health?: string;
-  Status?: string;
-  ExitCode?: number;
-  Publishers?: Array<{ PublishedPort?: number; TargetPort?: number }> | null;
-}
-
-export function parsePsOutput(text: string): PsEntry[] {
-  const trimmed = text.trim();
-  if (!trimmed) return [];
-  if (trimmed.startsWith('[')) return JSON.parse(trimmed) as PsEntry[];
-  return trimmed
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as PsEntry);
-}
-
-function stateOf(e: PsEntry): ComponentState['state'] {
-  const state = (e.State ?? '').toLowerCase();
-  const health = (e.Health ?? '').toLowerCase();
-  if (state === 'running') {
-    if (health === 'starting') return 'starting';
-    if (health === 'unhealthy') return 'down';
-    return 'up';
-  }
-  if (state === 'restarting') return 'restarting';
-  if (state === 'exited' || state === 'dead') return 'exited';
-  if (state === 'created') return 'starting';
-  return 'down';
-}
+export const ONE_SHOT_SERVICES: ReadonlySet<string> = new Set(['kong-migrations', 'kong-migrations-up', 'kong-migrations-finish']);
 
 /** The long-running services of templates/compose.yaml: each must be listed, or it is down. */
 export const LONG_RUNNING_SERVICES: readonly string[] = Object.freeze(['hapi', 'hapi-database', 'hospital-api', 'kong', 'kong-database']);
-
-/** Long-running services only, with Up meaning running and (where defined) healthy; missing ones are down. */
-export function componentsFromPs(entries: PsEntry[], expected: readonly string[] = LONG_RUNNING_SERVICES): ComponentState[] {
-  const listed = entries.map((e) => e.Service ?? '');
-  const missing: ComponentState[] = expected
-    .filter((name) => !listed.includes(name))
-    .map((name) => ({ name, state: 'down', detail: 'no container (not created)' }));
-  return entries
-    .filter((e) => !ONE_SHOT_SERVICES.has(e.Service ?? ''))
-    .map((e) => {
-      const ports = (e.Publishers ?? []).map((p) => p.PublishedPort ?? 0).filter((p) => p > 0);
-      return {
-        name: e.Service ?? e.Name ?? 'unknown',
-        state: stateOf(e),
-        detail: e.Status ?? e.State ?? '',
-        ...(ports.length ? { ports: [...new Set(ports)] } : {}),
-      };
-    })
-    .concat(missing)
-    .sort((a, b) => a.name.localeCompare(b.name));
-}
 
 export interface ContainerInspect {
   Id: string;
   Name?: string;
   Image: string;
+  RestartCount?: number;
+  State?: {
+    Status?: string;
+    Running?: boolean;
+    Restarting?: boolean;
+    ExitCode?: number;
+    StartedAt?: string;
+    Health?: { Status?: string } | null;
+  };
   Config?: { Image?: string; Labels?: Record<string, string> };
+  NetworkSettings?: { Ports?: Record<string, Array<{ HostIp?: string; HostPort?: string }> | null> | null };
 }
 
 export interface ImageInspect {
@@ -79,13 +35,71 @@ export interface ImageInspect {
   RepoDigests?: string[];
 }
 
+export function serviceOf(c: ContainerInspect): string {
+  return c.Config?.Labels?.['com.docker.compose.service'] ?? (c.Name ?? '').replace(/^\//, '');
+}
+
+function stateOf(c: ContainerInspect): ComponentState['state'] {
+  const status = (c.State?.Status ?? '').toLowerCase();
+  const health = (c.State?.Health?.Status ?? '').toLowerCase();
+  if (status === 'running') {
+    if (health === 'starting') return 'starting';
+    if (health === 'unhealthy') return 'down';
+    return 'up';
+  }
+  if (status === 'restarting') return 'restarting';
+  if (status === 'exited' || status === 'dead') return 'exited';
+  if (status === 'created') return 'starting';
+  return 'down';
+}
+
+function detailOf(c: ContainerInspect): string {
+  const status = c.State?.Status ?? 'unknown';
+  const health = c.State?.Health?.Status;
+  if (status === 'exited') return `exited (${c.State?.ExitCode ?? '?'})`;
+  return health ? `${status} (${health})` : status;
+}
+
+/** Published host ports with their host address, e.g. "127.0.0.1:9000". */
+export function publishedOf(c: ContainerInspect): string[] {
+  const out: string[] = [];
+  for (const bindings of Object.values(c.NetworkSettings?.Ports ?? {})) {
+    for (const b of bindings ?? []) if (b.HostPort) out.push(`${b.HostIp || '0.0.0.0'}:${b.HostPort}`);
+  }
+  return [...new Set(out)].sort();
+}
+
+/** Long-running services only, Up meaning running and (where defined) healthy; missing ones are down. */
+export function componentsFromInspect(containers: ContainerInspect[], expected: readonly string[] = LONG_RUNNING_SERVICES): ComponentState[] {
+  const listed = containers.map(serviceOf);
+  const missing: ComponentState[] = expected
+    .filter((name) => !listed.includes(name))
+    .map((name) => ({ name, state: 'down', detail: 'no container (not created)' }));
+  return containers
+    .filter((c) => !ONE_SHOT_SERVICES.has(serviceOf(c)))
+    .map((c) => {
+      const ports = publishedOf(c).map((p) => Number(p.slice(p.lastIndexOf(':') + 1)));
+      const started = c.State?.StartedAt ? Date.parse(c.State.StartedAt) : NaN;
+      return {
+        name: serviceOf(c),
+        state: stateOf(c),
+        detail: detailOf(c),
+        ...(ports.length ? { ports: [...new Set(ports)] } : {}),
+        ...(c.State?.Running && Number.isFinite(started) ? { uptimeSeconds: Math.max(0, Math.round((Date.now() - started) / 1000)) } : {}),
+        ...(c.RestartCount !== undefined ? { restarts: c.RestartCount } : {}),
+      };
+    })
+    .concat(missing)
+    .sort((a, b) => a.name.localeCompare(b.name));
+}
+
 /** "repo:tag" → [repo, tag]; a registry port is not a tag. */
 export function splitReference(ref: string): [string, string] {
   const at = ref.indexOf('@');
   const base = at >= 0 ? ref.slice(0, at) : ref;
   const colon = base.lastIndexOf(':');
   if (colon > base.lastIndexOf('/')) return [base.slice(0, colon), base.slice(colon + 1)];
-  return [base, 'latest'];
+  return [base, at >= 0 ? ref.slice(at + 1) : 'latest'];
 }
 
 /** Image, tag and digest of each running container, for the acceptance record. */
@@ -95,9 +109,9 @@ export function versionsFromInspect(containers: ContainerInspect[], images: Imag
       const ref = c.Config?.Image ?? c.Image;
       const [image, tag] = splitReference(ref);
       const img = images.find((i) => i.Id === c.Image);
-      const digest = img?.RepoDigests?.find((d) => d.startsWith(`${image}@`)) ?? img?.RepoDigests?.[0] ?? null;
-      const name = c.Config?.Labels?.['com.docker.compose.service'] ?? (c.Name ?? '').replace(/^\//, '');
-      return { name, version: tag, image, tag, digest: digest ? digest.slice(digest.indexOf('@') + 1) : null };
+      const pinned = ref.includes('@') ? ref : null;
+      const digest = pinned ?? img?.RepoDigests?.find((d) => d.startsWith(`${image}@`)) ?? img?.RepoDigests?.[0] ?? null;
+      return { name: serviceOf(c), version: tag, image, tag, digest: digest ? digest.slice(digest.indexOf('@') + 1) : null };
     })
     .filter((v) => !ONE_SHOT_SERVICES.has(v.name))
     .sort((a, b) => a.name.localeCompare(b.name));

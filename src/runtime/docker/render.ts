@@ -1,22 +1,36 @@
 /**
  * Renders templates/compose.yaml into <install dir>/docker/compose.yaml.
  * String values are written as JSON strings (valid YAML double-quoted
- * scalars), so a path with spaces or colons cannot break the file.
+ * scalars), so no value can break or extend the file.
  */
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { parse } from 'yaml';
-import { PROJECT_ROOT, VERSION } from '../../version.js';
-import type { InstallConfig } from '../install-config.js';
+import { PROJECT_ROOT } from '../../version.js';
+import type { DockerSettings, InstallConfig } from '../install-config.js';
 import { installPaths } from '../layout.js';
 
-/** Pinned images (issue 5: Kong 3.9, a pinned HAPI, Postgres for both). */
+/**
+ * Default images (issue 10), current and pinned: Kong 3.9.3 (nginx CVE fixes,
+ * Kong/kong CHANGELOG.md), HAPI FHIR starter v8.10.0-3 (tags are the starter's
+ * `image/` git tags, .github/workflows/build-images.yaml), Postgres 16.13
+ * (docker-library/postgres versions.json). No digest is pinned here: none could
+ * be read from a registry where this was written; pin one with the image flags
+ * (`--kong-image kong:3.9.3@sha256:…`), which also name a hospital's own registry.
+ */
 export const IMAGES = Object.freeze({
-  kong: 'kong:3.9.1',
-  postgres: 'postgres:16.4-alpine',
-  hapi: 'hapiproject/hapi:v7.4.0',
+  kong: 'kong:3.9.3',
+  postgres: 'postgres:16.13',
+  hapi: 'hapiproject/hapi:v8.10.0-3',
 });
+
+/** Kong's nginx workers: Kong's `auto` means one per host CPU (kong_defaults.lua). */
+export const KONG_WORKERS = 2;
+
+/** The uid the API image's Dockerfile runs as (the node user of Debian-based Node images). */
+export const API_IMAGE_UID = 1000;
 
 export const TEMPLATE_PATH = join(PROJECT_ROOT, 'templates', 'compose.yaml');
 
@@ -30,29 +44,98 @@ export function composeFile(dir: string): string {
   return join(installPaths(dir).docker, 'compose.yaml');
 }
 
-export function renderTemplate(template: string, values: Record<string, string | number>): string {
+/** The tag the repository's Dockerfile is built as when no --api-image is given. */
+export function builtApiImage(version: string): string {
+  return `hospital-api:${version}`;
+}
+
+/** True for localhost and loopback addresses. */
+export function isLoopbackHost(host: string): boolean {
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  return host === '::1';
+}
+
+/**
+ * The docker settings of an install: flags first, then what a previous install
+ * chose, then defaults. A loopback-only install (every --host is loopback)
+ * publishes on 127.0.0.1; any other on every address. FHIR stays on 127.0.0.1
+ * unless opened with --fhir-bind-address.
+ */
+export function dockerSettings(
+  hosts: string[],
+  previous: DockerSettings | undefined,
+  flags: { kongImage?: string; hapiImage?: string; postgresImage?: string; apiImage?: string; bindAddress?: string; fhirBindAddress?: string } = {},
+): DockerSettings {
+  const loopbackOnly = hosts.every(isLoopbackHost);
+  return {
+    images: {
+      kong: flags.kongImage ?? previous?.images.kong ?? IMAGES.kong,
+      hapi: flags.hapiImage ?? previous?.images.hapi ?? IMAGES.hapi,
+      postgres: flags.postgresImage ?? previous?.images.postgres ?? IMAGES.postgres,
+      api: flags.apiImage ?? previous?.images.api ?? null,
+    },
+    bindAddress: flags.bindAddress ?? previous?.bindAddress ?? (loopbackOnly ? '127.0.0.1' : '0.0.0.0'),
+    fhirBindAddress: flags.fhirBindAddress ?? previous?.fhirBindAddress ?? '127.0.0.1',
+  };
+}
+
+/** The settings of an install.json written before they existed: the defaults. */
+export function settingsOf(config: InstallConfig): DockerSettings {
+  return config.docker ?? dockerSettings(config.hosts, undefined);
+}
+
+/** "127.0.0.1:9000:9000"; IPv6 addresses in brackets (Compose short port syntax). */
+export function publish(address: string, hostPort: number, containerPort: number): string {
+  const a = isIP(address) === 6 ? `[${address}]` : address;
+  return `${a}:${hostPort}:${containerPort}`;
+}
+
+/** A value inserted as-is (the API's build block), never user input. */
+interface Raw {
+  raw: string;
+}
+
+export function renderTemplate(template: string, values: Record<string, string | number | Raw>): string {
   return template.replace(/\{\{(\w+)\}\}/g, (whole, key: string) => {
     const value = values[key];
     if (value === undefined) throw new Error(`template placeholder ${whole} has no value`);
+    if (typeof value === 'object') return value.raw;
     return typeof value === 'number' ? String(value) : JSON.stringify(value);
   });
 }
 
+/** The uid:gid the API container runs as: the installer's, never root. */
+export function apiUser(uid = process.getuid?.() ?? API_IMAGE_UID, gid = process.getgid?.() ?? API_IMAGE_UID): { uid: number; gid: number } {
+  return uid === 0 ? { uid: API_IMAGE_UID, gid: API_IMAGE_UID } : { uid, gid: gid === 0 ? uid : gid };
+}
+
 /** The rendered compose file as text; parsed once to be sure it is YAML. */
 export function renderCompose(dir: string, config: InstallConfig, template = readFileSync(TEMPLATE_PATH, 'utf8')): string {
+  const s = settingsOf(config);
+  const user = apiUser();
+  const build = s.images.api
+    ? ''
+    : [
+        '    build:',
+        `      context: ${JSON.stringify(PROJECT_ROOT.replace(/\/$/, ''))}`,
+        '      dockerfile: Dockerfile',
+        // build the local Dockerfile, never look for this tag in a registry
+        '    pull_policy: build',
+        '',
+      ].join('\n');
   const text = renderTemplate(template, {
-    project: projectName(dir),
-    kongImage: IMAGES.kong,
-    postgresImage: IMAGES.postgres,
-    hapiImage: IMAGES.hapi,
-    apiImage: `hospital-api:${VERSION}`,
-    repoRoot: PROJECT_ROOT.replace(/\/$/, ''),
-    gatewayHttpsPort: config.ports.gatewayHttps,
-    fhirPort: config.ports.fhir,
-    apiPort: config.ports.api,
-    uid: process.getuid?.() ?? 1000,
-    gid: process.getgid?.() ?? 1000,
+    kongImage: s.images.kong,
+    postgresImage: s.images.postgres,
+    hapiImage: s.images.hapi,
+    apiImage: s.images.api ?? builtApiImage(config.toolkitVersion),
+    apiBuild: { raw: build },
+    apiUser: `${user.uid}:${user.gid}`,
+    kongWorkers: KONG_WORKERS,
+    gatewayPublish: publish(s.bindAddress, config.ports.gatewayHttps, 8443),
+    apiPublish: publish(s.bindAddress, config.ports.api, 9000),
+    fhirPublish: publish(s.fhirBindAddress, config.ports.fhir, 8080),
   });
-  parse(text);
+  parse(text, { merge: true });
   return text;
 }

@@ -1,17 +1,21 @@
 /**
  * The rendered compose project, checked without an engine: valid against the
- * Compose Specification schema, only the three §1 ports published, Kong's
- * admin API inside the container only, no password in the file, pinned images.
+ * Compose Specification schema, ports published on the addresses install chose,
+ * Kong's admin API inside the container only, no password in the file or in an
+ * environment, pinned current images, the HAPI 8 dialect set the way HAPI 8
+ * reads it, and the operational settings issue 10 lists. What these settings do
+ * on a real engine is proven by test/docker-engine/.
  */
 import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { IMAGES, renderCompose, renderTemplate } from '../../../src/runtime/docker/render.js';
+import { apiUser, dockerSettings, IMAGES, publish, renderCompose, renderTemplate } from '../../../src/runtime/docker/render.js';
 import { DEFAULT_PORTS, type InstallConfig } from '../../../src/runtime/install-config.js';
 
+// compose-spec/compose-spec schema/compose-spec.json (Apache-2.0), see test/fixtures/schemas/README.md
 const schema = JSON.parse(readFileSync(new URL('../../fixtures/schemas/compose-spec.json', import.meta.url), 'utf8'));
-const config: InstallConfig = {
+const base: InstallConfig = {
   formatVersion: 1,
   runtime: 'docker',
   hosts: ['fhir.hospital.example'],
@@ -24,55 +28,115 @@ const config: InstallConfig = {
   demo: false,
 };
 
-type Service = { image?: string; ports?: string[]; environment?: Record<string, string>; env_file?: string[]; build?: unknown };
-const compose = (dir = '/srv/hospital api: one') => parse(renderCompose(dir, config)) as { name: string; services: Record<string, Service> };
+type Service = {
+  image?: string;
+  ports?: string[];
+  environment?: Record<string, string>;
+  env_file?: string[];
+  build?: unknown;
+  pull_policy?: string;
+  user?: string;
+  command?: string[];
+  volumes?: string[];
+  logging?: { driver: string; options?: Record<string, string> };
+  healthcheck?: { test: string[]; start_period?: string };
+};
+const render = (config: InstallConfig = base, dir = '/srv/hospital api: one') =>
+  parse(renderCompose(dir, config), { merge: true }) as { services: Record<string, Service> };
 
 describe('templates/compose.yaml rendered', () => {
   it('is valid against the Compose Specification schema', () => {
     const ajv = new Ajv({ validateSchema: false, strict: false, allErrors: true });
     const validate = ajv.compile(schema);
-    const doc = compose();
+    const doc = render();
     expect(validate(doc), JSON.stringify(validate.errors)).toBe(true);
     // and the schema does reject a broken file (the validation is real)
     expect(validate({ ...doc, services: { kong: { ports: 'not-a-list', image: 1 } } })).toBe(false);
   });
 
-  it('publishes only the gateway HTTPS, Hospital API and FHIR ports (spec §1)', () => {
-    const published = Object.entries(compose().services).flatMap(([name, s]) => (s.ports ?? []).map((p) => `${name} ${p}`));
-    expect(published.sort()).toEqual(['hapi 18080:8080', 'hospital-api 19000:9000', 'kong 18443:8443']);
+  it('publishes the gateway HTTPS and API ports on the bind address, FHIR on loopback only, admin never', () => {
+    const published = (c: InstallConfig) => Object.entries(render(c).services).flatMap(([name, s]) => (s.ports ?? []).map((p) => `${name} ${p}`)).sort();
+    // a host on the network: every address for the gateway and API; FHIR stays on 127.0.0.1
+    expect(published({ ...base, docker: dockerSettings(base.hosts, undefined) })).toEqual(['hapi 127.0.0.1:18080:8080', 'hospital-api 0.0.0.0:19000:9000', 'kong 0.0.0.0:18443:8443']);
+    // a loopback-only install publishes on 127.0.0.1 only
+    const local = { ...base, hosts: ['localhost'] };
+    expect(published(local)).toEqual(['hapi 127.0.0.1:18080:8080', 'hospital-api 127.0.0.1:19000:9000', 'kong 127.0.0.1:18443:8443']);
+    // explicit flags, kept by a rerun without them
+    const chosen = dockerSettings(base.hosts, undefined, { bindAddress: '10.1.2.3', fhirBindAddress: '10.1.2.3' });
+    expect(dockerSettings(base.hosts, chosen)).toEqual(chosen);
+    expect(published({ ...base, docker: chosen })).toEqual(['hapi 10.1.2.3:18080:8080', 'hospital-api 10.1.2.3:19000:9000', 'kong 10.1.2.3:18443:8443']);
+    expect(publish('::1', 9000, 9000)).toBe('[::1]:9000:9000');
   });
 
-  it("keeps Kong's admin API on loopback inside its container, GUI off", () => {
-    const env = compose().services.kong!.environment!;
+  it("keeps Kong's admin API on loopback inside its container; no reports, no version header, fixed workers", () => {
+    const env = render().services.kong!.environment!;
     expect(env.KONG_ADMIN_LISTEN).toBe('127.0.0.1:8001');
     expect(env.KONG_ADMIN_GUI_LISTEN).toBe('off');
     expect(env.KONG_PROXY_LISTEN).toContain('8443 ssl');
+    expect(env.KONG_ANONYMOUS_REPORTS).toBe('off');
+    expect(env.KONG_HEADERS).toBe('off');
+    expect(Number(env.KONG_NGINX_WORKER_PROCESSES)).toBeGreaterThan(0);
   });
 
-  it('holds no password: databases read secret files, clients read 0600 env files', () => {
-    const text = renderCompose('/srv/x', config);
+  it('holds no password, and puts none in an environment: *_FILE and a Spring configtree', () => {
+    const text = renderCompose('/srv/x', base);
     expect(text).not.toMatch(/PASSWORD:\s*\S+\s*$/m);
-    expect(text).not.toMatch(/\b(admin\/admin|kong\/kong|POSTGRES_PASSWORD: )/);
-    const s = compose().services;
-    expect(s['kong-database']!.environment!.POSTGRES_PASSWORD_FILE).toMatch(/^\/run\/secrets\//);
-    expect(s['hapi-database']!.environment!.POSTGRES_PASSWORD_FILE).toMatch(/^\/run\/secrets\//);
-    expect(s.kong!.env_file).toEqual(['../secrets/kong-db.env', '../secrets/kong-tls.env']);
-    expect(s.hapi!.env_file).toEqual(['../secrets/hapi-db.env']);
+    const s = render().services;
+    for (const [name, svc] of Object.entries(s)) {
+      for (const key of Object.keys(svc.environment ?? {})) expect(key, name).not.toMatch(/PASSWORD$|^FHIR_API_KEY$/);
+      expect(svc.env_file, name).toBeUndefined();
+    }
+    expect(s['kong-database']!.environment!.POSTGRES_PASSWORD_FILE).toBe('/run/hospital-api/secrets/kong-pg-password');
+    expect(s['hapi-database']!.environment!.POSTGRES_PASSWORD_FILE).toBe('/run/hospital-api/secrets/hapi-pg-password');
+    for (const m of ['kong-migrations', 'kong-migrations-up', 'kong-migrations-finish', 'kong']) {
+      expect(s[m]!.environment!.KONG_PG_PASSWORD_FILE, m).toBe('/run/hospital-api/secrets/kong-pg-password');
+    }
+    // the image's entrypoint applies *_FILE only when the command starts with `kong`
+    for (const m of ['kong-migrations', 'kong-migrations-up', 'kong-migrations-finish']) expect(s[m]!.command![0], m).toBe('kong');
+    expect(s.hapi!.environment!.SPRING_CONFIG_IMPORT).toBe('optional:configtree:/run/hospital-api/hapi-config/');
+    // the API reads its settings file itself, so no secret is in its environment
+    expect(s['hospital-api']!.command).toContain('/run/hospital-api/hospital-api.env');
+    expect(s['hospital-api']!.environment).toBeUndefined();
+    expect(s['hospital-api']!.env_file).toBeUndefined();
   });
 
-  it('pins Kong 3.9, HAPI and Postgres; HAPI on Postgres with the HAPI dialect; the API built from the Dockerfile', () => {
-    const s = compose().services;
-    expect(IMAGES.kong).toMatch(/^kong:3\.9\.\d+$/);
-    for (const svc of Object.values(s)) expect(svc.image ?? '').not.toMatch(/:latest$|^[^:]+$/);
-    expect(s.hapi!.image).toBe(IMAGES.hapi);
-    expect(s.hapi!.environment!.SPRING_JPA_PROPERTIES_HIBERNATE_DIALECT).toBe('ca.uhn.fhir.jpa.model.dialect.HapiFhirPostgresDialect');
+  it('pins current images, each overridable; HAPI 8 gets its Postgres dialect under the names it reads', () => {
+    const s = render().services;
+    expect(IMAGES).toEqual({ kong: 'kong:3.9.3', postgres: 'postgres:16.13', hapi: 'hapiproject/hapi:v8.10.0-3' });
+    expect(s.kong!.image).toBe('kong:3.9.3');
+    expect(s.hapi!.image).toBe('hapiproject/hapi:v8.10.0-3');
+    expect(s['kong-database']!.image).toBe('postgres:16.13');
+    const dialect = 'ca.uhn.fhir.jpa.model.dialect.HapiFhirPostgresDialect';
+    // the raw property name (StarterJpaConfig) and 8.x's application.yaml placeholder;
+    // SPRING_JPA_PROPERTIES_HIBERNATE_DIALECT alone is ignored (starter #804)
+    expect(s.hapi!.environment!['spring.jpa.properties.hibernate.dialect']).toBe(dialect);
+    expect(s.hapi!.environment!.HIBERNATE_DIALECT).toBe(dialect);
+    expect(s.hapi!.environment!.HAPI_FHIR_USE_APACHE_ADDRESS_STRATEGY).toBe('true');
     expect(s.hapi!.environment!.SPRING_DATASOURCE_URL).toMatch(/^jdbc:postgresql:\/\/hapi-database:5432\//);
+    // built from the Dockerfile, never pulled
     expect(s['hospital-api']!.build).toMatchObject({ dockerfile: 'Dockerfile' });
+    expect(s['hospital-api']!.pull_policy).toBe('build');
+    const own = render({ ...base, docker: dockerSettings(base.hosts, undefined, { kongImage: 'registry.hospital.example:5000/kong:3.9.3', apiImage: 'registry.hospital.example/hospital-api:0.1.0' }) }).services;
+    expect(own.kong!.image).toBe('registry.hospital.example:5000/kong:3.9.3');
+    expect(own['hospital-api']!.image).toBe('registry.hospital.example/hospital-api:0.1.0');
+    expect(own['hospital-api']!.build).toBeUndefined();
   });
 
-  it('quotes values, so a directory name cannot inject YAML; names a stable project per directory', () => {
-    expect(compose('/a').name).toBe(compose('/a').name);
-    expect(compose('/a').name).not.toBe(compose('/b').name);
+  it('rotates logs, checks Postgres over TCP with a start period, mounts folders, never runs the API as root', () => {
+    const s = render().services;
+    for (const [name, svc] of Object.entries(s)) expect(svc.logging, name).toEqual({ driver: 'json-file', options: { 'max-size': '10m', 'max-file': '5' } });
+    for (const db of ['kong-database', 'hapi-database']) {
+      expect(s[db]!.healthcheck!.test.slice(0, 4)).toEqual(['CMD', 'pg_isready', '-h', '127.0.0.1']);
+      expect(s[db]!.healthcheck!.start_period).toBe('30s');
+    }
+    expect(s['hospital-api']!.volumes).toEqual(['./api:/run/hospital-api:ro', './api-logs:/var/log/hospital-api']);
+    expect(s['hospital-api']!.user).not.toMatch(/^0:|^root/);
+    expect(apiUser(0, 0)).toEqual({ uid: 1000, gid: 1000 });
+    expect(apiUser(1234, 0)).toEqual({ uid: 1234, gid: 1234 });
+    expect(apiUser(1234, 1235)).toEqual({ uid: 1234, gid: 1235 });
+  });
+
+  it('quotes values, so an image name cannot inject YAML', () => {
     expect(renderTemplate('x: {{v}}\n', { v: 'a: b\ny: z' })).toBe('x: "a: b\\ny: z"\n');
     expect(() => renderTemplate('{{missing}}', {})).toThrow(/missing/);
   });

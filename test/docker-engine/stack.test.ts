@@ -1,0 +1,291 @@
+/**
+ * Issue 10 end to end on a real Docker engine, through the real CLI:
+ * install → consumer create → verify (all pass) → POST /api/patients through
+ * the gateway returns a multi-page record → down / up keeps the data →
+ * reinstall is idempotent (every provisioning step unchanged) → a key with `$`,
+ * `"` and `\` still works → the admin port answers on no host address →
+ * published ports bound as configured → reinstall with lost secrets is refused.
+ *
+ * The images are the tier's (scripts/docker-engine.mjs): a real Postgres from
+ * Debian's postgresql-15, and kong / hapi stand-ins that keep the real images'
+ * interface (no curl in kong, no shell in hapi, the dialect rule of HAPI 8) with
+ * the project's native gateway and FHIR server inside. They are passed with the
+ * install image flags; the real tags stay the defaults. Containers talk to each
+ * other and to 127.0.0.1 only. Without an engine every test is skipped with one
+ * plain line.
+ */
+import { chownSync, cpSync, readdirSync, readFileSync, rmSync, statSync, appendFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { freePort } from '../../src/util/port-check.js';
+import { writeTokens } from '../../src/demo/tokens.js';
+import { generateDataset } from '../../src/fhir/generate/dataset.js';
+import { SYNTHETIC_ID_SYSTEM } from '../../src/fhir/generate/model.js';
+import { installPaths } from '../../src/runtime/layout.js';
+import { readEnvFile } from '../../src/util/env-file.js';
+import { builtApiImage, projectName } from '../../src/runtime/docker/render.js';
+import { findCompose } from '../../src/runtime/docker/compose.js';
+import { VERSION } from '../../src/version.js';
+import { execa } from 'execa';
+import { fileURLToPath } from 'node:url';
+import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
+import { buildImages, docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
+import { recordFixture } from './record.js';
+
+const engine = await engineAnswers();
+if (!engine) sayNoEngine();
+/** .github/workflows/docker-e2e.yml: the real images and the repository's Dockerfile, no stand-ins. */
+const REAL = process.env.HOSPITAL_API_DOCKER_E2E_IMAGES === 'real';
+const API_IMAGE = REAL ? builtApiImage(VERSION) : TIER_IMAGES.api;
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const SEED = 'docker-engine-tier';
+const SIZES = '10-150';
+const PATIENTS = 2;
+const PAGE_SIZE = 20;
+const PLATFORM_PORT = 8088;
+/** Printable, no spaces; `$`, `"` and `\` are what Compose's env-file syntax would change. */
+const SPECIAL_KEY = 'k$HOME"q\\x\\n$$-0123456789abcdef';
+
+const dir = tempDir('hapi-docker-tier-');
+const platformDir = tempDir('hapi-docker-platform-');
+const project = projectName(dir);
+const platformName = `${project}-platform`;
+let ports: Record<string, number> = {};
+const timings: Record<string, number> = {};
+
+const cli = async (args: string[], timeout = 900_000) => {
+  const t0 = Date.now();
+  const r = await runCli([...args, '--dir', dir], { timeout });
+  timings[args[0]!] = (timings[args[0]!] ?? 0) + (Date.now() - t0);
+  return { code: r.exitCode, out: String(r.stdout), err: String(r.stderr) };
+};
+
+/** The first install makes the CA; reruns keep the TLS material (no TLS flag). */
+const installArgs = (first = false) => [
+  'install', '--runtime', 'docker', '--host', '127.0.0.1', ...(first ? ['--generate-ca'] : []), '--platform-url', `http://platform:${PLATFORM_PORT}`,
+  '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
+  ...(REAL ? [] : ['--kong-image', TIER_IMAGES.kong, '--hapi-image', TIER_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api]),
+];
+
+async function containers(): Promise<ContainerInspect[]> {
+  const ids = (await docker(['ps', '-aq', '--filter', `label=com.docker.compose.project=${project}`])).out.split('\n').filter(Boolean);
+  return ids.length ? (JSON.parse((await docker(['inspect', ...ids])).out) as ContainerInspect[]) : [];
+}
+
+async function container(service: string): Promise<ContainerInspect> {
+  const c = (await containers()).find((x) => x.Config?.Labels?.['com.docker.compose.service'] === service && x.State?.Running);
+  if (!c) throw new Error(`no running ${service} container`);
+  return c;
+}
+
+async function postPatient(careId: string, token: string) {
+  const res = await request(`http://127.0.0.1:${ports.api}/api/patients`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ platformCareId: careId, token }),
+  });
+  return { status: res.statusCode, body: (await res.body.json()) as { resources?: Array<{ resource: { resourceType: string; id: string; identifier?: Array<{ system?: string; value?: string }> } }> } };
+}
+
+function syntheticIds(entries: Array<{ resource: { identifier?: Array<{ system?: string; value?: string }> } }>): Set<string> {
+  const ids = new Set<string>();
+  for (const e of entries) for (const i of e.resource.identifier ?? []) if (i.system === SYNTHETIC_ID_SYSTEM && i.value) ids.add(i.value);
+  return ids;
+}
+
+/** Resolves true when a TCP connection opens, false when refused or timed out. */
+function tcpOpens(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host, port, timeout: 3000 });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+    s.once('timeout', () => {
+      s.destroy();
+      resolve(false);
+    });
+  });
+}
+
+const dataset = generateDataset({ patients: PATIENTS, seed: SEED, sizes: SIZES });
+let tokens: Array<{ careId: string; token: string }> = [];
+
+describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
+  beforeAll(async () => {
+    const t0 = Date.now();
+    if (REAL) await docker(['build', '-t', API_IMAGE, REPO], { timeout: 1_800_000 });
+    else await buildImages();
+    timings.images = Date.now() - t0;
+    ports = { api: await freePort(), fhir: await freePort(), gatewayHttps: await freePort() };
+    tokens = writeTokens(platformDir, dataset.patients.map((p) => p.careId));
+  }, 3_600_000);
+
+  afterAll(async () => {
+    if (!engine) return;
+    await docker(['rm', '-f', platformName], { allowFail: true });
+    // the tier's own volumes go with it (`down --volumes` is the documented purge)
+    const compose = await findCompose();
+    if (compose) {
+      const [bin, ...prefix] = compose.argv as [string, ...string[]];
+      await execa(bin, [...prefix, '-p', project, '-f', join(installPaths(dir).docker, 'compose.yaml'), 'down', '--volumes', '--remove-orphans'], { reject: false, timeout: 300_000 });
+    }
+    process.stdout.write(`docker tier timings (s): ${Object.entries(timings).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`).join(', ')}\n`);
+    removeTempDirs();
+  }, 600_000);
+
+  it('installs on the engine; the gateway is provisioned through the admin API inside kong, which has no curl', async () => {
+    const r = await cli([...installArgs(true), '--json']);
+    expect(r.code, `${r.out}\n${r.err}`).toBe(0);
+    const result = JSON.parse(r.out).result as { runtime: string; provisioning: Array<{ name: string; change: string }> };
+    expect(result.runtime).toBe('docker');
+    expect(result.provisioning.map((s) => s.change)).toEqual(Array(result.provisioning.length).fill('created'));
+    expect(result.provisioning.length).toBe(7);
+    // the kong image has no curl, as the official one (Kong/docker-kong ubuntu/Dockerfile purges it)
+    const kong = await container('kong');
+    const curl = await docker(['exec', kong.Id, 'sh', '-c', 'command -v curl'], { allowFail: true });
+    expect(curl.code).not.toBe(0);
+    // HAPI started with the Postgres dialect, read the way HAPI 8 reads it
+    const hapi = await container('hapi');
+    const logs = await docker(['logs', hapi.Id]);
+    expect(logs.out + logs.err).toContain('HHH000400: Using dialect: ca.uhn.fhir.jpa.model.dialect.HapiFhirPostgresDialect');
+    // the API is held back until the hospital has created its key
+    expect((await containers()).some((c) => c.Config?.Labels?.['com.docker.compose.service'] === 'hospital-api')).toBe(false);
+  }, 1_800_000);
+
+  it('consumer create --write-env starts the API and returns once it answers; verify passes every check', async () => {
+    // the platform stand-in on the project's network: the API reaches it as http://platform:8088
+    chownSync(platformDir, 1000, 1000);
+    for (const f of readdirSync(join(platformDir, 'demo'))) chownSync(join(platformDir, 'demo', f), 1000, 1000);
+    chownSync(join(platformDir, 'demo'), 1000, 1000);
+    await docker([
+      'run', '-d', '--name', platformName, '--network', `${project}_default`, '--network-alias', 'platform', '--user', '1000:1000',
+      '-v', `${platformDir}:/platform:ro`, API_IMAGE, 'demo', '--platform-stand-in', '--listen', `0.0.0.0:${PLATFORM_PORT}`, '--dir', '/platform',
+    ]);
+    appendFileSync(installPaths(dir).apiEnv, `FHIR_PAGE_SIZE=${PAGE_SIZE}\n`);
+    const consumer = await cli(['consumer', 'create', 'tier-hospital', '--write-env']);
+    expect(consumer.code, consumer.err).toBe(0);
+    // returned only after the API answered its health check
+    const health = await request(`http://127.0.0.1:${ports.api}/api/health-check`);
+    expect(health.statusCode).toBe(200);
+    expect(await health.body.json()).toEqual({});
+    // never root
+    const api = await container('hospital-api');
+    expect((await docker(['exec', api.Id, 'id', '-u'])).out.trim()).not.toBe('0');
+
+    const data = join(dir, 'tier-data');
+    const gen = await runCli(['fhir', 'generate', '--patients', String(PATIENTS), '--seed', SEED, '--sizes', SIZES, '--out', data]);
+    expect(gen.exitCode, String(gen.stderr)).toBe(0);
+    const load = await runCli(['fhir', 'load', join(data, '00-shared.json'), join(data, '01-patients.ndjson'), '--url', `http://127.0.0.1:${ports.fhir}/fhir`]);
+    expect(load.exitCode, String(load.stderr)).toBe(0);
+
+    const status = await cli(['status', '--json']);
+    expect(status.code, status.err).toBe(0);
+    const comps = (JSON.parse(status.out).result.components as Array<{ name: string; state: string }>).map((c) => [c.name, c.state]);
+    expect(comps).toEqual([['hapi', 'up'], ['hapi-database', 'up'], ['hospital-api', 'up'], ['kong', 'up'], ['kong-database', 'up']]);
+    const verify = await cli(['verify']);
+    expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
+    recordFixture('container-inspect.json', await containers());
+  }, 900_000);
+
+  it('POST /api/patients reads a multi-page record through the gateway', async () => {
+    const patient = [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
+    expect(patient.size).toBeGreaterThan(2 * PAGE_SIZE);
+    const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const { status, body } = await postPatient(patient.careId, token);
+    expect(status).toBe(200);
+    const got = syntheticIds(body.resources!);
+    const missing = [patient.patient, ...patient.groups.flatMap((g) => g.resources)].map((r) => r.id).filter((id) => !got.has(id));
+    expect(missing).toEqual([]);
+  }, 120_000);
+
+  it('down / up keeps the data (Postgres volumes)', async () => {
+    const patient = dataset.patients[0]!;
+    const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const before = await postPatient(patient.careId, token);
+    expect(before.status).toBe(200);
+    // the platform stand-in is not part of the project: off its network while compose removes it
+    await docker(['network', 'disconnect', `${project}_default`, platformName]);
+    const down = await cli(['down']);
+    expect(down.code, down.err).toBe(0);
+    expect(await containers()).toEqual([]);
+    const up = await cli(['up']);
+    expect(up.code, up.err).toBe(0);
+    await docker(['network', 'connect', '--alias', 'platform', `${project}_default`, platformName]);
+    const after = await postPatient(patient.careId, token);
+    expect(after.status).toBe(200);
+    expect(after.body.resources!.length).toBe(before.body.resources!.length);
+  }, 900_000);
+
+  it('a second install is idempotent: every provisioning step unchanged', async () => {
+    const r = await cli([...installArgs(), '--json']);
+    expect(r.code, r.err).toBe(0);
+    const steps = JSON.parse(r.out).result.provisioning as Array<{ change: string }>;
+    expect(steps.length).toBe(7);
+    expect(steps.map((s) => s.change)).toEqual(Array(7).fill('unchanged'));
+  }, 900_000);
+
+  it('a key with $, " and \\ reaches the API unchanged and still opens the gateway', async () => {
+    const r = await cli(['consumer', 'create', 'tier-special', '--key', SPECIAL_KEY, '--write-env']);
+    expect(r.code, r.err).toBe(0);
+    expect(readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY).toBe(SPECIAL_KEY);
+    const patient = dataset.patients[1]!;
+    const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const res = await postPatient(patient.careId, token);
+    expect(res.status).toBe(200);
+    expect(res.body.resources!.length).toBeGreaterThanOrEqual(patient.size);
+    // and the settings are in no container's environment
+    const api = await container('hospital-api');
+    expect(JSON.stringify((JSON.parse((await docker(['inspect', api.Id])).out) as ContainerInspect[])[0])).not.toContain('0123456789abcdef');
+  }, 300_000);
+
+  it('the admin port answers on no host address; published ports are bound to 127.0.0.1 as configured', async () => {
+    const all = await containers();
+    const bindings = all.flatMap((c) =>
+      Object.entries(c.NetworkSettings?.Ports ?? {}).flatMap(([target, list]) => (list ?? []).map((b) => `${c.Config?.Labels?.['com.docker.compose.service']} ${target} ${b.HostIp}:${b.HostPort}`)),
+    );
+    expect(bindings.sort()).toEqual([
+      `hapi 8080/tcp 127.0.0.1:${ports.fhir}`,
+      `hospital-api 9000/tcp 127.0.0.1:${ports.api}`,
+      `kong 8443/tcp 127.0.0.1:${ports.gatewayHttps}`,
+    ]);
+    // from the host, the kong container's own address: the proxy answers, the admin API does not
+    const kong = await container('kong');
+    const ip = Object.values((kong.NetworkSettings as { Networks?: Record<string, { IPAddress?: string }> }).Networks ?? {})[0]?.IPAddress;
+    expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    expect(await tcpOpens(ip!, 8443)).toBe(true);
+    expect(await tcpOpens(ip!, 8001)).toBe(false);
+    // yet it answers inside the container, which is how install reached it
+    const inside = await docker(['exec', kong.Id, 'perl', '-MHTTP::Tiny', '-e', 'print HTTP::Tiny->new->get("http://127.0.0.1:8001/status")->{status}']);
+    expect(inside.out).toBe('200');
+  }, 120_000);
+
+  it('a reinstall that lost its secrets is refused with the purge named, and changes no data', async () => {
+    const secrets = installPaths(dir).secrets;
+    const saved = `${secrets}.saved`;
+    cpSync(secrets, saved, { recursive: true });
+    rmSync(secrets, { recursive: true });
+    const r = await cli([...installArgs(), '--json']);
+    expect(r.code).not.toBe(0);
+    const err = JSON.parse(r.out).error as { code: string; message: string; hint: string };
+    expect(err.code).toBe('ERR_INSTALL_DOCKER_STALE_VOLUMES');
+    expect(err.message).toContain(`${project}_kong-data`);
+    expect(err.hint).toContain('down --volumes');
+    // with the secrets back, the same install works and the data is still there
+    rmSync(secrets, { recursive: true });
+    cpSync(saved, secrets, { recursive: true });
+    expect(statSync(join(secrets, 'kong-pg-password')).isFile()).toBe(true);
+    const again = await cli(installArgs());
+    expect(again.code, again.err).toBe(0);
+    const patient = dataset.patients[0]!;
+    const res = await postPatient(patient.careId, tokens.find((t) => t.careId === patient.careId)!.token);
+    expect(res.status).toBe(200);
+    expect(readFileSync(join(secrets, 'kong-pg-password'), 'utf8')).toBe(readFileSync(join(saved, 'kong-pg-password'), 'utf8'));
+  }, 900_000);
+});

@@ -1,0 +1,49 @@
+/**
+ * Reading the compose project's state from `docker inspect`, replayed from
+ * output recorded on a real engine (test/fixtures/docker/engine/, written by
+ * test/docker-engine/stack.test.ts with HOSPITAL_API_RECORD_FIXTURES=1: Debian
+ * docker.io 20.10, docker-compose 1.29, the full stack up).
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { componentsFromInspect, publishedOf, serviceOf, splitReference, versionsFromInspect, type ContainerInspect } from '../../../src/runtime/docker/parse.js';
+
+const recorded = JSON.parse(readFileSync(new URL('../../fixtures/docker/engine/container-inspect.json', import.meta.url), 'utf8')) as ContainerInspect[];
+
+describe('docker inspect, as a real engine printed it', () => {
+  it('lists the five long-running services Up; the migrations jobs are left out', () => {
+    expect(recorded.map(serviceOf).sort()).toEqual(['hapi', 'hapi-database', 'hospital-api', 'kong', 'kong-database', 'kong-migrations', 'kong-migrations-finish', 'kong-migrations-up']);
+    const comps = componentsFromInspect(recorded);
+    expect(comps.map((c) => [c.name, c.state])).toEqual([['hapi', 'up'], ['hapi-database', 'up'], ['hospital-api', 'up'], ['kong', 'up'], ['kong-database', 'up']]);
+    expect(comps.find((c) => c.name === 'kong')!.detail).toBe('running (healthy)');
+  });
+
+  it('reads published ports with their host address; the admin port is not among them', () => {
+    const published = recorded.flatMap((c) => publishedOf(c).map((p) => `${serviceOf(c)} ${p}`));
+    expect(published.length).toBe(3);
+    for (const p of published) expect(p).toMatch(/^(hapi|hospital-api|kong) 127\.0\.0\.1:\d+$/);
+    expect(published.join(' ')).not.toMatch(/:8001\b/);
+  });
+
+  it('marks a missing service down and an unhealthy or exited one not Up', () => {
+    const kong = recorded.find((c) => serviceOf(c) === 'kong')!;
+    const unhealthy = { ...kong, State: { ...kong.State, Health: { Status: 'unhealthy' } } };
+    const starting = { ...kong, State: { ...kong.State, Health: { Status: 'starting' } } };
+    const exited = { ...kong, State: { ...kong.State, Status: 'exited', Running: false, ExitCode: 1 } };
+    const others = recorded.filter((c) => serviceOf(c) !== 'kong' && serviceOf(c) !== 'hapi');
+    const state = (list: ContainerInspect[]) => Object.fromEntries(componentsFromInspect(list).map((c) => [c.name, `${c.state} ${c.detail}`]));
+    expect(state([...others, unhealthy])).toMatchObject({ kong: 'down running (unhealthy)', hapi: 'down no container (not created)' });
+    expect(state([...others, starting]).kong).toBe('starting running (starting)');
+    expect(state([...others, exited]).kong).toBe('exited exited (1)');
+  });
+
+  it('names image, tag and digest (or none, for a locally built image) for the record', () => {
+    const versions = versionsFromInspect(recorded.filter((c) => c.State?.Running), []);
+    expect(versions.map((v) => v.name)).toEqual(['hapi', 'hapi-database', 'hospital-api', 'kong', 'kong-database']);
+    for (const v of versions) expect(v.tag, v.name).not.toBe('latest');
+    expect(splitReference('registry.example:5000/kong:3.9.3')).toEqual(['registry.example:5000/kong', '3.9.3']);
+    const digest = 'sha256:' + 'a'.repeat(64);
+    expect(splitReference(`kong:3.9.3@${digest}`)).toEqual(['kong', '3.9.3']);
+    expect(splitReference(`kong@${digest}`)).toEqual(['kong', digest]);
+  });
+});
