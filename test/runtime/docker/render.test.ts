@@ -11,12 +11,12 @@ import { Ajv } from 'ajv';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { apiUser, dockerSettings, IMAGES, publish, renderCompose, renderTemplate } from '../../../src/runtime/docker/render.js';
-import { DEFAULT_PORTS, type InstallConfig } from '../../../src/runtime/install-config.js';
+import { DEFAULT_PORTS, INSTALL_FORMAT, type InstallConfig } from '../../../src/runtime/install-config.js';
 
 // compose-spec/compose-spec schema/compose-spec.json (Apache-2.0), see test/fixtures/schemas/README.md
 const schema = JSON.parse(readFileSync(new URL('../../fixtures/schemas/compose-spec.json', import.meta.url), 'utf8'));
 const base: InstallConfig = {
-  formatVersion: 1,
+  formatVersion: INSTALL_FORMAT,
   runtime: 'docker',
   hosts: ['fhir.hospital.example'],
   ports: { ...DEFAULT_PORTS, api: 19000, fhir: 18080, gatewayHttps: 18443 },
