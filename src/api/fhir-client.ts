@@ -43,7 +43,7 @@ export function createFhirClient(config: ApiConfig): FhirClient {
   const base = config.fhirBaseUrl;
   const headers = {
     accept: 'application/fhir+json',
-    // fhir.md §1: HAPI reuses cached searches for 60 s unless told not to.
+    // HAPI reuses cached searches for 60 s unless told not to (reuseCachedSearchResultsForMillis, HAPI server_jpa/configuration.md).
     'cache-control': 'no-cache',
   };
 
@@ -55,7 +55,7 @@ export function createFhirClient(config: ApiConfig): FhirClient {
       const res = await request(url, { dispatcher: agent, method: 'GET', headers: { ...headers, apikey: config.fhirApiKey }, signal: AbortSignal.timeout(ms) });
       if (res.statusCode !== 200) {
         await discard(res.body);
-        // fhir.md §1: 410 Gone = an expired or unknown _getpages id.
+        // 410 Gone = an expired or unknown _getpages id (HAPI's PageMethodBinding.java).
         throw new HospitalApiError('ERR_API_FHIR_UNAVAILABLE', { detail: `${url.pathname} answered ${res.statusCode}` });
       }
       return await readBytes(res.body, config.fhirMaxPageBytes);
@@ -83,7 +83,7 @@ export function createFhirClient(config: ApiConfig): FhirClient {
       const ids = new Set<string>();
       let url: URL | null = endpoint('/Patient', `${identifierQuery(platformCareId, config.identifierSystem)}&_count=2`);
       let serverBase: URL | null = null;
-      // Follow next links too: HAPI can send an empty first page (fhir.md §1, #5198).
+      // Follow next links too: HAPI can send an empty first page (hapifhir/hapi-fhir#5198).
       for (let page = 0; url && page < config.maxPages && ids.size < 2; page++) {
         const p = parseBundlePage((await getBytes(url)).toString('utf8'));
         serverBase ??= serverBaseFromSelf(p.self);
@@ -113,7 +113,7 @@ export function createFhirClient(config: ApiConfig): FhirClient {
         if (next && stats.pages >= config.maxPages) {
           throw new HospitalApiError('ERR_API_RECORD_TOO_LARGE', { name: 'MAX_PAGES', limit: config.maxPages });
         }
-        // fhir.md §1: HAPI repeats included resources across pages; keep the first copy.
+        // HAPI repeats included resources across pages (hapifhir/hapi-fhir#674); keep the first copy.
         const fresh = p.entries.filter((e) => e.key === null || (!seen.has(e.key) && seen.add(e.key)));
         if (stats.resources + fresh.length > config.maxResources) {
           throw new HospitalApiError('ERR_API_RECORD_TOO_LARGE', { name: 'MAX_RESOURCES', limit: config.maxResources });

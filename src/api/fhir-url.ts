@@ -1,17 +1,18 @@
 /**
  * URLs the Hospital API sends to the FHIR server: token-search escaping and
  * next-link re-basing. Every URL built here stays under FHIR_BASE_URL, so the
- * API key is never sent to another host (anchors.md §4 defect 3, fhir.md §1–§2).
+ * API key is never sent to another host (http://hl7.org/fhir/R4/search.html#escaping; HAPI's next
+ * links name its internal base; the original health-tag deployment sent raw identifiers).
  */
 import { HospitalApiError } from '../errors/index.js';
 
-/** fhir.md §2: inside a token value, `\` escapes `\`, `,`, `|` and `$`. */
+/** http://hl7.org/fhir/R4/search.html#escaping: inside a token value, `\` escapes `\`, `,`, `|` and `$`. */
 export function escapeTokenPart(value: string): string {
   return value.replace(/[\\,|$]/g, (c) => `\\${c}`);
 }
 
 /**
- * The `identifier` search value, escaped then URL-encoded (fhir.md §2:
+ * The `identifier` search value, escaped then URL-encoded (http://hl7.org/fhir/R4/search.html#escaping:
  * percent-encoding is the outer layer; `+` must become %2B).
  */
 export function identifierQuery(value: string, system: string | null): string {
@@ -53,7 +54,7 @@ export function serverBaseFromSelf(selfHref: string | undefined): URL | null {
 }
 
 /**
- * Maps a next link onto FHIR_BASE_URL (fhir.md §1: treat `link.next` as opaque
+ * Maps a next link onto FHIR_BASE_URL (HAPI's IServerAddressStrategy names its internal base: treat `link.next` as opaque
  * but allow re-basing). A link already under the base is kept; a link under
  * the server's self-declared base (its internal address) is re-based; any
  * other origin or path is refused.

@@ -70,7 +70,7 @@ export function createPlatformClient(config: ApiConfig): PlatformClient {
         if (f.kind === 'timeout') throw new HospitalApiError('ERR_API_PLATFORM_TIMEOUT', { ms }, { cause: err });
         throw new HospitalApiError('ERR_API_PLATFORM_UNAVAILABLE', { detail: 'unreadable reply' }, { cause: err });
       }
-      // anchors.md §4 defect 2: a token granted for another patient must not open this one.
+      // A token granted for another patient must not open this one (the original health-tag deployment never checked).
       const granted = grantedCareId(text, res.headers['content-type']);
       if (granted !== undefined && granted !== platformCareId) {
         throw new HospitalApiError('ERR_API_ACCESS_DENIED', { detail: 'the token was granted for another platformCareId' });

@@ -1,5 +1,6 @@
 /**
- * Negative check (issue 5; anchors.md §4 defect 6): the gateway admin port
+ * Negative check (issue 5; the original deployment's docker-compose.yml in
+ * health-tag/hospital-fhir-node published Kong's 8001/8444): the gateway admin port
  * does not answer on any of the host's non-loopback addresses.
  */
 import { connect } from 'node:net';

@@ -1,4 +1,4 @@
-/** Negative check (issue 5): the fhir-api route without credentials → 401 (basic-auth, kong.md §2). */
+/** Negative check (issue 5): the fhir-api route without credentials → 401 (Kong's kong/plugins/basic-auth/access.lua). */
 import { expect401 } from './gateway-probe.js';
 import type { Check } from './types.js';
 

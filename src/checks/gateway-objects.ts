@@ -10,7 +10,7 @@ type Entity = { id: string; name?: string | null; service?: { id: string } | nul
 async function list(ctx: CheckContext, path: string): Promise<Entity[]> {
   const out: Entity[] = [];
   let next: string | null = `${path}?size=1000`;
-  // kong.md §1: lists page with `next`; follow it
+  // Kong's kong/api/endpoints.lua: lists page with `next`; follow it
   for (let i = 0; next && i < 50; i++) {
     const res = await ctx.runtime.admin('GET', next);
     if (res.status !== 200) throw new Error(`GET ${next} answered ${res.status}`);

@@ -1,4 +1,4 @@
-/** Negative check (issue 5): the key-auth route without a key → 401 (kong.md §2). */
+/** Negative check (issue 5): the key-auth route without a key → 401 (Kong's kong/plugins/key-auth/handler.lua). */
 import { expect401 } from './gateway-probe.js';
 import type { Check } from './types.js';
 

@@ -1,4 +1,4 @@
-/** The human table of check results; glyphs defined once (style.md §5). */
+/** The human table of check results; glyphs defined once (as flutter_tools' lib/src/doctor.dart does). */
 import type { ChalkInstance } from 'chalk';
 import { GLYPHS } from '../output/colour.js';
 import { renderTable } from '../output/table.js';

@@ -1,7 +1,7 @@
 /**
  * Runs checks in their declared order (the expiry check reads what the
  * certificate check found), each with a time-out and a crash guard: a throw
- * or a time-out becomes `error`, never a crashed verify (style.md §5).
+ * or a time-out becomes `error`, never a crashed verify (as flutter_tools' doctor.dart startValidatorTasks).
  */
 import type { Check, CheckContext, CheckOutcome, CheckResult } from './types.js';
 

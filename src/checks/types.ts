@@ -1,5 +1,6 @@
 /**
- * Acceptance checks (spec §4.5, issue 5), shaped as style.md §4 describes:
+ * Acceptance checks (spec §4.5, issue 5), shaped like npm's lib/commands/doctor.js
+ * table and flutter_tools' doctor_validator.dart results:
  * a declarative check with `run(ctx)`; expected failures are returned, and the
  * runner turns a throw or a time-out into `error`.
  */

@@ -2,7 +2,7 @@ import type { ErrorTable } from './types.js';
 
 /**
  * Errors of the fhir-server area. Codes start with ERR_FHIR_ and are unique across all tables.
- * The FHIR server returns them as an OperationOutcome with the status below (fhir.md §3).
+ * The FHIR server returns them as an OperationOutcome with the status below (http://hl7.org/fhir/R4/http.html, http://hl7.org/fhir/R4/operationoutcome.html).
  */
 export const fhirServerErrors = {
   ERR_FHIR_RESOURCE_NOT_FOUND: { message: '{type}/{id} is not known', status: 404, exit: 1 },

@@ -2,7 +2,7 @@ import type { ErrorTable } from './types.js';
 
 /**
  * Errors of the gateway-admin area (admin API, store, declarative config).
- * Admin API errors also carry Kong's wire body (kong.md §1 "Errors"); the
+ * Admin API errors also carry Kong's wire body (kong/db/errors.lua); the
  * code here picks the HTTP status, the Kong body is built by src/gateway/model/kong-error.ts.
  */
 export const gatewayAdminErrors = {

@@ -23,7 +23,7 @@ import { adminCall } from './provision.js';
 
 const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
-/** 32 alphanumeric characters, as Kong generates them (kong.md §1), without modulo bias. */
+/** 32 alphanumeric characters, as Kong generates them (kong/tools/rand.lua), without modulo bias. */
 export function generateKey(length = 32): string {
   let out = '';
   while (out.length < length) {
@@ -73,7 +73,7 @@ export async function createConsumer(
   const key = options.key ?? generateKey();
   let created;
   try {
-    // A 409 body names the duplicate key (kong.md §1): never echo it into an error.
+    // A 409 body names the duplicate key (Kong's kong/db/errors.lua unique violation): never echo it into an error.
     created = await adminCall(admin, 'POST', `/consumers/${consumer.id}/key-auth`, { key }, [201, 409]);
     if (created.status === 409) throw new HospitalApiError('ERR_INSTALL_KEY_TAKEN');
   } catch (err) {

@@ -2,8 +2,8 @@
  * Provisions the gateway through its admin API in the order the spec names
  * (issue 5; spec §2.3): service fhir-api + basic-auth + cors, route
  * fhir-api-route, service fhir-api-key-auth + key-auth, route
- * fhir-api-key-auth-route. Services and routes are PUT by name (kong.md §1: PUT
- * is an upsert); plugins are found by (name, service), Kong's uniqueness key, and
+ * fhir-api-key-auth-route. Services and routes are PUT by name (PUT is
+ * an upsert: Kong's kong/api/endpoints.lua); plugins are found by (name, service), Kong's uniqueness key, and
  * PATCHed or POSTed. Each step reads first and writes only on a difference, so a
  * rerun changes nothing and completes a run that was killed part-way.
  * It never creates a consumer (spec §5: the hospital does that).
@@ -95,7 +95,7 @@ async function upsertPlugin(
     await adminCall(admin, 'PATCH', `/plugins/${before.id}`, { config, enabled: true });
     return 'updated';
   }
-  // kong.md §1: one instance per (name, service); a 409 means a concurrent run made it.
+  // One instance per (name, service): Kong's plugins cache_key, kong/db/schema/entities/plugins.lua; a 409 means a concurrent run made it.
   const res = await adminCall(admin, 'POST', `/services/${serviceId}/plugins`, { name: plugin, config }, [201, 409]);
   return res.status === 409 ? upsertPlugin(admin, serviceId, plugin, config) : 'created';
 }

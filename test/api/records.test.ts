@@ -65,7 +65,7 @@ describe('patient lookup', () => {
     ['plus', 'a+b', undefined, 'a+b'],
     ['all, with a system', 'x,y|z$\\+', 'https://healthtag.io', 'https://healthtag.io|x\\,y\\|z\\$\\\\+'],
   ];
-  it.each(values)('escapes a value with a %s (fhir.md §2)', async (_name, careId, system, expected) => {
+  it.each(values)('escapes a value with a %s (http://hl7.org/fhir/R4/search.html#escaping)', async (_name, careId, system, expected) => {
     const t = await harness({
       env: system ? { PLATFORM_IDENTIFIER_SYSTEM: system } : {},
       fhir: { patients: { [expected]: ['p1'] }, records: { p1: makeRecord('p1', 2) } },

@@ -1,7 +1,7 @@
 /**
  * Stand-ins for the Hospital API's upstreams, as real servers on 127.0.0.1:
  * the platform's validate-access (HTTP or HTTPS) and a FHIR server over HTTPS
- * that pages like HAPI behind a gateway (fhir.md §1): internal next links
+ * that pages like HAPI behind a gateway (PageMethodBinding, IServerAddressStrategy): internal next links
  * (`http://hapi:8080/fhir?_getpages=…`), included resources repeated across
  * pages, 410 for unknown page ids, and pages that fail on demand.
  */
@@ -141,7 +141,7 @@ export async function startFhir(opts: FhirOptions): Promise<StandIn & { options:
       u.searchParams.set('_getpages', pageId);
     } else if ((path === '' || path === '/') && u.searchParams.has('_getpages')) {
       search = searches.get(u.searchParams.get('_getpages') ?? '');
-      // fhir.md §1: unknown or expired _getpages ids answer 410 Gone.
+      // Unknown or expired _getpages ids answer 410 Gone (HAPI's PageMethodBinding.java).
       if (!search) return send(410, '{"resourceType":"OperationOutcome"}');
       offset = Number(u.searchParams.get('_getpagesoffset') ?? 0);
     } else {

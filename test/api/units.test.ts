@@ -85,9 +85,9 @@ describe('loadConfig', () => {
 });
 
 describe('FHIR URLs', () => {
-  it('escapes token values (fhir.md §2) and then URL-encodes them', () => {
+  it('escapes token values (http://hl7.org/fhir/R4/search.html#escaping) and then URL-encodes them', () => {
     expect(escapeTokenPart('a,b|c$d\\e')).toBe('a\\,b\\|c\\$d\\\\e');
-    expect(identifierQuery('a|b', 'http://x')).toBe('identifier=http%3A%2F%2Fx%7Ca%5C%7Cb'); // fhir.md §2 example
+    expect(identifierQuery('a|b', 'http://x')).toBe('identifier=http%3A%2F%2Fx%7Ca%5C%7Cb'); // escaped per search.html#escaping, then percent-encoded
     expect(identifierQuery('1+2 3', null)).toBe('identifier=1%2B2%203');
   });
 

@@ -1,5 +1,5 @@
 /**
- * Test stand-in: an in-memory subset of Kong's admin API (kong.md §1) — the
+ * Test stand-in: an in-memory subset of Kong's admin API (kong/api/endpoints.lua) — the
  * calls install, consumer create and verify make — so provisioning logic is
  * tested on its own. `failAfter` makes a call throw, as a process killed
  * part-way would leave things. The end-to-end test uses the real gateway.
@@ -101,7 +101,7 @@ export function createFakeKong(): FakeKong {
       if (!consumer) return notFound();
       if (method === 'GET') return ok(200, { data: k.keys.filter((r) => (r.consumer as Row).id === consumer.id), next: null });
       if (method === 'POST') {
-        // kong.md §1: the 409 message names the duplicate value
+        // Kong's kong/db/errors.lua: the 409 message names the duplicate value
         if (k.keys.some((r) => r.key === b.key)) return ok(409, { message: `UNIQUE violation detected on '{key="${String(b.key)}"}'` });
         const row = { id: randomUUID(), key: b.key, consumer: { id: consumer.id } };
         k.keys.push(row);

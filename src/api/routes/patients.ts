@@ -191,7 +191,7 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
 
       const ids = await ctx.fhir.findPatients(platformCareId);
       if (ids.length !== 1) {
-        // Spec §2.2: no match → {}. Several matches → nobody's data (anchors.md §4 defect 2).
+        // Spec §2.2: no match → {}. Several matches → nobody's data (the original health-tag portal took entry[0]).
         st.decision = ids.length === 0 ? 'not-found' : 'ambiguous';
         return reply.type('application/json; charset=utf-8').send({});
       }

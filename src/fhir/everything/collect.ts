@@ -98,7 +98,7 @@ export function everythingPage(store: FhirStore, patientId: string, p: Everythin
 
   const referenced = referencedResources(store, whole ?? wholeCompartment(store, patientId, p), p);
   const rest = key ? referenced.filter((r) => keyOf(r) > key) : referenced;
-  // Includes do not count toward _count (as in HAPI, fhir.md §1), but at most _count of them ride on one page.
+  // Includes do not count toward _count (as in HAPI, hapifhir/hapi-fhir#674), but at most _count of them ride on one page.
   const room = p.count;
   const sent = rest.slice(0, room);
   for (const r of sent) entries.push({ resource: r, mode: 'include' });

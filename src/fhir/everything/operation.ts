@@ -1,5 +1,5 @@
 /**
- * `GET|POST [base]/Patient/{id}/$everything` (fhir.md §1; R4 OperationDefinition
+ * `GET|POST [base]/Patient/{id}/$everything` (http://hl7.org/fhir/R4/patient-operation-everything.html; R4 OperationDefinition
  * http://hl7.org/fhir/OperationDefinition/Patient-everything).
  *
  * For the server router (src/fhir/server): call `everythingOperation(ctx)` with

@@ -1,5 +1,5 @@
 /**
- * $everything input parameters (fhir.md §1, R4 OperationDefinition
+ * $everything input parameters (http://hl7.org/fhir/R4/patient-operation-everything.html, R4 OperationDefinition
  * Patient-everything): start, end (care dates), _since (instant), _type (comma
  * lists, repeatable), _count; plus our paging `_cursor`. From the URL query
  * (GET) and/or a Parameters body (POST).
@@ -79,7 +79,7 @@ export function parseEverythingParams(source: ParamSource, extra: Array<[string,
       }
       case '_count': {
         if (!/^\d+$/.test(value) || Number(value) < 1) throw bad('_count', `"${value}" is not a positive integer`);
-        // Larger requests are lowered to the maximum, as HAPI does (fhir.md §1), not refused.
+        // Larger requests are lowered to the maximum, as HAPI does (its paging provider's maximum page size), not refused.
         out.count = Math.min(MAX_COUNT, Number(value));
         break;
       }
@@ -87,7 +87,7 @@ export function parseEverythingParams(source: ParamSource, extra: Array<[string,
         out.cursor = value;
         break;
       default:
-        // Unknown parameters are ignored as in search (fhir.md §2), and not echoed in links.
+        // Unknown parameters are ignored as in search (http://hl7.org/fhir/R4/search.html#errors), and not echoed in links.
         out.echo.pop();
     }
   }

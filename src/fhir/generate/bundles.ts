@@ -4,7 +4,7 @@
  * with their stable ids, so patients reference them literally (`Practitioner/id`):
  * a conditional reference would cost the server a search per occurrence.
  * Patient data is POST with urn:uuid fullUrls and ifNoneExist on an identifier
- * (fhir.md §4). Either way a second load creates nothing.
+ * (http://hl7.org/fhir/R4/http.html#transaction). Either way a second load creates nothing.
  */
 import { firstIdentifier, type Dataset, type Resource } from './model.js';
 
@@ -21,7 +21,7 @@ export interface TransactionBundle {
   entry: BundleEntry[];
 }
 
-/** fhir.md §2: escape `\ , | $` inside a token part, then percent-encode it. */
+/** http://hl7.org/fhir/R4/search.html#escaping: escape `\ , | $` inside a token part, then percent-encode it. */
 export function tokenPart(s: string): string {
   return encodeURIComponent(s.replace(/[\\,|$]/g, (c) => `\\${c}`));
 }

@@ -1,6 +1,6 @@
 /**
  * Resources every patient points at and none belongs to (never in the Patient
- * compartment, fhir.md §5): Organization, Location, Practitioner, Medication.
+ * compartment, http://hl7.org/fhir/R4/compartmentdefinition-patient.html): Organization, Location, Practitioner, Medication.
  * $everything must reach them through references.
  */
 import { CITIES, FAMILY, GIVEN, MEDICATIONS, RXNORM, SNOMED, SPECIALTIES } from './catalog.js';

@@ -2,7 +2,7 @@
  * POSTs one Bundle to the FHIR base with undici and reads the outcome:
  * transaction-response / batch-response entries counted as created (201) or
  * kept (200: conditional create matched, or an update), and per-entry failures
- * of a batch (fhir.md §4: batch failures show as entry statuses, not HTTP ones).
+ * of a batch (http://hl7.org/fhir/R4/http.html#transaction: batch failures show as entry statuses, not HTTP ones).
  */
 import { errors as undiciErrors, type Dispatcher } from 'undici';
 import { HospitalApiError } from '../../errors/index.js';

@@ -1,5 +1,5 @@
 /**
- * FHIR search value escaping (fhir.md §2): after URL-decoding, `\` escapes
+ * FHIR search value escaping (http://hl7.org/fhir/R4/search.html#escaping): after URL-decoding, `\` escapes
  * `,` `|` `$` and itself; a bare `\` before anything else is an error.
  * `,` separates OR alternatives, `|` splits system and code.
  */

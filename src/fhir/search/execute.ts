@@ -1,6 +1,6 @@
 /**
  * Runs a search against the SQLite store: filters (conditions.ts), `_sort`,
- * keyset paging (never OFFSET: libraries.md §1 measured OFFSET 20–670× slower
+ * keyset paging (never OFFSET: measured here, OFFSET was 20–670× slower
  * at depth) and one level of `_include`/`_revinclude`.
  */
 import { HospitalApiError } from '../../errors/index.js';

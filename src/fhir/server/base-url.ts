@@ -1,9 +1,9 @@
 /**
- * The public FHIR base that links and fullUrls name (fhir.md §1: HAPI's links point
+ * The public FHIR base that links and fullUrls name (HAPI's links, from its IServerAddressStrategy, point
  * at the internal address behind a proxy). Order: `--public-base`; else
  * X-Forwarded-Proto/Host/Port/Prefix when the peer is a trusted proxy (loopback
  * by default: the native gateway runs on this host); else the Host header + /fhir.
- * kong.md §4: the gateway sends X-Forwarded-Host without the port and the port
+ * Like Kong (kong/runloop/handler.lua), the gateway sends X-Forwarded-Host without the port and the port
  * it was reached on in X-Forwarded-Port; we build proto://host[:port]prefix.
  */
 import type { FastifyRequest } from 'fastify';

@@ -1,5 +1,5 @@
 /**
- * GET /metadata: an R4 CapabilityStatement (fhir.md §3): kind instance with
+ * GET /metadata: an R4 CapabilityStatement (http://hl7.org/fhir/R4/capabilitystatement.html): kind instance with
  * implementation (cpb-14), fhirVersion 4.0.1, JSON formats, every served type
  * once (cpb-9) with its interactions and unique search parameters (cpb-12).
  */

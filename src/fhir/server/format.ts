@@ -1,5 +1,5 @@
 /**
- * Content negotiation (fhir.md §3): JSON only. `_format` overrides Accept; asking for
+ * Content negotiation (http://hl7.org/fhir/R4/http.html#mime-type): JSON only. `_format` overrides Accept; asking for
  * XML (or anything but JSON) → 406; a non-JSON request body → 415.
  */
 import type { FastifyRequest } from 'fastify';

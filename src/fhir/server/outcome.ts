@@ -1,4 +1,4 @@
-/** Errors on the FHIR surface: an OperationOutcome with the registry's status (fhir.md §3). */
+/** Errors on the FHIR surface: an OperationOutcome with the registry's status (http://hl7.org/fhir/R4/operationoutcome.html). */
 import { toHospitalApiError, type HospitalApiError } from '../../errors/index.js';
 
 export interface OperationOutcome {

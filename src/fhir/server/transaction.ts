@@ -1,5 +1,5 @@
 /**
- * `POST [base]` with a transaction or batch Bundle (fhir.md §4).
+ * `POST [base]` with a transaction or batch Bundle (http://hl7.org/fhir/R4/http.html#transaction).
  * Transaction: ids are settled first (urn:uuid → new id, ifNoneExist → existing id,
  * conditional PUT → matched id), references rewritten (urn:uuid and conditional
  * `Type?query` references, which must match exactly one), then entries run in the

@@ -1,5 +1,5 @@
 /**
- * create / update / patch / delete and their conditional forms (fhir.md §4):
+ * create / update / patch / delete and their conditional forms (http://hl7.org/fhir/R4/http.html):
  * conditional create 0 → 201, 1 → 200 (no write), >1 → 412; conditional update
  * 0 → create, 1 → update (400 if the body id differs), >1 → 412; conditional
  * delete 0 or 1 → 200, >1 → 412; If-Match mismatch → 412.

@@ -1,7 +1,7 @@
 /**
  * The Patient compartment: which search parameters of which resource types put a
  * resource in a patient's compartment. The table is the HL7 R4 CompartmentDefinition
- * copied unmodified from profiles-resources.json (fhir.md §5: Medplum's own
+ * copied unmodified from profiles-resources.json (http://hl7.org/fhir/R4/compartmentdefinition-patient.html; Medplum's own
  * compartmentdefinition-patient.json is edited, e.g. Encounter uses `subject` there);
  * test/fhir/server/compartment.test.ts checks the copy against the source.
  */

@@ -1,7 +1,7 @@
 /**
  * Every `Type/id` a resource points at, found by walking the whole JSON for
  * `reference` strings (not only the indexed parameters), so `$everything` can
- * add Practitioner, Organization, Location, Medication, Device … (fhir.md §1).
+ * add Practitioner, Organization, Location, Medication, Device … (http://hl7.org/fhir/R4/patient-operation-everything.html).
  */
 import { parseReference } from './index-rows.js';
 import type { Resource, ResourceRef } from './types.js';

@@ -1,5 +1,5 @@
 /**
- * Admin request bodies (kong.md §1 "General"): JSON, form-urlencoded with
+ * Admin request bodies (Kong's kong/api/api_helpers.lua): JSON, form-urlencoded with
  * dotted keys (`config.minute=5`, `service.id=…`, `paths[]=/a`), or
  * multipart fields and files with the same keys. Anything else is 415; bad
  * JSON is 400 "Cannot parse JSON body".

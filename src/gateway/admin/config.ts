@@ -1,6 +1,6 @@
 /**
  * `POST /config` replaces the whole configuration from a declarative
- * document atomically (kong.md §3): 201 with the entities by id, 304 with
+ * document atomically (Kong's kong/api/routes/config.lua): 201 with the entities by id, 304 with
  * `?check_hash=1` when unchanged, 400 "expected a declarative configuration"
  * when empty, 400 code 14 when invalid. Unlike Kong, this works next to the
  * CRUD endpoints (our store is DB-backed-style; docs/gateway-admin.md).

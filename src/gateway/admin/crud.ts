@@ -1,5 +1,5 @@
 /**
- * Generic entity endpoints (kong.md §1): list + create on a collection,
+ * Generic entity endpoints (Kong's kong/api/endpoints.lua): list + create on a collection,
  * get/patch/put/delete on an item, optionally nested under a parent whose
  * key the nested POST fills in (a child of another parent → 404).
  */
@@ -87,7 +87,7 @@ export function itemHandlers(collection: CollectionName, parent?: ParentDef): Re
       );
     },
     DELETE(req) {
-      // kong.md §1: 204 even when the entity does not exist (the parent must exist).
+      // Kong's kong/api/endpoints.lua: 204 even when the entity does not exist (the parent must exist).
       const { entity } = find(req, req.ctx.store.snapshot().config);
       if (entity) {
         req.ctx.store.transact((draft) => {

@@ -1,5 +1,5 @@
 /**
- * The admin API's route table and request dispatch (kong.md §1). Every
+ * The admin API's route table and request dispatch (Kong's kong/api/endpoints.lua). Every
  * error is a KongError carrying its wire body; anything else becomes a 500
  * with a generic message (never the request body, which may hold secrets).
  */

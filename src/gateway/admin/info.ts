@@ -1,4 +1,4 @@
-/** `GET /`, `GET /status` and `GET /plugins/enabled` (kong.md §1). */
+/** `GET /`, `GET /status` and `GET /plugins/enabled` (Kong's kong/api/routes/{kong,health,plugins}.lua). */
 import { hostname } from 'node:os';
 import { KONG_VERSION } from '../plugins/version.js';
 import type { AdminRequest, AdminResponse } from './router.js';

@@ -1,5 +1,5 @@
 /**
- * List responses (kong.md §1 "Lists"): `{"data":[…],"next":null}` or, with
+ * List responses (Kong's kong/api/endpoints.lua): `{"data":[…],"next":null}` or, with
  * more pages, `{"data":[…],"offset":"…","next":"/services?offset=…&size=N"}`.
  * `size` 1..1000 (default 100); `?tags=a,b` is AND, `a/b` is OR. The offset is
  * opaque: base64 of the position in the (insertion-ordered) list.

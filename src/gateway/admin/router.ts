@@ -1,7 +1,7 @@
 /**
  * A tiny path router so the admin API answers exactly like Kong: unknown
  * path → 404 {"message":"Not found"}, known path with another verb → 405
- * {"message":"Method not allowed"} (kong.md §1 "General").
+ * {"message":"Method not allowed"} (Kong's kong/api/api_helpers.lua).
  */
 import type { PluginSchemaDefinition } from '../model/types.js';
 import type { GatewayStore } from '../store/index.js';

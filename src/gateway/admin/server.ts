@@ -1,5 +1,5 @@
 /**
- * The Kong-compatible admin API (kong.md §1) on Fastify. Fastify's own
+ * The Kong-compatible admin API (Kong's kong/api/endpoints.lua) on Fastify. Fastify's own
  * routing and body parsing are bypassed: one catch-all route hands every
  * request to our router so 404/405/415 bodies are exactly Kong's.
  * The logger is off: request bodies carry keys and passwords.

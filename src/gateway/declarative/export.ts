@@ -1,5 +1,5 @@
 /**
- * GatewayConfig → declarative document (kong.md §3, `_format_version: "3.0"`)
+ * GatewayConfig → declarative document (`_format_version: "3.0"`, Kong's kong/db/declarative/export.lua)
  * that validates against decK's schema (../shared/schemas/kong-declarative-config.json):
  * nulls and timestamps dropped (the schema has no nulls), routes nested under
  * their service, credentials under their consumer, plugins top-level with

@@ -1,5 +1,5 @@
 /**
- * Declarative config (kong.md §3) → GatewayConfig. Every entity goes through
+ * Declarative config (Kong's kong/db/schema/others/declarative_config.lua) → GatewayConfig. Every entity goes through
  * the same validation as the admin API (store/repo.ts) on an empty
  * configuration, nested entities getting their parent's key; all errors are
  * collected and reported at once as Kong's code-14 error.

@@ -1,6 +1,6 @@
 /**
- * Core entity schemas: fields, Kong's defaults and entity checks (kong.md §1;
- * Kong's kong/db/schema/entities/*.lua and the key-auth/basic-auth/acl daos).
+ * Core entity schemas: fields, Kong's defaults and entity checks
+ * (Kong's kong/db/schema/entities/*.lua and the key-auth/basic-auth/acl daos).
  */
 import type { FieldSpecs } from './fields.js';
 import { checkHost, checkHostWithOptionalPort, checkRouteHost, checkSni, checkWildcardHost } from './hostname.js';
@@ -234,7 +234,7 @@ function checkRedirectUri(v: string): string | null {
   return null;
 }
 
-/** `url` shorthand (kong.md §1): sets protocol/host/port/path; default port by scheme. */
+/** `url` shorthand (Kong's kong/db/schema/entities/services.lua): sets protocol/host/port/path; default port by scheme. */
 export function applyServiceUrl(url: unknown, value: Record<string, unknown>, errors: FlatErrors): void {
   if (typeof url !== 'string') {
     errors.url = 'expected a string';
@@ -306,7 +306,7 @@ export function checkServiceTls(value: Record<string, unknown>, errors: FlatErro
   if (bad) errors['@entity'] = ["failed conditional validation given value of field 'protocol'"];
 }
 
-/** kong.md §1: an http(s) route needs one of methods, hosts, headers or paths (snis too for https). */
+/** An http(s) route needs one of methods, hosts, headers or paths (snis too for https): Kong's kong/db/schema/entities/routes_subschemas.lua. */
 export function checkRouteMatchers(value: Record<string, unknown>, errors: FlatErrors): void {
   const protocols = (value.protocols as string[] | null) ?? [];
   const set = (f: string): boolean => {

@@ -1,6 +1,6 @@
 /**
  * A minimal field validator for core entities, with Kong's messages
- * (kong/db/schema/init.lua via kong.md §1): "required field missing",
+ * (kong/db/schema/init.lua): "required field missing",
  * "unknown field", "expected an integer", … Form-encoded input arrives as
  * strings, so `coerce` turns "80" into 80 and "true" into true (Kong does the same).
  */

@@ -1,4 +1,4 @@
-/** key-auth key generation (kong.md §1; Kong's kong/tools/rand.lua). */
+/** key-auth key generation (Kong's kong/tools/rand.lua random_string, for the `auto` key of kong/plugins/key-auth/daos.lua). */
 import { randomBytes, randomInt } from 'node:crypto';
 
 const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

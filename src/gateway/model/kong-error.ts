@@ -1,5 +1,5 @@
 /**
- * Kong-shaped admin errors (kong.md §1 "Errors"; Kong's kong/db/errors.lua):
+ * Kong-shaped admin errors (Kong's kong/db/errors.lua; statuses in kong/api/endpoints.lua):
  * a HospitalApiError whose `body` is the exact wire body `{code,name,message,fields}`.
  */
 import { HospitalApiError, type ErrorCode } from '../../errors/index.js';
@@ -93,7 +93,7 @@ export function uniqueViolation(field: string, value: unknown): KongError {
   );
 }
 
-/** 409 for a caller-supplied id that already exists (kong.md §1). */
+/** 409 for a caller-supplied id that already exists (Kong's spec/02-integration/04-admin_api/10-services_routes_spec.lua). */
 export function primaryKeyViolation(id: string): KongError {
   return new KongError('ERR_GATEWAY_ADMIN_UNIQUE', {
     code: KONG_CODES.PRIMARY_KEY_VIOLATION,
@@ -184,7 +184,7 @@ function luaPrettyDeep(v: unknown): string {
   return typeof v === 'string' ? JSON.stringify(v) : String(v);
 }
 
-/** 400 code 14 `declarative config is invalid: {…}` (kong.md §3; Kong's errors.lua declarative_config). */
+/** 400 code 14 `declarative config is invalid: {…}` (Kong's kong/db/errors.lua declarative_config, kong/api/routes/config.lua). */
 export function declarativeInvalid(flat: FlatErrors): KongError {
   const fields = arraysFromIndexes(nestFields(flat)) as Record<string, unknown>;
   return new KongError('ERR_GATEWAY_DECLARATIVE_INVALID', {

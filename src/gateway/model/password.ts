@@ -1,6 +1,6 @@
 /**
  * basic-auth password hashing. Kong stores lowercase hex SHA-1(password +
- * consumer_id) (kong.md §1, basic-auth/crypto.lua): unsalted and fast, so a
+ * consumer_id) (Kong's kong/plugins/basic-auth/crypto.lua): unsalted and fast, so a
  * leaked state file is cheap to brute-force. We store
  * `scrypt$N$r$p$<salt b64>$<hash b64>` instead (per-credential random salt,
  * N=2^14 r=8 p=1: about 35 ms per hash here). Kong's SHA-1 form is accepted only

@@ -1,5 +1,5 @@
 /**
- * Kong 3.9 entity shapes as the admin API returns them (../shared/reference/kong.md §1).
+ * Kong 3.9 entity shapes as the admin API returns them (Kong's kong/db/schema/entities/*.lua).
  * The admin API and store (src/gateway/admin, src/gateway/store) produce them;
  * the proxy (src/gateway/proxy) and plugins (src/gateway/plugins) consume a
  * read-only snapshot of them. Unset fields are null, timestamps integer seconds.

@@ -1,6 +1,6 @@
 /**
  * Sets the authenticated consumer and Kong's consumer headers upstream
- * (kong.md §2 key-auth "Success" and `anonymous`), shared by the auth plugins.
+ * (Kong's set_consumer and `anonymous` in kong/plugins/key-auth/handler.lua), shared by the auth plugins.
  */
 import type { Consumer } from '../model/types.js';
 import type { CompileEnv, RequestState } from './types.js';

@@ -1,5 +1,5 @@
 /**
- * The plugins this gateway ships, by Kong name (kong.md §2). The admin API
+ * The plugins this gateway ships, by Kong name (Kong's kong/plugins/<name>/). The admin API
  * validates plugin configs with PLUGIN_SCHEMAS; the proxy runs PLUGIN_HANDLERS.
  * `validate` returns flat field errors keyed like Kong's paths
  * (`config.minute`); config-level checks are under `config.@entity`.

@@ -1,7 +1,7 @@
 /**
  * A small declarative schema for plugin configs, shaped after Kong's
  * (kong/db/schema): each field has a type, a default and checks; rules across
- * fields are declared as entity checks. Messages are Kong's (kong.md §1).
+ * fields are declared as entity checks. Messages are Kong's (kong/db/schema/init.lua).
  * Errors come back flat, keyed like Kong's field paths: `config.minute`;
  * config-level (entity) checks use `config.@entity`.
  */

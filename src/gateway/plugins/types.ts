@@ -1,8 +1,8 @@
 /**
  * What a plugin handler sees. Kong's phases reduced to the two these plugins
- * use (style.md §1): `access` may end the request with an Exit; `header` adds
+ * use (Kong's per-phase handler methods, kong/runloop/plugins_iterator.lua): `access` may end the request with an Exit; `header` adds
  * response headers to every response, including gateway-generated ones
- * (kong.md §2: after an early exit the header filters of plugins that already
+ * (Kong's kong/pdk/response.lua: after an early exit the header filters of plugins that already
  * ran still apply).
  */
 import type { IncomingMessage } from 'node:http';

@@ -18,7 +18,7 @@ import { proxyCollections, type Upstream } from './entities.js';
 export interface CompiledService {
   id: string;
   protocol: 'http' | 'https';
-  /** Host header sent upstream when preserve_host is false (kong.md §4). */
+  /** Host header sent upstream when preserve_host is false (Kong's kong/runloop/handler.lua). */
   hostHeader: string;
   basePath: string;
   retries: number;
@@ -26,7 +26,7 @@ export interface CompiledService {
   writeTimeout: number;
   /** The service's own host and port, or null when its host names an upstream. */
   pool: Pool | null;
-  /** The upstream's balancer when the service's host names an upstream (kong.md §4, balancer). */
+  /** The upstream's balancer when the service's host names an upstream (Kong's kong/runloop/balancer/init.lua). */
   balancer: Balancer | null;
 }
 
@@ -41,7 +41,7 @@ export interface CompiledRoute {
 export interface CompiledConfig {
   version: number;
   router: Router<CompiledRoute>;
-  /** Global plugins: their header filters apply to 404s (kong.md §2 cors). */
+  /** Global plugins: their header filters apply to 404s (Kong's cors header_filter, kong/plugins/cors/handler.lua). */
   globalChain: ChainSlot[];
   /** Balancers of this version (their active health probes stop when it is replaced). */
   balancers: Balancer[];
@@ -148,7 +148,7 @@ export function compileSnapshot(snapshot: ConfigSnapshot, caches: CompileCaches)
   const services = new Map<string, CompiledService>();
   const balancers: Balancer[] = [];
   for (const s of config.services) {
-    if (!s.enabled) continue; // kong.md §1: a disabled service's routes behave as absent
+    if (!s.enabled) continue; // Kong's kong/runloop/handler.lua: a disabled service's routes behave as absent
     const compiled = compileService(s, config, caches, upstreams);
     if (!compiled) continue;
     services.set(s.id, compiled);

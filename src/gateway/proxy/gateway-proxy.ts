@@ -1,7 +1,7 @@
 /**
  * The proxy's request entry point: compiles the configuration snapshot when
  * it changes (identity check, no work per request otherwise), matches the
- * route and hands the request to an Exchange (kong.md §4).
+ * route and hands the request to an Exchange (Kong's kong/runloop/handler.lua).
  *
  * A version that does not compile (a hand-edited state file: a bad regex, a
  * plugin config its schema refuses, an unknown plugin) is not applied: the
@@ -147,7 +147,7 @@ export class GatewayProxy {
       return;
     }
     if (route === null) {
-      // Global plugins still shape the 404 (kong.md §2: cors headers on 404s).
+      // Global plugins still shape the 404 (Kong's cors header_filter runs on 404s too).
       exchange.useHeaderFilters(cfg.globalChain);
       exchange.exit({ status: 404, message: NO_ROUTE });
       return;

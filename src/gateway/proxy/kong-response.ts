@@ -1,6 +1,6 @@
 /**
  * Gateway-generated responses (kong.response.error and Kong's error
- * handlers, kong.md §2/§4): the body format follows Accept (JSON by default;
+ * handlers: kong/pdk/response.lua, kong/error_handlers.lua): the body format follows Accept (JSON by default;
  * the error handlers default to text/plain when Accept is absent), with
  * `request_id`; headers `Server`, `X-Kong-Response-Latency`, `X-Kong-Request-Id`.
  */

@@ -1,5 +1,5 @@
 /**
- * Kong matches routes on the normalised path (kong.md §4): percent-decoded
+ * Kong matches routes on the normalised path (kong/router/utils.lua, kong/tools/uri.lua): percent-decoded
  * unreserved characters and resolved dot segments, so `/open/../secret` cannot
  * reach a route by another prefix. Most paths need no work: checked first.
  */

@@ -1,6 +1,6 @@
 /**
  * Per-route plugin chains, precomputed per snapshot. One instance per plugin
- * name runs; the most specific scope wins (kong.md §2): Consumer+Route+Service
+ * name runs; the most specific scope wins (Kong's kong/runloop/plugins_iterator.lua): Consumer+Route+Service
  * > Consumer+Route > Consumer+Service > Route+Service > Consumer > Route >
  * Service > Global. Consumer-scoped instances are picked once the consumer is
  * known (auth plugins run first: their priorities are higher).

@@ -1,5 +1,5 @@
 /**
- * Kong's request id (kong.md §4, 3.5+): 32 hex characters. A random
+ * Kong's request id (3.5+, kong/observability/tracing/request_id.lua): 32 hex characters. A random
  * per-process prefix plus a counter: unique, and no crypto call per request.
  */
 import { randomBytes } from 'node:crypto';

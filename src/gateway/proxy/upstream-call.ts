@@ -4,7 +4,7 @@
  * streamed with backpressure both ways, connection failures are retried up
  * to `retries` when the request body can be replayed, a streamed request
  * body stalled by the upstream for write_timeout ends the call, and errors
- * become Kong's 502/503/504 (kong.md §4). Listeners are shared functions
+ * become Kong's 502/503/504 (kong/error_handlers.lua). Listeners are shared functions
  * (the call hangs off the response), so a request allocates no closures.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -68,7 +68,7 @@ function onWriteTimeout(call: UpstreamCall): void {
   call.writeTimedOut();
 }
 
-/** kong.md §4: write_timeout between two successive writes to the upstream → 504. */
+/** write_timeout between two successive writes to the upstream → 504 (Kong passes it as the send timeout, kong/runloop/handler.lua). */
 export class WriteTimeoutError extends Error {
   readonly code = 'UND_ERR_WRITE_TIMEOUT';
 }

@@ -1,5 +1,5 @@
 /**
- * Request headers sent upstream (kong.md §4): the client's, minus hop-by-hop
+ * Request headers sent upstream (Kong's kong/runloop/handler.lua): the client's, minus hop-by-hop
  * ones and those the gateway owns, plus X-Forwarded-*, X-Real-IP, Via,
  * X-Kong-Request-Id and the plugins' changes. Client-supplied X-Forwarded-*
  * values other than For are replaced unless the peer is in trusted_ips

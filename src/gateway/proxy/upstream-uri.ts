@@ -1,5 +1,5 @@
 /**
- * The upstream path for a matched route (kong.md §4, path_handling v0, as
+ * The upstream path for a matched route (path_handling v0, as
  * Kong's router/utils get_upstream_uri_v0). `base` is the service path
  * (default '/'), `prefix` the matched route path.
  */

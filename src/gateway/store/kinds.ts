@@ -1,6 +1,6 @@
 /**
  * One descriptor per entity collection: its fields, endpoint key (for
- * name-or-id lookup, kong.md §1), unique fields, foreign keys with their
+ * name-or-id lookup, Kong's kong/api/endpoints.lua), unique fields, foreign keys with their
  * delete rule, and the checks and transforms Kong's schemas apply.
  */
 import { createPrivateKey, createPublicKey, X509Certificate } from 'node:crypto';
@@ -106,7 +106,7 @@ function pluginCheck(value: Entity, errors: FlatErrors, ctx: RepoContext, input:
   if (typeof name !== 'string') return;
   const schema = ctx.plugins.get(name);
   if (!schema) {
-    // kong.md §1: unknown plugin
+    // Kong's kong/db/schema/entities/plugins.lua: unknown plugin
     errors.name = `plugin '${name}' not enabled; add it to the 'plugins' configuration property`;
     return;
   }

@@ -2,7 +2,7 @@
  * Entity operations on a draft configuration (inside GatewayStore.transact):
  * validate → resolve foreign keys → check uniqueness → write. Every check
  * runs before the draft is touched, and the store discards the draft on a
- * throw, so a failed change changes nothing. Errors are Kong's (kong.md §1).
+ * throw, so a failed change changes nothing. Errors are Kong's (kong/db/errors.lua).
  */
 import { randomUUID } from 'node:crypto';
 import type { CollectionName } from '../model/config.js';
@@ -35,7 +35,7 @@ export function viewEntity(config: Readonly<GatewayConfig>, collection: Collecti
   return view ? view(config, entity) : entity;
 }
 
-/** kong.md §1: a UUID-shaped segment is looked up only by id, anything else by the endpoint key. */
+/** A UUID-shaped segment is looked up only by id, anything else by the endpoint key (Kong's kong/api/endpoints.lua). */
 export function findEntity(config: GatewayConfig, collection: CollectionName, idOrKey: string, within?: (e: Entity) => boolean): Entity | undefined {
   const kind = KINDS[collection];
   const items = within ? list(config, collection).filter(within) : list(config, collection);

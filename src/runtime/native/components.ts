@@ -108,8 +108,8 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
   const specs: ComponentSpec[] = [
     {
       name: 'fhir',
-      // No --public-base: links then follow the gateway's X-Forwarded-* (kong.md §4) through
-      // the gateway, and the Host header on direct access (fhir.md §1).
+      // No --public-base: links then follow the gateway's X-Forwarded-* (as Kong's kong/runloop/handler.lua sends them) through
+      // the gateway, and the Host header on direct access (as HAPI's default IServerAddressStrategy does).
       // One port for both audiences: the server gives the full (unauthenticated) API to loopback
       // callers only (the gateway and the Hospital API run on this host) and answers other
       // addresses GET /fhir/metadata alone (spec check 4.5.2), 403 for the rest. No --open-api here.

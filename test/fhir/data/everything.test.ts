@@ -129,7 +129,7 @@ describe('Patient/$everything over HTTP', () => {
   });
 
   it('names the public base in fullUrls and next links (X-Forwarded-* from a loopback proxy)', async () => {
-    // What our gateway sends (kong.md §4): X-Forwarded-Host without the port, the port apart.
+    // What our gateway sends (as Kong's kong/runloop/handler.lua): X-Forwarded-Host without the port, the port apart.
     const headers = { 'x-forwarded-host': 'gw.example', 'x-forwarded-port': '8443', 'x-forwarded-proto': 'https', 'x-forwarded-prefix': '/fhir-api' };
     const { keys, pages } = await everything('?_count=10', headers, 'https://gw.example:8443/fhir-api');
     expect(pages).toBe(4);

@@ -5,7 +5,7 @@ import { call, useFhirServer } from './helpers.js';
 
 const fhir = useFhirServer();
 
-describe('the Patient compartment table (fhir.md §5)', () => {
+describe('the Patient compartment table (http://hl7.org/fhir/R4/compartmentdefinition-patient.html)', () => {
   it('is the unmodified HL7 R4 CompartmentDefinition from profiles-resources.json, not Medplum’s edited copy', () => {
     const bundle = readJson('fhir/r4/profiles-resources.json') as { entry: Array<{ resource: any }> };
     const hl7 = bundle.entry.map((e) => e.resource).find((r) => r.resourceType === 'CompartmentDefinition' && r.id === 'patient');

@@ -5,7 +5,7 @@ const fhir = useFhirServer();
 
 const patient = (family: string, extra: Record<string, unknown> = {}) => ({ resourceType: 'Patient', name: [{ family }], ...extra });
 
-describe('create, read, vread, update, patch, delete, history (fhir.md §3–§4)', () => {
+describe('create, read, vread, update, patch, delete, history (http://hl7.org/fhir/R4/http.html)', () => {
   it('creates with a server id, version 1, ETag, Last-Modified and Location', async () => {
     const r = await call(fhir.base, 'POST', 'Patient', { ...patient('Create'), id: 'client-chosen' });
     expect(r.status).toBe(201);
@@ -96,7 +96,7 @@ describe('create, read, vread, update, patch, delete, history (fhir.md §3–§4
   });
 });
 
-describe('conditional create, update and delete (fhir.md §4)', () => {
+describe('conditional create, update and delete (http://hl7.org/fhir/R4/http.html)', () => {
   const sys = 'urn:test:cond';
   const withId = (v: string, family = 'Cond') => patient(family, { identifier: [{ system: sys, value: v }] });
 

@@ -5,7 +5,7 @@ const fhir = useFhirServer();
 
 const INTERACTIONS = new Set(['read', 'vread', 'update', 'patch', 'delete', 'history-instance', 'history-type', 'create', 'search-type']);
 
-describe('GET /fhir/metadata (fhir.md §3)', () => {
+describe('GET /fhir/metadata (http://hl7.org/fhir/R4/http.html#capabilities)', () => {
   it('is a valid R4 CapabilityStatement', async () => {
     const r = await call(fhir.base, 'GET', 'metadata');
     expect(r.status).toBe(200);

@@ -24,7 +24,7 @@ beforeAll(async () => {
   for (const e of r.body.entry) obsIds.push(e.response.location.split('/')[5]);
 });
 
-/** Links name the public base; the test reaches the real server by re-basing them (as clients are advised to, fhir.md §1). */
+/** Links name the public base; the test reaches the real server by re-basing them (as clients of HAPI behind a proxy must; its links name the internal base). */
 const rebase = (url: string) => url.replace('https://fhir.example.org/r4', fhir.base);
 
 async function walk(first: string): Promise<{ pages: any[]; all: string[] }> {

@@ -12,7 +12,7 @@ async function create(key: string, resource: Record<string, unknown>): Promise<s
   return r.body.id;
 }
 
-/** Builds `?name=value…` with every value percent-encoded, as a careful client would (fhir.md §2). */
+/** Builds `?name=value…` with every value percent-encoded, as a careful client would (http://hl7.org/fhir/R4/search.html#escaping). */
 const q = (type: string, params: Array<[string, string]>) => `${type}?${params.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&')}`;
 const found = async (path: string) => {
   const r = await call(fhir.base, 'GET', path);
@@ -35,7 +35,7 @@ beforeAll(async () => {
   await create('vs', { resourceType: 'ValueSet', status: 'active', url: 'http://example.org/fhir/ValueSet/colours' });
 });
 
-describe('token search and escaping (fhir.md §2)', () => {
+describe('token search and escaping (http://hl7.org/fhir/R4/search.html#token, #escaping)', () => {
   it('matches system|value, value alone, |value (no system) and system| (any value)', async () => {
     expect(await found(q('Patient', [['identifier', `${S}|123`]]))).toEqual([`Patient/${made.plain}`]);
     expect(await found(q('Patient', [['identifier', '123']]))).toEqual([`Patient/${made.plain}`, `Patient/${made.nosys}`].sort());
@@ -49,7 +49,7 @@ describe('token search and escaping (fhir.md §2)', () => {
     expect(await found(q('Patient', [['identifier', `${S}|a\\|b`]]))).toEqual([`Patient/${made.pipe}`]);
     expect(await found(q('Patient', [['identifier', `${S}|x\\$y`]]))).toEqual([`Patient/${made.dollar}`]);
     expect(await found(q('Patient', [['identifier', `${S}|back\\\\slash`]]))).toEqual([`Patient/${made.backslash}`]);
-    // the example from fhir.md §2, percent-encoded by hand
+    // an escaped `|` (http://hl7.org/fhir/R4/search.html#escaping), percent-encoded by hand
     expect(await found(`Patient?identifier=urn%3Atest%3Aids%7Ca%5C%7Cb`)).toEqual([`Patient/${made.pipe}`]);
     expect(await found(q('Patient', [['identifier', `${S}|a,${S}|123`]]))).toEqual([`Patient/${made.plain}`].sort());
     expect(await found(q('Patient', [['identifier', `${S}|123,${S}|a\\,b`]]))).toEqual([`Patient/${made.plain}`, `Patient/${made.comma}`].sort());

@@ -7,7 +7,7 @@ const S = 'urn:test:tx';
 const tx = (entry: unknown[], type = 'transaction') => call(fhir.base, 'POST', '', { resourceType: 'Bundle', type, entry });
 const count = async (path: string) => ids((await call(fhir.base, 'GET', path)).body).length;
 
-describe('transaction Bundles (fhir.md §4)', () => {
+describe('transaction Bundles (http://hl7.org/fhir/R4/http.html#transaction)', () => {
   it('resolves urn:uuid references, answers in request order with locations and etags', async () => {
     const p = 'urn:uuid:5e0c1a52-0000-4000-8000-000000000001';
     const e = 'urn:uuid:5e0c1a52-0000-4000-8000-000000000002';

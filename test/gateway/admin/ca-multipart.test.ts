@@ -5,7 +5,7 @@ import { useFreshAdmin } from './harness.js';
 
 const admin = useFreshAdmin();
 
-describe('ca_certificates and upstream TLS fields (kong.md §1)', () => {
+describe('ca_certificates and upstream TLS fields (kong/db/schema/entities/{ca_certificates,services}.lua)', () => {
   it('stores a CA with its digest, refuses a leaf, and protects a CA that a service uses', async () => {
     const pki = makeTestPki(tempDir('gw-pki-'));
     const ca = await admin.call('POST', '/ca_certificates', { cert: pki.ca.certPem });
@@ -32,7 +32,7 @@ describe('ca_certificates and upstream TLS fields (kong.md §1)', () => {
   });
 });
 
-describe('multipart bodies (kong.md §1)', () => {
+describe('multipart bodies (kong/api/api_helpers.lua)', () => {
   it('reads text fields with the same keys as forms', async () => {
     const b = 'XyZ';
     const part = (name: string, value: string): string => `--${b}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;

@@ -8,7 +8,7 @@ const ctx = { plugins: STAND_IN_PLUGINS, coerce: false, passwords: 'hash' as con
 
 const admin = useFreshAdmin();
 
-describe('consumers (kong.md §1)', () => {
+describe('consumers (kong/db/schema/entities/consumers.lua)', () => {
   it('requires username or custom_id, keeps both unique, filters by custom_id', async () => {
     const none = await admin.call('POST', '/consumers', {});
     expect(none.status).toBe(400);
@@ -24,7 +24,7 @@ describe('consumers (kong.md §1)', () => {
   });
 });
 
-describe('key-auth credentials (kong.md §1)', () => {
+describe('key-auth credentials (kong/plugins/key-auth/daos.lua)', () => {
   it('auto-generates a 32-char alphanumeric key, unique across consumers', async () => {
     const c = await admin.call('POST', '/consumers', { username: 'alice' });
     const k = await admin.call('POST', '/consumers/alice/key-auth', {});
@@ -64,7 +64,7 @@ describe('key-auth credentials (kong.md §1)', () => {
   });
 });
 
-describe('basic-auth credentials (kong.md §1, docs/gateway-admin.md hash choice)', () => {
+describe('basic-auth credentials (kong/plugins/basic-auth/daos.lua, docs/gateway-admin.md hash choice)', () => {
   it('stores and returns a hash, never the password, and the hash verifies', async () => {
     const c = await admin.call('POST', '/consumers', { username: 'alice' });
     const missing = await admin.call('POST', '/consumers/alice/basic-auth', { username: 'alice' });
@@ -87,7 +87,7 @@ describe('basic-auth credentials (kong.md §1, docs/gateway-admin.md hash choice
   });
 });
 
-describe('acls (kong.md §1)', () => {
+describe('acls (kong/plugins/acl/daos.lua)', () => {
   it('adds groups per consumer, looks them up by group, rejects a duplicate group for the same consumer', async () => {
     await admin.call('POST', '/consumers', { username: 'alice' });
     const a = await admin.call('POST', '/consumers/alice/acls', { group: 'readers' });

@@ -49,7 +49,7 @@ afterEach(async () => {
 });
 afterAll(() => removeTempDirs());
 
-describe('POST /config (kong.md §3)', () => {
+describe('POST /config (kong/api/routes/config.lua)', () => {
   it('replaces the whole configuration atomically and answers 201 with entities by id', async () => {
     await admin.call('POST', '/services', { name: 'old', host: 'h' });
     const r = await admin.call('POST', '/config', DOC);
@@ -116,7 +116,7 @@ describe('POST /config (kong.md §3)', () => {
   });
 });
 
-describe('parseDeclarative (kong.md §3)', () => {
+describe('parseDeclarative (kong/db/schema/others/declarative_config.lua)', () => {
   it('with _transform: false takes Kong SHA-1 password hashes as stored, and they verify', () => {
     const consumerId = '0c8e1a3e-8a1f-4e1e-9a52-3a8f5b2d7c10';
     const sha1 = kongSha1Password('kong-pw', consumerId);

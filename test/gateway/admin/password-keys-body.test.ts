@@ -44,7 +44,7 @@ describe('basic-auth password hashing (docs/gateway-admin.md)', () => {
   });
 });
 
-describe('key-auth key generation (kong.md §1)', () => {
+describe('key-auth key generation (kong/tools/rand.lua)', () => {
   it('makes 32 alphanumeric characters, different every time', () => {
     const keys = new Set(Array.from({ length: 200 }, generateApiKey));
     expect(keys.size).toBe(200);
@@ -52,7 +52,7 @@ describe('key-auth key generation (kong.md §1)', () => {
   });
 });
 
-describe('form bodies (kong.md §1)', () => {
+describe('form bodies (kong/api/api_helpers.lua)', () => {
   it('nests dotted keys and collects arrays', () => {
     expect(parseForm('name=rate-limiting&config.minute=5&config.policy=local&service.id=abc')).toEqual({
       name: 'rate-limiting',

@@ -4,7 +4,7 @@ import { startAdmin, useFreshAdmin } from './harness.js';
 
 const admin = useFreshAdmin();
 
-describe('plugins (kong.md §1)', () => {
+describe('plugins (kong/db/schema/entities/plugins.lua)', () => {
   it('fills plugin defaults from the schema map and Kong entity defaults', async () => {
     await admin.call('POST', '/services', { name: 'fhir', host: 'up' });
     const p = await admin.call('POST', '/services/fhir/plugins', { name: 'key-auth' });
@@ -79,7 +79,7 @@ describe('plugins (kong.md §1)', () => {
   });
 });
 
-describe('GET /, GET /status, GET /plugins/enabled (kong.md §1)', () => {
+describe('GET /, GET /status, GET /plugins/enabled (kong/api/routes/{kong,health,plugins}.lua)', () => {
   it('describes the node like Kong', async () => {
     await admin.call('POST', '/plugins', { name: 'key-auth' });
     const r = await admin.call('GET', '/');

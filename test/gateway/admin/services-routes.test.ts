@@ -5,7 +5,7 @@ const admin = useFreshAdmin();
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-describe('services (kong.md §1)', () => {
+describe('services (kong/db/schema/entities/services.lua)', () => {
   it('fills Kong defaults and expands the url shorthand, which is never returned', async () => {
     const r = await admin.call('POST', '/services', { name: 'fhir', url: 'http://up:8080/fhir' });
     expect(r.status).toBe(201);
@@ -66,7 +66,7 @@ describe('services (kong.md §1)', () => {
     expect(put.json.name).toBeNull();
     expect((await admin.call('GET', '/services/nope')).status).toBe(404);
     expect((await admin.call('GET', '/services/nope')).json).toEqual({ message: 'Not found' });
-    // A name that looks like a UUID cannot be found by name (kong.md §1).
+    // A name that looks like a UUID cannot be found by name (Kong's kong/api/endpoints.lua; Kong #2338).
     const sneaky = 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee';
     const c = await admin.call('POST', '/consumers', { username: sneaky });
     expect(c.status).toBe(201);
@@ -136,7 +136,7 @@ describe('services (kong.md §1)', () => {
   });
 });
 
-describe('routes (kong.md §1)', () => {
+describe('routes (kong/db/schema/entities/routes.lua)', () => {
   it('fills route defaults and returns service as {id}', async () => {
     const svc = await admin.call('POST', '/services', { name: 'fhir', host: 'up' });
     const r = await admin.call('POST', '/routes', { name: 'r1', paths: ['/fhir'], service: { name: 'fhir' } });
@@ -209,7 +209,7 @@ describe('routes (kong.md §1)', () => {
   });
 });
 
-describe('general (kong.md §1)', () => {
+describe('general (kong/api/api_helpers.lua, kong/api/endpoints.lua)', () => {
   it('answers 404, 405, 415 and bad JSON like Kong', async () => {
     expect(await admin.call('GET', '/nothing-here')).toMatchObject({ status: 404, json: { message: 'Not found' } });
     expect(await admin.call('DELETE', '/services')).toMatchObject({ status: 405, json: { message: 'Method not allowed' } });

@@ -1,4 +1,4 @@
-/** key-auth and basic-auth over real sockets: statuses, messages, headers (kong.md §2). */
+/** key-auth and basic-auth over real sockets: statuses, messages, headers (Kong's key-auth/handler.lua, basic-auth/access.lua). */
 import { describe, expect, it } from 'vitest';
 import { hashBasicAuthPassword } from '../../../src/gateway/model/password.js';
 import { consumer, get, keyCredential, plugin, route, service, useProxy, type Echo } from './harness.js';

@@ -1,4 +1,4 @@
-/** cors, acl, ip-restriction, rate-limiting, request-size-limiting, scoping precedence and run order (kong.md §2). */
+/** cors, acl, ip-restriction, rate-limiting, request-size-limiting, scoping precedence and run order (Kong's kong/plugins/<name>/, kong/runloop/plugins_iterator.lua). */
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { consumer, get, keyCredential, plugin, route, service, useProxy, type Echo } from './harness.js';

@@ -1,4 +1,4 @@
-/** Contract: plugin names, priorities (kong.md §2 run order), defaults and Kong's validation messages. */
+/** Contract: plugin names, priorities (run order as Kong's spec/01-unit/12-plugins_order_spec.lua), defaults and Kong's validation messages. */
 import { describe, expect, it } from 'vitest';
 import { PLUGIN_HANDLERS } from '../../../src/gateway/plugins/handlers.js';
 import { PLUGIN_SCHEMAS } from '../../../src/gateway/plugins/index.js';

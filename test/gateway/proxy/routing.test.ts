@@ -1,4 +1,4 @@
-/** Routing, URI rules and headers both ways, over real sockets (kong.md §4). */
+/** Routing, URI rules and headers both ways, over real sockets (Kong's kong/router/utils.lua, kong/runloop/handler.lua). */
 import { describe, expect, it } from 'vitest';
 import { upstreamPathV0 } from '../../../src/gateway/proxy/upstream-uri.js';
 import { get, route, service, useProxy, type Echo } from './harness.js';

@@ -1,4 +1,4 @@
-/** Upstream errors (502/504), streaming both ways, the TLS listener and verified HTTPS upstreams (kong.md §4). */
+/** Upstream errors (502/504), streaming both ways, the TLS listener and verified HTTPS upstreams (Kong's kong/error_handlers.lua, kong/runloop/handler.lua). */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';

@@ -1,5 +1,5 @@
 /**
- * write_timeout (kong.md §4 service timeouts): a streamed request body the
+ * write_timeout (Kong's service timeouts, kong/runloop/handler.lua): a streamed request body the
  * upstream stops taking for write_timeout ends the call with Kong's 504; a
  * slow but moving upload under the same timeout still goes through.
  */

@@ -1,5 +1,5 @@
 /**
- * acl (kong.md §2): needs an authenticated (or anonymous) consumer, 401
+ * acl (Kong's kong/plugins/acl/handler.lua): needs an authenticated (or anonymous) consumer, 401
  * otherwise; 403 "You cannot consume this service" when not allowed or denied;
  * X-Consumer-Groups upstream unless hide_groups_header.
  */

@@ -1,4 +1,4 @@
-/** acl config (kong.md §2): exactly one of allow/deny. */
+/** acl config (Kong's kong/plugins/acl/schema.lua): exactly one of allow/deny. */
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
 import { PLUGIN_PRIORITY } from '../priorities.js';

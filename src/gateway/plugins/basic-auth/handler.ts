@@ -1,5 +1,5 @@
 /**
- * basic-auth (kong.md §2): Proxy-Authorization first, then Authorization;
+ * basic-auth (Kong's kong/plugins/basic-auth/access.lua): Proxy-Authorization first, then Authorization;
  * split at the first ':'; 401 "Unauthorized" with `WWW-Authenticate: Basic
  * realm="…"` whether the header is missing or wrong (3.6+). Passwords are
  * verified against the stored hash (model/password.ts), never logged.

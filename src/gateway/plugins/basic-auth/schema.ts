@@ -1,4 +1,4 @@
-/** basic-auth config (kong.md §2): Kong 3.6+ defaults (realm "service"). */
+/** basic-auth config: Kong 3.6+ defaults (realm "service"), kong/plugins/basic-auth/schema.lua. */
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
 import { PLUGIN_PRIORITY } from '../priorities.js';

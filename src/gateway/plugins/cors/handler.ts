@@ -1,5 +1,5 @@
 /**
- * cors (kong.md §2): answers preflights (OPTIONS + Origin +
+ * cors (Kong's kong/plugins/cors/handler.lua): answers preflights (OPTIONS + Origin +
  * Access-Control-Request-Method) with 200 and no body before any auth plugin
  * runs, and adds ACAO/ACAC/Expose-Headers/Vary to every other response,
  * errors included. Origin rules are precomputed per plugin instance.
@@ -85,7 +85,7 @@ function credentials(conf: CorsConfig, allowAll: boolean, state: RequestState, o
   }
   const reqOrigin = state.header('origin');
   if (!reqOrigin) return;
-  // A wildcard may not carry credentials: echo the Origin instead (kong.md §2).
+  // A wildcard may not carry credentials: echo the Origin instead (Kong's cors/handler.lua).
   const i = out.indexOf('Access-Control-Allow-Origin');
   if (i >= 0) out[i + 1] = reqOrigin;
   out.push('Access-Control-Allow-Credentials', 'true', 'Vary', 'Origin');

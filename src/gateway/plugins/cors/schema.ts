@@ -1,4 +1,4 @@
-/** cors config (kong.md §2): origins are `*` or regexes; methods from Kong's fixed list. */
+/** cors config (Kong's kong/plugins/cors/schema.lua): origins are `*` or regexes; methods from Kong's fixed list. */
 import { RE2JS } from 're2js';
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';

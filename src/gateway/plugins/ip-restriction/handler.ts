@@ -1,5 +1,5 @@
 /**
- * ip-restriction (kong.md §2): deny is checked first, then allow; rejection
+ * ip-restriction (Kong's kong/plugins/ip-restriction/handler.lua): deny is checked first, then allow; rejection
  * 403 "IP address not allowed: <ip>" unless status/message are configured.
  */
 import type { BlockList } from 'node:net';

@@ -1,4 +1,4 @@
-/** ip-restriction config (kong.md §2): allow and/or deny lists of IPs or CIDRs. */
+/** ip-restriction config (Kong's kong/plugins/ip-restriction/schema.lua): allow and/or deny lists of IPs or CIDRs. */
 import { parseIpOrCidr } from '../../../util/ip-list.js';
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';

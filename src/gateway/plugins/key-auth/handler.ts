@@ -1,5 +1,5 @@
 /**
- * key-auth (kong.md §2): header, then query, then body per key name; missing
+ * key-auth (Kong's kong/plugins/key-auth/handler.lua): header, then query, then body per key name; missing
  * vs invalid vs duplicate keys; WWW-Authenticate on every 401 (3.7+);
  * hide_credentials; anonymous. The key map is built per snapshot; the final
  * comparison is constant-time. Keys are never logged.
@@ -94,7 +94,7 @@ function compile(raw: Readonly<Record<string, unknown>>, env: CompileEnv): Plugi
       v = v[0] as string;
     }
     if (conf.hide_credentials) {
-      // kong.md §2 / Kong #4366: removed from header and query alike.
+      // Kong's key-auth/handler.lua (Kong #4366): removed from header and query alike.
       state.setUpstreamHeader(names[i] as string, null);
       if (state.query !== '') state.query = withoutQueryArg(state.query, conf.key_names[i] as string);
     }

@@ -1,4 +1,4 @@
-/** key-auth config (kong.md §2): defaults as Kong 3.9 `kong/plugins/key-auth/schema.lua`. */
+/** key-auth config: defaults as Kong 3.9 `kong/plugins/key-auth/schema.lua`. */
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
 import { PLUGIN_PRIORITY } from '../priorities.js';

@@ -1,5 +1,5 @@
 /**
- * rate-limiting, local policy (kong.md §2): fixed windows, counted once per
+ * rate-limiting, local policy (Kong's kong/plugins/rate-limiting/handler.lua): fixed windows, counted once per
  * gateway (counters.ts: in this process, or in the primary when the proxy
  * runs in workers), keyed like Kong's by route, service, identifier and
  * period. X-RateLimit-Limit/Remaining-<Period> for each configured window

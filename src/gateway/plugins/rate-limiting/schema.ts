@@ -1,5 +1,5 @@
 /**
- * rate-limiting config (kong.md §2), local policy only: `cluster` and `redis`
+ * rate-limiting config (Kong's kong/plugins/rate-limiting/schema.lua), local policy only: `cluster` and `redis`
  * need a shared store this gateway does not have, so they are rejected rather
  * than silently run per node.
  */

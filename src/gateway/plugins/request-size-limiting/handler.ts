@@ -1,5 +1,5 @@
 /**
- * request-size-limiting (kong.md §2): 413 "Request size limit exceeded" (417
+ * request-size-limiting (Kong's kong/plugins/request-size-limiting/handler.lua): 413 "Request size limit exceeded" (417
  * with Expect: 100-continue) from Content-Length; a chunked body is buffered
  * up to the limit; require_content_length → 411 when neither is present.
  */

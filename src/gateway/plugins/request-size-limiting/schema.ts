@@ -1,4 +1,4 @@
-/** request-size-limiting config (kong.md §2): 128 megabytes by default, 1 MB = 1048576 bytes. */
+/** request-size-limiting config (Kong's kong/plugins/request-size-limiting/schema.lua): 128 megabytes by default, 1 MB = 1048576 bytes. */
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
 import { PLUGIN_PRIORITY } from '../priorities.js';
