@@ -189,7 +189,8 @@ export async function upgradeInstall(
   const backup = raw.runtime === 'native'
     ? await createBackup(runtime, root, {
         config, env,
-        out: join(root, 'backups', `pre-upgrade-format-${from}-${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}.tar`),
+        // Milliseconds in the name: a rerun right after a killed run (same second) must not meet that run's backup.
+        out: join(root, 'backups', `pre-upgrade-format-${from}-${new Date().toISOString().replace(/[-:]/g, '')}.tar`),
         ...(options.keyFile ? { keyFile: options.keyFile } : {}),
       }, log)
     : (() => { throw new HospitalApiError('ERR_MAINT_NOT_SUPPORTED', { what: 'Upgrade (its automatic backup)', runtime: raw.runtime, hint: 'Back up the docker databases with pg_dump, then reinstall with this toolkit.' }); })();

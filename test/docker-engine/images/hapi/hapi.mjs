@@ -69,7 +69,9 @@ try {
 
 const data = '/data';
 restoreBlob(conn, 'fhir.sqlite', join(data, 'fhir.sqlite'));
-const args = ['/app/bin/hospital-api.js', 'fhir', '--host', '0.0.0.0', '--port', '8080', '--data', data];
+// HAPI serves its whole API to whoever reaches it (the compose file publishes it on 127.0.0.1 only,
+// and kong reaches it over the project network), so the stand-in opens the native server's API too.
+const args = ['/app/bin/hospital-api.js', 'fhir', '--host', '0.0.0.0', '--port', '8080', '--data', data, '--open-api'];
 if (env['hapi.fhir.server_address']) args.push('--public-base', env['hapi.fhir.server_address']);
 log(`apache address strategy: ${env.HAPI_FHIR_USE_APACHE_ADDRESS_STRATEGY ?? 'false'}`);
 const child = spawn(process.execPath, args, { stdio: 'inherit' });
