@@ -28,12 +28,10 @@ export async function run(): Promise<BenchSection> {
   for (let i = 0; i < RUNS; i++) {
     for (const [name, args] of Object.entries(cases)) samples[name]!.push(wallMs(args));
   }
-  const median = (xs: number[]): number => percentile([...xs].sort((a, b) => a - b), 50);
-  const rows = Object.entries(samples).map(([name, s]) => ({
-    command: name,
-    'p50 ms': round(median(s), 1),
-    'p90 ms': round(percentile([...s].sort((a, b) => a - b), 90), 1),
-  }));
+  const rows = Object.entries(samples).map(([name, s]) => {
+    const sorted = [...s].sort((a, b) => a - b);
+    return { command: name, 'p50 ms': round(percentile(sorted, 50), 1), 'p90 ms': round(percentile(sorted, 90), 1) };
+  });
   const base = rows[0]!;
   const help = rows[1]!;
   const ratio = round(help['p50 ms'] / base['p50 ms']);
