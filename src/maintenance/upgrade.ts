@@ -24,9 +24,6 @@ import { runningSupervisor } from '../runtime/native/state.js';
 import { writeSecretFile } from '../util/atomic-write.js';
 import { VERSION } from '../version.js';
 
-/** Test seam: the step after which a test kills the process to prove an interrupted upgrade recovers. */
-const KILL_AFTER_ENV = 'HOSPITAL_API_TEST_UPGRADE_KILL_AFTER';
-
 interface Step {
   name: string;
   /** Files (relative to the install directory) the step may rewrite. */
@@ -218,7 +215,6 @@ export async function upgradeInstall(
       step.run(root, config);
       done.push(step.name);
       log(`  ${step.name}: done`);
-      if (env[KILL_AFTER_ENV] === step.name) process.kill(process.pid, 'SIGKILL');
     }
     journal.step = 'install.json';
     writeJournal(root, journal);

@@ -10,14 +10,38 @@
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeTempDirs } from '../helpers/tmp.js';
+import { startCli } from '../helpers/cli.js';
 import { installPaths } from '../../src/runtime/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { updateEnvValues } from '../../src/install/files.js';
 import { startNativeSite, type NativeSite, type PatientsBody } from './native-site.js';
 
 const PASS = { HOSPITAL_API_BACKUP_PASSPHRASE: 'upgrade passphrase for the test' };
+const STOP_AT_LINE = pathToFileURL(join(import.meta.dirname, 'stop-at-line.mjs')).href;
+
+/**
+ * Runs the real `hospital-api upgrade` and SIGKILLs it right after it reports `step` done,
+ * before it can take another step: stop-at-line.mjs (preloaded) stops the process on
+ * that progress line, and this harness, watching stderr for it, kills the process.
+ */
+async function upgradeKilledAfter(step: string): Promise<void> {
+  const line = `  ${step}: done`;
+  const child = startCli(['upgrade', '--dir', site.dir], {
+    env: { ...PASS, STOP_AT_LINE: line, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${STOP_AT_LINE}`.trim() },
+    timeout: 120_000,
+  });
+  let err = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    err += String(chunk);
+    if (err.includes(line)) child.kill('SIGKILL');
+  });
+  const result = await child;
+  expect(err, 'the upgrade reported the step done').toContain(line);
+  expect(result.signal, err).toBe('SIGKILL');
+}
 let site: NativeSite;
 let paths: ReturnType<typeof installPaths>;
 const records = new Map<string, string[]>();
@@ -81,8 +105,7 @@ describe('upgrade in place (issue 15)', () => {
   });
 
   it('a run killed part-way leaves a journal; --rollback restores the directory exactly', async () => {
-    const killed = await site.cli(['upgrade'], { ...PASS, HOSPITAL_API_TEST_UPGRADE_KILL_AFTER: 'settings for this directory' });
-    expect(killed.code).not.toBe(0);
+    await upgradeKilledAfter('settings for this directory');
     expect(existsSync(join(paths.root, '.upgrade', 'journal.json'))).toBe(true);
     expect(digest(), 'the run was killed after changing files').not.toBe(formatOne);
     expect(JSON.parse(readFileSync(paths.installJson, 'utf8')).formatVersion).toBe(1);
@@ -93,8 +116,9 @@ describe('upgrade in place (issue 15)', () => {
   });
 
   it('killed again, a plain rerun rolls back and completes: format 2, a backup first, secrets 0600, settings fixed; up, verify and every record equal', async () => {
-    const killed = await site.cli(['upgrade'], { ...PASS, HOSPITAL_API_TEST_UPGRADE_KILL_AFTER: 'secret files 0600' });
-    expect(killed.code).not.toBe(0);
+    await upgradeKilledAfter('secret files 0600');
+    expect(existsSync(join(paths.root, '.upgrade', 'journal.json'))).toBe(true);
+    expect(JSON.parse(readFileSync(paths.installJson, 'utf8')).formatVersion).toBe(1);
     const t0 = Date.now();
     const run = await site.cli(['upgrade', '--json'], PASS);
     const seconds = (Date.now() - t0) / 1000;
