@@ -24,6 +24,8 @@ export default defineConfig({
       'test/api/records.test.ts',
       'test/api/units.test.ts',
       'test/api/*.mutation-kill.test.ts',
+      'test/api/fhir-url.test.ts',
+      'test/api/platform-client.test.ts',
       'test/gateway/proxy/auth-plugins.test.ts',
       'test/gateway/proxy/plugin-schemas.test.ts',
       'test/gateway/admin/plugins-info.test.ts',

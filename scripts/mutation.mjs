@@ -8,15 +8,15 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TARGETS } from '../stryker.config.mjs';
+import { GROUPS, TARGETS } from '../stryker.config.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
 const reportOnly = args.includes('--report-only');
 const asked = args.filter((a) => !a.startsWith('--'));
-const targets = asked.length ? asked : Object.keys(TARGETS);
+const targets = (asked.length ? asked : Object.keys(TARGETS)).flatMap((t) => GROUPS[t] ?? [t]);
 for (const t of targets) if (!TARGETS[t]) {
-  console.error(`unknown target ${t}; known: ${Object.keys(TARGETS).join(', ')}`);
+  console.error(`unknown target ${t}; known: ${[...Object.keys(TARGETS), ...Object.keys(GROUPS)].join(', ')}`);
   process.exit(2);
 }
 

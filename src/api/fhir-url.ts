@@ -30,8 +30,9 @@ export function pathOf(u: URL): string {
   return u.pathname.replace(/\/+$/, '');
 }
 
+/** `path` is `prefix` or below it; for the root prefix '' that is every path. */
 function isUnderPath(path: string, prefix: string): boolean {
-  return prefix === '' ? path.startsWith('/') || path === '' : path === prefix || path.startsWith(`${prefix}/`);
+  return path === prefix || path.startsWith(`${prefix}/`);
 }
 
 /**
