@@ -26,6 +26,7 @@ export default defineConfig({
       'test/api/*.mutation-kill.test.ts',
       'test/api/fhir-url.test.ts',
       'test/api/platform-client.test.ts',
+      'test/api/fhir-client.test.ts',
       'test/gateway/proxy/auth-plugins.test.ts',
       'test/gateway/proxy/plugin-schemas.test.ts',
       'test/gateway/admin/plugins-info.test.ts',
