@@ -9,7 +9,7 @@
  */
 import { closeSync, createWriteStream, existsSync, fsyncSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { basename, dirname, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { create as tarCreate } from 'tar';
 import { HospitalApiError, toHospitalApiError } from '../errors/index.js';
@@ -147,10 +147,4 @@ export async function createBackup(runtime: Runtime, dir: string, options: Backu
     rmSync(staging, { recursive: true, force: true });
     key.fill(0);
   }
-}
-
-/** For messages: a path relative to the working directory when shorter. */
-export function shortPath(p: string): string {
-  const r = relative(process.cwd(), p);
-  return r && !r.startsWith('..') && r.length < p.length ? r : p;
 }

@@ -50,11 +50,6 @@ export function unescapeValue(part: string): string {
   return part.replace(/\\([,|$\\])/g, '$1');
 }
 
-/** Escapes a literal so it survives as one search value (the inverse of unescapeValue). */
-export function escapeValue(literal: string): string {
-  return literal.replace(/[\\,|$]/g, (c) => `\\${c}`);
-}
-
 /** `system|code`, `code`, `|code`, `system|` → {system (undefined = any, null = none), code (undefined = any)}. */
 export function parseToken(value: string, name: string): { system: string | null | undefined; code: string | undefined } {
   const parts = splitEscaped(value, '|', name);

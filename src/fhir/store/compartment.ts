@@ -17,8 +17,3 @@ const byType = new Map<string, Set<string>>(definition.resource.map((r) => [r.co
 export function compartmentParams(type: string): ReadonlySet<string> | undefined {
   return byType.get(type);
 }
-
-/** Resource types that can be in a Patient compartment. */
-export function compartmentTypes(): string[] {
-  return [...byType.keys()];
-}

@@ -12,8 +12,6 @@ import type { GatewayStore } from '../store/index.js';
 import type { PluginSchemaDefinition } from '../model/types.js';
 import { handleRequest, type AdminContext } from './dispatch.js';
 
-export { isLoopback } from '../../util/listen-address.js';
-
 export interface AdminNodeInfo {
   hostname?: string;
   nodeId?: string;
