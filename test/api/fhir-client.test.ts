@@ -118,6 +118,15 @@ describe('patient search', () => {
     expect(seen).toHaveLength(2);
   });
 
+  it('re-bases search next links from the self link HAPI writes with its internal address', async () => {
+    serve({
+      '/fhir/Patient?identifier=c1&_count=2': bundle([], 'http://hapi:8080/fhir?_getpages=s&o=2', 'http://hapi:8080/fhir/Patient?identifier=c1&_count=2'),
+      '/fhir?_getpages=s&o=2': bundle([{ id: 'p1' }]),
+    });
+    expect(await client().findPatients('c1')).toEqual(['p1']);
+    expect(seen.map((s) => s.url)).toEqual(['/fhir/Patient?identifier=c1&_count=2', '/fhir?_getpages=s&o=2']);
+  });
+
   it('counts only matched Patients: not included or outcome entries, not other resource types', async () => {
     serve({
       '/fhir/Patient?identifier=c1&_count=2': bundle([
@@ -145,8 +154,10 @@ describe('patient search', () => {
   });
 
   it('accepts ids at the edges of the grammar', async () => {
-    serve({ '/fhir/Patient?identifier=c1&_count=2': bundle([{ id: 'A-z.0' }, { id: 'x'.repeat(64) }]) });
-    expect(await client().findPatients('c1')).toEqual(['A-z.0', 'x'.repeat(64)]);
+    serve({ '/fhir/Patient?identifier=c1&_count=2': bundle([{ id: 'A-z.0' }, { id: '.x' }]) });
+    expect(await client().findPatients('c1')).toEqual(['A-z.0', '.x']);
+    serve({ '/fhir/Patient?identifier=c1&_count=2': bundle([{ id: 'x'.repeat(64) }]) });
+    expect(await client().findPatients('c1')).toEqual(['x'.repeat(64)]);
   });
 });
 
