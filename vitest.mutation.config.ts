@@ -27,6 +27,7 @@ export default defineConfig({
       'test/api/fhir-url.test.ts',
       'test/api/platform-client.test.ts',
       'test/api/fhir-client.test.ts',
+      'test/api/patients-stream.test.ts',
       'test/gateway/proxy/auth-plugins.test.ts',
       'test/gateway/proxy/plugin-schemas.test.ts',
       'test/gateway/admin/plugins-info.test.ts',
