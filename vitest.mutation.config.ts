@@ -33,6 +33,7 @@ export default defineConfig({
       'test/gateway/admin/plugins-info.test.ts',
       'test/gateway/admin/consumers-credentials.test.ts',
       'test/gateway/**/*.mutation-kill.test.ts',
+      'test/gateway/proxy/key-auth-body.test.ts',
     ],
     pool: 'forks',
     testTimeout: 60_000,
