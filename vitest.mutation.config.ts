@@ -28,6 +28,8 @@ export default defineConfig({
       'test/api/platform-client.test.ts',
       'test/api/fhir-client.test.ts',
       'test/api/patients-stream.test.ts',
+      'test/api/hardening.test.ts',
+      'test/api/patients-route.test.ts',
       'test/gateway/proxy/auth-plugins.test.ts',
       'test/gateway/proxy/plugin-schemas.test.ts',
       'test/gateway/admin/plugins-info.test.ts',

@@ -198,6 +198,12 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
       const patientId = ids[0] as string;
       st.fhirPatientId = patientId;
 
+      // The caller left while the platform or the search answered: its end line is written
+      // (onClose); fetch nothing for nobody and write no second line.
+      if (st.ended) {
+        reply.hijack();
+        return reply;
+      }
       // The record begins: its `started` line is on disk before anything is fetched or sent,
       // so even a SIGKILL mid-stream leaves a trace. Throws ERR_API_AUDIT_UNAVAILABLE (503).
       await ctx.audit.write(record(request, st, 'started', { decision: 'granted', code: null, status: 200, aborted: false }));
@@ -225,7 +231,7 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
         st.decision = 'error';
         request.log.error({ code: st.code, message: (err as Error).message }, 'record aborted mid-stream');
         reply.raw.destroy();
-        await writeEnd(ctx, request, st, 200, true).catch(() => undefined);
+        if (!st.ended) await writeEnd(ctx, request, st, 200, true).catch(() => undefined);
         return reply;
       };
       try {

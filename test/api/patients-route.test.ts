@@ -1,0 +1,183 @@
+/**
+ * POST /api/patients and the readiness route at the edges the other API tests
+ * leave open (issue 11, mutation testing): the exact validation limits and
+ * messages, the audit lines (started and end, written once, before the reply,
+ * with a duration an auditor can trust), the concurrency slot, the metrics by
+ * upstream, and /api/ready failing on each of its three checks.
+ */
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { TOKEN_OK, defaultPlatform, useHarness, waitForAudit, type Harness } from './harness.js';
+import { makeRecord } from './stand-ins.js';
+
+const harness = useHarness();
+const ok = { platformCareId: 'care-1', token: TOKEN_OK };
+
+function lines(t: Harness): Array<Record<string, unknown>> {
+  return readFileSync(t.auditPath, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+async function metrics(t: Harness): Promise<string> {
+  return (await request(`${t.running.metricsUrl}/metrics`)).body.text();
+}
+
+describe('validation limits and messages', () => {
+  it.each([
+    ['a JSON string', '"care-1"', 'body must be a JSON object'],
+    ['a JSON number', '7', 'body must be a JSON object'],
+    ['an array', JSON.stringify([ok]), 'body must be a JSON object'],
+    ['a care id of 257 characters', JSON.stringify({ ...ok, platformCareId: 'x'.repeat(257) }), 'platformCareId must be a string of 1 to 256 characters'],
+    ['a care id with a control character', JSON.stringify({ ...ok, platformCareId: 'care\u0001-1' }), 'platformCareId holds control characters'],
+    ['a care id with DEL', JSON.stringify({ ...ok, platformCareId: 'care-1\u007f' }), 'platformCareId holds control characters'],
+    ['a token of 8193 characters', JSON.stringify({ ...ok, token: 'x'.repeat(8193) }), 'token must be printable ASCII of 1 to 8192 characters'],
+    ['a token with a non-ASCII character', JSON.stringify({ ...ok, token: 'Bearer é' }), 'token must be printable ASCII of 1 to 8192 characters'],
+  ])('refuses %s with 400 and says why', async (_name, body, detail) => {
+    const t = await harness();
+    const res = await t.post(body);
+    expect([res.status, res.json.error.code, res.json.error.message]).toEqual([400, 'ERR_API_BAD_REQUEST', `Bad request: ${detail}`]);
+    expect(t.platform.seen).toHaveLength(0);
+  });
+
+  it('accepts a care id of 256 characters and a token of 8192, and asks the platform', async () => {
+    const t = await harness({ platform: () => ({ status: 401 }) });
+    const res = await t.post({ platformCareId: 'x'.repeat(256), token: 'y'.repeat(8192) });
+    expect(res.json.error.code).toBe('ERR_API_ACCESS_DENIED');
+    expect(t.platform.seen).toHaveLength(1);
+  });
+});
+
+describe('the audit trail of a request', () => {
+  it('a record: a started line, then one end line, with a duration within what the caller measured', async () => {
+    const t = await harness({ fhir: { records: { p1: makeRecord('p1', 3) }, delayMs: 60 } });
+    const t0 = process.hrtime.bigint();
+    const res = await request(`${t.url}/api/patients`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'rec-1' }, body: JSON.stringify(ok) });
+    const text = await res.body.text();
+    const elapsedMs = Number(process.hrtime.bigint() - t0) / 1e6;
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.headers['x-request-id']).toBe('rec-1');
+    expect(JSON.parse(text).resources).toHaveLength(3);
+    const all = lines(t); // on disk before the last byte went out: no waiting
+    expect(all.map((l) => l.phase)).toEqual(['started', 'end']);
+    expect(all[0]).toMatchObject({ phase: 'started', requestId: 'rec-1', decision: 'granted', code: null, status: 200, aborted: false, fhirPatientId: 'p1' });
+    const end = all[1] as { durationMs: number };
+    expect(all[1]).toMatchObject({ phase: 'end', decision: 'granted', code: null, aborted: false, resources: 3 });
+    // two FHIR calls of at least 60 ms each; rounded to 0.1 ms; never more than the caller waited
+    expect(end.durationMs).toBeGreaterThanOrEqual(120);
+    expect(end.durationMs).toBeLessThanOrEqual(elapsedMs);
+    expect(Math.abs(end.durationMs * 10 - Math.round(end.durationMs * 10))).toBeLessThan(1e-6);
+  });
+
+  it('an answer without a record ({}, or an error): its end line is on disk before the reply, not aborted, bytes counted', async () => {
+    const t = await harness({ fhir: { patients: {} } });
+    const res = await t.post(ok);
+    expect(res.json).toEqual({});
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(lines(t)).toEqual([expect.objectContaining({ phase: 'end', decision: 'not-found', aborted: false, bytes: 2, status: 200 })]);
+    const bad = await t.post('[]');
+    expect(bad.status).toBe(400);
+    expect(lines(t)[1]).toMatchObject({ phase: 'end', decision: 'error', code: 'ERR_API_BAD_REQUEST', aborted: false, status: 400, bytes: Buffer.byteLength(bad.text) });
+  });
+
+  it('a caller that leaves while the platform decides gets exactly one end line, marked aborted', async () => {
+    let answered!: () => void;
+    const platformDone = new Promise<void>((r) => (answered = r));
+    const t = await harness({
+      platform: (auth) => {
+        setTimeout(answered, 400);
+        return { ...defaultPlatform(auth), delayMs: 300 };
+      },
+    });
+    const u = new URL(t.url);
+    const socket = connect(Number(u.port), u.hostname);
+    socket.on('error', () => undefined);
+    const body = JSON.stringify(ok);
+    socket.write(`POST /api/patients HTTP/1.1\r\nHost: x\r\nX-Request-Id: gone-1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    for (let i = 0; i < 200 && t.platform.seen.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    socket.destroy();
+    const [line] = await waitForAudit(t, 1);
+    expect(line).toMatchObject({ requestId: 'gone-1', aborted: true, code: 'ERR_API_ABORTED', decision: 'error' });
+    await platformDone; // the handler finishes after the caller left: no second line, and no record fetched for nobody
+    expect((await t.post(ok)).status).toBe(200);
+    const gone = lines(t).filter((l) => l.requestId === 'gone-1');
+    expect(gone.map((l) => l.phase)).toEqual(['end']);
+    expect(t.fhir.seen.filter((s) => s.url.includes('$everything'))).toHaveLength(1); // the second request's only
+  });
+});
+
+describe('MAX_CONCURRENT_REQUESTS', () => {
+  it('frees the slot when a request ends, and a refused request frees none', async () => {
+    const SLOW = 'Bearer slow-token-1';
+    const t = await harness({
+      env: { MAX_CONCURRENT_REQUESTS: '1' },
+      platform: (auth) => (auth === SLOW ? { status: 200, delayMs: 1_000 } : defaultPlatform(auth)),
+      fhir: { records: { p1: makeRecord('p1', 2) } },
+    });
+    for (let i = 0; i < 3; i++) expect((await t.post(ok)).status, `request ${i + 1} after the others ended`).toBe(200);
+    const held = t.post({ ...ok, token: SLOW });
+    for (let i = 0; i < 300 && !t.platform.seen.some((s) => s.headers.authorization === SLOW); i++) await new Promise((r) => setTimeout(r, 10));
+    const busy = await t.post(ok);
+    expect([busy.status, busy.json.error.code, busy.json.error.message]).toEqual([503, 'ERR_API_BUSY', 'Too many patient requests in progress (MAX_CONCURRENT_REQUESTS=1); try again shortly']);
+    expect((await t.post(ok)).status, 'the refused request freed no slot').toBe(503);
+    expect((await held).status).toBe(200);
+    expect((await t.post(ok)).status).toBe(200);
+  });
+});
+
+describe('metrics', () => {
+  it('counts upstream errors by upstream and code, and only upstream errors; durations by outcome, in seconds', async () => {
+    const t = await harness({ platform: (auth) => (auth === 'Bearer down' ? { status: 503 } : defaultPlatform(auth)), fhir: { records: { p1: makeRecord('p1', 2) } } });
+    const t0 = Date.now();
+    expect((await t.post(ok)).status).toBe(200);
+    const grantedSeconds = (Date.now() - t0) / 1000;
+    expect((await t.post({ ...ok, token: 'Bearer down' })).status).toBe(502);
+    expect((await t.post('[]')).status).toBe(400);
+    await t.fhir.close();
+    expect((await t.post(ok)).status).toBe(502);
+    await waitForAudit(t, 4);
+    const text = await metrics(t);
+    expect(text).toContain('hospital_api_upstream_errors_total{upstream="platform",code="ERR_API_PLATFORM_UNAVAILABLE"} 1');
+    expect(text).toContain('hospital_api_upstream_errors_total{upstream="fhir",code="ERR_API_FHIR_UNAVAILABLE"} 1');
+    expect(text).not.toContain('code="ERR_API_BAD_REQUEST"');
+    expect(text).toContain('hospital_api_request_duration_seconds_count{route="/api/patients",outcome="granted"} 1');
+    expect(text).toContain('hospital_api_request_duration_seconds_count{route="/api/patients",outcome="error"} 3');
+    const sum = Number(/hospital_api_request_duration_seconds_sum\{route="\/api\/patients",outcome="granted"\} ([\d.e-]+)/.exec(text)?.[1]);
+    expect(sum).toBeGreaterThan(0);
+    expect(sum).toBeLessThanOrEqual(grantedSeconds);
+  });
+});
+
+describe('a record whose later page holds only repeats', () => {
+  it('still sends valid JSON: nothing is written for the empty page', async () => {
+    const record = makeRecord('p1', 10) as Array<{ fullUrl: string }>;
+    const t = await harness({ fhir: { records: { p1: [...record, record[1], record[2]] }, maxPageSize: 10 } });
+    const res = await t.post(ok);
+    expect(res.status).toBe(200);
+    expect((res.json as { resources: unknown[] }).resources).toHaveLength(10);
+  });
+});
+
+describe('/api/ready', () => {
+  it('answers 503 naming the platform when only the platform is down', async () => {
+    const t = await harness({ platform: () => ({ status: 500 }) });
+    const res = await request(`${t.url}/api/ready`);
+    const body = (await res.body.json()) as { error: { code: string; message: string } };
+    expect(res.statusCode).toBe(503);
+    expect(body.error).toMatchObject({ code: 'ERR_API_NOT_READY', message: 'Not ready: platform ERR_API_PLATFORM_UNAVAILABLE, fhir ok, audit ok' });
+  });
+
+  it('names the refused caller', async () => {
+    const t = await harness({ env: { ALLOWED_CALLERS: '10.0.0.0/8' } });
+    const res = await request(`${t.url}/api/ready`);
+    expect(((await res.body.json()) as { error: { message: string } }).error.message).toBe('Caller 127.0.0.1 is not in ALLOWED_CALLERS');
+  });
+
+  it('health-check answers {} as JSON', async () => {
+    const t = await harness();
+    const res = await request(`${t.url}/api/health-check`);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(await res.body.json()).toEqual({});
+  });
+});
