@@ -30,6 +30,7 @@ export default defineConfig({
       'test/api/patients-stream.test.ts',
       'test/api/hardening.test.ts',
       'test/api/patients-route.test.ts',
+      'test/api/logging.test.ts',
       'test/gateway/proxy/auth-plugins.test.ts',
       'test/gateway/proxy/plugin-schemas.test.ts',
       'test/gateway/admin/plugins-info.test.ts',
