@@ -168,6 +168,12 @@ describe('/api/ready', () => {
     expect(body.error).toMatchObject({ code: 'ERR_API_NOT_READY', message: 'Not ready: platform ERR_API_PLATFORM_UNAVAILABLE, fhir ok, audit ok' });
   });
 
+  it('writes nothing to a healthy audit log', async () => {
+    const t = await harness();
+    for (let i = 0; i < 2; i++) expect((await request(`${t.url}/api/ready`)).statusCode).toBe(200);
+    expect(t.auditLines()).toEqual([]);
+  });
+
   it('names the refused caller', async () => {
     const t = await harness({ env: { ALLOWED_CALLERS: '10.0.0.0/8' } });
     const res = await request(`${t.url}/api/ready`);
