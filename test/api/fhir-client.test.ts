@@ -5,10 +5,13 @@
  * is reported. The key goes only to FHIR_BASE_URL and never into an error.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttps } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createFhirClient, type EverythingStats, type FhirClient } from '../../src/api/fhir-client.js';
 import type { ApiConfig } from '../../src/api/config.js';
+import { removeTempDirs } from '../helpers/tmp.js';
+import { testPki } from './harness.js';
 
 const KEY = 'fhir-key-5be0c1d2';
 interface Seen { url: string; headers: IncomingMessage['headers'] }
@@ -30,6 +33,7 @@ afterAll(async () => {
   for (const c of clients) await c.close().catch(() => {});
   server.closeAllConnections();
   await new Promise((r) => server.close(r));
+  removeTempDirs();
 });
 beforeEach(() => {
   seen = [];
@@ -156,6 +160,8 @@ describe('patient search', () => {
   it('accepts ids at the edges of the grammar', async () => {
     serve({ '/fhir/Patient?identifier=c1&_count=2': bundle([{ id: 'A-z.0' }, { id: '.x' }]) });
     expect(await client().findPatients('c1')).toEqual(['A-z.0', '.x']);
+    serve({ '/fhir/Patient?identifier=c1&_count=2': bundle([{ id: 'x.' }]) });
+    expect(await client().findPatients('c1')).toEqual(['x.']);
     serve({ '/fhir/Patient?identifier=c1&_count=2': bundle([{ id: 'x'.repeat(64) }]) });
     expect(await client().findPatients('c1')).toEqual(['x'.repeat(64)]);
   });
@@ -252,6 +258,28 @@ describe('failures', () => {
     const err = await failure(client({ fhirBaseUrl: new URL(`http://127.0.0.1:${port}/fhir`) }).findPatients('c1'));
     expect([err.code, err.message]).toEqual(['ERR_API_FHIR_UNAVAILABLE', 'FHIR request failed: ECONNREFUSED']);
     expect(err.cause).toBeDefined();
+  });
+
+  it('a certificate that does not chain to FHIR_CA_FILE is a TLS failure naming the reason, and no request reaches the server', async () => {
+    const { pki } = testPki();
+    let reached = 0;
+    const tls = createHttps({ key: pki.server.keyPem, cert: pki.server.certPem }, (_req, res) => {
+      reached++;
+      res.end('{}');
+    });
+    await new Promise<void>((r) => tls.listen(0, '127.0.0.1', r));
+    try {
+      const port = (tls.address() as AddressInfo).port;
+      const err = await failure(client({ fhirBaseUrl: new URL(`https://127.0.0.1:${port}/fhir`), fhirCa: pki.otherCa.certPem }).findPatients('c1'));
+      expect([err.code, err.message]).toEqual(['ERR_API_FHIR_TLS', expect.stringMatching(/^FHIR server certificate rejected: [A-Z_]+$/)]);
+      expect(err.cause).toBeDefined();
+      expect(reached).toBe(0);
+      // the same server with the right CA is trusted
+      expect(await client({ fhirBaseUrl: new URL(`https://127.0.0.1:${port}/fhir`), fhirCa: pki.ca.certPem }).findPatients('c1').catch((e: Error) => e.message)).toContain('unusable');
+    } finally {
+      tls.closeAllConnections();
+      await new Promise((r) => tls.close(r));
+    }
   });
 
   it('reads the key per request (a rotated key is used at once)', async () => {
