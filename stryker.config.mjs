@@ -15,12 +15,15 @@ export const TARGETS = {
   'api-fhir-client': ['src/api/fhir-client.ts'],
   'api-fhir-url': ['src/api/fhir-url.ts'],
   'api-platform-client': ['src/api/platform-client.ts'],
-  'gateway-auth': ['src/gateway/plugins/key-auth/**/*.ts', 'src/gateway/plugins/basic-auth/**/*.ts'],
+  // The gateway's auth plugins, one plugin per run (`npm run mutation -- gateway-auth` runs both).
+  'gateway-key-auth': ['src/gateway/plugins/key-auth/**/*.ts'],
+  'gateway-basic-auth': ['src/gateway/plugins/basic-auth/**/*.ts'],
 };
 
 /** Names that stand for several targets, run one after another. */
 export const GROUPS = {
   api: ['api-routes', 'api-fhir-client', 'api-fhir-url', 'api-platform-client'],
+  'gateway-auth': ['gateway-key-auth', 'gateway-basic-auth'],
 };
 
 const target = process.env.MUTATION_TARGET ?? 'checks';
