@@ -37,6 +37,7 @@ export default defineConfig({
       'test/gateway/admin/consumers-credentials.test.ts',
       'test/gateway/**/*.mutation-kill.test.ts',
       'test/gateway/proxy/key-auth-body.test.ts',
+      'test/gateway/proxy/basic-auth-verify.test.ts',
     ],
     pool: 'forks',
     testTimeout: 60_000,
