@@ -33,6 +33,7 @@ describe('validation limits and messages', () => {
     ['a care id with DEL', JSON.stringify({ ...ok, platformCareId: 'care-1\u007f' }), 'platformCareId holds control characters'],
     ['a token of 8193 characters', JSON.stringify({ ...ok, token: 'x'.repeat(8193) }), 'token must be printable ASCII of 1 to 8192 characters'],
     ['a token with a non-ASCII character', JSON.stringify({ ...ok, token: 'Bearer é' }), 'token must be printable ASCII of 1 to 8192 characters'],
+    ['a numeric token', JSON.stringify({ ...ok, token: 12345 }), 'token must be printable ASCII of 1 to 8192 characters'],
   ])('refuses %s with 400 and says why', async (_name, body, detail) => {
     const t = await harness();
     const res = await t.post(body);
@@ -178,6 +179,7 @@ describe('/api/ready', () => {
     const t = await harness({ env: { ALLOWED_CALLERS: '10.0.0.0/8' } });
     const res = await request(`${t.url}/api/ready`);
     expect(((await res.body.json()) as { error: { message: string } }).error.message).toBe('Caller 127.0.0.1 is not in ALLOWED_CALLERS');
+    expect((await t.post(ok)).json.error.message).toBe('Caller 127.0.0.1 is not in ALLOWED_CALLERS');
   });
 
   it('health-check answers {} as JSON', async () => {

@@ -61,5 +61,6 @@ describe('a caller that leaves while the API waits for it to read', () => {
     expect(t.fhir.seen.length).toBeLessThanOrEqual(fetched + 1);
     vi.restoreAllMocks();
     expect((await t.post(ok)).status).toBe(200);
+    expect(t.audit(), 'one end line for each of the two requests').toHaveLength(2);
   });
 });
