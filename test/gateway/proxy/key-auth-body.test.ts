@@ -53,6 +53,10 @@ describe('key-auth: keys in the body', () => {
     }
   });
 
+  it('never reads the body unless key_in_body is set', async () => {
+    expect(await keyAuth({ key_in_body: false }).access!(post('application/json', JSON.stringify({ apikey: KEY })))).toEqual(missing);
+  });
+
   it('a form body without the key, or with an empty value list, is a missing key', async () => {
     expect(await keyAuth().access!(post('application/x-www-form-urlencoded', 'a=1&b=2'))).toEqual(missing);
     expect(await keyAuth().access!(post('application/x-www-form-urlencoded', ''))).toEqual(missing);
