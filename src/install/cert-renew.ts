@@ -79,7 +79,7 @@ export async function renewCertificates(runtime: Runtime, dir: string, choice: R
     [paths.signerKey, renewed.signer?.keyPem ?? null, true],
     [paths.signerCert, renewed.signer?.certPem ?? null, false],
   ];
-  const gatewayUp = (await runtime.components()).some((c) => c.name === (runtime.name === 'docker' ? 'kong' : 'gateway') && c.state === 'up');
+  const gatewayUp = (await runtime.components()).some((c) => c.name === (runtime.name === 'docker' ? 'kong' : 'gateway') && (c.state === 'up' || c.state === 'degraded'));
   try {
     writeAll(next);
   } catch (err) {

@@ -18,6 +18,7 @@ import { isLoopback, parseListen } from '../../util/listen-address.js';
 import { readEnvFile } from '../../util/env-file.js';
 import { missingApiSettings } from '../api-settings.js';
 import { VERSION } from '../../version.js';
+import { gatewayDegradation } from './gateway-health.js';
 
 /** The CLI every component is started from (`node bin/hospital-api.js <command> …`). */
 export const BIN_PATH = fileURLToPath(new URL('../../../bin/hospital-api.js', import.meta.url));
@@ -41,6 +42,12 @@ export interface ComponentSpec {
   env?: Record<string, string>;
   /** Set when the component must not start yet; shown as its `down` detail. */
   blocked?: string;
+  /**
+   * Why a component that answers its health URL is nonetheless degraded (the
+   * gateway: gateway-health.ts), from that answer's JSON; null when it is not.
+   * `status` and `verify` show it; the supervisor does not restart for it.
+   */
+  degradation?: (healthBody: unknown) => string | null;
 }
 
 /** Demo-only settings kept beside the install (never in install.json). */
@@ -131,6 +138,7 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
         '--state', p.gatewayState,
       ],
       healthUrl: `http://127.0.0.1:${ports.gatewayAdmin}/status`,
+      degradation: (body) => gatewayDegradation(body, p.gatewayState),
       ports: [
         { host: '127.0.0.1', port: ports.gatewayAdmin },
         { host, port: ports.gatewayHttp },
