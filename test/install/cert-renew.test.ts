@@ -9,7 +9,7 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from 'undici';
+import { Client, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { installPaths } from '../../src/runtime/layout.js';
@@ -39,10 +39,21 @@ const certDays = async (cmd: string[]) => {
   return { code: r.code, days: Object.fromEntries((JSON.parse(r.out).result.certificates as Array<{ name: string; daysLeft: number }>).map((c) => [c.name, c.daysLeft])) };
 };
 
+/** The Hospital API's metrics listener: hospital_api_certificate_days_left by certificate. */
+const metricDays = async (): Promise<Record<string, number>> => {
+  const res = await request(`http://127.0.0.1:${site.ports.metrics}/metrics`);
+  expect(res.statusCode).toBe(200);
+  const text = await res.body.text();
+  return Object.fromEntries([...text.matchAll(/^hospital_api_certificate_days_left\{certificate="([^"]+)"\} (-?\d+)$/gm)].map((m) => [m[1]!, Number(m[2])]));
+};
+
 describe('cert renew (issue 15)', () => {
   it('re-issues both certificates; the gateway takes the new one with no dropped connection or failed request', async () => {
     const before = await certDays(['status']);
     expect(before.days.gateway).toBeGreaterThan(800);
+    // The API's metrics show the same days as status, for the install's certificates and the CA the API trusts.
+    const metricsBefore = await metricDays();
+    expect(metricsBefore).toEqual({ ...before.days, 'fhir-ca-trusted': before.days.ca });
     const oldGateway = await presented();
     expect(oldGateway).toBe(fileFingerprint(paths.gatewayCert));
     const oldSigner = fileFingerprint(paths.signerCert);
@@ -90,6 +101,8 @@ describe('cert renew (issue 15)', () => {
     expect(status.days.gateway).toBeGreaterThanOrEqual(9);
     expect(status.days.gateway).toBeLessThanOrEqual(10);
     expect(status.days['record-signer']).toBeLessThanOrEqual(10);
+    // The metrics follow the renewal at the next scrape, without an API restart.
+    expect(await metricDays()).toEqual({ ...status.days, 'fhir-ca-trusted': status.days.ca });
     expect((await certDays(['cert', 'status'])).code).toBe(1);
     const verify = await site.cli(['verify', '--json']);
     expect(verify.code, verify.err).toBe(0);

@@ -163,7 +163,8 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
     args: ['serve', '--host', host, '--port', String(ports.api), '--env-file', p.apiEnv, '--reload-status', join(p.run, 'api-reload.json')],
     healthUrl: `http://127.0.0.1:${ports.api}/api/health-check`,
     ports: [{ host, port: ports.api }, ...metrics.bindings],
-    ...(metrics.env ? { env: metrics.env } : {}),
+    // HOSPITAL_API_DIR: the install the API runs from, whose certificates its metrics report (src/api/metrics.ts).
+    env: { ...metrics.env, HOSPITAL_API_DIR: p.root },
     version: VERSION,
   };
   const blocked = apiBlockedReason(dir);
