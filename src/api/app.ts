@@ -101,7 +101,7 @@ export async function buildApp(config: ApiConfig, options: BuildOptions = {}): P
       );
     }),
     // Certificate days left (issue 15): the install's certificates when run from one (HOSPITAL_API_DIR), and the CA it trusts.
-    metrics: createMetrics({ installDir: process.env.HOSPITAL_API_DIR || null, fhirCaPem: config.fhirCa }),
+    metrics: createMetrics({ installDir: process.env.HOSPITAL_API_DIR || null, fhirCaPem: () => config.fhirCa }),
     inflight: 0,
   };
   const app = Fastify({

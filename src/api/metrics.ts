@@ -24,8 +24,8 @@ export interface CertificateSources {
    * them (certificateLifetimes), so a `cert renew` shows at the next scrape.
    */
   installDir?: string | null;
-  /** FHIR_CA_FILE as the API loaded it at start: the CA it trusts for the gateway (`fhir-ca-trusted`). */
-  fhirCaPem?: string | null;
+  /** FHIR_CA_FILE as the API holds it now (reloaded on SIGHUP): the CA it trusts for the gateway (`fhir-ca-trusted`). */
+  fhirCaPem?: () => string | null;
 }
 
 interface CertificateDays {
@@ -47,9 +47,10 @@ async function certificateDays(sources: CertificateSources): Promise<Certificate
       // A damaged certificate file: its series is absent (alert on absent()); `hospital-api status` names the file.
     }
   }
-  if (sources.fhirCaPem) {
+  const trusted = sources.fhirCaPem?.() ?? null;
+  if (trusted) {
     try {
-      const notAfterMs = new X509Certificate(sources.fhirCaPem).validToDate.getTime();
+      const notAfterMs = new X509Certificate(trusted).validToDate.getTime();
       list.push({ name: 'fhir-ca-trusted', notAfterMs, daysLeft: Math.floor((notAfterMs - now) / 86_400_000) });
     } catch {
       // The API refused to start on an unreadable FHIR_CA_FILE, so this does not happen.

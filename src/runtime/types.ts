@@ -45,6 +45,8 @@ export interface ApiKeyReload {
   /** `ok` when the gateway accepted that key, else an error code. */
   gateway: string;
   error?: string;
+  /** SHA-256 fingerprint of the CA the API now trusts for the gateway (first of FHIR_CA_FILE); null for the system store. */
+  caFingerprint?: string | null;
 }
 
 /** One file of live data copied by snapshotData (path relative to the snapshot directory). */
