@@ -259,4 +259,27 @@ describe('a new CA (issue 15: the CA nears expiry, or the hospital changes PKI)'
     expect(tlsDigest()).toBe(before);
     expect(await presented()).toBe(gatewayBefore);
   });
+
+  it('--ca-only installs the new CA and the API\'s trust but keeps the certificates; a later cert renew issues from it', async () => {
+    const dir = tempDir('hapi-newca-only-');
+    const next = generateCa({ commonName: 'St Example Hospital Issuing CA 2028' });
+    writeFileSync(join(dir, 'ca.pem'), next.certPem);
+    writeFileSync(join(dir, 'ca.key'), next.keyPem, { mode: 0o600 });
+    const gatewayBefore = fileFingerprint(paths.gatewayCert);
+    const previousCa = caBundle()[0]!;
+    const r = await site.cli(['cert', 'renew', '--ca-cert', join(dir, 'ca.pem'), '--ca-key', join(dir, 'ca.key'), '--ca-only', '--json']);
+    expect(r.code, r.err).toBe(0);
+    expect(JSON.parse(r.out).result.how).toBe('ca-only');
+    expect(caBundle()[0]!.fingerprint256).toBe(new X509Certificate(next.certPem).fingerprint256);
+    expect(fileFingerprint(paths.gatewayCert)).toBe(gatewayBefore);
+    expect(await presented()).toBe(gatewayBefore); // still issued by the previous CA, which the bundle keeps
+    const reload = JSON.parse(readFileSync(join(paths.run, 'api-reload.json'), 'utf8')) as { caFingerprint: string };
+    expect(reload.caFingerprint).toBe(new X509Certificate(next.certPem).fingerprint256);
+    expect((await site.cli(['verify'])).code).toBe(0);
+    const renew = await site.cli(['cert', 'renew', '--ca-key', join(dir, 'ca.key')]);
+    expect(renew.code, renew.err).toBe(0);
+    expect(new X509Certificate(readFileSync(paths.gatewayCert)).checkIssued(new X509Certificate(next.certPem))).toBe(true);
+    expect(new X509Certificate(readFileSync(paths.gatewayCert)).checkIssued(previousCa)).toBe(false);
+    expect((await site.cli(['verify'])).code).toBe(0);
+  });
 });
