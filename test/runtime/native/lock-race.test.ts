@@ -11,13 +11,14 @@
  * remove a lock another had just taken: this test fails on it.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { installPaths } from '../../../src/runtime/layout.js';
+import { acquireSupervisorLock, releaseSupervisorLock } from '../../../src/runtime/native/lock.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
 const CONTENDERS = 10;
@@ -82,7 +83,6 @@ describe('supervisor lock takeover under a real race (issue 12)', () => {
     try {
       for (let r = 0; r < ROUNDS; r++) {
         const stale = await deadPid();
-        const { writeFileSync } = await import('node:fs');
         const lock = join(installPaths(join(base, `round-${r}`)).run, 'supervisor.lock');
         writeFileSync(lock, `${stale}\n`);
         await until(() => lines.every((l) => l.includes(`ready ${r}`)), `round ${r} ready`);
@@ -106,4 +106,19 @@ describe('supervisor lock takeover under a real race (issue 12)', () => {
     }
     expect(failures, failures.join('\n')).toEqual([]);
   }, 120_000);
+
+  it('is not blocked by a taker that died mid-way (its marker passes the right on), and leaves no marker behind', async () => {
+    const dir = tempDir('hapi-lock-dead-taker-');
+    const run = installPaths(dir).run;
+    mkdirSync(run, { recursive: true });
+    const [stale, taker, nextTaker] = [await deadPid(), await deadPid(), await deadPid()];
+    writeFileSync(join(run, 'supervisor.lock'), `${stale}\n`);
+    // Two takers in a row died after claiming the right to remove the stale lock, before doing it.
+    writeFileSync(join(run, `supervisor.lock.takeover-${stale}`), `${taker}\n`);
+    writeFileSync(join(run, `supervisor.lock.takeover-${stale}-${taker}`), `${nextTaker}\n`);
+    expect(acquireSupervisorLock(dir)).toBeNull();
+    expect(readFileSync(join(run, 'supervisor.lock'), 'utf8').trim()).toBe(String(process.pid));
+    expect(readdirSync(run).filter((f) => f.includes('takeover'))).toEqual([]);
+    releaseSupervisorLock(dir);
+  });
 });
