@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { BIN_PATH, componentSpecs } from '../../src/runtime/native/components.js';
+import { BIN_PATH, COMPONENT_NODE_ARGS, componentSpecs } from '../../src/runtime/native/components.js';
 import { readInstallConfig, writeInstallConfig } from '../../src/runtime/install-config.js';
 import { quoteArg } from '../../src/systemd/units.js';
 
@@ -57,7 +57,7 @@ describe('systemd units (issue 15)', () => {
     expect(specs.map((s) => `hospital-api-${s.name}.service`)).toEqual(SERVICES);
     for (const spec of specs) {
       const d = directives(readFileSync(join(unitsDir, `hospital-api-${spec.name}.service`), 'utf8'));
-      expect(d.get('ExecStart'), spec.name).toEqual([[process.execPath, BIN_PATH, ...spec.args].map(quoteArg).join(' ')]);
+      expect(d.get('ExecStart'), spec.name).toEqual([[process.execPath, ...COMPONENT_NODE_ARGS, BIN_PATH, ...spec.args].map(quoteArg).join(' ')]);
       expect(d.get('Restart')).toEqual(['always']);
       expect(d.get('User')).toEqual(['hospital-api']);
       expect(d.get('NoNewPrivileges')).toEqual(['yes']);

@@ -23,6 +23,19 @@ import { gatewayDegradation } from './gateway-health.js';
 /** The CLI every component is started from (`node bin/hospital-api.js <command> …`). */
 export const BIN_PATH = fileURLToPath(new URL('../../../bin/hospital-api.js', import.meta.url));
 
+/**
+ * Node options of every supervised component (before bin/hospital-api.js; the
+ * systemd units and the hospital-api image's ENTRYPOINT use the same). V8 grows
+ * its young generation under allocation pressure, up to 64 MiB per semi-space on
+ * Node 24 (V8's heap/heap.cc sizes it from the heap limit): under steady load the
+ * API's resident memory stepped from about 180 to 280-300 MiB minutes after start
+ * while its live heap stayed at 20-40 MiB (`npm run bench -- soak`; the step is new
+ * space going 32 → 64 → 128 MiB). A fixed 16 MiB semi-space keeps each component's
+ * memory flat and predictable for the host's sizing: 10-minute soak, every
+ * component within 5% after warm-up (docs/operations.md).
+ */
+export const COMPONENT_NODE_ARGS: readonly string[] = ['--max-semi-space-size=16'];
+
 export type ComponentName = 'fhir' | 'gateway' | 'platform' | 'api';
 
 export interface PortBinding {
