@@ -3,7 +3,11 @@
  * data (the FHIR store and its WAL), logs (the audit log names patients),
  * keys and settings must not be readable by other local users: folders 0700,
  * those files 0600. Native: the whole directory; docker: the files the
- * installer writes there (the data lives in docker volumes).
+ * installer writes there and the copies the containers read under docker/
+ * (secrets/ and hapi-config/ hold Kong's and HAPI's database passwords and
+ * the gateway key, api/ the API's settings, api-logs/ the audit log; owned by
+ * each container's user, src/runtime/docker/container-files.ts). The data
+ * itself lives in docker volumes.
  */
 import { lstatSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -48,6 +52,10 @@ export const filePermissions: Check = {
       for (const d of [p.fhirData, p.logs, p.run, p.secrets, join(p.root, 'gateway')]) loose(d, true, found);
     } else {
       loose(p.secrets, true, found);
+      // the containers' copies: the folders private, what holds a secret or patient names private file by file
+      for (const d of [p.tls, p.docker, join(p.docker, 'api'), join(p.docker, 'api', 'tls')]) loose(d, false, found);
+      for (const d of [join(p.docker, 'secrets'), join(p.docker, 'hapi-config'), join(p.docker, 'api-logs')]) loose(d, true, found);
+      loose(join(p.docker, 'api', 'hospital-api.env'), false, found);
     }
     for (const f of secrets) loose(f, false, found);
     const unique = [...new Map(found.map((f) => [f.path, f])).values()];
@@ -62,7 +70,10 @@ export const filePermissions: Check = {
       status: 'fail',
       summary: `${unique.length} path(s) readable by other users: ${list.join(', ')}${unique.length > MAX_LISTED ? ', …' : ''}`,
       detail: unique.map((f) => `${f.path} ${f.mode.toString(8)}`).join('; ') + caKeyNote,
-      hint: `Restart the stack (\`hospital-api down && hospital-api up\` fixes the modes of a native install), or \`chmod -R go-rwx ${p.root}\`.`,
+      hint:
+        ctx.config.runtime === 'native'
+          ? `Restart the stack (\`hospital-api down && hospital-api up\` fixes the modes of a native install), or \`chmod -R go-rwx ${p.root}\`.`
+          : `\`hospital-api up\` rewrites the containers' copies under ${p.docker} 0600, owned by each container's user; that needs root (sudo) unless the installer's uid is the container's. Other paths: \`chmod go-rwx <path>\`.`,
     };
   },
 };

@@ -1,11 +1,16 @@
 /**
  * §4.5.3: through the admin API, the services and routes exist and the
  * plugins are attached: basic-auth and cors on fhir-api, key-auth on
- * fhir-api-key-auth (spec §2.3).
+ * fhir-api-key-auth (spec §2.3). Both routes take https only, so no key or
+ * Basic credential is ever accepted over plain HTTP (the route's `protocols`,
+ * Kong's kong/db/schema/entities/routes.lua; its default is http and https).
  */
 import type { Check, CheckContext } from './types.js';
 
-type Entity = { id: string; name?: string | null; service?: { id: string } | null; enabled?: boolean };
+type Entity = { id: string; name?: string | null; service?: { id: string } | null; enabled?: boolean; protocols?: string[] | null };
+
+/** Kong's default when a route names no protocols (kong/db/schema/entities/routes.lua). */
+const KONG_DEFAULT_PROTOCOLS = ['http', 'https'];
 
 async function list(ctx: CheckContext, path: string): Promise<Entity[]> {
   const out: Entity[] = [];
@@ -39,6 +44,10 @@ export const gatewayObjects: Check = {
       const r = routes.find((x) => x.name === route);
       if (!r) problems.push(`route ${route} missing`);
       else if (s && r.service?.id !== s.id) problems.push(`route ${route} is not attached to ${svc}`);
+      if (r) {
+        const plain = (r.protocols ?? KONG_DEFAULT_PROTOCOLS).filter((p) => p !== 'https');
+        if (plain.length) problems.push(`route ${route} also takes ${plain.join(', ')} (credentials must travel over https only)`);
+      }
     }
     const attached = (svc: string, plugin: string): void => {
       const s = service(svc);

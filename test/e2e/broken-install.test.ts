@@ -252,6 +252,16 @@ describe('a broken native installation never gets an ACCEPTED record', () => {
     }
   });
 
+  it('a route opened to plain http: gateway-objects fails, though every probe (over https) still passes', async () => {
+    expect((await admin('PATCH', '/routes/fhir-api-route', { protocols: ['http', 'https'] })).status).toBe(200);
+    try {
+      const checks = await expectRejected(['gateway-objects']);
+      expect(checks['gateway-objects']!.summary).toBe('route fhir-api-route also takes http (credentials must travel over https only)');
+    } finally {
+      expect((await admin('PATCH', '/routes/fhir-api-route', { protocols: ['https'] })).status).toBe(200);
+    }
+  });
+
   it("the Hospital API's key no longer a credential: key-auth-metadata fails with 401", async () => {
     const creds = (await admin('GET', '/consumers/hospital-a/key-auth')).body.data as Array<{ id: string }>;
     expect(creds).toHaveLength(1);

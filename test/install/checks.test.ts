@@ -213,6 +213,19 @@ describe('gateway-objects (§4.5.3)', () => {
     expect(r).toMatchObject({ status: 'fail', summary: problem, httpStatus: 200, hint: 'Rerun `hospital-api install` (idempotent).' });
   });
 
+  it('fails when a route also takes plain http, or names no protocols (Kong then takes http and https)', async () => {
+    const route = kong.routes.find((r) => r.name === 'fhir-api-key-auth-route')!;
+    expect(route.protocols).toEqual(['https']);
+    route.protocols = ['http', 'https'];
+    expect(await gatewayObjects.run(ctx())).toMatchObject({
+      status: 'fail', summary: 'route fhir-api-key-auth-route also takes http (credentials must travel over https only)',
+    });
+    delete route.protocols;
+    expect((await gatewayObjects.run(ctx())).summary).toBe('route fhir-api-key-auth-route also takes http (credentials must travel over https only)');
+    route.protocols = ['https'];
+    expect((await gatewayObjects.run(ctx())).status).toBe('pass');
+  });
+
   it('a disabled plugin beside an enabled one of the same name is enough', async () => {
     const copy = { ...structuredClone(pluginOn('fhir-api', 'cors')), id: randomUUID(), enabled: false };
     kong.plugins.unshift(copy);

@@ -5,14 +5,34 @@
  * takes effect with the container that reads it.
  *
  *   docker/.env                      COMPOSE_PROJECT_NAME, so `docker compose ps` in docker/ names the project
- *   docker/secrets/kong-pg-password  for KONG_PG_PASSWORD_FILE; 0644: the kong user's uid is not fixed
- *                                    (Kong/kong build/package/scripts/postinstall.sh: useradd -g kong kong)
- *   docker/secrets/gateway.pem|key   KONG_SSL_CERT / KONG_SSL_CERT_KEY (paths), same reason
- *   docker/hapi-config/spring.datasource.password   Spring configtree for HAPI (uid 65532, distroless nonroot)
+ *   docker/image-users.json          the uid:gid each image runs as, by image id (resolved once per image)
+ *   docker/secrets/                  0700, owned by the kong image's user:
+ *     kong-pg-password               for KONG_PG_PASSWORD_FILE, 0600
+ *     gateway.pem|key                KONG_SSL_CERT / KONG_SSL_CERT_KEY (paths), 0600
+ *   docker/hapi-config/              0700, owned by the hapi image's user:
+ *     spring.datasource.password     Spring configtree for HAPI, 0600
  *   docker/api/hospital-api.env      the API's settings with container paths; owned by the API's uid, 0600
  *   docker/api/tls/ca.pem            the CA the gateway certificate is checked against (FHIR_CA_FILE)
  *   docker/api/tls/platform-ca.pem   PLATFORM_CA_FILE's certificates, when the hospital set one
  *   docker/api-logs/                 the API's audit log, writable by the API's uid
+ *
+ * Who reads the database passwords: the Postgres images read their
+ * POSTGRES_PASSWORD_FILE from ../secrets as root before dropping privileges
+ * (docker-library/postgres docker-entrypoint.sh, `file_env` runs before the
+ * `gosu postgres` re-exec), so those stay the install's own 0600 files. Kong
+ * reads KONG_PG_PASSWORD_FILE in its entrypoint as the image's `kong` user
+ * (Kong/docker-kong ubuntu/Dockerfile: `USER kong` before
+ * ENTRYPOINT ["/docker-entrypoint.sh"], whose `file_env` does `$(< file)`),
+ * and nginx reads KONG_SSL_CERT_KEY as that user too. That user's uid is not
+ * fixed: kong.deb's postinstall creates it with a plain `useradd -g kong kong`
+ * (Kong/kong build/package/postinstall.sh), so it is the first free uid of the
+ * base image. HAPI runs as 65532:65532 (hapifhir/hapi-fhir-jpaserver-starter
+ * Dockerfile, `USER 65532:65532`, distroless nonroot). So each image's user is
+ * read from the image (its numeric USER, else `id` run as that user, once per
+ * image id) and each copy is made 0600 and owned by it. When that is not
+ * possible (a non-root installer whose uid differs, or an image whose user
+ * cannot be resolved), the copy stays 0644 inside the 0700 docker/ folder and
+ * `verify`'s file-permissions check names it.
  */
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
@@ -20,7 +40,116 @@ import { HospitalApiError } from '../../errors/index.js';
 import { formatEnvFile, readEnvFile } from '../../util/env-file.js';
 import { writeFileAtomic, writeSecretFile } from '../../util/atomic-write.js';
 import { installPaths } from '../layout.js';
+import type { DockerCli } from './compose.js';
 import { apiUser, projectName } from './render.js';
+
+/** A uid:gid a container's processes run as. */
+export interface ImageUser {
+  uid: number;
+  gid: number;
+}
+
+/** The users of the images that read the copied secrets; null when not resolved. */
+export interface SecretReaders {
+  kong: ImageUser | null;
+  hapi: ImageUser | null;
+}
+
+const IMAGE_USERS_FILE = 'image-users.json';
+
+/** `id` output ("uid=999(kong) gid=999(kong) groups=…") → uid:gid. */
+export function parseId(text: string): ImageUser | null {
+  const m = /uid=(\d+)\S*\s+gid=(\d+)/.exec(text);
+  return m ? { uid: Number(m[1]), gid: Number(m[2]) } : null;
+}
+
+/**
+ * An image's USER as a uid:gid without running it, when it can be: '' and
+ * root are 0; "65532" and "65532:65532" are numeric. A user name needs the
+ * image's /etc/passwd: undefined then.
+ */
+export function numericUser(user: string): ImageUser | undefined {
+  const [u = '', g] = user.split(':');
+  if (u === '' || u === 'root' || u === '0') return { uid: 0, gid: g && /^\d+$/.test(g) ? Number(g) : 0 };
+  if (!/^\d+$/.test(u)) return undefined;
+  if (g === undefined) return { uid: Number(u), gid: Number(u) };
+  return /^\d+$/.test(g) ? { uid: Number(u), gid: Number(g) } : undefined;
+}
+
+function readCache(path: string): Record<string, ImageUser> {
+  try {
+    const parsed = JSON.parse(readFileSync(path, 'utf8')) as unknown;
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return {};
+    const out: Record<string, ImageUser> = Object.create(null) as Record<string, ImageUser>;
+    for (const [id, v] of Object.entries(parsed as Record<string, unknown>)) {
+      const u = v as Partial<ImageUser> | null;
+      if (/^sha256:[0-9a-f]{64}$/.test(id) && u && Number.isInteger(u.uid) && Number.isInteger(u.gid)) out[id] = { uid: u.uid!, gid: u.gid! };
+    }
+    return out;
+  } catch {
+    return {}; // absent or damaged: resolved again
+  }
+}
+
+/**
+ * The uid:gid each image runs as: its numeric USER, else `id` run once as that
+ * user (`docker run --rm --entrypoint id`), remembered by image id in
+ * docker/image-users.json. null when the image is absent or has no `id`.
+ */
+export async function resolveImageUsers(cli: DockerCli, dir: string, images: { kong: string; hapi: string }): Promise<SecretReaders> {
+  const cachePath = join(installPaths(dir).docker, IMAGE_USERS_FILE);
+  const cache = readCache(cachePath);
+  let changed = false;
+  const resolveOne = async (ref: string): Promise<ImageUser | null> => {
+    const inspect = await cli.run(['image', 'inspect', '--format', '{{.Id}} {{.Config.User}}', ref], { allowFail: true });
+    if (inspect.exitCode !== 0) return null;
+    const line = inspect.stdout.trim();
+    const cut = line.indexOf(' ');
+    const id = cut < 0 ? line : line.slice(0, cut);
+    const user = cut < 0 ? '' : line.slice(cut + 1).trim();
+    const numeric = numericUser(user);
+    if (numeric) return numeric;
+    if (cache[id]) return cache[id]!;
+    const ran = await cli.run(['run', '--rm', '--network', 'none', '--entrypoint', 'id', id], { allowFail: true, timeoutMs: 300_000 });
+    const found = ran.exitCode === 0 ? parseId(ran.stdout) : null;
+    if (found) {
+      cache[id] = found;
+      changed = true;
+    }
+    return found;
+  };
+  const readers = { kong: await resolveOne(images.kong), hapi: await resolveOne(images.hapi) };
+  if (changed) {
+    dirFor(installPaths(dir).docker, 0o700);
+    writeSecretFile(cachePath, JSON.stringify(cache, null, 2) + '\n');
+  }
+  return readers;
+}
+
+/**
+ * How a copy read by `reader` can be private: owned by it with 0600 (folder
+ * 0700). Root can give it to any uid; another installer only when the reader
+ * is itself or the container's root (which reads any file). Otherwise null.
+ */
+function privateFor(reader: ImageUser | null): { owner?: ImageUser } | null {
+  if (!reader) return null;
+  const me = process.getuid?.();
+  if (me === undefined) return null;
+  if (me === 0) return { owner: reader };
+  if (reader.uid === me || reader.uid === 0) return {};
+  return null;
+}
+
+/** Writes `files` into `folder` readable by `reader` only, or 0644 in 0755 when that cannot be done. */
+function writeReadable(folder: string, reader: ImageUser | null, files: Array<{ name: string; data: string | Buffer }>): void {
+  const priv = privateFor(reader);
+  dirFor(folder, priv ? 0o700 : 0o755, priv?.owner);
+  for (const f of files) {
+    const path = join(folder, f.name);
+    writeFileAtomic(path, f.data, { mode: priv ? 0o600 : 0o644 });
+    if (priv?.owner) chownSync(path, priv.owner.uid, priv.owner.gid);
+  }
+}
 
 /** Where the API container sees its files (templates/compose.yaml mounts docker/api there). */
 export const API_MOUNT = '/run/hospital-api';
@@ -45,25 +174,22 @@ function readTrimmed(path: string): string {
   }
 }
 
-/** Writes (or refreshes) every file the containers read. */
-export function writeContainerFiles(dir: string): void {
+/** Writes (or refreshes) every file the containers read; `readers` from resolveImageUsers. */
+export function writeContainerFiles(dir: string, readers: SecretReaders = { kong: null, hapi: null }): void {
   const p = installPaths(dir);
   const docker = p.docker;
   const user = apiUser();
   dirFor(docker, 0o700);
   writeFileAtomic(join(docker, '.env'), `COMPOSE_PROJECT_NAME=${projectName(dir)}\n`);
 
-  // database passwords, readable by whatever uid the kong and hapi images run as
-  dirFor(join(docker, 'secrets'), 0o755);
-  writeFileAtomic(join(docker, 'secrets', 'kong-pg-password'), readTrimmed(join(p.secrets, 'kong-pg-password')) + '\n');
-  chmodSync(join(docker, 'secrets', 'kong-pg-password'), 0o644);
-  for (const [name, from] of [['gateway.pem', p.gatewayCert], ['gateway.key', p.gatewayKey]] as const) {
-    copyFileSync(from, join(docker, 'secrets', name));
-    chmodSync(join(docker, 'secrets', name), 0o644);
-  }
-  dirFor(join(docker, 'hapi-config'), 0o755);
-  writeFileAtomic(join(docker, 'hapi-config', 'spring.datasource.password'), readTrimmed(join(p.secrets, 'hapi-pg-password')));
-  chmodSync(join(docker, 'hapi-config', 'spring.datasource.password'), 0o644);
+  // Kong's database password and the gateway certificate, private to the kong image's user
+  writeReadable(join(docker, 'secrets'), readers.kong, [
+    { name: 'kong-pg-password', data: readTrimmed(join(p.secrets, 'kong-pg-password')) + '\n' },
+    { name: 'gateway.pem', data: readFileSync(p.gatewayCert) },
+    { name: 'gateway.key', data: readFileSync(p.gatewayKey) },
+  ]);
+  // HAPI's, private to the hapi image's user
+  writeReadable(join(docker, 'hapi-config'), readers.hapi, [{ name: 'spring.datasource.password', data: readTrimmed(join(p.secrets, 'hapi-pg-password')) }]);
 
   // the API: its settings with container paths, and the certificates they name
   const api = join(docker, 'api');

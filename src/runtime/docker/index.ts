@@ -12,7 +12,7 @@ import type { InstallConfig } from '../install-config.js';
 import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '../types.js';
 import { adminCall } from './admin.js';
 import { dockerCli, requireCompose, type DockerBinaries, type DockerCli } from './compose.js';
-import { writeContainerFiles } from './container-files.js';
+import { resolveImageUsers, writeContainerFiles } from './container-files.js';
 import { componentsFromInspect, serviceOf, versionsFromInspect, type ContainerInspect, type ImageInspect } from './parse.js';
 import { composeFile, projectName, settingsOf } from './render.js';
 import { refuseStaleVolumes } from './volumes.js';
@@ -129,8 +129,8 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     name: 'docker',
     async up() {
       const c = await cli();
-      writeContainerFiles(dir);
       await pullMissing(c);
+      writeContainerFiles(dir, await resolveImageUsers(c, dir, settings.images));
       await refuseStaleVolumes(c, dir, project, { waitReady: () => waitReady(['hapi-database', 'kong-database'], { fhir: false, api: false }) });
       const withApi = apiReady(dir);
       const build = withApi && !settings.images.api ? ['--build'] : [];
@@ -146,7 +146,7 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     async restart(component) {
       const c = await cli();
       const service = SERVICE_OF[component] ?? component;
-      writeContainerFiles(dir);
+      writeContainerFiles(dir, await resolveImageUsers(c, dir, settings.images));
       if (service === SERVICE_OF.api) {
         // held back without its key and platform, as the native runtime does
         if (!apiReady(dir)) {
