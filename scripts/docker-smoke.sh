@@ -56,7 +56,10 @@ info() { printf '      %s\n' "$1"; }
 
 tag="hospital-api-smoke-$$"
 cleanup() {
-  docker rm -f "$tag-hapi" "$tag-db" >/dev/null 2>&1 || true
+  docker rm -f -v "$tag-hapi" "$tag-db" >/dev/null 2>&1 || true
+  # the throw-away database's named volume (the postgres image declares a VOLUME: an anonymous
+  # one would stay behind after the container)
+  docker volume rm "$tag-pgdata" >/dev/null 2>&1 || true
   docker network rm "$tag" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -121,7 +124,7 @@ fi
 # starter issue #804) is the proof when no dialect line is logged.
 password=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
 docker network create --internal "$tag" >/dev/null
-docker run -d --name "$tag-db" --network "$tag" --network-alias hapi-database \
+docker run -d --name "$tag-db" --network "$tag" --network-alias hapi-database -v "$tag-pgdata:/var/lib/postgresql/data" \
   -e POSTGRES_USER=hapi -e POSTGRES_DB=hapi -e POSTGRES_PASSWORD="$password" "$POSTGRES_IMAGE" >/dev/null
 for _ in $(seq 1 60); do
   docker exec "$tag-db" pg_isready -h 127.0.0.1 -U hapi -d hapi >/dev/null 2>&1 && break

@@ -206,7 +206,8 @@ describe.skipIf(!engine)('docker runtime interfaces on a real engine (issue 10)'
 
   afterAll(async () => {
     if (!engine) return;
-    await docker(['rm', '-f', platformName, brokenName], { allowFail: true });
+    // -v: the postgres image the broken "kong" ran from declares a VOLUME
+    await docker(['rm', '-f', '-v', platformName, brokenName], { allowFail: true });
     const compose = await findCompose();
     if (compose) {
       const [bin, ...prefix] = compose.argv as [string, ...string[]];
@@ -400,8 +401,10 @@ describe.skipIf(!engine)('docker runtime interfaces on a real engine (issue 10)'
     ]) {
       expect(out).toMatch(fact);
     }
-    // it left nothing behind
+    // it left nothing behind: no container, no volume of its throw-away Postgres, no network
     expect((await docker(['ps', '-aq', '--filter', 'name=hospital-api-smoke-'])).out.trim()).toBe('');
+    expect((await docker(['volume', 'ls', '-q', '--filter', 'name=hospital-api-smoke-'])).out.trim()).toBe('');
+    expect((await docker(['network', 'ls', '-q', '--filter', 'name=hospital-api-smoke-'])).out.trim()).toBe('');
 
     // a broken fact: a "kong" of another project publishing 8001 on the host (on the project's network: the
     // tier's engine has no default bridge)
