@@ -35,6 +35,8 @@ WORKDIR /app
 # Never root: the node user of the Debian-based Node images (uid 1000); compose sets the same.
 USER 1000:1000
 EXPOSE 9000
-ENTRYPOINT ["node", "bin/hospital-api.js"]
+# A fixed young generation (16 MiB semi-space), as the native runtime runs its components
+# (src/runtime/native/components.ts COMPONENT_NODE_ARGS): memory flat under steady load.
+ENTRYPOINT ["node", "--max-semi-space-size=16", "bin/hospital-api.js"]
 CMD ["serve", "--host", "0.0.0.0", "--port", "9000"]
 COPY --from=build /out/ /app/

@@ -100,7 +100,8 @@ export async function buildApp(config: ApiConfig, options: BuildOptions = {}): P
           : `hospital-api serve: audit log ${config.auditLog} failed: ${health.reason}; no patient data is sent until it can be written\n`,
       );
     }),
-    metrics: createMetrics(),
+    // Certificate days left (issue 15): the install's certificates when run from one (HOSPITAL_API_DIR), and the CA it trusts.
+    metrics: createMetrics({ installDir: process.env.HOSPITAL_API_DIR || null, fhirCaPem: () => config.fhirCa }),
     inflight: 0,
   };
   const app = Fastify({

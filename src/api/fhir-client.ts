@@ -35,11 +35,18 @@ export interface FhirClient {
   everything(patientId: string, sink: PageSink, stats: EverythingStats): Promise<void>;
   /** Readiness: GET metadata through the gateway with the key, bounded by `timeoutMs` (default FHIR_TIMEOUT_MS). */
   ping(timeoutMs?: number): Promise<void>;
+  /**
+   * Trust `ca` (FHIR_CA_FILE reread on SIGHUP, src/api/key-reload.ts) for every later
+   * request: a new Agent, so new connections verify against it; requests in flight
+   * finish on the old one, which then closes. A CA change (`cert renew --renew-ca`)
+   * needs no restart.
+   */
+  setCa(ca: string | null): void;
   close(): Promise<void>;
 }
 
 export function createFhirClient(config: ApiConfig): FhirClient {
-  const agent: Agent = makeAgent(config.fhirCa, config.fhirTimeoutMs);
+  let agent: Agent = makeAgent(config.fhirCa, config.fhirTimeoutMs);
   const base = config.fhirBaseUrl;
   const headers = {
     accept: 'application/fhir+json',
@@ -141,6 +148,12 @@ export function createFhirClient(config: ApiConfig): FhirClient {
       }
     },
 
+    setCa(ca) {
+      const old = agent;
+      agent = makeAgent(ca, config.fhirTimeoutMs);
+      config.fhirCa = ca;
+      void old.close().catch(() => undefined);
+    },
     close: () => agent.close(),
   };
 }

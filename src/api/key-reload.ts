@@ -1,14 +1,14 @@
 /**
  * Key reload without a restart (`consumer rotate-key`): on SIGHUP the Hospital
- * API reads FHIR_API_KEY again from its settings, switches to it for every
+ * API reads FHIR_API_KEY (and FHIR_CA_FILE) again from its settings, switches to it for every
  * later FHIR request (in-flight requests keep working: both keys are valid at
  * the gateway while the switch happens), checks the gateway accepts it, and
  * reports the outcome in a status file. No connection is closed, so the
- * platform sees no failed request. Only the key is reloaded; other settings
+ * platform sees no failed request. Only the key and the CA are reloaded; other settings
  * still need a restart. The status file carries a SHA-256 fingerprint of the
  * key (never the key) so the caller can tell which key the API now uses.
  */
-import { createHash } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import { isHospitalApiError } from '../errors/index.js';
 import { writeSecretFile } from '../util/atomic-write.js';
 import { loadConfig, type ConfigFlags } from './config.js';
@@ -23,6 +23,16 @@ export interface ReloadStatus {
   gateway: string;
   /** Set when the settings could not be read: the old key stays in use. */
   error?: string;
+  /** SHA-256 fingerprint of the first certificate of FHIR_CA_FILE now trusted for the gateway (null: the system store). */
+  caFingerprint?: string | null;
+}
+
+function caFingerprint(pem: string): string | null {
+  try {
+    return new X509Certificate(pem).fingerprint256;
+  } catch {
+    return null;
+  }
 }
 
 export function keyFingerprint(key: string): string {
@@ -34,7 +44,10 @@ export async function reloadKey(running: RunningApi, flags: ConfigFlags, statusF
   const config = running.api.context.config;
   let error: string | undefined;
   try {
-    config.fhirApiKey = loadConfig(flags).fhirApiKey;
+    const next = loadConfig(flags);
+    config.fhirApiKey = next.fhirApiKey;
+    // A new CA (`cert renew --renew-ca`): trust it for new connections before the gateway presents a certificate from it.
+    if (next.fhirCa !== config.fhirCa) running.api.context.fhir.setCa(next.fhirCa);
   } catch (err) {
     error = isHospitalApiError(err) ? err.code : 'ERR_INTERNAL';
   }
@@ -46,6 +59,7 @@ export async function reloadKey(running: RunningApi, flags: ConfigFlags, statusF
   }
   const status: ReloadStatus = {
     pid: process.pid, at: new Date().toISOString(), keyFingerprint: keyFingerprint(config.fhirApiKey), gateway, ...(error ? { error } : {}),
+    caFingerprint: config.fhirCa === null ? null : caFingerprint(config.fhirCa),
   };
   if (statusFile) writeSecretFile(statusFile, JSON.stringify(status) + '\n');
   return status;

@@ -3,7 +3,8 @@
  * listener (METRICS_LISTEN, loopback by default) so the public port never
  * exposes them. One registry per app, so tests can run several apps.
  */
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { X509Certificate } from 'node:crypto';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface ApiMetrics {
   registry: Registry;
@@ -14,9 +15,78 @@ export interface ApiMetrics {
   upstreamErrors: Counter<'upstream' | 'code'>;
 }
 
-export function createMetrics(): ApiMetrics {
+/** Where the certificate gauges come from. */
+export interface CertificateSources {
+  /**
+   * The install directory the API runs from (HOSPITAL_API_DIR, set by the
+   * native runtime and the systemd units): its CA, gateway and record-signing
+   * certificates, read on each scrape exactly as `hospital-api status` reads
+   * them (certificateLifetimes), so a `cert renew` shows at the next scrape.
+   */
+  installDir?: string | null;
+  /** FHIR_CA_FILE as the API holds it now (reloaded on SIGHUP): the CA it trusts for the gateway (`fhir-ca-trusted`). */
+  fhirCaPem?: () => string | null;
+}
+
+interface CertificateDays {
+  name: string;
+  notAfterMs: number;
+  daysLeft: number;
+}
+
+async function certificateDays(sources: CertificateSources): Promise<CertificateDays[]> {
+  const now = Date.now();
+  const list: CertificateDays[] = [];
+  if (sources.installDir) {
+    try {
+      const [{ certificateLifetimes }, { installPaths }] = await Promise.all([import('../install/tls.js'), import('../runtime/layout.js')]);
+      for (const c of certificateLifetimes(installPaths(sources.installDir), now)) {
+        list.push({ name: c.name, notAfterMs: Date.parse(c.validTo), daysLeft: c.daysLeft });
+      }
+    } catch {
+      // A damaged certificate file: its series is absent (alert on absent()); `hospital-api status` names the file.
+    }
+  }
+  const trusted = sources.fhirCaPem?.() ?? null;
+  if (trusted) {
+    try {
+      const notAfterMs = new X509Certificate(trusted).validToDate.getTime();
+      list.push({ name: 'fhir-ca-trusted', notAfterMs, daysLeft: Math.floor((notAfterMs - now) / 86_400_000) });
+    } catch {
+      // The API refused to start on an unreadable FHIR_CA_FILE, so this does not happen.
+    }
+  }
+  return list;
+}
+
+export function createMetrics(certificates: CertificateSources = {}): ApiMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'hospital_api_' });
+  // Days left on each certificate (issue 15), computed at scrape time. `certificate` is ca,
+  // gateway, record-signer (the install's files) or fhir-ca-trusted (what this process trusts
+  // for the gateway: after a CA change it differs from `ca` until the API reloads).
+  let latest: Promise<CertificateDays[]> | null = null;
+  const scrape = (): Promise<CertificateDays[]> => (latest ??= certificateDays(certificates).finally(() => { latest = null; }));
+  new Gauge({
+    name: 'hospital_api_certificate_days_left',
+    help: 'Whole days until each certificate expires (negative once expired): ca, gateway, record-signer, fhir-ca-trusted',
+    labelNames: ['certificate'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const c of await scrape()) this.set({ certificate: c.name }, c.daysLeft);
+    },
+  });
+  new Gauge({
+    name: 'hospital_api_certificate_expiry_timestamp_seconds',
+    help: 'When each certificate expires (notAfter), as Unix time',
+    labelNames: ['certificate'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const c of await scrape()) this.set({ certificate: c.name }, Math.floor(c.notAfterMs / 1000));
+    },
+  });
   return {
     registry,
     requests: new Counter({

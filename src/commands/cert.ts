@@ -10,6 +10,10 @@ interface CertOptions extends GlobalOptions {
   key?: string;
   signerCert?: string;
   signerKey?: string;
+  renewCa?: boolean;
+  caCert?: string;
+  caDays?: string;
+  caOnly?: boolean;
 }
 
 const DIR_HELP = 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)';
@@ -40,7 +44,11 @@ export function register(program: Command): void {
     .description('re-issue the gateway and record-signing certificates from the hospital CA (or install the given ones) without downtime')
     .option('--dir <dir>', DIR_HELP)
     .option('--days <n>', 'validity of re-issued certificates in days (default 825)')
-    .option('--ca-key <file>', 'the hospital CA key, used once to issue and never stored (when install did not generate the CA)')
+    .option('--ca-key <file>', 'the hospital CA key (of the new CA with --ca-cert), used once to issue and never stored (when install did not generate the CA)')
+    .option('--renew-ca', 'a new CA first (installs that generated theirs): tls/ca.pem holds it and the previous CA; the API trusts it without a restart; then both certificates are issued from it')
+    .option('--ca-cert <file>', "the hospital's new CA (with --ca-key), installed as --renew-ca installs a generated one")
+    .option('--ca-days <n>', 'validity of a new generated CA in days (default 3650)')
+    .option('--ca-only', 'with --renew-ca/--ca-cert: install the new CA and its trust only, keep the current certificates (give the platform the new CA, then run `cert renew`)')
     .option('--cert <file>', "the hospital's new gateway certificate (with --key) instead of re-issuing")
     .option('--key <file>', 'its private key')
     .option('--signer-cert <file>', "the hospital's new record-signing certificate (with --signer-key)")
@@ -51,8 +59,17 @@ export function register(program: Command): void {
         const { openRuntime } = await import('../runtime/index.js');
         const { renewCertificates } = await import('../install/cert-renew.js');
         const { CERT_WARN_DAYS } = await import('../install/tls.js');
+        const { HospitalApiError } = await import('../errors/index.js');
         const dir = options.dir ?? defaultInstallDir();
         const days = options.days === undefined ? undefined : /^\d+$/.test(options.days) ? Number(options.days) : NaN;
+        const caDays = options.caDays === undefined ? undefined : /^\d+$/.test(options.caDays) ? Number(options.caDays) : NaN;
+        if (options.renewCa && options.caCert) throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--renew-ca/--ca-cert', detail: 'give one: a generated CA or the hospital\'s' });
+        if ((options.caOnly || caDays !== undefined) && !options.renewCa && !options.caCert) {
+          throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: options.caOnly ? '--ca-only' : '--ca-days', detail: 'goes with --renew-ca or --ca-cert' });
+        }
+        const newCa = options.renewCa || options.caCert
+          ? { ...(options.renewCa ? { generate: true } : { certPath: options.caCert as string }), ...(caDays === undefined ? {} : { days: caDays }), ...(options.caOnly ? { only: true } : {}) }
+          : undefined;
         const result = await renewCertificates(
           openRuntime(dir),
           dir,
@@ -65,6 +82,7 @@ export function register(program: Command): void {
             ...(options.signerKey ? { signerKey: options.signerKey } : {}),
           },
           (t) => io.log(t),
+          newCa,
         );
         if (io.json) io.out(JSON.stringify({ ok: true, command: 'cert renew', result }));
         else {

@@ -16,6 +16,7 @@ interface GatewayFlags extends GlobalOptions {
   state?: string;
   workers: string;
   trustedIps?: string;
+  headers?: string;
 }
 
 interface ExportFlags extends GlobalOptions {
@@ -45,6 +46,17 @@ function trustedIps(value: string | undefined): string | null {
   return value;
 }
 
+/**
+ * Kong's `headers` (kong.conf.default): `off`, or a comma list; only whether the
+ * server tokens (Server / Via naming kong/x.y.z) are sent is honoured here.
+ */
+function serverTokens(value: string | undefined): boolean {
+  if (value === undefined) return true;
+  const list = value.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  if (list.length === 0) throw new HospitalApiError('ERR_USAGE', { detail: '--headers needs off or a comma list (e.g. server_tokens,latency_tokens)' });
+  return !list.includes('off') && list.some((h) => h === 'server_tokens' || h === 'server' || h === 'via');
+}
+
 /** Resolves on the first SIGTERM/SIGINT. */
 function untilSignal(): Promise<string> {
   return new Promise((resolve) => {
@@ -70,6 +82,7 @@ export function register(program: Command): void {
     .option('--key <file>', 'PEM private key for the HTTPS proxy')
     .option('--state <file>', 'configuration state file (default <install dir>/gateway/state.json)')
     .option('--workers <n>', 'proxy worker processes (node:cluster)', '1')
+    .option('--headers <list>', "Kong's headers: off, or a list; without server_tokens no Server/Via names kong/x.y.z (default: on)")
     .option('--trusted-ips <list>', "Kong's trusted_ips: comma-separated IPs/CIDRs whose X-Forwarded-* and X-Real-IP are believed (default: none)")
     .action(
       action<GatewayFlags>('gateway', async (flags, io) => {
@@ -89,6 +102,7 @@ export function register(program: Command): void {
           statePath: statePath(flags.state),
           workers: workers(flags.workers),
           trustedIps: trustedIps(flags.trustedIps),
+          serverTokens: serverTokens(flags.headers),
           version: VERSION,
         });
         if (admin && !isLoopback(admin.host)) {

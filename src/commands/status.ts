@@ -46,6 +46,8 @@ export function register(program: Command): void {
         const runtime = openRuntime(dir);
         const components = await runtime.components();
         const allUp = components.every((c) => c.state === 'up');
+        // Degraded components (the gateway serving its last good configuration) with the reason, for scripts and monitoring.
+        const degraded = components.filter((c) => c.state === 'degraded').map((c) => ({ name: c.name, reason: c.detail }));
         let supervisor: { pid: number; startedAt: string } | null = null;
         if (runtime.name === 'native') {
           const { runningSupervisor } = await import('../runtime/native/state.js');
@@ -57,9 +59,10 @@ export function register(program: Command): void {
         const { certificateLifetimes, CERT_WARN_DAYS } = await import('../install/tls.js');
         const certificates = certificateLifetimes(installPaths(dir));
         if (io.json) {
-          io.out(JSON.stringify({ ok: true, command: 'status', result: { dir, runtime: runtime.name, allUp, supervisor, components, certificates } }));
+          io.out(JSON.stringify({ ok: true, command: 'status', result: { dir, runtime: runtime.name, allUp, degraded, supervisor, components, certificates } }));
         } else {
           await renderComponents(io, components);
+          for (const d of degraded) io.out(io.colour.yellow(`${d.name} is degraded: ${d.reason.replace(/^degraded: /, '')}`));
           const { renderCertificates } = await import('./cert.js');
           await renderCertificates(io, certificates, CERT_WARN_DAYS);
           if (runtime.name === 'native') {

@@ -23,6 +23,7 @@ import {
 } from './plugins/rate-limiting/counters.js';
 import { GatewayProxy, type ProxyHealth } from './proxy/gateway-proxy.js';
 import { startProxyListeners, type ProxyListeners } from './proxy/listeners.js';
+import { setServerTokens } from './proxy/kong-response.js';
 import { parseTrustedIps } from './proxy/trusted-ips.js';
 import { loadSnapshotFromFile, openStore, watchStateFile } from './store/index.js';
 
@@ -36,6 +37,8 @@ export interface GatewayOptions {
   workers: number;
   /** Kong's trusted_ips, comma-separated (proxy/trusted-ips.ts); null = none. */
   trustedIps?: string | null;
+  /** Kong's `headers` server_tokens (Server / Via naming kong/x.y.z); default on. */
+  serverTokens?: boolean;
   version: string;
 }
 
@@ -134,6 +137,7 @@ export function isGatewayWorker(): boolean {
 /** Worker body: follow the state file, serve the proxy, report the bound addresses. */
 export async function runGatewayWorker(): Promise<void> {
   const o = JSON.parse(process.env[WORKER_ENV] as string) as GatewayOptions;
+  setServerTokens(o.serverTokens !== false);
   // Rate-limiting counters live in the primary: one count per gateway, not per worker.
   const counters = new PrimaryCounters((m) => process.send?.(m));
   process.on('message', (m) => counters.onMessage(m));
@@ -230,6 +234,7 @@ function replaceCrashedWorkers(o: GatewayOptions, workers: Worker[], hub: Worker
 }
 
 export async function runGateway(o: GatewayOptions): Promise<RunningGateway> {
+  setServerTokens(o.serverTokens !== false);
   const store = await openStore(o.statePath);
   let admin: AdminServer | null = null;
   let proxy: GatewayProxy | null = null;

@@ -6,24 +6,49 @@
  * counts once a new TLS handshake (verified against the CA, for the install's
  * host name) presents the new certificate. If it does not, the old files go
  * back and the gateway reloads them.
+ *
+ * A new CA (`--renew-ca` for an install that generated its CA, or the
+ * hospital's new CA with `--ca-cert`/`--ca-key`), when the CA nears expiry or
+ * the hospital changes PKI: tls/ca.pem becomes a bundle, the new CA first and
+ * the previous ones after it (so acceptance records signed before still
+ * verify, and the gateway's current certificate stays trusted meanwhile); the
+ * running Hospital API rereads it on SIGHUP and must report the new CA before
+ * anything else changes; then the gateway and record-signing certificates are
+ * re-issued from the new CA as above. With `--ca-only` the certificates stay
+ * (the platform can be given the new CA first; a later `cert renew` issues
+ * from it). Any failure puts every file back and reloads the API and gateway.
  */
 import { X509Certificate } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { connect } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HospitalApiError } from '../errors/index.js';
-import { readInstallConfig } from '../runtime/install-config.js';
+import { readInstallConfig, writeInstallConfig } from '../runtime/install-config.js';
+import { generateCa, type KeyAndCert } from '../tls/pki.js';
+import { parsePemBundle } from '../tls/inspect.js';
 import { installPaths, type InstallPaths } from '../runtime/layout.js';
 import { dayTwo } from '../runtime/not-supported.js';
 import type { Runtime } from '../runtime/types.js';
 import { writeFileAtomic, writeSecretFile } from '../util/atomic-write.js';
-import { certificateLifetimes, prepareRenewal, type CertificateLifetime, type RenewChoice } from './tls.js';
+import { certificateLifetimes, keyMatches, prepareRenewal, type CertificateLifetime, type RenewChoice } from './tls.js';
 
 const PICKUP_TIMEOUT_MS = 15_000;
 
+/** A new CA: generated (the install owns its CA) or the hospital's (`certPath`, with RenewChoice.caKey). */
+export interface CaChoice {
+  generate?: boolean;
+  /** Validity of a generated CA in days (default 3650). */
+  days?: number;
+  certPath?: string;
+  /** Install the new CA (and make the API trust it) but keep the current certificates. */
+  only?: boolean;
+}
+
 export interface RenewResult {
-  how: 'reissued' | 'provided';
+  how: 'reissued' | 'provided' | 'ca-only';
+  /** The new CA, when one was installed. */
+  ca?: { subject: string; fingerprint256: string; validTo: string; generated: boolean };
   certificates: CertificateLifetime[];
   /** True when the running gateway was seen presenting the new certificate; null when it was not running. */
   gatewayReloaded: boolean | null;
@@ -67,11 +92,141 @@ function writeAll(files: Files): void {
   }
 }
 
-export async function renewCertificates(runtime: Runtime, dir: string, choice: RenewChoice, log: (text: string) => void): Promise<RenewResult> {
+/** Puts files back as `snapshot` read them; a file that did not exist then is removed. */
+function restoreAll(files: Files): void {
+  for (const [path, text] of files) if (text === null) rmSync(path, { force: true });
+  writeAll(files);
+}
+
+function renewError(detail: string, hint: string): HospitalApiError {
+  return new HospitalApiError('ERR_CERT_RENEW', { detail, hint });
+}
+
+function fileText(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new HospitalApiError('ERR_FILE_READ', { path, detail: (err as NodeJS.ErrnoException).code ?? 'error' }, { cause: err });
+  }
+}
+
+/** The common name of a certificate's subject (node's multi-line subject text). */
+function commonName(x: X509Certificate): string {
+  return /^CN=(.*)$/m.exec(x.subject)?.[1] ?? 'Hospital API CA';
+}
+
+/**
+ * Decides the new CA in memory and checks it: a generated one needs the
+ * install's own CA (its key on disk); the hospital's must be a CA, valid,
+ * with its key, and not the current one.
+ */
+function prepareNewCa(paths: InstallPaths, ca: CaChoice, caKey: string | undefined): { ca: KeyAndCert; generated: boolean } {
+  const current = parsePemBundle(fileText(paths.caCert), paths.caCert)[0] as X509Certificate;
+  if (ca.generate) {
+    if (!existsSync(paths.caKey)) {
+      throw renewError('the install does not hold its CA key (the hospital brought its own CA)', "Give the hospital's new CA with --ca-cert and --ca-key.");
+    }
+    if (ca.days !== undefined && (!Number.isInteger(ca.days) || ca.days < 30 || ca.days > 7300)) {
+      throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--ca-days', detail: 'an integer from 30 to 7300' });
+    }
+    // A distinct name per CA, so the bundle never holds two CAs with one subject (chain building goes by name).
+    const base = commonName(current).replace(/ \(from [0-9TZ:-]+\)$/, '');
+    const stamp = new Date().toISOString().slice(0, 16).replace(/:/g, '-') + 'Z';
+    return { ca: generateCa({ commonName: `${base} (from ${stamp})`, ...(ca.days ? { days: ca.days } : {}) }), generated: true };
+  }
+  if (!caKey) throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--ca-cert', detail: 'give the new CA key with --ca-key (it is used once and not stored)' });
+  const certPem = fileText(ca.certPath as string);
+  const keyPem = fileText(caKey);
+  const x = parsePemBundle(certPem, ca.certPath)[0] as X509Certificate;
+  if (!x.ca) throw new HospitalApiError('ERR_INSTALL_TLS_MISMATCH', { detail: `${ca.certPath} is not a CA certificate (basicConstraints CA:TRUE)` });
+  if (!keyMatches(certPem, keyPem, caKey)) throw new HospitalApiError('ERR_INSTALL_TLS_MISMATCH', { detail: `${caKey} is not the key of ${ca.certPath}` });
+  if (x.validToDate.getTime() < Date.now() + 86_400_000) throw new HospitalApiError('ERR_INSTALL_TLS_MISMATCH', { detail: `${ca.certPath} expires on ${x.validToDate.toISOString()}` });
+  if (x.fingerprint256 === current.fingerprint256) {
+    throw renewError(`${ca.certPath} is already the install's CA`, 'Run `hospital-api cert renew --ca-key <file>` to re-issue from it.');
+  }
+  return { ca: { certPem: x.toString(), keyPem }, generated: false };
+}
+
+/** tls/ca.pem after the change: the new CA first, then every CA it held before (each once). */
+function caBundle(newCaPem: string, currentBundle: string): string {
+  const seen = new Set<string>();
+  return [new X509Certificate(newCaPem), ...parsePemBundle(currentBundle)]
+    .filter((x) => !seen.has(x.fingerprint256) && !!seen.add(x.fingerprint256))
+    .map((x) => x.toString().trim())
+    .join('\n') + '\n';
+}
+
+/**
+ * Installs a new CA: the bundle and (generated CA) its key, then the running
+ * API rereads its trust and must report the new CA. Returns the undo.
+ */
+async function installNewCa(runtime: Runtime, paths: InstallPaths, next: { ca: KeyAndCert; generated: boolean }, apiUp: boolean, log: (text: string) => void): Promise<() => Promise<void>> {
+  const read = (p: string): string | null => (existsSync(p) ? readFileSync(p, 'utf8') : null);
+  const currentBundle = fileText(paths.caCert);
+  const before: Files = [[paths.caCert, currentBundle, false], [paths.caKey, read(paths.caKey), true]];
+  const undo = async (): Promise<void> => {
+    restoreAll(before);
+    if (apiUp) await dayTwo(runtime).reloadApiKey().catch(() => undefined);
+  };
+  const want = new X509Certificate(next.ca.certPem).fingerprint256;
+  try {
+    // The hospital's CA key is used once and never stored: a key of the previous CA would no longer match.
+    if (next.generated) writeSecretFile(paths.caKey, next.ca.keyPem);
+    else rmSync(paths.caKey, { force: true });
+    writeFileAtomic(paths.caCert, caBundle(next.ca.certPem, currentBundle));
+    log(`Installed the new CA in ${paths.caCert} (before the previous one, which stays trusted so earlier records still verify)`);
+    if (apiUp) {
+      const r = await dayTwo(runtime).reloadApiKey();
+      if (r.caFingerprint !== want || r.gateway !== 'ok' || r.error) {
+        throw renewError(
+          `the Hospital API did not take the new CA (it trusts ${r.caFingerprint ?? 'the system store'}; gateway ${r.gateway}${r.error ? `; ${r.error}` : ''})`,
+          'See `hospital-api logs api`; the previous CA files are back.',
+        );
+      }
+      log('the Hospital API trusts the new CA for new connections to the gateway (no restart)');
+    }
+  } catch (err) {
+    await undo();
+    throw err;
+  }
+  return undo;
+}
+
+export async function renewCertificates(runtime: Runtime, dir: string, choice: RenewChoice, log: (text: string) => void, newCa?: CaChoice): Promise<RenewResult> {
+  const paths = installPaths(dir);
+  const config = readInstallConfig(dir);
+  if (!newCa) return renewLeaves(runtime, dir, choice, log);
+  if (runtime.name === 'docker') {
+    throw renewError('a new CA is not supported on the docker runtime yet (the API container holds its own copy of the CA)', 'Renew the gateway and signing certificates with `hospital-api cert renew`.');
+  }
+  if (choice.cert || choice.key || choice.signerCert || choice.signerKey) {
+    throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: newCa.generate ? '--renew-ca' : '--ca-cert', detail: 'the certificates are re-issued from the new CA: leave out --cert/--key/--signer-cert/--signer-key' });
+  }
+  // Everything is decided and checked before a file changes.
+  const next = prepareNewCa(paths, newCa, choice.caKey);
+  const renewed = newCa.only ? null : prepareRenewal(paths, config.hosts, choice.days === undefined ? {} : { days: choice.days }, next.ca);
+  const apiUp = (await runtime.components()).some((c) => c.name === 'api' && (c.state === 'up' || c.state === 'degraded'));
+  const undo = await installNewCa(runtime, paths, next, apiUp, log);
+  let result: RenewResult;
+  try {
+    result = renewed ? await renewLeaves(runtime, dir, choice, log, renewed) : { how: 'ca-only', certificates: certificateLifetimes(paths), gatewayReloaded: null };
+  } catch (err) {
+    await undo();
+    throw err;
+  }
+  if (config.caGenerated !== next.generated) writeInstallConfig(dir, { ...config, caGenerated: next.generated });
+  const x = new X509Certificate(next.ca.certPem);
+  log(newCa.only
+    ? 'The gateway and record-signing certificates stay as they are. Give the platform the new CA (tls/ca.pem), then run `hospital-api cert renew` to issue from it.'
+    : 'The platform must trust the new CA (tls/ca.pem) to verify the gateway from now on.');
+  return { ...result, ca: { subject: x.subject.replace(/\n/g, ', '), fingerprint256: x.fingerprint256, validTo: x.validToDate.toISOString(), generated: next.generated } };
+}
+
+async function renewLeaves(runtime: Runtime, dir: string, choice: RenewChoice, log: (text: string) => void, prepared?: ReturnType<typeof prepareRenewal>): Promise<RenewResult> {
   const paths = installPaths(dir);
   const config = readInstallConfig(dir);
   // Everything is decided and checked before a file changes.
-  const renewed = prepareRenewal(paths, config.hosts, choice);
+  const renewed = prepared ?? prepareRenewal(paths, config.hosts, choice);
   const before = snapshot(paths);
   const next: Files = [
     [paths.gatewayKey, renewed.gateway.keyPem, true],
@@ -79,11 +234,11 @@ export async function renewCertificates(runtime: Runtime, dir: string, choice: R
     [paths.signerKey, renewed.signer?.keyPem ?? null, true],
     [paths.signerCert, renewed.signer?.certPem ?? null, false],
   ];
-  const gatewayUp = (await runtime.components()).some((c) => c.name === (runtime.name === 'docker' ? 'kong' : 'gateway') && c.state === 'up');
+  const gatewayUp = (await runtime.components()).some((c) => c.name === (runtime.name === 'docker' ? 'kong' : 'gateway') && (c.state === 'up' || c.state === 'degraded'));
   try {
     writeAll(next);
   } catch (err) {
-    writeAll(before);
+    restoreAll(before);
     throw err;
   }
   log(`${renewed.how === 'reissued' ? 'Re-issued' : 'Installed the provided'} gateway certificate${renewed.signer ? ' and record-signing certificate' : ''} in ${paths.tls}`);
@@ -106,7 +261,7 @@ export async function renewCertificates(runtime: Runtime, dir: string, choice: R
       await sleep(100);
     }
     if (seen !== want) {
-      writeAll(before);
+      restoreAll(before);
       await dayTwo(runtime).reloadGatewayTls().catch(() => undefined);
       log(`the gateway did not take the new certificate${lastError ? ` (${lastError})` : ''}; the previous files are back`);
       throw new HospitalApiError('ERR_CERT_NOT_PICKED_UP', { seconds: PICKUP_TIMEOUT_MS / 1000 });

@@ -234,8 +234,8 @@ function renewError(detail: string, hint: string): HospitalApiError {
  * names every host the current certificate names, signer usage).
  * @throws ERR_CERT_RENEW, ERR_INSTALL_TLS_MISMATCH, ERR_TLS_MATERIAL
  */
-export function prepareRenewal(paths: InstallPaths, hosts: string[], choice: RenewChoice): RenewedTls {
-  const caPem = read(paths.caCert);
+export function prepareRenewal(paths: InstallPaths, hosts: string[], choice: RenewChoice, newCa?: KeyAndCert): RenewedTls {
+  const caPem = newCa?.certPem ?? read(paths.caCert);
   const oldGateway = read(paths.gatewayCert);
   if (!caPem || !oldGateway) throw renewError(`${paths.tls} holds no CA or gateway certificate`, 'Run `hospital-api install` first.');
   const names = [...new Set([...hosts, ...currentSans(oldGateway)])];
@@ -269,7 +269,7 @@ export function prepareRenewal(paths: InstallPaths, hosts: string[], choice: Ren
     }
     return { gateway, signer, how: 'provided' };
   }
-  const caKeyPem = choice.caKey ? fileText(choice.caKey) : read(paths.caKey);
+  const caKeyPem = newCa?.keyPem ?? (choice.caKey ? fileText(choice.caKey) : read(paths.caKey));
   if (!caKeyPem) {
     throw renewError('the install has no CA key to re-issue from (the hospital brought its own CA)', 'Pass the hospital CA key once with --ca-key (it is not stored), or the new certificates with --cert/--key [--signer-cert/--signer-key].');
   }

@@ -10,8 +10,12 @@ export type { RuntimeName } from './install-config.js';
 export interface ComponentState {
   /** e.g. fhir, gateway, api (native) or the compose service name (docker). */
   name: string;
-  /** `up` only when the component runs and, where it has one, its health check passes. */
-  state: 'up' | 'starting' | 'restarting' | 'down' | 'exited';
+  /**
+   * `up` only when the component runs and, where it has one, its health check passes;
+   * `degraded` when it runs and answers but reports a fault it works around (the
+   * gateway serving its last good configuration: `detail` says why).
+   */
+  state: 'up' | 'degraded' | 'starting' | 'restarting' | 'down' | 'exited';
   detail: string;
   pid?: number;
   uptimeSeconds?: number;
@@ -41,6 +45,8 @@ export interface ApiKeyReload {
   /** `ok` when the gateway accepted that key, else an error code. */
   gateway: string;
   error?: string;
+  /** SHA-256 fingerprint of the CA the API now trusts for the gateway (first of FHIR_CA_FILE); null for the system store. */
+  caFingerprint?: string | null;
 }
 
 /** One file of live data copied by snapshotData (path relative to the snapshot directory). */

@@ -11,7 +11,7 @@
  */
 import { isAbsolute } from 'node:path';
 import { HospitalApiError } from '../errors/index.js';
-import { BIN_PATH, componentSpecs, type ComponentSpec } from '../runtime/native/components.js';
+import { BIN_PATH, COMPONENT_NODE_ARGS, componentSpecs, type ComponentSpec } from '../runtime/native/components.js';
 import type { InstallConfig } from '../runtime/install-config.js';
 import { installPaths } from '../runtime/layout.js';
 
@@ -56,7 +56,7 @@ function underTmp(path: string): boolean {
 function service(spec: ComponentSpec, dir: string, o: UnitOptions, after: string[]): string {
   const root = installPaths(dir).root;
   const lowPort = spec.ports.some((p) => p.port < 1024);
-  const exec = [o.node, o.bin, ...spec.args].map(quoteArg).join(' ');
+  const exec = [o.node, ...COMPONENT_NODE_ARGS, o.bin, ...spec.args].map(quoteArg).join(' ');
   const env = { NO_COLOR: '1', ...spec.env };
   const lines = [
     '# Written by `hospital-api systemd`; regenerate rather than edit (same command line as `hospital-api up`).',

@@ -19,6 +19,7 @@ import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir/generate/dataset.js';
 import { SYNTHETIC_ID_SYSTEM, type GeneratedPatient } from '../../src/fhir/generate/model.js';
 import { isAlive } from '../../src/runtime/native/state.js';
+import { COMPONENT_NODE_ARGS } from '../../src/runtime/native/components.js';
 import type { ComponentState } from '../../src/runtime/types.js';
 import { installPaths } from '../../src/runtime/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
@@ -179,6 +180,15 @@ describe('native stack end to end (issue 6)', () => {
     const { status, body } = await postPatient(patient.careId, tokens[0]!.token);
     expect(status).toBe(200);
     expect(body.resources!.length).toBeGreaterThanOrEqual(patient.size);
+  });
+
+  it('runs every component with the Node options of COMPONENT_NODE_ARGS (a fixed young generation), restarted ones too', async () => {
+    for (const c of await components()) {
+      const argv = readFileSync(`/proc/${c.pid}/cmdline`, 'utf8').split('\0');
+      const bin = argv.findIndex((a) => a.endsWith(join('bin', 'hospital-api.js')));
+      expect(bin, c.name).toBeGreaterThan(0);
+      expect(argv.slice(1, bin), c.name).toEqual([...COMPONENT_NODE_ARGS]);
+    }
   });
 
   it('keeps data, gateway state and TLS material across a full down and up', async () => {

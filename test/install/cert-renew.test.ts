@@ -6,16 +6,17 @@
  * new certificate; `status` and `cert status` show the days left; `verify`
  * warns under 30 days and passes; bad input changes nothing.
  */
-import { createHash, X509Certificate } from 'node:crypto';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from 'undici';
+import { Client, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { installPaths } from '../../src/runtime/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { presentedFingerprint } from '../../src/install/cert-renew.js';
 import { generateCa, issueCertificate } from '../../src/tls/pki.js';
+import { parsePemBundle } from '../../src/tls/inspect.js';
 import { loadLoop, startNativeSite, type NativeSite } from '../backup/native-site.js';
 
 let site: NativeSite;
@@ -39,10 +40,21 @@ const certDays = async (cmd: string[]) => {
   return { code: r.code, days: Object.fromEntries((JSON.parse(r.out).result.certificates as Array<{ name: string; daysLeft: number }>).map((c) => [c.name, c.daysLeft])) };
 };
 
+/** The Hospital API's metrics listener: hospital_api_certificate_days_left by certificate. */
+const metricDays = async (): Promise<Record<string, number>> => {
+  const res = await request(`http://127.0.0.1:${site.ports.metrics}/metrics`);
+  expect(res.statusCode).toBe(200);
+  const text = await res.body.text();
+  return Object.fromEntries([...text.matchAll(/^hospital_api_certificate_days_left\{certificate="([^"]+)"\} (-?\d+)$/gm)].map((m) => [m[1]!, Number(m[2])]));
+};
+
 describe('cert renew (issue 15)', () => {
   it('re-issues both certificates; the gateway takes the new one with no dropped connection or failed request', async () => {
     const before = await certDays(['status']);
     expect(before.days.gateway).toBeGreaterThan(800);
+    // The API's metrics show the same days as status, for the install's certificates and the CA the API trusts.
+    const metricsBefore = await metricDays();
+    expect(metricsBefore).toEqual({ ...before.days, 'fhir-ca-trusted': before.days.ca });
     const oldGateway = await presented();
     expect(oldGateway).toBe(fileFingerprint(paths.gatewayCert));
     const oldSigner = fileFingerprint(paths.signerCert);
@@ -90,6 +102,8 @@ describe('cert renew (issue 15)', () => {
     expect(status.days.gateway).toBeGreaterThanOrEqual(9);
     expect(status.days.gateway).toBeLessThanOrEqual(10);
     expect(status.days['record-signer']).toBeLessThanOrEqual(10);
+    // The metrics follow the renewal at the next scrape, without an API restart.
+    expect(await metricDays()).toEqual({ ...status.days, 'fhir-ca-trusted': status.days.ca });
     expect((await certDays(['cert', 'status'])).code).toBe(1);
     const verify = await site.cli(['verify', '--json']);
     expect(verify.code, verify.err).toBe(0);
@@ -145,5 +159,127 @@ describe('cert renew (issue 15)', () => {
     expect(c.code).toBe(2);
     expect(tlsDigest()).toBe(before);
     expect(await presented()).toBe(gatewayBefore);
+  });
+});
+
+describe('a new CA (issue 15: the CA nears expiry, or the hospital changes PKI)', () => {
+  const caBundle = () => parsePemBundle(readFileSync(paths.caCert, 'utf8'));
+  const apiPid = async () => {
+    const r = await site.cli(['status', '--json']);
+    return (JSON.parse(r.out).result.components as Array<{ name: string; pid?: number }>).find((c) => c.name === 'api')!.pid;
+  };
+  /** The gateway's certificate as a client trusting only `caPem` sees it (throws if it does not verify). */
+  const presentedTo = (caPem: string) => presentedFingerprint(caPem, site.ports.gatewayHttps, 'localhost');
+
+  it('--renew-ca under load: the API trusts the new CA without a restart, no request fails, verify passes, an earlier record still verifies', async () => {
+    const before = await site.cli(['verify', '--json']);
+    expect(before.code, before.err).toBe(0);
+    const oldRecord = JSON.parse(before.out).result.recordPath as string;
+    const oldCa = caBundle()[0]!;
+    const pid = await apiPid();
+
+    const load = loadLoop(site, 2);
+    await new Promise((r) => setTimeout(r, 1000));
+    const renew = await site.cli(['cert', 'renew', '--renew-ca', '--ca-days', '2000', '--json']);
+    await new Promise((r) => setTimeout(r, 1000));
+    const results = await load.stop();
+    expect(renew.code, renew.err + renew.out).toBe(0);
+    const failed = results.filter((r) => r.status !== 200 || r.error);
+    expect(failed, JSON.stringify(failed.slice(0, 3))).toEqual([]);
+    expect(results.length).toBeGreaterThan(5);
+
+    const bundle = caBundle();
+    const newCa = bundle[0]!;
+    expect(newCa.fingerprint256).not.toBe(oldCa.fingerprint256);
+    expect(bundle.map((c) => c.fingerprint256)).toContain(oldCa.fingerprint256);
+    expect(JSON.parse(renew.out).result.ca.fingerprint256).toBe(newCa.fingerprint256);
+    // The generated CA's new key replaced the old one (0600); the leaves are issued by the new CA.
+    expect(newCa.checkPrivateKey(createPrivateKey(readFileSync(paths.caKey)))).toBe(true);
+    expect(statSync(paths.caKey).mode & 0o777).toBe(0o600);
+    for (const leaf of [paths.gatewayCert, paths.signerCert]) expect(new X509Certificate(readFileSync(leaf)).checkIssued(newCa), leaf).toBe(true);
+    // A client that trusts only the new CA verifies the gateway; the API took it without a restart.
+    expect(await presentedTo(newCa.toString())).toBe(fileFingerprint(paths.gatewayCert));
+    expect(await apiPid()).toBe(pid);
+    // The API's own word (its reload status and its metrics) that it trusts the new CA: a request through
+    // it would not show it yet, since its TLS sessions to the gateway resume without a new certificate check.
+    const reload = JSON.parse(readFileSync(join(paths.run, 'api-reload.json'), 'utf8')) as { pid: number; caFingerprint: string };
+    expect(reload).toMatchObject({ pid, caFingerprint: newCa.fingerprint256 });
+    const days = await metricDays();
+    expect(days.ca).toBe(1999);
+    expect(days['fhir-ca-trusted'], 'the API trusts the new CA').toBe(1999);
+
+    const after = await site.cli(['verify', '--json']);
+    expect(after.code, after.out).toBe(0);
+    const record = await site.cli(['record', 'verify', oldRecord]);
+    expect(record.code, 'a record signed before the CA change still verifies: ' + record.out + record.err).toBe(0);
+    const fresh = await site.cli(['record', 'verify', JSON.parse(after.out).result.recordPath]);
+    expect(fresh.code, fresh.out + fresh.err).toBe(0);
+  });
+
+  it("--ca-cert/--ca-key installs the hospital's new CA: its key is not stored, install.json says the CA is the hospital's, verify passes", async () => {
+    const dir = tempDir('hapi-newca-');
+    const hospital = generateCa({ commonName: 'St Example Hospital Issuing CA 2027' });
+    writeFileSync(join(dir, 'ca.pem'), hospital.certPem);
+    writeFileSync(join(dir, 'ca.key'), hospital.keyPem, { mode: 0o600 });
+    const r = await site.cli(['cert', 'renew', '--ca-cert', join(dir, 'ca.pem'), '--ca-key', join(dir, 'ca.key'), '--days', '400']);
+    expect(r.code, r.err).toBe(0);
+    expect(caBundle()[0]!.fingerprint256).toBe(new X509Certificate(hospital.certPem).fingerprint256);
+    expect(existsSync(paths.caKey)).toBe(false);
+    expect(JSON.parse(readFileSync(join(site.dir, 'install.json'), 'utf8')).caGenerated).toBe(false);
+    expect(await presentedTo(hospital.certPem)).toBe(fileFingerprint(paths.gatewayCert));
+    expect((await certDays(['status'])).days.gateway).toBe(399);
+    const verify = await site.cli(['verify', '--json']);
+    expect(verify.code, verify.out).toBe(0);
+    // Later renewals issue from it with its key given once more.
+    const again = await site.cli(['cert', 'renew', '--ca-key', join(dir, 'ca.key')]);
+    expect(again.code, again.err).toBe(0);
+    expect(new X509Certificate(readFileSync(paths.gatewayCert)).checkIssued(new X509Certificate(hospital.certPem))).toBe(true);
+  });
+
+  it('refuses a CA that is not one, a key that does not fit, and --renew-ca without the CA key, changing nothing', async () => {
+    const before = tlsDigest();
+    const gatewayBefore = await presented();
+    const dir = tempDir('hapi-newca-bad-');
+    const other = generateCa({ commonName: 'Another CA' });
+    const leaf = issueCertificate(other, { commonName: 'localhost', hosts: ['localhost'], usage: 'server' });
+    writeFileSync(join(dir, 'leaf.pem'), leaf.certPem);
+    writeFileSync(join(dir, 'leaf.key'), leaf.keyPem);
+    writeFileSync(join(dir, 'other.pem'), other.certPem);
+    writeFileSync(join(dir, 'other.key'), other.keyPem);
+    const notCa = await site.cli(['cert', 'renew', '--ca-cert', join(dir, 'leaf.pem'), '--ca-key', join(dir, 'leaf.key'), '--json']);
+    expect(notCa.code).not.toBe(0);
+    expect(JSON.parse(notCa.out).error.message).toMatch(/not a CA certificate/);
+    const wrongKey = await site.cli(['cert', 'renew', '--ca-cert', join(dir, 'other.pem'), '--ca-key', join(dir, 'leaf.key'), '--json']);
+    expect(JSON.parse(wrongKey.out).error.code).toBe('ERR_INSTALL_TLS_MISMATCH');
+    // The hospital's CA is installed (previous test): the install holds no CA key to generate a successor with.
+    const noKey = await site.cli(['cert', 'renew', '--renew-ca', '--json']);
+    expect(JSON.parse(noKey.out).error.code).toBe('ERR_CERT_RENEW');
+    const mixed = await site.cli(['cert', 'renew', '--ca-cert', join(dir, 'other.pem'), '--ca-key', join(dir, 'other.key'), '--cert', join(dir, 'leaf.pem'), '--key', join(dir, 'leaf.key'), '--json']);
+    expect(mixed.code).toBe(2);
+    expect(tlsDigest()).toBe(before);
+    expect(await presented()).toBe(gatewayBefore);
+  });
+
+  it('--ca-only installs the new CA and the API\'s trust but keeps the certificates; a later cert renew issues from it', async () => {
+    const dir = tempDir('hapi-newca-only-');
+    const next = generateCa({ commonName: 'St Example Hospital Issuing CA 2028' });
+    writeFileSync(join(dir, 'ca.pem'), next.certPem);
+    writeFileSync(join(dir, 'ca.key'), next.keyPem, { mode: 0o600 });
+    const gatewayBefore = fileFingerprint(paths.gatewayCert);
+    const previousCa = caBundle()[0]!;
+    const r = await site.cli(['cert', 'renew', '--ca-cert', join(dir, 'ca.pem'), '--ca-key', join(dir, 'ca.key'), '--ca-only', '--json']);
+    expect(r.code, r.err).toBe(0);
+    expect(JSON.parse(r.out).result.how).toBe('ca-only');
+    expect(caBundle()[0]!.fingerprint256).toBe(new X509Certificate(next.certPem).fingerprint256);
+    expect(fileFingerprint(paths.gatewayCert)).toBe(gatewayBefore);
+    expect(await presented()).toBe(gatewayBefore); // still issued by the previous CA, which the bundle keeps
+    const reload = JSON.parse(readFileSync(join(paths.run, 'api-reload.json'), 'utf8')) as { caFingerprint: string };
+    expect(reload.caFingerprint).toBe(new X509Certificate(next.certPem).fingerprint256);
+    expect((await site.cli(['verify'])).code).toBe(0);
+    const renew = await site.cli(['cert', 'renew', '--ca-key', join(dir, 'ca.key')]);
+    expect(renew.code, renew.err).toBe(0);
+    expect(new X509Certificate(readFileSync(paths.gatewayCert)).checkIssued(new X509Certificate(next.certPem))).toBe(true);
+    expect(new X509Certificate(readFileSync(paths.gatewayCert)).checkIssued(previousCa)).toBe(false);
+    expect((await site.cli(['verify'])).code).toBe(0);
   });
 });

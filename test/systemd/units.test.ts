@@ -11,11 +11,16 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { BIN_PATH, componentSpecs } from '../../src/runtime/native/components.js';
+import { BIN_PATH, COMPONENT_NODE_ARGS, componentSpecs } from '../../src/runtime/native/components.js';
 import { readInstallConfig, writeInstallConfig } from '../../src/runtime/install-config.js';
 import { quoteArg } from '../../src/systemd/units.js';
 
 const analyze = spawnSync('systemd-analyze', ['--version']).status === 0;
+if (!analyze) {
+  process.stderr.write('test/systemd/units.test.ts: systemd-analyze not found: the systemd checks are SKIPPED (apt-get install systemd; .ci/run installs it)\n');
+}
+/** systemd's exposure score, in tenths (systemd-analyze security --threshold): today's units score 3.2. */
+const EXPOSURE_LIMIT = 35;
 const dir = join(tempDir('hapi-systemd-'), 'my site');
 let unitsDir = '';
 const SERVICES = ['hospital-api-fhir.service', 'hospital-api-gateway.service', 'hospital-api-api.service'];
@@ -52,7 +57,7 @@ describe('systemd units (issue 15)', () => {
     expect(specs.map((s) => `hospital-api-${s.name}.service`)).toEqual(SERVICES);
     for (const spec of specs) {
       const d = directives(readFileSync(join(unitsDir, `hospital-api-${spec.name}.service`), 'utf8'));
-      expect(d.get('ExecStart'), spec.name).toEqual([[process.execPath, BIN_PATH, ...spec.args].map(quoteArg).join(' ')]);
+      expect(d.get('ExecStart'), spec.name).toEqual([[process.execPath, ...COMPONENT_NODE_ARGS, BIN_PATH, ...spec.args].map(quoteArg).join(' ')]);
       expect(d.get('Restart')).toEqual(['always']);
       expect(d.get('User')).toEqual(['hospital-api']);
       expect(d.get('NoNewPrivileges')).toEqual(['yes']);
@@ -78,6 +83,22 @@ describe('systemd units (issue 15)', () => {
     const bad = verify(unitsDir, ['broken.service']);
     expect(bad.status, bad.out).not.toBe(0);
     expect(bad.out).toContain('/nonexistent/node');
+  });
+
+  it.skipIf(!analyze)(`scores at most ${EXPOSURE_LIMIT / 10} on systemd-analyze security (offline), which a unit without the hardening exceeds`, () => {
+    const security = (where: string, name: string) => {
+      const r = spawnSync('systemd-analyze', ['security', '--offline=yes', `--threshold=${EXPOSURE_LIMIT}`, '--no-pager', join(where, name)], { encoding: 'utf8' });
+      return { status: r.status, out: `${r.stdout}${r.stderr}` };
+    };
+    for (const name of SERVICES) {
+      const r = security(unitsDir, name);
+      expect(r.status, r.out).toBe(0);
+      expect(r.out).toMatch(/Overall exposure level for .*: \d/);
+    }
+    const weak = readFileSync(join(unitsDir, 'hospital-api-api.service'), 'utf8')
+      .split('\n').filter((l) => !/^(NoNewPrivileges|ProtectSystem|CapabilityBoundingSet|ProtectKernel\w*)=/.test(l)).join('\n');
+    writeFileSync(join(unitsDir, 'weak.service'), weak);
+    expect(security(unitsDir, 'weak.service').status).not.toBe(0);
   });
 
   it('gives only CAP_NET_BIND_SERVICE, and only when a port is below 1024; refuses root, demo and docker installs', async () => {

@@ -8,6 +8,19 @@ import type { ServerResponse } from 'node:http';
 import { KONG_VERSION } from '../plugins/version.js';
 
 export const SERVER = `kong/${KONG_VERSION}`;
+
+/**
+ * Kong's `headers` setting as far as `server_tokens` goes (kong.conf.default "headers";
+ * kong/templates/kong_defaults.lua): on, Kong's own responses carry `Server: kong/x.y.z` and
+ * proxied ones `Via: 1.1 kong/x.y.z`; `headers = off` drops both. Set once per process at start.
+ */
+let serverTokens = true;
+export function setServerTokens(on: boolean): void {
+  serverTokens = on;
+}
+export function serverTokensOn(): boolean {
+  return serverTokens;
+}
 const JSON_TYPE = 'application/json; charset=utf-8';
 const TEXT_TYPE = 'text/plain; charset=utf-8';
 const HTML_TYPE = 'text/html; charset=utf-8';
@@ -90,9 +103,9 @@ export function sendKongResponse(res: ServerResponse, r: KongResponse): void {
   headers.push(
     'Content-Length', String(Buffer.byteLength(body)),
     'X-Kong-Response-Latency', String(Math.round(performance.now() - r.startedAt)),
-    'Server', SERVER,
-    'X-Kong-Request-Id', r.requestId,
   );
+  if (serverTokens) headers.push('Server', SERVER);
+  headers.push('X-Kong-Request-Id', r.requestId);
   res.writeHead(r.status, headers);
   res.end(r.method === 'HEAD' ? undefined : body);
 }

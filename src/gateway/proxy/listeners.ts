@@ -9,7 +9,7 @@ import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, ty
 import type { AddressInfo } from 'node:net';
 import type { ListenAddress } from '../../util/listen-address.js';
 import type { GatewayProxy } from './gateway-proxy.js';
-import { SERVER } from './kong-response.js';
+import { SERVER, serverTokensOn } from './kong-response.js';
 
 /**
  * Time-outs and the connection cap of every proxy listener (issue 12), after
@@ -73,7 +73,7 @@ function h2RequestTimer(req: IncomingMessage, res: ServerResponse, ms: number): 
   const timer = setTimeout(() => {
     if (req.complete) return;
     if (!res.headersSent) {
-      res.writeHead(408, ['Content-Length', '0', 'Server', SERVER]);
+      res.writeHead(408, ['Content-Length', '0', ...(serverTokensOn() ? ['Server', SERVER] : [])]);
       res.end();
     }
     (req as unknown as Http2ServerRequest).stream.close();
@@ -91,7 +91,7 @@ function guarded(proxy: GatewayProxy, scheme: 'http' | 'https', limits: ProxyLim
       proxy.handle(req, res, scheme);
     } catch (err) {
       process.stderr.write(`gateway: request failed (${(err as Error)?.name ?? 'error'})\n`);
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8', server: SERVER });
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8', ...(serverTokensOn() ? { server: SERVER } : {}) });
       res.end('{"message":"An unexpected error occurred"}');
     }
   };

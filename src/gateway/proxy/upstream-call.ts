@@ -11,7 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { Peer } from './balancer.js';
 import type { CompiledService } from './compile.js';
-import { SERVER } from './kong-response.js';
+import { SERVER, serverTokensOn } from './kong-response.js';
 
 const VIA = `1.1 ${SERVER}`;
 const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade']);
@@ -188,8 +188,8 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     }
     const extra = this.responseHeaders;
     for (let i = 0; i < extra.length; i++) out.push(extra[i] as string);
+    if (serverTokensOn()) out.push('Via', VIA);
     out.push(
-      'Via', VIA,
       'X-Kong-Upstream-Latency', String(Math.round(now - this.sentAt)),
       'X-Kong-Proxy-Latency', String(Math.round(this.sentAt - this.startedAt)),
     );

@@ -18,9 +18,23 @@ import { isLoopback, parseListen } from '../../util/listen-address.js';
 import { readEnvFile } from '../../util/env-file.js';
 import { missingApiSettings } from '../api-settings.js';
 import { VERSION } from '../../version.js';
+import { gatewayDegradation } from './gateway-health.js';
 
 /** The CLI every component is started from (`node bin/hospital-api.js <command> …`). */
 export const BIN_PATH = fileURLToPath(new URL('../../../bin/hospital-api.js', import.meta.url));
+
+/**
+ * Node options of every supervised component (before bin/hospital-api.js; the
+ * systemd units and the hospital-api image's ENTRYPOINT use the same). V8 grows
+ * its young generation under allocation pressure, up to 64 MiB per semi-space on
+ * Node 24 (V8's heap/heap.cc sizes it from the heap limit): under steady load the
+ * API's resident memory stepped from about 180 to 280-300 MiB minutes after start
+ * while its live heap stayed at 20-40 MiB (`npm run bench -- soak`; the step is new
+ * space going 32 → 64 → 128 MiB). A fixed 16 MiB semi-space takes that step away:
+ * in the 10-minute soak the API ended at 204 MiB instead of 300 (at twice the
+ * request rate). What growth remains is outside the JS heap (heap used stays flat).
+ */
+export const COMPONENT_NODE_ARGS: readonly string[] = ['--max-semi-space-size=16'];
 
 export type ComponentName = 'fhir' | 'gateway' | 'platform' | 'api';
 
@@ -41,6 +55,12 @@ export interface ComponentSpec {
   env?: Record<string, string>;
   /** Set when the component must not start yet; shown as its `down` detail. */
   blocked?: string;
+  /**
+   * Why a component that answers its health URL is nonetheless degraded (the
+   * gateway: gateway-health.ts), from that answer's JSON; null when it is not.
+   * `status` and `verify` show it; the supervisor does not restart for it.
+   */
+  degradation?: (healthBody: unknown) => string | null;
 }
 
 /** Demo-only settings kept beside the install (never in install.json). */
@@ -131,6 +151,7 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
         '--state', p.gatewayState,
       ],
       healthUrl: `http://127.0.0.1:${ports.gatewayAdmin}/status`,
+      degradation: (body) => gatewayDegradation(body, p.gatewayState),
       ports: [
         { host: '127.0.0.1', port: ports.gatewayAdmin },
         { host, port: ports.gatewayHttp },
@@ -155,7 +176,8 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
     args: ['serve', '--host', host, '--port', String(ports.api), '--env-file', p.apiEnv, '--reload-status', join(p.run, 'api-reload.json')],
     healthUrl: `http://127.0.0.1:${ports.api}/api/health-check`,
     ports: [{ host, port: ports.api }, ...metrics.bindings],
-    ...(metrics.env ? { env: metrics.env } : {}),
+    // HOSPITAL_API_DIR: the install the API runs from, whose certificates its metrics report (src/api/metrics.ts).
+    env: { ...metrics.env, HOSPITAL_API_DIR: p.root },
     version: VERSION,
   };
   const blocked = apiBlockedReason(dir);

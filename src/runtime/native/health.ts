@@ -15,6 +15,39 @@ export async function probe(url: string, timeoutMs = 1500): Promise<boolean> {
   }
 }
 
+/** A component's health as `status` and `verify` show it: null when its health URL does not answer 200. */
+export interface ComponentHealth {
+  state: 'up' | 'degraded';
+  detail: string;
+}
+
+const MAX_HEALTH_BODY = 1 << 20;
+
+/**
+ * Probes the spec's health URL and, for a component that reports more than
+ * "answering" (the gateway: ComponentSpec.degradation), reads its answer to
+ * tell up from degraded.
+ */
+export async function componentHealth(spec: Pick<ComponentSpec, 'healthUrl' | 'degradation'>, timeoutMs = 1500): Promise<ComponentHealth | null> {
+  let body: unknown = null;
+  try {
+    const res = await request(spec.healthUrl, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    if (res.statusCode !== 200 || !spec.degradation) {
+      await res.body.dump();
+      if (res.statusCode !== 200) return null;
+    } else {
+      const text = await res.body.text();
+      if (text.length <= MAX_HEALTH_BODY) {
+        try { body = JSON.parse(text); } catch { body = null; }
+      }
+    }
+  } catch {
+    return null;
+  }
+  const reason = spec.degradation?.(body) ?? null;
+  return reason ? { state: 'degraded', detail: `degraded: ${reason}` } : { state: 'up', detail: `answering ${spec.healthUrl}` };
+}
+
 
 /**
  * Throws ERR_RUNTIME_PORT_TAKEN naming the first port of these components that

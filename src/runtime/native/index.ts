@@ -10,7 +10,7 @@ import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '.
 import { HospitalApiError } from '../../errors/index.js';
 import { componentSpecs } from './components.js';
 import { requestRestart, startStack, stopStack } from './control.js';
-import { probe } from './health.js';
+import { componentHealth } from './health.js';
 import { isOurs, readRunState, runningSupervisor } from './state.js';
 import { reloadApiKey, reloadGatewayTls, restoreNativeData, snapshotNativeData } from './maintenance.js';
 
@@ -35,7 +35,8 @@ export async function nativeComponents(dir: string, config: InstallConfig): Prom
       const uptimeSeconds = rec.startedAt ? Math.max(0, Math.round((Date.now() - Date.parse(rec.startedAt)) / 1000)) : undefined;
       const live = { ...base, ...extra, pid: rec.pid, ...(uptimeSeconds === undefined ? {} : { uptimeSeconds }) };
       // A generous time-out: a busy component (a big load) is still up.
-      if (await probe(spec.healthUrl, 5_000)) return { ...live, state: 'up', detail: `answering ${spec.healthUrl}` };
+      const health = await componentHealth(spec, 5_000);
+      if (health) return { ...live, ...health };
       return { ...live, state: rec.state === 'up' ? 'starting' : rec.state, detail: `process alive but ${spec.healthUrl} does not answer` };
     }),
   );

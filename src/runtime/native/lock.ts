@@ -4,14 +4,18 @@
  * pid, so the lock never exists without its owner).
  *
  * A lock whose pid no longer runs is stale (a supervisor killed with SIGKILL
- * cannot remove it) and is taken over. The takeover is atomic: removing the
- * stale lock happens under a second exclusive file (`supervisor.lock.takeover`)
- * and only if the lock still names the dead pid that was judged stale, so a
+ * cannot remove it) and is taken over. The takeover is atomic: only the
+ * process that creates the exclusive marker `supervisor.lock.takeover-<dead
+ * pid>` may remove the lock, and only while it still names that pid, so a
  * process can never remove a lock another process has just taken; then every
- * contender races on the same exclusive link and exactly one wins.
+ * contender races on the same exclusive link and exactly one wins. A marker
+ * whose creator died before finishing passes the right on to
+ * `<marker>-<its pid>`, again exclusive: no marker is ever removed while a
+ * takeover may use it (a "remove the stale guard" step would have the same
+ * race as the lock), and the lock's new holder clears them afterwards.
  */
-import { linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { linkSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { installPaths } from '../layout.js';
 import { isAlive } from './state.js';
 
@@ -47,30 +51,40 @@ function createExclusive(path: string): boolean {
 }
 
 /**
- * Removes the lock if it still names `stalePid`, under the takeover guard.
- * Returns false when another process holds the guard (try again shortly).
+ * Removes the lock if it still names `stalePid`, when this process holds the
+ * right to (the marker chain above). Returns false when a live process holds
+ * that right (try again shortly).
  */
 function removeStale(path: string, stalePid: number): boolean {
-  const guard = `${path}.takeover`;
-  if (!createExclusive(guard)) {
-    // A guard whose holder died in the few instructions it is held: clear it.
-    const holder = owner(guard);
-    if (holder && !isAlive(holder)) rmSync(guard, { force: true });
-    return false;
+  let marker = `${path}.takeover-${stalePid}`;
+  for (let depth = 0; depth < 32; depth++) {
+    if (createExclusive(marker)) {
+      if (owner(path) === stalePid) rmSync(path, { force: true });
+      return true;
+    }
+    const holder = owner(marker);
+    if (!holder || holder === process.pid) return true; // cleared by a new holder, or ours from before: look again
+    if (isAlive(holder)) return false;
+    marker = `${marker}-${holder}`; // its taker died mid-way: the right passes on
   }
-  try {
-    if (owner(path) === stalePid) rmSync(path, { force: true });
-    return true;
-  } finally {
-    rmSync(guard, { force: true });
-  }
+  return false;
+}
+
+/** The lock's new holder clears the takeover markers (none can still be needed: the stale lock is gone). */
+function clearMarkers(path: string): void {
+  const prefix = `${basename(path)}.takeover-`;
+  // Not the `.tmp` files a contender is about to link into place (createExclusive).
+  for (const f of readdirSync(dirname(path))) if (f.startsWith(prefix) && !f.endsWith('.tmp')) rmSync(join(dirname(path), f), { force: true });
 }
 
 /** The pid of the supervisor that holds the lock, or null when this process now holds it. */
 export function acquireSupervisorLock(dir: string): number | null {
   const path = lockPath(dir);
   for (let attempt = 0; attempt < 200; attempt++) {
-    if (createExclusive(path)) return null;
+    if (createExclusive(path)) {
+      clearMarkers(path);
+      return null;
+    }
     const pid = owner(path);
     if (pid === process.pid) return null;
     if (pid && isAlive(pid)) return pid;

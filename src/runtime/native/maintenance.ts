@@ -45,7 +45,7 @@ export async function reloadApiKeyOf(dir: string, pid: number): Promise<ApiKeyRe
     if (!existsSync(path)) continue;
     try {
       const s = JSON.parse(readFileSync(path, 'utf8')) as ApiKeyReload & { pid: number };
-      if (s.pid === pid) return { keyFingerprint: s.keyFingerprint, gateway: s.gateway, ...(s.error ? { error: s.error } : {}) };
+      if (s.pid === pid) return { keyFingerprint: s.keyFingerprint, gateway: s.gateway, ...(s.error ? { error: s.error } : {}), ...(s.caFingerprint === undefined ? {} : { caFingerprint: s.caFingerprint }) };
     } catch {
       // written by rename, so a parse failure means an older writer: keep waiting
     }

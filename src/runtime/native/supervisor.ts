@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import type { InstallConfig } from '../install-config.js';
 import { installPaths } from '../layout.js';
 import { HospitalApiError, toHospitalApiError } from '../../errors/index.js';
-import { BIN_PATH, componentSpecs, type ComponentSpec } from './components.js';
+import { BIN_PATH, COMPONENT_NODE_ARGS, componentSpecs, type ComponentSpec } from './components.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertPortsFree, probe } from './health.js';
 import { acquireSupervisorLock, releaseSupervisorLock } from './lock.js';
@@ -160,7 +160,7 @@ export async function runSupervisor(dir: string, config: InstallConfig, options:
     for (const key of SCRUBBED_ENV) delete env[key];
     Object.assign(env, spec.env);
     delete env[TLS_OFF_SWITCH];
-    const child = spawn(process.execPath, [opts.componentBin, ...spec.args], { stdio: ['ignore', fd, fd], env });
+    const child = spawn(process.execPath, [...COMPONENT_NODE_ARGS, opts.componentBin, ...spec.args], { stdio: ['ignore', fd, fd], env });
     closeSync(fd);
     unit.child = child;
     unit.stopping = false;

@@ -26,13 +26,13 @@ describe('native component specs', () => {
     const config = await makeNativeInstall(dir);
     writeFileSync(installPaths(dir).apiEnv, 'FHIR_API_KEY="k"\nPLATFORM_API_URL="http://127.0.0.1:9"\n');
     const api = componentSpecs(dir, config).find((s) => s.name === 'api')!;
-    expect(api.env).toEqual({ METRICS_LISTEN: `127.0.0.1:${config.ports.metrics}` });
+    expect(api.env).toEqual({ METRICS_LISTEN: `127.0.0.1:${config.ports.metrics}`, HOSPITAL_API_DIR: installPaths(dir).root });
     expect(api.ports).toContainEqual({ host: '127.0.0.1', port: config.ports.metrics });
     expect(api.blocked).toBeUndefined();
 
     writeFileSync(installPaths(dir).apiEnv, 'PLATFORM_API_URL="http://127.0.0.1:9"\nMETRICS_LISTEN="off"\n');
     const held = componentSpecs(dir, config).find((s) => s.name === 'api')!;
-    expect(held.env).toBeUndefined();
+    expect(held.env).toEqual({ HOSPITAL_API_DIR: installPaths(dir).root });
     expect(held.ports).toEqual([{ host: '127.0.0.1', port: config.ports.api }]);
     expect(held.blocked).toMatch(/FHIR_API_KEY not set .*consumer create/);
   });

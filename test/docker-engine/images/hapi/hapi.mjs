@@ -69,12 +69,17 @@ try {
 
 const data = '/data';
 restoreBlob(conn, 'fhir.sqlite', join(data, 'fhir.sqlite'));
+// The starter's AppProperties are @ConfigurationProperties(prefix = "hapi.fhir"): Spring Boot's relaxed
+// binding reads them from the dotted name or from the environment as HAPI_FHIR_SERVER_ADDRESS /
+// HAPI_FHIR_USE_APACHE_ADDRESS_STRATEGY (the "legacy" underscore form, as HAPI's Helm chart sets it) or
+// with the dashes removed (Spring Boot reference, "Binding From Environment Variables").
+const appProp = (name) => env[`hapi.fhir.${name}`] ?? tree[`hapi.fhir.${name}`] ?? env[`HAPI_FHIR_${name.toUpperCase()}`] ?? env[`HAPI_FHIR_${name.replace(/_/g, '').toUpperCase()}`];
+const serverAddress = appProp('server_address') ?? '';
+const apache = String(appProp('use_apache_address_strategy') ?? 'false').toLowerCase() === 'true';
+log(`server address strategy: ${serverAddress ? 'hardcoded' : apache ? 'apache proxy (X-Forwarded-*)' : 'incoming request'}`);
 // HAPI serves its whole API to whoever reaches it (the compose file publishes it on 127.0.0.1 only,
-// and kong reaches it over the project network), so the stand-in opens the native server's API too.
-const args = ['/app/bin/hospital-api.js', 'fhir', '--host', '0.0.0.0', '--port', '8080', '--data', data, '--open-api'];
-if (env['hapi.fhir.server_address']) args.push('--public-base', env['hapi.fhir.server_address']);
-log(`apache address strategy: ${env.HAPI_FHIR_USE_APACHE_ADDRESS_STRATEGY ?? 'false'}`);
-const child = spawn(process.execPath, args, { stdio: 'inherit' });
+// and kong reaches it over the project network): hapi-server.mjs opens the native server's API too.
+const child = spawn(process.execPath, ['/standin/hapi-server.mjs', data, serverAddress, String(apache)], { stdio: 'inherit' });
 // HAPI writes to Postgres as it goes: snapshot the SQLite file (SQLite's online
 // backup, consistent while the server writes) into the database every few
 // seconds when it changed, and once more at stop
