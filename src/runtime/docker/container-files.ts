@@ -13,6 +13,7 @@
  *   docker/api/tls/ca.pem            the CA the gateway certificate is checked against (FHIR_CA_FILE)
  *   docker/api/tls/platform-ca.pem   PLATFORM_CA_FILE's certificates, when the hospital set one
  *   docker/api-logs/                 the API's audit log, writable by the API's uid
+ *   docker/api-status/               where the API answers a key reload (api-reload.json), writable by its uid
  */
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
@@ -29,7 +30,14 @@ export const API_CONTAINER_PATHS = Object.freeze({
   ca: `${API_MOUNT}/tls/ca.pem`,
   platformCa: `${API_MOUNT}/tls/platform-ca.pem`,
   auditLog: '/var/log/hospital-api/audit.log',
+  /** serve --reload-status: the API's answer to SIGHUP (src/api/key-reload.ts), in docker/api-status/ on the host. */
+  reloadStatus: '/run/hospital-api-status/api-reload.json',
 });
+
+/** The host side of API_CONTAINER_PATHS.reloadStatus. */
+export function apiReloadStatusFile(dir: string): string {
+  return join(installPaths(dir).docker, 'api-status', 'api-reload.json');
+}
 
 function dirFor(path: string, mode: number, owner?: { uid: number; gid: number }): void {
   mkdirSync(path, { recursive: true, mode });
@@ -92,4 +100,5 @@ export function writeContainerFiles(dir: string): void {
   writeSecretFile(envPath, formatEnvFile(values, 'Written by the docker runtime from ../hospital-api.env before each start: edit that file, not this one.'));
   if (process.getuid?.() === 0) chownSync(envPath, user.uid, user.gid);
   dirFor(join(docker, 'api-logs'), 0o700, user);
+  dirFor(join(docker, 'api-status'), 0o700, user);
 }
