@@ -57,6 +57,7 @@ const project = projectName(dir);
 const platformName = `${project}-platform`;
 let ports: Record<string, number> = {};
 const timings: Record<string, number> = {};
+const figures: string[] = [];
 const started = Date.now();
 
 const cli = async (args: string[], options: { env?: Record<string, string>; on?: string } = {}) => {
@@ -107,6 +108,16 @@ async function postPatient(careId: string, token: string): Promise<{ status: num
   return { status: res.statusCode, resources: body.resources };
 }
 
+async function fhirAnswers(): Promise<boolean> {
+  try {
+    const res = await request(`http://127.0.0.1:${ports.fhir}/fhir/metadata`, { headersTimeout: 5000, bodyTimeout: 5000 });
+    await res.body.text();
+    return res.statusCode === 200;
+  } catch {
+    return false;
+  }
+}
+
 /** The record, in a stable order: the same resources must read back the same. */
 const sorted = (r: Entry[]): Entry[] => [...r].sort((a, b) => `${a.resource.resourceType}/${a.resource.id}`.localeCompare(`${b.resource.resourceType}/${b.resource.id}`));
 
@@ -143,6 +154,7 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     }
     // whatever a failed case left: the project's volumes by label
     for (const p of [project, projectName(spare)]) for (const v of await volumesOf(p)) await docker(['volume', 'rm', '-f', v], { allowFail: true });
+    for (const f of figures) process.stdout.write(`${f}\n`);
     process.stdout.write(`docker day-two wall time ${((Date.now() - started) / 1000).toFixed(0)} s; steps (s): ${Object.entries(timings).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`).join(', ')}\n`);
     removeTempDirs();
   }, 900_000);
@@ -169,6 +181,11 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
       // The hapi stand-in copies its store into Postgres every 3 s and at a clean stop (real HAPI writes
       // through at once): a restart makes the loaded patients durable in HAPI's database before the backup.
       await docker(['restart', (await container('hapi')).Id], { timeout: 300_000 });
+      const deadline = Date.now() + 300_000;
+      while (!(await fhirAnswers())) {
+        if (Date.now() > deadline) throw new Error('HAPI did not answer /fhir/metadata within 300 s of its restart');
+        await new Promise((r) => setTimeout(r, 500));
+      }
     }
     const verify = await cli(['verify']);
     expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
@@ -209,6 +226,7 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     // every request answered 200, including those sent while the key switched
     expect(statuses.length).toBeGreaterThan(8);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    figures.push(`rotate-key under load: ${statuses.length} requests, ${statuses.length - during} answered after the command returned (all 200)`);
     // the same container, never restarted: the key was reread on SIGHUP
     const apiAfter = await container('hospital-api');
     expect(apiAfter.Id).toBe(apiBefore.Id);
@@ -262,7 +280,15 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
   it('a damaged archive or a wrong passphrase changes nothing: the target stays empty, no volume is made', async () => {
     const damaged = `${archive}.damaged`;
     const bytes = readFileSync(archive);
-    bytes[bytes.length - 2048] = bytes[bytes.length - 2048]! ^ 0xff; // inside the last part's ciphertext
+    // one byte in the middle of HAPI's database dump, found by its member's tar header (512-byte aligned)
+    const manifestSize = parseInt(bytes.toString('latin1', 124, 136).replace(/[\0 ]/g, ''), 8); // ustar size field, octal
+    const manifest = JSON.parse(bytes.toString('utf8', 512, 512 + manifestSize)) as { parts: Array<{ path: string; member: string; cipherBytes: number }> };
+    const part = manifest.parts.find((p) => p.path === 'postgres/hapi.dump')!;
+    let header = -1;
+    for (let at = 0; at < bytes.length; at += 512) if (bytes.toString('latin1', at, at + part.member.length + 1) === `${part.member}\0`) header = at;
+    expect(header).toBeGreaterThan(0);
+    const at = header + 512 + Math.floor(part.cipherBytes / 2);
+    bytes[at] = bytes[at]! ^ 0xff;
     writeFileSync(damaged, bytes);
     const bad = await cli(['restore', damaged, '--json'], { env: BACKUP_ENV, on: spare });
     expect(bad.code).not.toBe(0);

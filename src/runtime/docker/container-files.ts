@@ -15,7 +15,7 @@
  *   docker/api-logs/                 the API's audit log, writable by the API's uid
  *   docker/api-status/               where the API answers a key reload (api-reload.json), writable by its uid
  */
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
 import { formatEnvFile, readEnvFile } from '../../util/env-file.js';
@@ -99,6 +99,9 @@ export function writeContainerFiles(dir: string): void {
   const envPath = join(api, 'hospital-api.env');
   writeSecretFile(envPath, formatEnvFile(values, 'Written by the docker runtime from ../hospital-api.env before each start: edit that file, not this one.'));
   if (process.getuid?.() === 0) chownSync(envPath, user.uid, user.gid);
-  dirFor(join(docker, 'api-logs'), 0o700, user);
-  dirFor(join(docker, 'api-status'), 0o700, user);
+  for (const name of ['api-logs', 'api-status']) {
+    dirFor(join(docker, name), 0o700, user);
+    // files put back by a restore run as root belong to root: the API must still append its audit log
+    if (process.getuid?.() === 0) for (const f of readdirSync(join(docker, name))) chownSync(join(docker, name, f), user.uid, user.gid);
+  }
 }

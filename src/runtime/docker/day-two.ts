@@ -193,13 +193,15 @@ export async function restoreDockerData(ctx: DayTwoContext, from: string, parts:
       const size = statSync(file).size;
       progress(`${db.label}: pg_restore of ${mb(size)} inside ${db.service}`);
       const t0 = Date.now();
+      const child = execa(ctx.docker, pgRestoreArgv(container.Id, db), { reject: false, stdin: 'pipe', stdout: 'ignore' });
+      // streamed, counted for the progress lines; a pg_restore that stops early shows in its exit code
       const input = createReadStream(file);
       let sent = 0;
       input.on('data', (chunk) => (sent += chunk.length));
-      const res = await withTicks(
-        execa(ctx.docker, pgRestoreArgv(container.Id, db), { reject: false, stdin: input, stdout: 'ignore' }),
-        () => progress(`${db.label}: ${mb(sent)} of ${mb(size)} sent`),
-      );
+      input.on('error', (err) => child.kill(err));
+      child.stdin?.on('error', () => input.destroy());
+      if (child.stdin) input.pipe(child.stdin);
+      const res = await withTicks(child, () => progress(`${db.label}: ${mb(sent)} of ${mb(size)} sent`));
       if (res.exitCode !== 0) throw dockerFailed(`exec ${db.service} pg_restore`, String(res.stderr ?? res.shortMessage ?? ''));
       progress(`${db.label}: restored in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     }
