@@ -118,6 +118,13 @@ async function fhirAnswers(): Promise<boolean> {
   }
 }
 
+/** manifest.json, the archive's first member: its header's ustar size field (octal), then its data. */
+function manifestOf(file: string): { parts: Array<{ path: string; kind: string; member: string; cipherBytes: number }> } {
+  const bytes = readFileSync(file);
+  const size = parseInt(bytes.toString('latin1', 124, 136).replace(/[\0 ]/g, ''), 8);
+  return JSON.parse(bytes.toString('utf8', 512, 512 + size));
+}
+
 /** The record, in a stable order: the same resources must read back the same. */
 const sorted = (r: Entry[]): Entry[] => [...r].sort((a, b) => `${a.resource.resourceType}/${a.resource.id}`.localeCompare(`${b.resource.resourceType}/${b.resource.id}`));
 
@@ -281,8 +288,7 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     const damaged = `${archive}.damaged`;
     const bytes = readFileSync(archive);
     // one byte in the middle of HAPI's database dump, found by its member's tar header (512-byte aligned)
-    const manifestSize = parseInt(bytes.toString('latin1', 124, 136).replace(/[\0 ]/g, ''), 8); // ustar size field, octal
-    const manifest = JSON.parse(bytes.toString('utf8', 512, 512 + manifestSize)) as { parts: Array<{ path: string; member: string; cipherBytes: number }> };
+    const manifest = manifestOf(archive);
     const part = manifest.parts.find((p) => p.path === 'postgres/hapi.dump')!;
     let header = -1;
     for (let at = 0; at < bytes.length; at += 512) if (bytes.toString('latin1', at, at + part.member.length + 1) === `${part.member}\0`) header = at;
@@ -327,7 +333,6 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     expect(await volumesOf(project)).toEqual([]);
     const restore = await cli(['restore', archive, '--json'], { env: BACKUP_ENV });
     expect(restore.code, `${restore.out}\n${restore.err}`).toBe(0);
-    expect(restore.err).toContain("HAPI FHIR's database: pg_restore");
     // restored, not started: the databases stopped again
     expect((await containersOf(project)).filter((c) => c.State?.Running)).toEqual([]);
     const up = await cli(['up']);
@@ -339,9 +344,15 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     const after = await postPatient(t.careId, t.token);
     expect(after.status).toBe(200);
     expect(sorted(after.resources)).toEqual(recordBefore);
+    // with progress, database by database
+    expect(restore.err).toContain("HAPI FHIR's database: pg_restore");
+    expect(restore.err).toContain("Kong's database: restored in");
   }, 1_800_000);
 
-  it('upgrade from the previous install format takes its automatic backup through the databases', async () => {
+  it('upgrade of a stopped stack from the previous install format: its automatic backup starts only the databases, and stops them again', async () => {
+    await platformNetwork('disconnect');
+    const down = await cli(['down']);
+    expect(down.code, down.err).toBe(0);
     const paths = installPaths(dir);
     const config = JSON.parse(readFileSync(paths.installJson, 'utf8')) as { formatVersion: number };
     writeFileSync(paths.installJson, JSON.stringify({ ...config, formatVersion: 1 }, null, 2) + '\n', { mode: 0o600 });
@@ -351,8 +362,13 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     expect(result.from).toBe(1);
     expect(result.to).toBe(config.formatVersion);
     expect(existsSync(result.backup)).toBe(true);
+    expect(upgrade.err).toContain('starting hapi-database and kong-database for the dump');
     expect(upgrade.err).toContain("Kong's database: pg_dump inside kong-database");
-    const t = tokenOf(1);
-    expect((await postPatient(t.careId, t.token)).status).toBe(200);
+    expect((await containersOf(project)).filter((c) => c.State?.Running)).toEqual([]);
+    const members: string[] = [];
+    await tarList({ file: result.backup, onReadEntry: (e) => void members.push(e.path) });
+    const manifest = manifestOf(result.backup);
+    expect(manifest.parts.filter((p) => p.kind.endsWith('-database')).map((p) => p.path)).toEqual(['postgres/hapi.dump', 'postgres/kong.dump']);
+    expect(members.length).toBe(manifest.parts.length + 1);
   }, 600_000);
 });
