@@ -1,4 +1,4 @@
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { addPortOptions, type PortFlags } from '../install/port-flags.js';
 import { SUMMARIES } from './summaries.js';
@@ -23,8 +23,8 @@ export function register(program: Command): void {
   addPortOptions(command, 'first run: ')
     .option('--platform-port <n>', 'first run: DEMO platform stand-in port (loopback; default: any free port)')
     // Internal: the supervised DEMO platform stand-in itself.
-    .addOption(new Option('--platform-stand-in', 'run the DEMO platform stand-in').hideHelp())
-    .addOption(new Option('--listen <host:port>', 'stand-in address').hideHelp())
+    .addOption(command.createOption('--platform-stand-in', 'run the DEMO platform stand-in').hideHelp())
+    .addOption(command.createOption('--listen <host:port>', 'stand-in address').hideHelp())
     .action(
       action<DemoCommandOptions>('demo', async (options, io) => {
         const { defaultInstallDir } = await import('../runtime/layout.js');

@@ -1,4 +1,4 @@
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
 
@@ -16,7 +16,7 @@ export function register(program: Command): void {
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('--demo', 'require a demo installation (adds the DEMO platform stand-in)')
     // Internal: the detached supervisor process itself (started by `up`).
-    .addOption(new Option('--foreground', 'run the supervisor in this process').hideHelp())
+    .addOption(program.createOption('--foreground', 'run the supervisor in this process').hideHelp())
     .action(
       action<UpOptions>('up', async (options, io) => {
         const { defaultInstallDir } = await import('../runtime/layout.js');
