@@ -163,6 +163,7 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     for (const p of [project, projectName(spare)]) for (const v of await volumesOf(p)) await docker(['volume', 'rm', '-f', v], { allowFail: true });
     for (const f of figures) process.stdout.write(`${f}\n`);
     process.stdout.write(`docker day-two wall time ${((Date.now() - started) / 1000).toFixed(0)} s; steps (s): ${Object.entries(timings).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`).join(', ')}\n`);
+    if (archive) rmSync(archive, { force: true });
     removeTempDirs();
   }, 900_000);
 
