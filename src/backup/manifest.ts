@@ -11,7 +11,9 @@ export const ARCHIVE_FORMAT_VERSION = 1;
 
 export type PartKind =
   | 'install-config' | 'api-settings' | 'secret' | 'tls' | 'tls-key' | 'report' | 'demo' | 'docker' | 'audit-log'
-  | 'fhir-store' | 'gateway-state';
+  | 'fhir-store' | 'gateway-state'
+  // docker: pg_dump custom-format archives of HAPI's and Kong's databases
+  | 'fhir-database' | 'gateway-database';
 
 export interface ManifestPart {
   /** Where it goes, relative to the install directory (layout.ts). */

@@ -38,7 +38,7 @@ export interface RestoreResult {
   seconds: number;
 }
 
-const DATA_KINDS = new Set(['fhir-store', 'gateway-state']);
+const DATA_KINDS = new Set(['fhir-store', 'gateway-state', 'fhir-database', 'gateway-database']);
 
 export async function restoreBackup(file: string, dir: string, options: RestoreOptions, log: (text: string) => void): Promise<RestoreResult> {
   const started = Date.now();

@@ -182,15 +182,16 @@ export async function upgradeInstall(
   // The backup comes first: with no key source, nothing is changed.
   log(`format ${from} → ${INSTALL_FORMAT}: taking a backup first`);
   const config = { ...raw };
-  const runtime = createNativeRuntime(root, config);
-  const backup = raw.runtime === 'native'
-    ? await createBackup(runtime, root, {
-        config, env,
-        // Milliseconds in the name: a rerun right after a killed run (same second) must not meet that run's backup.
-        out: join(root, 'backups', `pre-upgrade-format-${from}-${new Date().toISOString().replace(/[-:]/g, '')}.tar`),
-        ...(options.keyFile ? { keyFile: options.keyFile } : {}),
-      }, log)
-    : (() => { throw new HospitalApiError('ERR_MAINT_NOT_SUPPORTED', { what: 'Upgrade (its automatic backup)', runtime: raw.runtime, hint: 'Back up the docker databases with pg_dump, then reinstall with this toolkit.' }); })();
+  // docker: pg_dump inside the database containers (src/runtime/docker/day-two.ts), loaded only here
+  const runtime = raw.runtime === 'native'
+    ? createNativeRuntime(root, config)
+    : (await import('../runtime/docker/index.js')).createDockerRuntime(root, config);
+  const backup = await createBackup(runtime, root, {
+    config, env,
+    // Milliseconds in the name: a rerun right after a killed run (same second) must not meet that run's backup.
+    out: join(root, 'backups', `pre-upgrade-format-${from}-${new Date().toISOString().replace(/[-:]/g, '')}.tar`),
+    ...(options.keyFile ? { keyFile: options.keyFile } : {}),
+  }, log);
 
   const steps = path.flatMap((m) => m.steps);
   const journal: Journal = { from, to: INSTALL_FORMAT, startedAt: new Date().toISOString(), backup: backup.out, saved: {}, modes: {}, step: 'saving the originals', };

@@ -1,7 +1,9 @@
 /**
  * Day-two operations (issue 15) are optional on a Runtime: dayTwo() returns
  * them all, each one the runtime lacks failing with ERR_MAINT_NOT_SUPPORTED and
- * saying what to do by hand instead (the docker runtime has none of them yet).
+ * saying what to do by hand instead. The native, systemd and docker runtimes
+ * have all four (docker: src/runtime/docker/day-two.ts); this stays the one
+ * place a runtime without one is named.
  */
 import { HospitalApiError } from '../errors/index.js';
 import type { Runtime } from './types.js';
@@ -15,10 +17,10 @@ const HINTS: Record<keyof DayTwoOps, [string, string]> = {
   ],
   reloadGatewayTls: [
     'Reloading the gateway certificate without downtime',
-    'Restart the gateway after `cert renew` has replaced the files in <dir>/tls/ (docker: `docker compose restart kong`).',
+    'Restart the gateway after `cert renew` has replaced the files in <dir>/tls/.',
   ],
-  snapshotData: ['Backup', 'Docker: pg_dump inside the Kong and HAPI database containers.'],
-  restoreData: ['Restore', 'Docker: pg_restore inside the Kong and HAPI database containers.'],
+  snapshotData: ['Backup', 'Stop the stack and copy the FHIR store and the gateway state by hand.'],
+  restoreData: ['Restore', 'Put the FHIR store and the gateway state back by hand before the first `up`.'],
 };
 
 function missing(runtime: Runtime, op: keyof DayTwoOps): never {

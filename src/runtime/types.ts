@@ -52,8 +52,11 @@ export interface ApiKeyReload {
 /** One file of live data copied by snapshotData (path relative to the snapshot directory). */
 export interface DataPart {
   path: string;
-  /** What it is, for the backup manifest. */
-  kind: 'fhir-store' | 'gateway-state';
+  /**
+   * What it is, for the backup manifest: native's SQLite FHIR store and gateway
+   * state file, or docker's pg_dump archives of HAPI's and Kong's databases.
+   */
+  kind: 'fhir-store' | 'gateway-state' | 'fhir-database' | 'gateway-database';
 }
 
 export interface Runtime {

@@ -15,6 +15,7 @@
  *   docker/api/tls/ca.pem            the CA the gateway certificate is checked against (FHIR_CA_FILE)
  *   docker/api/tls/platform-ca.pem   PLATFORM_CA_FILE's certificates, when the hospital set one
  *   docker/api-logs/                 the API's audit log, writable by the API's uid
+ *   docker/api-status/               where the API answers a key reload (api-reload.json), writable by its uid
  *
  * Who reads the database passwords: the Postgres images read their
  * POSTGRES_PASSWORD_FILE from ../secrets as root before dropping privileges
@@ -34,7 +35,7 @@
  * cannot be resolved), the copy stays 0644 inside the 0700 docker/ folder and
  * `verify`'s file-permissions check names it.
  */
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
 import { formatEnvFile, readEnvFile } from '../../util/env-file.js';
@@ -158,7 +159,14 @@ export const API_CONTAINER_PATHS = Object.freeze({
   ca: `${API_MOUNT}/tls/ca.pem`,
   platformCa: `${API_MOUNT}/tls/platform-ca.pem`,
   auditLog: '/var/log/hospital-api/audit.log',
+  /** serve --reload-status: the API's answer to SIGHUP (src/api/key-reload.ts), in docker/api-status/ on the host. */
+  reloadStatus: '/run/hospital-api-status/api-reload.json',
 });
+
+/** The host side of API_CONTAINER_PATHS.reloadStatus. */
+export function apiReloadStatusFile(dir: string): string {
+  return join(installPaths(dir).docker, 'api-status', 'api-reload.json');
+}
 
 function dirFor(path: string, mode: number, owner?: { uid: number; gid: number }): void {
   mkdirSync(path, { recursive: true, mode });
@@ -217,5 +225,9 @@ export function writeContainerFiles(dir: string, readers: SecretReaders = { kong
   const envPath = join(api, 'hospital-api.env');
   writeSecretFile(envPath, formatEnvFile(values, 'Written by the docker runtime from ../hospital-api.env before each start: edit that file, not this one.'));
   if (process.getuid?.() === 0) chownSync(envPath, user.uid, user.gid);
-  dirFor(join(docker, 'api-logs'), 0o700, user);
+  for (const name of ['api-logs', 'api-status']) {
+    dirFor(join(docker, name), 0o700, user);
+    // files put back by a restore run as root belong to root: the API must still append its audit log
+    if (process.getuid?.() === 0) for (const f of readdirSync(join(docker, name))) chownSync(join(docker, name, f), user.uid, user.gid);
+  }
 }

@@ -2,7 +2,8 @@
  * The docker runtime (production): Kong 3.9 + Postgres, HAPI FHIR + Postgres
  * and the hospital-api image in one compose project rendered from templates/.
  * Compose v2 or docker-compose 1.29+ (compose.ts); state from `docker inspect`
- * (parse.ts); admin calls inside the kong container (admin.ts).
+ * (parse.ts); admin calls inside the kong container (admin.ts); backup,
+ * restore and the key and certificate reloads through the containers (day-two.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
@@ -13,6 +14,7 @@ import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '.
 import { adminCall } from './admin.js';
 import { dockerCli, requireCompose, type DockerBinaries, type DockerCli } from './compose.js';
 import { resolveImageUsers, writeContainerFiles } from './container-files.js';
+import { reloadDockerApiKey, reloadDockerGatewayTls, restoreDockerData, snapshotDockerData, type DayTwoContext } from './day-two.js';
 import { componentsFromInspect, serviceOf, versionsFromInspect, type ContainerInspect, type ImageInspect } from './parse.js';
 import { composeFile, projectName, settingsOf } from './render.js';
 import { refuseStaleVolumes } from './volumes.js';
@@ -78,11 +80,11 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
   };
 
   /** The project's containers (one-off `run` containers excluded), as `docker inspect` prints them. */
-  const containers = async (): Promise<ContainerInspect[]> => {
+  const containers = async (): Promise<Array<ContainerInspect & { Args?: string[] }>> => {
     const c = await cli();
     const ids = (await c.run(['ps', '-aq', '--filter', `label=com.docker.compose.project=${project}`])).stdout.split('\n').map((s) => s.trim()).filter(Boolean);
     if (ids.length === 0) return [];
-    const list = JSON.parse((await c.run(['inspect', ...ids])).stdout) as ContainerInspect[];
+    const list = JSON.parse((await c.run(['inspect', ...ids])).stdout) as Array<ContainerInspect & { Args?: string[] }>;
     return list.filter((x) => x.Config?.Labels?.['com.docker.compose.oneoff'] !== 'True');
   };
 
@@ -123,6 +125,12 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     const build = settings.images.api ? [] : ['--build'];
     await c.compose(['up', '-d', '--no-deps', '--force-recreate', ...build, SERVICE_OF.api!], { timeoutMs: null, onProgress: progress });
     await waitReady([SERVICE_OF.api!], { fhir: false, api: true });
+  };
+
+  const dayTwo: DayTwoContext = {
+    dir, project, docker, cli, containers,
+    waitHealthy: (services) => waitReady(services, { fhir: false, api: false }),
+    writeFiles: async () => writeContainerFiles(dir, await resolveImageUsers(await cli(), dir, settings.images)),
   };
 
   return {
@@ -174,5 +182,9 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
       if (!kong) throw new HospitalApiError('ERR_INSTALL_ADMIN_UNREACHABLE', { detail: 'the kong container is not running (`hospital-api up`)' });
       return adminCall(await cli(), kong.Id, method, path, body);
     },
+    reloadApiKey: () => reloadDockerApiKey(dayTwo),
+    reloadGatewayTls: () => reloadDockerGatewayTls(dayTwo),
+    snapshotData: (into, log) => snapshotDockerData(dayTwo, into, log),
+    restoreData: (from, parts) => restoreDockerData(dayTwo, from, parts, progress),
   };
 }

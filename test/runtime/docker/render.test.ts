@@ -129,7 +129,7 @@ describe('templates/compose.yaml rendered', () => {
       expect(s[db]!.healthcheck!.test.slice(0, 4)).toEqual(['CMD', 'pg_isready', '-h', '127.0.0.1']);
       expect(s[db]!.healthcheck!.start_period).toBe('30s');
     }
-    expect(s['hospital-api']!.volumes).toEqual(['./api:/run/hospital-api:ro', './api-logs:/var/log/hospital-api']);
+    expect(s['hospital-api']!.volumes).toEqual(['./api:/run/hospital-api:ro', './api-logs:/var/log/hospital-api', './api-status:/run/hospital-api-status']);
     expect(s['hospital-api']!.user).not.toMatch(/^0:|^root/);
     expect(apiUser(0, 0)).toEqual({ uid: 1000, gid: 1000 });
     expect(apiUser(1234, 0)).toEqual({ uid: 1234, gid: 1234 });

@@ -4,10 +4,13 @@
 // names), running the project's native gateway (`hospital-api gateway`).
 //   kong docker-start | start     run the gateway in the foreground
 //   kong health                   exit 0 when the gateway answers, as Kong's does
+//   kong reload                   as Kong's (kong/cmd/reload.lua): signal the running gateway
+//                                 (nginx HUP: new workers with the certificate files read again,
+//                                 old ones finish their connections); fails when none runs
 //   kong migrations bootstrap|up|finish
 //   kong version
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, existsSync, watch } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, watch } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { psql, restoreBlob, saveBlob } from './pg-blob.mjs';
@@ -15,6 +18,9 @@ import { psql, restoreBlob, saveBlob } from './pg-blob.mjs';
 const VERSION = '3.9.3';
 const env = process.env;
 const [cmd, sub] = process.argv.slice(2);
+
+/** Kong's prefix (KONG_PREFIX, default /usr/local/kong) holds pids/nginx.pid; the stand-in's lives under /tmp. */
+const PID_FILE = join(env.KONG_PREFIX ?? join(tmpdir(), 'kong-standin'), 'pids', 'nginx.pid');
 
 function die(msg) {
   process.stderr.write(`Error: ${msg}\n`);
@@ -75,6 +81,8 @@ async function start() {
   if (workers && workers !== 'auto') args.push('--workers', workers);
   process.stderr.write(`kong stand-in ${VERSION}: anonymous_reports=${env.KONG_ANONYMOUS_REPORTS ?? 'on'} headers=${env.KONG_HEADERS ?? 'default'}\n`);
   const child = spawn(process.execPath, args, { stdio: 'inherit' });
+  mkdirSync(join(PID_FILE, '..'), { recursive: true, mode: 0o700 });
+  writeFileSync(PID_FILE, `${child.pid}\n`, { mode: 0o600 });
   // Kong writes each change to its database at once: save every change of the
   // state file (written by rename) shortly after it happens, not only at stop
   let timer = null;
@@ -92,6 +100,7 @@ async function start() {
   for (const s of ['SIGTERM', 'SIGINT', 'SIGQUIT']) process.on(s, () => stop(s));
   const code = await new Promise((resolve) => child.on('exit', (c2, sig) => resolve(c2 ?? (sig ? 0 : 1))));
   clearTimeout(timer);
+  rmSync(PID_FILE, { force: true });
   saveBlob(c, 'kong-state', state);
   process.exit(code);
 }
@@ -108,6 +117,19 @@ async function health() {
     /* falls through */
   }
   die('Kong is not running at /usr/local/kong');
+}
+
+function reload() {
+  let pid = NaN;
+  try {
+    pid = Number(readFileSync(PID_FILE, 'utf8').trim());
+    process.kill(pid, 0);
+  } catch {
+    die(`nginx not running in prefix: ${join(PID_FILE, '..', '..')}`);
+  }
+  // the native gateway rereads --cert/--key on SIGHUP for new TLS connections (src/gateway/server.ts)
+  process.kill(pid, 'SIGHUP');
+  process.stdout.write('Kong reloaded\n');
 }
 
 function migrations(step) {
@@ -136,6 +158,9 @@ switch (cmd) {
     break;
   case 'health':
     await health();
+    break;
+  case 'reload':
+    reload();
     break;
   case 'migrations':
     migrations(sub);

@@ -1,0 +1,254 @@
+/**
+ * The docker runtime's day-two operations (issue 15), through the containers
+ * and Postgres's own tools; every command is an argv (execa, no shell), so no
+ * value from a file or a flag is ever interpreted.
+ *
+ * - snapshotData: `pg_dump --format=custom` inside each database container,
+ *   its stdout streamed to a file (pg_dump reads one snapshot per database:
+ *   consistent per part while Kong and HAPI keep serving; PostgreSQL docs, pg_dump).
+ * - restoreData: into a fresh install only. The database containers start on
+ *   new, empty volumes (their entrypoint creates the role and database), each
+ *   archive is streamed into `pg_restore --single-transaction --exit-on-error`
+ *   (all or nothing per database), and the databases stop again; kong and hapi
+ *   start later with `up`, on restored data (Kong's `migrations bootstrap` is a
+ *   no-op on a bootstrapped database). Any failure removes the containers and
+ *   the volumes this restore made: nothing is left behind.
+ * - reloadApiKey: the settings file the API container reads is rewritten in
+ *   its mounted folder (a folder, so the renamed file is visible), then
+ *   `docker kill --signal HUP`: node is PID 1 of the API image (exec-form
+ *   ENTRYPOINT) and rereads FHIR_API_KEY (src/api/key-reload.ts), writing its
+ *   answer to a second mounted folder the CLI reads.
+ * - reloadGatewayTls: the certificate files are refreshed in kong's mounted
+ *   folder, then `kong reload` inside the container (Kong's documented way to
+ *   reload a containerised gateway: developer.konghq.com, "How to restart Kong
+ *   Gateway in a Docker container"; nginx starts new workers with the new
+ *   certificate, old ones finish their connections).
+ */
+import { createReadStream, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { execa } from 'execa';
+import { HospitalApiError } from '../../errors/index.js';
+import { installPaths } from '../layout.js';
+import type { ApiKeyReload, DataPart } from '../types.js';
+import type { DockerCli } from './compose.js';
+import { API_CONTAINER_PATHS, apiReloadStatusFile } from './container-files.js';
+import type { ContainerInspect } from './parse.js';
+
+/** One database of templates/compose.yaml and the part its dump becomes. */
+export interface DatabasePart {
+  service: 'hapi-database' | 'kong-database';
+  user: string;
+  database: string;
+  path: string;
+  kind: Extract<DataPart['kind'], 'fhir-database' | 'gateway-database'>;
+  label: string;
+}
+
+/** Users and databases as templates/compose.yaml creates them (POSTGRES_USER / POSTGRES_DB). */
+export const DATABASE_PARTS: readonly DatabasePart[] = Object.freeze([
+  { service: 'hapi-database', user: 'hapi', database: 'hapi', path: 'postgres/hapi.dump', kind: 'fhir-database', label: "HAPI FHIR's database" },
+  { service: 'kong-database', user: 'kong', database: 'kong', path: 'postgres/kong.dump', kind: 'gateway-database', label: "Kong's database" },
+]);
+
+/** The first bytes of a pg_dump custom-format archive (pg_backup_archiver.c). */
+export const PG_DUMP_MAGIC = 'PGDMP';
+
+const RELOAD_TIMEOUT_MS = 30_000;
+const PROGRESS_EVERY_MS = 5_000;
+
+/**
+ * `docker exec <db> pg_dump …`: over the container's unix socket, where the
+ * Postgres images trust local connections (initdb --auth-local=trust in
+ * docker-library/postgres), so no password is needed or passed.
+ */
+export function pgDumpArgv(container: string, db: Pick<DatabasePart, 'user' | 'database'>): string[] {
+  return ['exec', container, 'pg_dump', '--username', db.user, '--dbname', db.database, '--format', 'custom', '--no-password'];
+}
+
+/**
+ * `docker exec -i <db> pg_restore …`, the archive on stdin: one transaction
+ * (--single-transaction implies --exit-on-error), objects owned by the
+ * database's own user.
+ */
+export function pgRestoreArgv(container: string, db: Pick<DatabasePart, 'user' | 'database'>): string[] {
+  return ['exec', '-i', container, 'pg_restore', '--username', db.user, '--dbname', db.database, '--single-transaction', '--exit-on-error', '--no-owner', '--no-privileges', '--no-password'];
+}
+
+export function kongReloadArgv(container: string): string[] {
+  return ['exec', container, 'kong', 'reload'];
+}
+
+export function apiHupArgv(container: string): string[] {
+  return ['kill', '--signal', 'HUP', container];
+}
+
+/** What the runtime (index.ts) lends these operations. */
+export interface DayTwoContext {
+  dir: string;
+  project: string;
+  /** The docker program. */
+  docker: string;
+  cli(): Promise<DockerCli>;
+  containers(): Promise<Array<ContainerInspect & { Args?: string[] }>>;
+  /** Resolves once each service is up (health check passing). */
+  waitHealthy(services: string[]): Promise<void>;
+  /** Rewrites the files the containers read, owned by the users the images run as (container-files.ts). */
+  writeFiles(): Promise<void>;
+}
+
+async function runningOf(ctx: DayTwoContext, service: string): Promise<(ContainerInspect & { Args?: string[] }) | null> {
+  const list = await ctx.containers();
+  return list.find((c) => c.Config?.Labels?.['com.docker.compose.service'] === service && c.State?.Running) ?? null;
+}
+
+const dockerFailed = (command: string, detail: string): HospitalApiError => new HospitalApiError('ERR_INSTALL_DOCKER', { command, detail: detail.trim().split('\n').slice(-3).join(' ').slice(0, 400) || 'failed' });
+
+function mb(bytes: number): string {
+  return `${(bytes / 1_048_576).toFixed(1)} MB`;
+}
+
+/** Calls `tick` every few seconds while `work` runs. */
+async function withTicks<T>(work: Promise<T>, tick: () => void): Promise<T> {
+  const timer = setInterval(tick, PROGRESS_EVERY_MS);
+  try {
+    return await work;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+export async function snapshotDockerData(ctx: DayTwoContext, into: string, progress: (text: string) => void): Promise<DataPart[]> {
+  const c = await ctx.cli();
+  // A stopped stack is backed up too (upgrade does that): only its databases start, and stop again after.
+  const started: string[] = [];
+  for (const db of DATABASE_PARTS) if (!(await runningOf(ctx, db.service))) started.push(db.service);
+  if (started.length) {
+    progress(`starting ${started.join(' and ')} for the dump`);
+    await c.compose(['up', '-d', '--no-deps', ...started], { timeoutMs: null });
+    await ctx.waitHealthy(started);
+  }
+  try {
+    const parts: DataPart[] = [];
+    for (const db of DATABASE_PARTS) {
+      const container = await runningOf(ctx, db.service);
+      if (!container) throw dockerFailed(`exec ${db.service} pg_dump`, `${db.service} is not running`);
+      const file = join(into, db.path);
+      mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+      progress(`${db.label}: pg_dump inside ${db.service} (the stack keeps serving)`);
+      const t0 = Date.now();
+      const res = await withTicks(
+        execa(ctx.docker, pgDumpArgv(container.Id, db), { reject: false, stdin: 'ignore', stdout: { file } }),
+        () => progress(`${db.label}: ${existsSync(file) ? mb(statSync(file).size) : '0 MB'} dumped`),
+      );
+      if (res.exitCode !== 0) throw dockerFailed(`exec ${db.service} pg_dump`, String(res.stderr ?? res.shortMessage ?? ''));
+      if (readFileSync(file).subarray(0, PG_DUMP_MAGIC.length).toString('latin1') !== PG_DUMP_MAGIC) {
+        throw dockerFailed(`exec ${db.service} pg_dump`, 'the output is not a pg_dump archive');
+      }
+      progress(`${db.label}: ${mb(statSync(file).size)} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      parts.push({ path: db.path, kind: db.kind });
+    }
+    return parts;
+  } finally {
+    if (started.length) await c.compose(['stop', ...started], { timeoutMs: null, allowFail: true });
+  }
+}
+
+/** The project's volumes that exist now. */
+async function projectVolumes(c: DockerCli, project: string): Promise<string[]> {
+  return (await c.run(['volume', 'ls', '-q', '--filter', `label=com.docker.compose.project=${project}`])).stdout
+    .split('\n')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+export async function restoreDockerData(ctx: DayTwoContext, from: string, parts: DataPart[], progress: (text: string) => void): Promise<void> {
+  const bad = (detail: string): HospitalApiError => new HospitalApiError('ERR_RESTORE_BAD_ARCHIVE', { file: from, detail });
+  const plan: Array<{ db: DatabasePart; file: string }> = [];
+  for (const part of parts) {
+    const db = DATABASE_PARTS.find((d) => d.kind === part.kind);
+    if (!db) throw bad(`a ${part.kind} part (${part.path}) belongs to the native runtime, not to docker`);
+    const file = join(from, part.path);
+    if (!existsSync(file) || readFileSync(file).subarray(0, PG_DUMP_MAGIC.length).toString('latin1') !== PG_DUMP_MAGIC) {
+      throw bad(`${part.path} is not a pg_dump archive`);
+    }
+    plan.push({ db, file });
+  }
+  if (plan.length === 0) return;
+  const c = await ctx.cli();
+  // Never into databases that exist: an empty install directory next to an old project's volumes is not empty.
+  const existing = await projectVolumes(c, ctx.project);
+  if (existing.length) {
+    throw new HospitalApiError('ERR_RESTORE_NOT_EMPTY', {
+      dir: installPaths(ctx.dir).root,
+      what: `no files, but its docker project already has the volumes ${existing.join(', ')} (remove them with \`docker compose down --volumes\` in ${installPaths(ctx.dir).docker} if their data is not wanted)`,
+    });
+  }
+  const services = plan.map((p) => p.db.service);
+  try {
+    progress(`starting ${services.join(' and ')} on new volumes`);
+    await c.compose(['up', '-d', '--no-deps', ...services], { timeoutMs: null });
+    await ctx.waitHealthy(services);
+    for (const { db, file } of plan) {
+      const container = await runningOf(ctx, db.service);
+      if (!container) throw dockerFailed(`exec ${db.service} pg_restore`, `${db.service} is not running`);
+      const size = statSync(file).size;
+      progress(`${db.label}: pg_restore of ${mb(size)} inside ${db.service}`);
+      const t0 = Date.now();
+      const child = execa(ctx.docker, pgRestoreArgv(container.Id, db), { reject: false, stdin: 'pipe', stdout: 'ignore' });
+      // streamed, counted for the progress lines; a pg_restore that stops early shows in its exit code
+      const input = createReadStream(file);
+      let sent = 0;
+      input.on('data', (chunk) => (sent += chunk.length));
+      input.on('error', (err) => child.kill(err));
+      child.stdin?.on('error', () => input.destroy());
+      if (child.stdin) input.pipe(child.stdin);
+      const res = await withTicks(child, () => progress(`${db.label}: ${mb(sent)} of ${mb(size)} sent`));
+      if (res.exitCode !== 0) throw dockerFailed(`exec ${db.service} pg_restore`, String(res.stderr ?? res.shortMessage ?? ''));
+      progress(`${db.label}: restored in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    }
+    await c.compose(['stop', ...services], { timeoutMs: null });
+  } catch (err) {
+    // Fail closed: the containers, network and volumes this restore made go again.
+    progress('restore failed: removing the containers and volumes it made');
+    await c.compose(['down', '--volumes', '--remove-orphans'], { timeoutMs: null, allowFail: true }).catch(() => undefined);
+    throw err;
+  }
+}
+
+export async function reloadDockerApiKey(ctx: DayTwoContext): Promise<ApiKeyReload> {
+  const api = await runningOf(ctx, 'hospital-api');
+  if (!api) throw new HospitalApiError('ERR_KEY_RELOAD_FAILED', { detail: 'the hospital-api container is not running (`hospital-api up`)' });
+  if (!(api.Args ?? []).includes('--reload-status')) {
+    // made from a compose file older than key reload: a signal would get no answer
+    throw new HospitalApiError('ERR_KEY_RELOAD_FAILED', { detail: `the running API container has no --reload-status (its compose file predates key reload): run \`hospital-api install --dir ${installPaths(ctx.dir).root}\` again to re-render it` });
+  }
+  // the new FHIR_API_KEY into the folder the container reads (renamed in: a folder mount shows it)
+  await ctx.writeFiles();
+  const status = apiReloadStatusFile(ctx.dir);
+  rmSync(status, { force: true });
+  const sent = Date.now();
+  const c = await ctx.cli();
+  await c.run(apiHupArgv(api.Id));
+  const deadline = sent + RELOAD_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    await sleep(50);
+    if (!existsSync(status)) continue;
+    try {
+      const s = JSON.parse(readFileSync(status, 'utf8')) as ApiKeyReload & { at: string };
+      // the API's clock is the host's (one kernel); a second's slack for the ISO rounding
+      if (Date.parse(s.at) >= sent - 1000) return { keyFingerprint: s.keyFingerprint, gateway: s.gateway, ...(s.error ? { error: s.error } : {}) };
+    } catch {
+      // written by rename: a parse failure is a foreign file; keep waiting
+    }
+  }
+  throw new HospitalApiError('ERR_KEY_RELOAD_FAILED', { detail: `no answer from the API container in ${API_CONTAINER_PATHS.reloadStatus} within ${RELOAD_TIMEOUT_MS / 1000}s` });
+}
+
+export async function reloadDockerGatewayTls(ctx: DayTwoContext): Promise<void> {
+  const kong = await runningOf(ctx, 'kong');
+  if (!kong) throw new HospitalApiError('ERR_INSTALL_ADMIN_UNREACHABLE', { detail: 'the kong container is not running (`hospital-api up`)' });
+  // the renewed certificate and key into kong's mounted folder, then nginx reloads them
+  await ctx.writeFiles();
+  await (await ctx.cli()).run(kongReloadArgv(kong.Id), { timeoutMs: 120_000 });
+}

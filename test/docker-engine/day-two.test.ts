@@ -1,0 +1,372 @@
+/**
+ * Issue 15 on the docker runtime, on a real Docker engine, through the real
+ * CLI and one stack reused by every case (CI runs this on 2 cores):
+ * install → consumer create → verify; `consumer rotate-key --write-env` under a
+ * steady stream of POST /api/patients loses no request and restarts no
+ * container; `cert renew` is picked up by kong without a restart and verify
+ * passes; `backup` (pg_dump inside the database containers, while serving);
+ * a damaged archive, a wrong passphrase, or an "empty" directory whose project
+ * still has its database volumes change nothing; then down --volumes, wipe,
+ * restore into the empty directory, up: verify passes and the patient record
+ * reads back equal; `upgrade` from the previous install format takes its
+ * automatic backup through the databases.
+ *
+ * Setup as stack.test.ts: the tier's images (kong/hapi stand-ins with the real
+ * images' interface, Debian's Postgres), the install image flags, a platform
+ * stand-in on the project network. Without an engine every test is skipped
+ * with one plain line.
+ */
+import { chownSync, copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { list as tarList } from 'tar';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { freePort } from '../../src/util/port-check.js';
+import { writeTokens } from '../../src/demo/tokens.js';
+import { generateDataset } from '../../src/fhir/generate/dataset.js';
+import { installPaths } from '../../src/runtime/layout.js';
+import { readEnvFile } from '../../src/util/env-file.js';
+import { builtApiImage, projectName } from '../../src/runtime/docker/render.js';
+import { findCompose } from '../../src/runtime/docker/compose.js';
+import { presentedFingerprint } from '../../src/install/cert-renew.js';
+import { VERSION } from '../../src/version.js';
+import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
+import { buildImages, docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
+
+const engine = await engineAnswers();
+if (!engine) sayNoEngine();
+const REAL = process.env.HOSPITAL_API_DOCKER_E2E_IMAGES === 'real';
+const API_IMAGE = REAL ? builtApiImage(VERSION) : TIER_IMAGES.api;
+const REPO = new URL('../../', import.meta.url).pathname;
+
+const SEED = 'docker-day-two';
+const SIZES = '10-40';
+const PATIENTS = 2;
+const PLATFORM_PORT = 8088;
+const PASSPHRASE = 'day-two backup passphrase 0123';
+const BACKUP_ENV = { HOSPITAL_API_BACKUP_PASSPHRASE: PASSPHRASE };
+
+const dir = tempDir('hapi-docker-day2-');
+const platformDir = tempDir('hapi-docker-day2-platform-');
+const spare = tempDir('hapi-docker-day2-spare-');
+const project = projectName(dir);
+const platformName = `${project}-platform`;
+let ports: Record<string, number> = {};
+const timings: Record<string, number> = {};
+const figures: string[] = [];
+const started = Date.now();
+
+const cli = async (args: string[], options: { env?: Record<string, string>; on?: string } = {}) => {
+  const t0 = Date.now();
+  const r = await runCli([...args, '--dir', options.on ?? dir], { timeout: 900_000, ...(options.env ? { env: options.env } : {}) });
+  const name = args.slice(0, args[0] === 'consumer' || args[0] === 'cert' ? 2 : 1).join(' ');
+  timings[name] = (timings[name] ?? 0) + (Date.now() - t0);
+  return { code: r.exitCode, out: String(r.stdout), err: String(r.stderr) };
+};
+
+const installArgs = () => [
+  'install', '--runtime', 'docker', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `http://platform:${PLATFORM_PORT}`,
+  '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
+  ...(REAL ? [] : ['--kong-image', TIER_IMAGES.kong, '--hapi-image', TIER_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api]),
+];
+
+async function containersOf(p: string): Promise<ContainerInspect[]> {
+  const ids = (await docker(['ps', '-aq', '--filter', `label=com.docker.compose.project=${p}`])).out.split('\n').filter(Boolean);
+  return ids.length ? (JSON.parse((await docker(['inspect', ...ids])).out) as ContainerInspect[]) : [];
+}
+
+async function container(service: string): Promise<ContainerInspect> {
+  const c = (await containersOf(project)).find((x) => x.Config?.Labels?.['com.docker.compose.service'] === service && x.State?.Running);
+  if (!c) throw new Error(`no running ${service} container`);
+  return c;
+}
+
+async function volumesOf(p: string): Promise<string[]> {
+  return (await docker(['volume', 'ls', '-q', '--filter', `label=com.docker.compose.project=${p}`])).out.split('\n').filter(Boolean).sort();
+}
+
+async function compose(args: string[], composeFile: string): Promise<void> {
+  const found = await findCompose();
+  if (!found) throw new Error('no Compose');
+  const [bin, ...prefix] = found.argv as [string, ...string[]];
+  await execa(bin, [...prefix, '-p', project, '-f', composeFile, ...args], { timeout: 300_000 });
+}
+
+interface Entry { resource: { resourceType: string; id: string } }
+async function postPatient(careId: string, token: string): Promise<{ status: number; resources: Entry[] }> {
+  const res = await request(`http://127.0.0.1:${ports.api}/api/patients`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ platformCareId: careId, token }),
+  });
+  const text = await res.body.text();
+  const body = res.statusCode === 200 ? (JSON.parse(text) as { resources: Entry[] }) : { resources: [] };
+  return { status: res.statusCode, resources: body.resources };
+}
+
+async function fhirAnswers(): Promise<boolean> {
+  try {
+    const res = await request(`http://127.0.0.1:${ports.fhir}/fhir/metadata`, { headersTimeout: 5000, bodyTimeout: 5000 });
+    await res.body.text();
+    return res.statusCode === 200;
+  } catch {
+    return false;
+  }
+}
+
+/** manifest.json, the archive's first member: its header's ustar size field (octal), then its data. */
+function manifestOf(file: string): { parts: Array<{ path: string; kind: string; member: string; cipherBytes: number }> } {
+  const bytes = readFileSync(file);
+  const size = parseInt(bytes.toString('latin1', 124, 136).replace(/[\0 ]/g, ''), 8);
+  return JSON.parse(bytes.toString('utf8', 512, 512 + size));
+}
+
+/** The record, in a stable order: the same resources must read back the same. */
+const sorted = (r: Entry[]): Entry[] => [...r].sort((a, b) => `${a.resource.resourceType}/${a.resource.id}`.localeCompare(`${b.resource.resourceType}/${b.resource.id}`));
+
+const platformNetwork = async (how: 'connect' | 'disconnect'): Promise<void> => {
+  await docker(how === 'connect' ? ['network', 'connect', '--alias', 'platform', `${project}_default`, platformName] : ['network', 'disconnect', `${project}_default`, platformName]);
+};
+
+const dataset = generateDataset({ patients: PATIENTS, seed: SEED, sizes: SIZES });
+let tokens: Array<{ careId: string; token: string }> = [];
+const tokenOf = (i: number) => tokens.find((t) => t.careId === dataset.patients[i]!.careId)!;
+let archive = '';
+let recordBefore: Entry[] = [];
+
+describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
+  beforeAll(async () => {
+    const t0 = Date.now();
+    if (REAL) await docker(['build', '-t', API_IMAGE, REPO], { timeout: 1_800_000 });
+    else await buildImages();
+    timings.images = Date.now() - t0;
+    ports = { api: await freePort(), fhir: await freePort(), gatewayHttps: await freePort() };
+    tokens = writeTokens(platformDir, dataset.patients.map((p) => p.careId));
+  }, 3_600_000);
+
+  afterAll(async () => {
+    if (!engine) return;
+    await docker(['rm', '-f', platformName], { allowFail: true });
+    const found = await findCompose();
+    if (found) {
+      const [bin, ...prefix] = found.argv as [string, ...string[]];
+      for (const [p, d] of [[project, dir], [projectName(spare), spare]] as const) {
+        const file = join(installPaths(d).docker, 'compose.yaml');
+        if (existsSync(file)) await execa(bin, [...prefix, '-p', p, '-f', file, 'down', '--volumes', '--remove-orphans'], { reject: false, timeout: 300_000 });
+      }
+    }
+    // whatever a failed case left: the project's volumes by label
+    for (const p of [project, projectName(spare)]) for (const v of await volumesOf(p)) await docker(['volume', 'rm', '-f', v], { allowFail: true });
+    for (const f of figures) process.stdout.write(`${f}\n`);
+    process.stdout.write(`docker day-two wall time ${((Date.now() - started) / 1000).toFixed(0)} s; steps (s): ${Object.entries(timings).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`).join(', ')}\n`);
+    if (archive) rmSync(archive, { force: true });
+    removeTempDirs();
+  }, 900_000);
+
+  it('installs, starts the API with its key, loads patients; verify passes', async () => {
+    const install = await cli(installArgs());
+    expect(install.code, `${install.out}\n${install.err}`).toBe(0);
+    chownSync(platformDir, 1000, 1000);
+    for (const f of readdirSync(join(platformDir, 'demo'))) chownSync(join(platformDir, 'demo', f), 1000, 1000);
+    chownSync(join(platformDir, 'demo'), 1000, 1000);
+    await docker([
+      'run', '-d', '--name', platformName, '--network', `${project}_default`, '--network-alias', 'platform', '--user', '1000:1000',
+      '-v', `${platformDir}:/platform:ro`, API_IMAGE, 'demo', '--platform-stand-in', '--listen', `0.0.0.0:${PLATFORM_PORT}`, '--dir', '/platform',
+    ]);
+    const consumer = await cli(['consumer', 'create', 'day-two', '--write-env']);
+    expect(consumer.code, consumer.err).toBe(0);
+    const data = join(spare, '..', `${SEED}-data-${process.pid}`);
+    const gen = await runCli(['fhir', 'generate', '--patients', String(PATIENTS), '--seed', SEED, '--sizes', SIZES, '--out', data]);
+    expect(gen.exitCode, String(gen.stderr)).toBe(0);
+    const load = await runCli(['fhir', 'load', join(data, '00-shared.json'), join(data, '01-patients.ndjson'), '--url', `http://127.0.0.1:${ports.fhir}/fhir`]);
+    rmSync(data, { recursive: true, force: true });
+    expect(load.exitCode, String(load.stderr)).toBe(0);
+    if (!REAL) {
+      // The hapi stand-in copies its store into Postgres every 3 s and at a clean stop (real HAPI writes
+      // through at once): a restart makes the loaded patients durable in HAPI's database before the backup.
+      await docker(['restart', (await container('hapi')).Id], { timeout: 300_000 });
+      const deadline = Date.now() + 300_000;
+      while (!(await fhirAnswers())) {
+        if (Date.now() > deadline) throw new Error('HAPI did not answer /fhir/metadata within 300 s of its restart');
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+    const verify = await cli(['verify']);
+    expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
+  }, 1_800_000);
+
+  it('consumer rotate-key --write-env under a steady stream of POST /api/patients: no failed request, no restart', async () => {
+    const apiBefore = await container('hospital-api');
+    const keyBefore = readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY;
+    const statuses: number[] = [];
+    let rotating = true;
+    // two platform clients, each sending the next request as soon as the last one answered
+    const client = async (i: number): Promise<void> => {
+      while (rotating) {
+        const t = tokenOf(i % PATIENTS);
+        try {
+          statuses.push((await postPatient(t.careId, t.token)).status);
+        } catch {
+          statuses.push(-1); // a connection error counts as a failed request
+        }
+      }
+    };
+    const load = [client(0), client(1)];
+    // the stream runs before, during and after the switch
+    while (statuses.length < 4) await new Promise((r) => setImmediate(r));
+    const rotate = await cli(['consumer', 'rotate-key', 'day-two', '--write-env', '--json']);
+    const during = statuses.length;
+    const more = during + 4;
+    while (statuses.length < more) await new Promise((r) => setImmediate(r));
+    rotating = false;
+    await Promise.all(load);
+    expect(rotate.code, `${rotate.out}\n${rotate.err}`).toBe(0);
+    const result = JSON.parse(rotate.out).result as { revokedCredentialId: string | null; envWritten: boolean; key: string };
+    expect(result.envWritten).toBe(true);
+    expect(result.revokedCredentialId).not.toBeNull();
+    const keyAfter = readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY;
+    expect(keyAfter).toBe(result.key);
+    expect(keyAfter).not.toBe(keyBefore);
+    // every request answered 200, including those sent while the key switched
+    expect(statuses.length).toBeGreaterThan(8);
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    figures.push(`rotate-key under load: ${statuses.length} requests, ${statuses.length - during} answered after the command returned (all 200)`);
+    // the same container, never restarted: the key was reread on SIGHUP
+    const apiAfter = await container('hospital-api');
+    expect(apiAfter.Id).toBe(apiBefore.Id);
+    expect(apiAfter.State?.StartedAt).toBe(apiBefore.State?.StartedAt);
+    // and its answer came through the mounted status folder, with the new key's fingerprint (not the key)
+    const status = readFileSync(join(installPaths(dir).docker, 'api-status', 'api-reload.json'), 'utf8');
+    expect(status).not.toContain(result.key);
+    expect(JSON.parse(status).gateway).toBe('ok');
+  }, 600_000);
+
+  it('cert renew: kong presents the new certificate without a restart; verify passes', async () => {
+    const paths = installPaths(dir);
+    const ca = readFileSync(paths.caCert, 'utf8');
+    const kongBefore = await container('kong');
+    const before = await presentedFingerprint(ca, ports.gatewayHttps!, '127.0.0.1');
+    const renew = await cli(['cert', 'renew', '--json']);
+    expect(renew.code, `${renew.out}\n${renew.err}`).toBe(0);
+    expect(JSON.parse(renew.out).result.gatewayReloaded).toBe(true);
+    const want = new X509Certificate(readFileSync(paths.gatewayCert)).fingerprint256;
+    expect(want).not.toBe(before);
+    expect(await presentedFingerprint(ca, ports.gatewayHttps!, '127.0.0.1')).toBe(want);
+    const kongAfter = await container('kong');
+    expect(kongAfter.Id).toBe(kongBefore.Id);
+    expect(kongAfter.State?.StartedAt).toBe(kongBefore.State?.StartedAt);
+    const verify = await cli(['verify']);
+    expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
+  }, 600_000);
+
+  it('backup while serving: pg_dump of HAPI\'s and Kong\'s databases as parts of the manifest, with progress', async () => {
+    const t = tokenOf(0);
+    const record = await postPatient(t.careId, t.token);
+    expect(record.status).toBe(200);
+    expect(record.resources.length).toBeGreaterThan(5);
+    recordBefore = sorted(record.resources);
+    archive = join(spare, '..', `hospital-api-day2-${process.pid}.tar`);
+    const backup = await cli(['backup', '--out', archive, '--json'], { env: BACKUP_ENV });
+    expect(backup.code, `${backup.out}\n${backup.err}`).toBe(0);
+    const result = JSON.parse(backup.out).result as { parts: Array<{ path: string; kind: string; bytes: number }> };
+    const data = result.parts.filter((p) => p.kind === 'fhir-database' || p.kind === 'gateway-database').map((p) => [p.path, p.kind]);
+    expect(data).toEqual([['postgres/hapi.dump', 'fhir-database'], ['postgres/kong.dump', 'gateway-database']]);
+    expect(backup.err).toContain("HAPI FHIR's database: pg_dump inside hapi-database");
+    // the stack kept serving
+    expect((await postPatient(t.careId, t.token)).status).toBe(200);
+    const members: string[] = [];
+    await tarList({ file: archive, onReadEntry: (e) => void members.push(e.path) });
+    expect(members[0]).toBe('manifest.json');
+    const manifest = readFileSync(archive, 'latin1');
+    expect(manifest).not.toContain(readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY);
+  }, 600_000);
+
+  it('a damaged archive or a wrong passphrase changes nothing: the target stays empty, no volume is made', async () => {
+    const damaged = `${archive}.damaged`;
+    const bytes = readFileSync(archive);
+    // one byte in the middle of HAPI's database dump, found by its member's tar header (512-byte aligned)
+    const manifest = manifestOf(archive);
+    const part = manifest.parts.find((p) => p.path === 'postgres/hapi.dump')!;
+    let header = -1;
+    for (let at = 0; at < bytes.length; at += 512) if (bytes.toString('latin1', at, at + part.member.length + 1) === `${part.member}\0`) header = at;
+    expect(header).toBeGreaterThan(0);
+    const at = header + 512 + Math.floor(part.cipherBytes / 2);
+    bytes[at] = bytes[at]! ^ 0xff;
+    writeFileSync(damaged, bytes);
+    const bad = await cli(['restore', damaged, '--json'], { env: BACKUP_ENV, on: spare });
+    expect(bad.code).not.toBe(0);
+    expect(JSON.parse(bad.out).error.code).toBe('ERR_RESTORE_BAD_ARCHIVE');
+    const wrong = await cli(['restore', archive, '--json'], { env: { HOSPITAL_API_BACKUP_PASSPHRASE: 'not the passphrase at all' }, on: spare });
+    expect(wrong.code).not.toBe(0);
+    expect(JSON.parse(wrong.out).error.code).toBe('ERR_RESTORE_DECRYPT');
+    expect(readdirSync(spare)).toEqual([]);
+    expect(await volumesOf(projectName(spare))).toEqual([]);
+    expect(await containersOf(projectName(spare))).toEqual([]);
+    rmSync(damaged);
+  }, 300_000);
+
+  it('backup → down → wipe → restore refused while the old volumes exist → down --volumes → restore → up: verify passes, the record reads back equal', async () => {
+    await platformNetwork('disconnect');
+    const down = await cli(['down']);
+    expect(down.code, down.err).toBe(0);
+    const composeFile = join(spare, '..', `compose-${process.pid}.yaml`);
+    copyFileSync(join(installPaths(dir).docker, 'compose.yaml'), composeFile);
+    const volumes = await volumesOf(project);
+    expect(volumes).toEqual([`${project}_hapi-data`, `${project}_kong-data`]);
+    // the wipe: every file of the install directory
+    for (const f of readdirSync(dir)) rmSync(join(dir, f), { recursive: true, force: true });
+
+    // an empty directory whose compose project still has its databases is not empty: refused, nothing changed
+    const refused = await cli(['restore', archive, '--json'], { env: BACKUP_ENV });
+    expect(refused.code).not.toBe(0);
+    const err = JSON.parse(refused.out).error as { code: string; message: string };
+    expect(err.code).toBe('ERR_RESTORE_NOT_EMPTY');
+    expect(err.message).toContain(`${project}_kong-data`);
+    expect(readdirSync(dir)).toEqual([]);
+    expect(await volumesOf(project)).toEqual(volumes);
+
+    await compose(['down', '--volumes'], composeFile);
+    rmSync(composeFile);
+    expect(await volumesOf(project)).toEqual([]);
+    const restore = await cli(['restore', archive, '--json'], { env: BACKUP_ENV });
+    expect(restore.code, `${restore.out}\n${restore.err}`).toBe(0);
+    // restored, not started: the databases stopped again
+    expect((await containersOf(project)).filter((c) => c.State?.Running)).toEqual([]);
+    const up = await cli(['up']);
+    expect(up.code, `${up.out}\n${up.err}`).toBe(0);
+    await platformNetwork('connect');
+    const verify = await cli(['verify']);
+    expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
+    const t = tokenOf(0);
+    const after = await postPatient(t.careId, t.token);
+    expect(after.status).toBe(200);
+    expect(sorted(after.resources)).toEqual(recordBefore);
+    // with progress, database by database
+    expect(restore.err).toContain("HAPI FHIR's database: pg_restore");
+    expect(restore.err).toContain("Kong's database: restored in");
+  }, 1_800_000);
+
+  it('upgrade from the previous install format takes its automatic backup through the databases', async () => {
+    const paths = installPaths(dir);
+    const config = JSON.parse(readFileSync(paths.installJson, 'utf8')) as { formatVersion: number };
+    writeFileSync(paths.installJson, JSON.stringify({ ...config, formatVersion: 1 }, null, 2) + '\n', { mode: 0o600 });
+    const upgrade = await cli(['upgrade', '--json'], { env: BACKUP_ENV });
+    expect(upgrade.code, `${upgrade.out}\n${upgrade.err}`).toBe(0);
+    const result = JSON.parse(upgrade.out).result as { from: number; to: number; backup: string };
+    expect(result.from).toBe(1);
+    expect(result.to).toBe(config.formatVersion);
+    expect(existsSync(result.backup)).toBe(true);
+    expect(upgrade.err).toContain("Kong's database: pg_dump inside kong-database");
+    const t = tokenOf(1);
+    expect((await postPatient(t.careId, t.token)).status).toBe(200);
+    const members: string[] = [];
+    await tarList({ file: result.backup, onReadEntry: (e) => void members.push(e.path) });
+    const manifest = manifestOf(result.backup);
+    expect(manifest.parts.filter((p) => p.kind.endsWith('-database')).map((p) => p.path)).toEqual(['postgres/hapi.dump', 'postgres/kong.dump']);
+    expect(members.length).toBe(manifest.parts.length + 1);
+  }, 600_000);
+});
