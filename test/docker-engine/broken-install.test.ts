@@ -391,6 +391,8 @@ describe.skipIf(!engine)('a broken docker installation never gets an ACCEPTED re
           return false;
         }
       });
+      // the admin API answers before the container's healthcheck has run; components-up would fail on "starting"
+      await until('the recreated kong healthy', async () => (await container('kong')).State?.Health?.Status === 'healthy');
       const checks = await expectRejected(['admin-not-exposed']);
       expect(checks['admin-not-exposed']!.summary).toContain(`admin port ${ports.gatewayAdmin} answers on`);
       expect(checks['admin-not-exposed']!.summary).toContain(addresses[0]);
