@@ -25,25 +25,19 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { freePort } from '../../src/util/port-check.js';
-import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir/generate/dataset.js';
 import { installPaths } from '../../src/runtime/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
-import { builtApiImage, projectName } from '../../src/runtime/docker/render.js';
+import { projectName } from '../../src/runtime/docker/render.js';
 import { findCompose } from '../../src/runtime/docker/compose.js';
 import { createDockerRuntime } from '../../src/runtime/docker/index.js';
 import { readInstallConfig } from '../../src/runtime/install-config.js';
 import { presentedFingerprint } from '../../src/install/cert-renew.js';
-import { VERSION } from '../../src/version.js';
-import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
-import { buildImages, docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
+import { docker, engineAnswers, sayNoEngine } from './engine.js';
+import { API_IMAGE, containersOf, formatTimings, IMAGE_FLAGS, prepareTier, purgeProjects, REAL, runningContainer, tierSite, volumesOf } from './site.js';
 
 const engine = await engineAnswers();
 if (!engine) sayNoEngine();
-const REAL = process.env.HOSPITAL_API_DOCKER_E2E_IMAGES === 'real';
-const API_IMAGE = REAL ? builtApiImage(VERSION) : TIER_IMAGES.api;
-const REPO = new URL('../../', import.meta.url).pathname;
 
 const SEED = 'docker-day-two';
 const SIZES = '10-40';
@@ -52,44 +46,20 @@ const PLATFORM_PORT = 8088;
 const PASSPHRASE = 'day-two backup passphrase 0123';
 const BACKUP_ENV = { HOSPITAL_API_BACKUP_PASSPHRASE: PASSPHRASE };
 
-const dir = tempDir('hapi-docker-day2-');
-const platformDir = tempDir('hapi-docker-day2-platform-');
 const spare = tempDir('hapi-docker-day2-spare-');
-const project = projectName(dir);
-const platformName = `${project}-platform`;
+const { dir, platformDir, project, platformName, timings, cli } = tierSite('hapi-docker-day2');
 let ports: Record<string, number> = {};
-const timings: Record<string, number> = {};
 const figures: string[] = [];
 const started = Date.now();
 
-const cli = async (args: string[], options: { env?: Record<string, string>; on?: string } = {}) => {
-  const t0 = Date.now();
-  const r = await runCli([...args, '--dir', options.on ?? dir], { timeout: 900_000, ...(options.env ? { env: options.env } : {}) });
-  const name = args.slice(0, args[0] === 'consumer' || args[0] === 'cert' ? 2 : 1).join(' ');
-  timings[name] = (timings[name] ?? 0) + (Date.now() - t0);
-  return { code: r.exitCode, out: String(r.stdout), err: String(r.stderr) };
-};
 
 const installArgs = () => [
   'install', '--runtime', 'docker', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `http://platform:${PLATFORM_PORT}`,
   '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
-  ...(REAL ? [] : ['--kong-image', TIER_IMAGES.kong, '--hapi-image', TIER_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api]),
+  ...IMAGE_FLAGS,
 ];
 
-async function containersOf(p: string): Promise<ContainerInspect[]> {
-  const ids = (await docker(['ps', '-aq', '--filter', `label=com.docker.compose.project=${p}`])).out.split('\n').filter(Boolean);
-  return ids.length ? (JSON.parse((await docker(['inspect', ...ids])).out) as ContainerInspect[]) : [];
-}
-
-async function container(service: string): Promise<ContainerInspect> {
-  const c = (await containersOf(project)).find((x) => x.Config?.Labels?.['com.docker.compose.service'] === service && x.State?.Running);
-  if (!c) throw new Error(`no running ${service} container`);
-  return c;
-}
-
-async function volumesOf(p: string): Promise<string[]> {
-  return (await docker(['volume', 'ls', '-q', '--filter', `label=com.docker.compose.project=${p}`])).out.split('\n').filter(Boolean).sort();
-}
+const container = (service: string) => runningContainer(project, service);
 
 async function compose(args: string[], composeFile: string): Promise<void> {
   const found = await findCompose();
@@ -142,29 +112,15 @@ let recordBefore: Entry[] = [];
 
 describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
   beforeAll(async () => {
-    const t0 = Date.now();
-    if (REAL) await docker(['build', '-t', API_IMAGE, REPO], { timeout: 1_800_000 });
-    else await buildImages();
-    timings.images = Date.now() - t0;
-    ports = { api: await freePort(), fhir: await freePort(), gatewayHttps: await freePort() };
-    tokens = writeTokens(platformDir, dataset.patients.map((p) => p.careId));
+    ({ ports, tokens } = await prepareTier({ platformDir, timings }, dataset.patients.map((p) => p.careId)));
   }, 3_600_000);
 
   afterAll(async () => {
     if (!engine) return;
     await docker(['rm', '-f', platformName], { allowFail: true });
-    const found = await findCompose();
-    if (found) {
-      const [bin, ...prefix] = found.argv as [string, ...string[]];
-      for (const [p, d] of [[project, dir], [projectName(spare), spare]] as const) {
-        const file = join(installPaths(d).docker, 'compose.yaml');
-        if (existsSync(file)) await execa(bin, [...prefix, '-p', p, '-f', file, 'down', '--volumes', '--remove-orphans'], { reject: false, timeout: 300_000 });
-      }
-    }
-    // whatever a failed case left: the project's volumes by label
-    for (const p of [project, projectName(spare)]) for (const v of await volumesOf(p)) await docker(['volume', 'rm', '-f', v], { allowFail: true });
+    await purgeProjects([{ project, dir }, { project: projectName(spare), dir: spare }]);
     for (const f of figures) process.stdout.write(`${f}\n`);
-    process.stdout.write(`docker day-two wall time ${((Date.now() - started) / 1000).toFixed(0)} s; steps (s): ${Object.entries(timings).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`).join(', ')}\n`);
+    process.stdout.write(`docker day-two wall time ${((Date.now() - started) / 1000).toFixed(0)} s; steps (s): ${formatTimings(timings)}\n`);
     if (archive) rmSync(archive, { force: true });
     removeTempDirs();
   }, 900_000);

@@ -20,27 +20,20 @@
  */
 import { appendFileSync, chownSync, chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { Agent, request } from 'undici';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { freePort } from '../../src/util/port-check.js';
-import { writeTokens } from '../../src/demo/tokens.js';
+import { removeTempDirs } from '../helpers/tmp.js';
 import { generateDataset } from '../../src/fhir/generate/dataset.js';
-import { SYNTHETIC_ID_SYSTEM } from '../../src/fhir/generate/model.js';
 import { installPaths } from '../../src/runtime/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
-import { builtApiImage, IMAGES, KONG_WORKERS, projectName } from '../../src/runtime/docker/render.js';
-import { findCompose } from '../../src/runtime/docker/compose.js';
+import { IMAGES, KONG_WORKERS } from '../../src/runtime/docker/render.js';
 import { generateCa, issueCertificate } from '../../src/tls/pki.js';
-import { VERSION } from '../../src/version.js';
-import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
-import { buildImages, docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
+import { docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
+import { API_IMAGE, formatTimings, IMAGE_FLAGS, prepareTier, purgeProjects, REAL, REPO, runningContainer, syntheticIds, tierSite } from './site.js';
 
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const WORKFLOW = join(REPO, '.github', 'workflows', 'docker-e2e.yml');
 const SMOKE = join(REPO, 'scripts', 'docker-smoke.sh');
 
@@ -96,9 +89,6 @@ describe('.github/workflows/docker-e2e.yml (it cannot run here: its content is c
 
 const engine = await engineAnswers();
 if (!engine) sayNoEngine();
-/** .github/workflows/docker-e2e.yml: the real images and the repository's Dockerfile, no stand-ins. */
-const REAL = process.env.HOSPITAL_API_DOCKER_E2E_IMAGES === 'real';
-const API_IMAGE = REAL ? builtApiImage(VERSION) : TIER_IMAGES.api;
 const POSTGRES_IMAGE = REAL ? IMAGES.postgres : TIER_IMAGES.postgres;
 
 const SEED = 'docker-interface-tier';
@@ -109,35 +99,15 @@ const PLATFORM_PORT = 8443;
 /** What the API container is given (src/install/files.ts): the gateway's key-auth route as the project network names it. */
 const FHIR_BASE_URL = 'https://kong:8443/fhir-api-key-auth';
 
-const dir = tempDir('hapi-docker-iface-');
-const platformDir = tempDir('hapi-docker-iface-platform-');
-const project = projectName(dir);
-const platformName = `${project}-platform`;
+const { dir, platformDir, project, platformName, timings, cli } = tierSite('hapi-docker-iface');
 const brokenName = `${project}-broken-kong`;
 let ports: Record<string, number> = {};
-const timings: Record<string, number> = {};
 const dataset = generateDataset({ patients: PATIENTS, seed: SEED, sizes: SIZES });
 let tokens: Array<{ careId: string; token: string }> = [];
 /** The platform's own CA (not the hospital's), as a host file install is pointed at. */
 const platformCaFile = join(platformDir, 'platform-ca.pem');
 
-const cli = async (args: string[], timeout = 900_000) => {
-  const t0 = Date.now();
-  const r = await runCli([...args, '--dir', dir], { timeout });
-  timings[args[0]!] = (timings[args[0]!] ?? 0) + (Date.now() - t0);
-  return { code: r.exitCode, out: String(r.stdout), err: String(r.stderr) };
-};
-
-async function containers(p = project): Promise<ContainerInspect[]> {
-  const ids = (await docker(['ps', '-aq', '--filter', `label=com.docker.compose.project=${p}`])).out.split('\n').filter(Boolean);
-  return ids.length ? (JSON.parse((await docker(['inspect', ...ids])).out) as ContainerInspect[]) : [];
-}
-
-async function container(service: string): Promise<ContainerInspect> {
-  const c = (await containers()).find((x) => x.Config?.Labels?.['com.docker.compose.service'] === service && x.State?.Running);
-  if (!c) throw new Error(`no running ${service} container`);
-  return c;
-}
+const container = (service: string) => runningContainer(project, service);
 
 type Entry = { resource: { resourceType: string; id: string; identifier?: Array<{ system?: string; value?: string }> } };
 
@@ -150,11 +120,6 @@ async function postPatient(careId: string, token: string) {
   return { status: res.statusCode, body: (await res.body.json()) as { resources?: Entry[]; error?: { code: string; message: string } } };
 }
 
-function syntheticIds(entries: Entry[]): Set<string> {
-  const ids = new Set<string>();
-  for (const e of entries) for (const i of e.resource.identifier ?? []) if (i.system === SYNTHETIC_ID_SYSTEM && i.value) ids.add(i.value);
-  return ids;
-}
 
 const tokenOf = (careId: string) => tokens.find((t) => t.careId === careId)!.token;
 const largest = () => [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
@@ -187,12 +152,7 @@ createServer({ cert: readFileSync('/platform/tls/server.pem'), key: readFileSync
 
 describe.skipIf(!engine)('docker runtime interfaces on a real engine (issue 10)', () => {
   beforeAll(async () => {
-    const t0 = Date.now();
-    if (REAL) await docker(['build', '-t', API_IMAGE, REPO], { timeout: 1_800_000 });
-    else await buildImages();
-    timings.images = Date.now() - t0;
-    ports = { api: await freePort(), fhir: await freePort(), gatewayHttps: await freePort() };
-    tokens = writeTokens(platformDir, dataset.patients.map((p) => p.careId));
+    ({ ports, tokens } = await prepareTier({ platformDir, timings }, dataset.patients.map((p) => p.careId)));
     const ca = generateCa({ commonName: 'Platform Test CA' });
     const server = issueCertificate(ca, { commonName: 'platform', hosts: ['platform'], usage: 'server' });
     mkdirSync(join(platformDir, 'tls'));
@@ -208,12 +168,8 @@ describe.skipIf(!engine)('docker runtime interfaces on a real engine (issue 10)'
     if (!engine) return;
     // -v: the postgres image the broken "kong" ran from declares a VOLUME
     await docker(['rm', '-f', '-v', platformName, brokenName], { allowFail: true });
-    const compose = await findCompose();
-    if (compose) {
-      const [bin, ...prefix] = compose.argv as [string, ...string[]];
-      await execa(bin, [...prefix, '-p', project, '-f', join(installPaths(dir).docker, 'compose.yaml'), 'down', '--volumes', '--remove-orphans'], { reject: false, timeout: 300_000 });
-    }
-    process.stdout.write(`docker interface tier timings (s): ${Object.entries(timings).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`).join(', ')}\n`);
+    await purgeProjects([{ project, dir }]);
+    process.stdout.write(`docker interface tier timings (s): ${formatTimings(timings)}\n`);
     removeTempDirs();
   }, 600_000);
 
@@ -221,7 +177,7 @@ describe.skipIf(!engine)('docker runtime interfaces on a real engine (issue 10)'
     const r = await cli([
       'install', '--runtime', 'docker', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `https://platform:${PLATFORM_PORT}`,
       '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
-      ...(REAL ? [] : ['--kong-image', TIER_IMAGES.kong, '--hapi-image', TIER_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api]),
+      ...IMAGE_FLAGS,
       '--json',
     ]);
     expect(r.code, `${r.out}\n${r.err}`).toBe(0);

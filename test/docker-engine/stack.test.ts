@@ -15,34 +15,21 @@
  * plain line.
  */
 import { chownSync, cpSync, readdirSync, readFileSync, rmSync, statSync, appendFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { freePort } from '../../src/util/port-check.js';
-import { writeTokens } from '../../src/demo/tokens.js';
+import { removeTempDirs } from '../helpers/tmp.js';
 import { generateDataset } from '../../src/fhir/generate/dataset.js';
-import { SYNTHETIC_ID_SYSTEM } from '../../src/fhir/generate/model.js';
 import { installPaths } from '../../src/runtime/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
-import { builtApiImage, projectName } from '../../src/runtime/docker/render.js';
-import { findCompose } from '../../src/runtime/docker/compose.js';
-import { VERSION } from '../../src/version.js';
-import { execa } from 'execa';
-import { fileURLToPath } from 'node:url';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
-import { buildImages, docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
+import { docker, engineAnswers, sayNoEngine } from './engine.js';
+import { API_IMAGE, containersOf, formatTimings, IMAGE_FLAGS, prepareTier, purgeProjects, runningContainer, syntheticIds, tcpOpens, tierSite } from './site.js';
 import { recordFixture } from './record.js';
 
 const engine = await engineAnswers();
 if (!engine) sayNoEngine();
-/** .github/workflows/docker-e2e.yml: the real images and the repository's Dockerfile, no stand-ins. */
-const REAL = process.env.HOSPITAL_API_DOCKER_E2E_IMAGES === 'real';
-const API_IMAGE = REAL ? builtApiImage(VERSION) : TIER_IMAGES.api;
-
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const SEED = 'docker-engine-tier';
 const SIZES = '10-150';
 const PATIENTS = 2;
@@ -51,37 +38,18 @@ const PLATFORM_PORT = 8088;
 /** Printable, no spaces; `$`, `"` and `\` are what Compose's env-file syntax would change. */
 const SPECIAL_KEY = 'k$HOME"q\\x\\n$$-0123456789abcdef';
 
-const dir = tempDir('hapi-docker-tier-');
-const platformDir = tempDir('hapi-docker-platform-');
-const project = projectName(dir);
-const platformName = `${project}-platform`;
+const { dir, platformDir, project, platformName, timings, cli } = tierSite('hapi-docker-tier');
 let ports: Record<string, number> = {};
-const timings: Record<string, number> = {};
-
-const cli = async (args: string[], timeout = 900_000) => {
-  const t0 = Date.now();
-  const r = await runCli([...args, '--dir', dir], { timeout });
-  timings[args[0]!] = (timings[args[0]!] ?? 0) + (Date.now() - t0);
-  return { code: r.exitCode, out: String(r.stdout), err: String(r.stderr) };
-};
 
 /** The first install makes the CA; reruns keep the TLS material (no TLS flag). */
 const installArgs = (first = false) => [
   'install', '--runtime', 'docker', '--host', '127.0.0.1', ...(first ? ['--generate-ca'] : []), '--platform-url', `http://platform:${PLATFORM_PORT}`,
   '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
-  ...(REAL ? [] : ['--kong-image', TIER_IMAGES.kong, '--hapi-image', TIER_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api]),
+  ...IMAGE_FLAGS,
 ];
 
-async function containers(): Promise<ContainerInspect[]> {
-  const ids = (await docker(['ps', '-aq', '--filter', `label=com.docker.compose.project=${project}`])).out.split('\n').filter(Boolean);
-  return ids.length ? (JSON.parse((await docker(['inspect', ...ids])).out) as ContainerInspect[]) : [];
-}
-
-async function container(service: string): Promise<ContainerInspect> {
-  const c = (await containers()).find((x) => x.Config?.Labels?.['com.docker.compose.service'] === service && x.State?.Running);
-  if (!c) throw new Error(`no running ${service} container`);
-  return c;
-}
+const containers = () => containersOf(project);
+const container = (service: string) => runningContainer(project, service);
 
 async function postPatient(careId: string, token: string) {
   const res = await request(`http://127.0.0.1:${ports.api}/api/patients`, {
@@ -92,51 +60,21 @@ async function postPatient(careId: string, token: string) {
   return { status: res.statusCode, body: (await res.body.json()) as { resources?: Array<{ resource: { resourceType: string; id: string; identifier?: Array<{ system?: string; value?: string }> } }> } };
 }
 
-function syntheticIds(entries: Array<{ resource: { identifier?: Array<{ system?: string; value?: string }> } }>): Set<string> {
-  const ids = new Set<string>();
-  for (const e of entries) for (const i of e.resource.identifier ?? []) if (i.system === SYNTHETIC_ID_SYSTEM && i.value) ids.add(i.value);
-  return ids;
-}
-
-/** Resolves true when a TCP connection opens, false when refused or timed out. */
-function tcpOpens(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect({ host, port, timeout: 3000 });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-    s.once('timeout', () => {
-      s.destroy();
-      resolve(false);
-    });
-  });
-}
 
 const dataset = generateDataset({ patients: PATIENTS, seed: SEED, sizes: SIZES });
 let tokens: Array<{ careId: string; token: string }> = [];
 
 describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
   beforeAll(async () => {
-    const t0 = Date.now();
-    if (REAL) await docker(['build', '-t', API_IMAGE, REPO], { timeout: 1_800_000 });
-    else await buildImages();
-    timings.images = Date.now() - t0;
-    ports = { api: await freePort(), fhir: await freePort(), gatewayHttps: await freePort() };
-    tokens = writeTokens(platformDir, dataset.patients.map((p) => p.careId));
+    ({ ports, tokens } = await prepareTier({ platformDir, timings }, dataset.patients.map((p) => p.careId)));
   }, 3_600_000);
 
   afterAll(async () => {
     if (!engine) return;
     await docker(['rm', '-f', platformName], { allowFail: true });
     // the tier's own volumes go with it (`down --volumes` is the documented purge)
-    const compose = await findCompose();
-    if (compose) {
-      const [bin, ...prefix] = compose.argv as [string, ...string[]];
-      await execa(bin, [...prefix, '-p', project, '-f', join(installPaths(dir).docker, 'compose.yaml'), 'down', '--volumes', '--remove-orphans'], { reject: false, timeout: 300_000 });
-    }
-    process.stdout.write(`docker tier timings (s): ${Object.entries(timings).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`).join(', ')}\n`);
+    await purgeProjects([{ project, dir }]);
+    process.stdout.write(`docker tier timings (s): ${formatTimings(timings)}\n`);
     removeTempDirs();
   }, 600_000);
 

@@ -1,0 +1,136 @@
+/**
+ * What the docker-tier test files share: the images (the stand-ins, or the
+ * real ones under HOSPITAL_API_DOCKER_E2E_IMAGES=real, as
+ * .github/workflows/docker-e2e.yml runs them), the install flags that choose
+ * them, the real CLI on a tier install directory with its step timings, a
+ * compose project's containers and volumes, and the purge after a file.
+ */
+import { existsSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import { SYNTHETIC_ID_SYSTEM } from '../../src/fhir/generate/model.js';
+import { findCompose } from '../../src/runtime/docker/compose.js';
+import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
+import { builtApiImage, projectName } from '../../src/runtime/docker/render.js';
+import { installPaths } from '../../src/runtime/layout.js';
+import { VERSION } from '../../src/version.js';
+import { writeTokens } from '../../src/demo/tokens.js';
+import { freePort } from '../../src/util/port-check.js';
+import { runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/tmp.js';
+import { buildImages, docker, TIER_IMAGES } from './engine.js';
+
+/** .github/workflows/docker-e2e.yml: the real images and the repository's Dockerfile, no stand-ins. */
+export const REAL = process.env.HOSPITAL_API_DOCKER_E2E_IMAGES === 'real';
+export const API_IMAGE = REAL ? builtApiImage(VERSION) : TIER_IMAGES.api;
+export const REPO = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The install flags that choose the stand-ins; none with the real images (the defaults). */
+export const IMAGE_FLAGS: readonly string[] = REAL
+  ? []
+  : ['--kong-image', TIER_IMAGES.kong, '--hapi-image', TIER_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api];
+
+/** Builds the API image from the repository (real images), or every tier image (cached between runs). */
+export async function prepareImages(): Promise<void> {
+  if (REAL) await docker(['build', '-t', API_IMAGE, REPO], { timeout: 1_800_000 });
+  else await buildImages();
+}
+
+export type Timings = Record<string, number>;
+
+export interface CliRun {
+  code: number | undefined;
+  out: string;
+  err: string;
+}
+
+/** The real CLI on `dir` (or `on`), each step's time added to `timings` under its command name. */
+export function tierCli(dir: string, timings: Timings) {
+  return async (args: string[], options: { env?: Record<string, string>; on?: string } = {}): Promise<CliRun> => {
+    const t0 = Date.now();
+    const r = await runCli([...args, '--dir', options.on ?? dir], { timeout: 900_000, ...(options.env ? { env: options.env } : {}) });
+    const name = args.slice(0, args[0] === 'consumer' || args[0] === 'cert' ? 2 : 1).join(' ');
+    timings[name] = (timings[name] ?? 0) + (Date.now() - t0);
+    return { code: r.exitCode, out: String(r.stdout), err: String(r.stderr) };
+  };
+}
+
+export function formatTimings(timings: Timings): string {
+  return Object.entries(timings).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`).join(', ');
+}
+
+/** Every container of a compose project, running or not. */
+export async function containersOf(project: string): Promise<ContainerInspect[]> {
+  const ids = (await docker(['ps', '-aq', '--filter', `label=com.docker.compose.project=${project}`])).out.split('\n').filter(Boolean);
+  return ids.length ? (JSON.parse((await docker(['inspect', ...ids])).out) as ContainerInspect[]) : [];
+}
+
+/** The running container of one service. */
+export async function runningContainer(project: string, service: string): Promise<ContainerInspect> {
+  const c = (await containersOf(project)).find((x) => x.Config?.Labels?.['com.docker.compose.service'] === service && x.State?.Running);
+  if (!c) throw new Error(`no running ${service} container`);
+  return c;
+}
+
+export async function volumesOf(project: string): Promise<string[]> {
+  return (await docker(['volume', 'ls', '-q', '--filter', `label=com.docker.compose.project=${project}`])).out.split('\n').filter(Boolean).sort();
+}
+
+/** After a file: `down --volumes` (the documented purge) for each install, then whatever volume a failed case left. */
+export async function purgeProjects(installs: Array<{ project: string; dir: string }>): Promise<void> {
+  const found = await findCompose();
+  if (found) {
+    const [bin, ...prefix] = found.argv as [string, ...string[]];
+    for (const { project, dir } of installs) {
+      const file = join(installPaths(dir).docker, 'compose.yaml');
+      if (existsSync(file)) await execa(bin, [...prefix, '-p', project, '-f', file, 'down', '--volumes', '--remove-orphans'], { reject: false, timeout: 300_000 });
+    }
+  }
+  for (const { project } of installs) for (const v of await volumesOf(project)) await docker(['volume', 'rm', '-f', v], { allowFail: true });
+}
+
+/** Resolves true when a TCP connection opens, false when refused or timed out. */
+export function tcpOpens(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host, port, timeout: 3000 });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+    s.once('timeout', () => {
+      s.destroy();
+      resolve(false);
+    });
+  });
+}
+
+/** The synthetic patients' identifiers in a record (src/fhir/generate/model.ts). */
+export function syntheticIds(entries: Array<{ resource: { identifier?: Array<{ system?: string; value?: string }> } }>): Set<string> {
+  const ids = new Set<string>();
+  for (const e of entries) for (const i of e.resource.identifier ?? []) if (i.system === SYNTHETIC_ID_SYSTEM && i.value) ids.add(i.value);
+  return ids;
+}
+
+/** A tier file's install: its directory, the platform stand-in's, the compose project, the CLI on it. */
+export function tierSite(prefix: string) {
+  const dir = tempDir(`${prefix}-`);
+  const platformDir = tempDir(`${prefix}-platform-`);
+  const project = projectName(dir);
+  const timings: Timings = {};
+  return { dir, platformDir, project, platformName: `${project}-platform`, timings, cli: tierCli(dir, timings) };
+}
+
+/** A file's beforeAll: the images (timed), free ports for what the install publishes, the platform stand-in's tokens. */
+export async function prepareTier(
+  site: { platformDir: string; timings: Timings },
+  careIds: string[],
+): Promise<{ ports: Record<'api' | 'fhir' | 'gatewayHttps', number>; tokens: Array<{ careId: string; token: string }> }> {
+  const t0 = Date.now();
+  await prepareImages();
+  site.timings.images = Date.now() - t0;
+  const ports = { api: await freePort(), fhir: await freePort(), gatewayHttps: await freePort() };
+  return { ports, tokens: writeTokens(site.platformDir, careIds) };
+}
