@@ -31,12 +31,15 @@ export const KONG_WORKERS = 2;
 
 /**
  * How kong and hospital-api are replaced when hung (templates/compose.yaml, "Hung
- * components"): a probe every intervalS with a timeoutS time-out; after failures
- * probes in a row without an answer the process is killed and the container
- * restarts, so a hang is acted on within about failures × intervalS + timeoutS
- * (33 s). A process that never answered gets startGraceS from the first probe.
+ * components"): a probe intervalS after the previous one ends (Docker docs,
+ * HEALTHCHECK: "then again interval seconds after each previous check
+ * completes"), each given
+ * timeoutS; after `failures` probes in a row without an answer the process is
+ * killed and the container restarts. A hang is acted on within
+ * failures × (intervalS + timeoutS) = 32 s. A process that never answered gets
+ * startGraceS from the first probe that saw it.
  */
-export const HUNG_PROBE = Object.freeze({ intervalS: 5, timeoutS: 3, failures: 6, startGraceS: 60 });
+export const HUNG_PROBE = Object.freeze({ intervalS: 5, timeoutS: 3, failures: 4, startGraceS: 60 });
 
 /** The uid the API image's Dockerfile runs as (the node user of Debian-based Node images). */
 export const API_IMAGE_UID = 1000;
