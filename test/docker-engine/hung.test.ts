@@ -14,10 +14,14 @@
  * HAPI is not covered: its real image is distroless (no shell), so no probe
  * can run inside it (templates/compose.yaml says so).
  *
- * Runs as root (SIGSTOP to the containers' processes from the host); without
- * an engine every test is skipped with one plain line.
+ * The signals are sent from a throw-away container in the host's pid namespace
+ * (so no root is needed on the host, and the target's PID 1 is no obstacle).
+ * With HOSPITAL_API_DOCKER_E2E_IMAGES=real (.github/workflows/docker-e2e.yml)
+ * the same test runs on the real Kong 3.9.3 image and the repository's
+ * Dockerfile. Without an engine every test is skipped with one plain line.
  */
-import { chownSync, readdirSync, readFileSync } from 'node:fs';
+import { chownSync, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { request } from 'undici';
@@ -28,14 +32,18 @@ import { freePort } from '../../src/util/port-check.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir/generate/dataset.js';
 import { installPaths } from '../../src/runtime/layout.js';
-import { HUNG_PROBE, projectName } from '../../src/runtime/docker/render.js';
+import { builtApiImage, HUNG_PROBE, projectName } from '../../src/runtime/docker/render.js';
+import { VERSION } from '../../src/version.js';
 import { findCompose } from '../../src/runtime/docker/compose.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
 import { buildImages, docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
 
 const engine = await engineAnswers();
 if (!engine) sayNoEngine();
-const root = process.getuid?.() === 0;
+/** .github/workflows/docker-e2e.yml: the real images and the repository's Dockerfile, no stand-ins. */
+const REAL = process.env.HOSPITAL_API_DOCKER_E2E_IMAGES === 'real';
+const API_IMAGE = REAL ? builtApiImage(VERSION) : TIER_IMAGES.api;
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
 
 const SEED = 'docker-engine-hung';
 const SIZES = '5-15';
@@ -87,12 +95,14 @@ function descendants(pid: number): number[] {
 }
 
 function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+  return existsSync(`/proc/${pid}`);
+}
+
+/** Sends `signal` to host pids from a container in the host's pid namespace (root there, none needed here). */
+async function signal(pids: number[], name: 'SIGSTOP' | 'SIGCONT'): Promise<void> {
+  if (pids.length === 0) return;
+  await docker(['run', '--rm', '--pid=host', '--user', '0', '--network', 'none', '--entrypoint', 'node', API_IMAGE, '-e',
+    `for (const p of process.argv.slice(1)) { try { process.kill(Number(p), '${name}'); } catch (e) { if (e.code !== 'ESRCH') throw e; } }`, ...pids.map(String)]);
 }
 
 /** Polls until `probe` holds, or fails after `ms`, naming what it waited for. */
@@ -157,10 +167,14 @@ async function hangAndAwaitReplacement(service: string, whileHung: () => Promise
   const watch = watchEvents(before.Id);
   try {
     const t0 = Date.now();
-    for (const pid of victims) {
-      process.kill(pid, 'SIGSTOP');
-      stopped.push(pid);
-    }
+    stopped.push(...victims);
+    await signal(victims, 'SIGSTOP');
+    // stopped: state T in /proc (proc(5)), every one of them
+    const state = (pid: number) => {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2)[0];
+    };
+    await until(`every ${service} process stopped`, async () => victims.every((pid) => state(pid) === 'T'), 10_000);
     await whileHung();
     await until(`the engine to restart the hung ${service}`, async () => watch.events.some((e) => e.status === 'start'), REPLACED_WITHIN_MS);
     const replacedMs = Date.now() - t0;
@@ -169,13 +183,16 @@ async function hangAndAwaitReplacement(service: string, whileHung: () => Promise
     return { before, after, victims, events: watch.events.map((e) => `${e.status}${e.exitCode ? ` ${e.exitCode}` : ''}`), replacedMs };
   } finally {
     watch.stop();
+    // not replaced (the failure this file exists to catch): let the next test start from a working stack
+    await signal(victims.filter(alive), 'SIGCONT');
   }
 }
 
-describe.skipIf(!engine || !root)('docker runtime replaces a hung component (issue 12)', () => {
+describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', () => {
   beforeAll(async () => {
     const t0 = Date.now();
-    await buildImages();
+    if (REAL) await docker(['build', '-t', API_IMAGE, REPO], { timeout: 1_800_000 });
+    else await buildImages();
     timings.images = Date.now() - t0;
     ports = { api: await freePort(), fhir: await freePort(), gatewayHttps: await freePort() };
     tokens = writeTokens(platformDir, dataset.patients.map((p) => p.careId));
@@ -183,14 +200,14 @@ describe.skipIf(!engine || !root)('docker runtime replaces a hung component (iss
     const install = await cli([
       'install', '--runtime', 'docker', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `http://platform:${PLATFORM_PORT}`,
       '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
-      '--kong-image', TIER_IMAGES.kong, '--hapi-image', TIER_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api,
+      ...(REAL ? [] : ['--kong-image', TIER_IMAGES.kong, '--hapi-image', TIER_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api]),
     ]);
     expect(install.code, `${install.out}\n${install.err}`).toBe(0);
     // the platform stand-in on the project's network, as stack.test.ts runs it
     for (const p of [platformDir, join(platformDir, 'demo'), ...readdirSync(join(platformDir, 'demo')).map((f) => join(platformDir, 'demo', f))]) chownSync(p, 1000, 1000);
     await docker([
       'run', '-d', '--name', platformName, '--network', `${project}_default`, '--network-alias', 'platform', '--user', '1000:1000',
-      '-v', `${platformDir}:/platform:ro`, TIER_IMAGES.api, 'demo', '--platform-stand-in', '--listen', `0.0.0.0:${PLATFORM_PORT}`, '--dir', '/platform',
+      '-v', `${platformDir}:/platform:ro`, API_IMAGE, 'demo', '--platform-stand-in', '--listen', `0.0.0.0:${PLATFORM_PORT}`, '--dir', '/platform',
     ]);
     const consumer = await cli(['consumer', 'create', 'hung-hospital', '--write-env']);
     expect(consumer.code, consumer.err).toBe(0);
@@ -203,9 +220,9 @@ describe.skipIf(!engine || !root)('docker runtime replaces a hung component (iss
   }, 1_800_000);
 
   afterAll(async () => {
-    if (!engine || !root) return;
+    if (!engine) return;
     // a process left stopped would hold compose's stop for its whole grace period
-    for (const pid of stopped) if (alive(pid)) process.kill(pid, 'SIGCONT');
+    await signal(stopped.filter(alive), 'SIGCONT').catch(() => undefined);
     await docker(['rm', '-f', platformName], { allowFail: true });
     const compose = await findCompose();
     if (compose) {
