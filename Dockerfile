@@ -31,6 +31,9 @@ RUN npm run build \
 # copy-on-write (vfs), so the settings come first (cached) and the code last.
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
+# Two malloc arenas, as the native runtime runs the API (src/runtime/native/components.ts
+# API_MALLOC_ENV): without the cap its resident memory climbs under load outside the JS heap.
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 # Never root: the node user of the Debian-based Node images (uid 1000); compose sets the same.
 USER 1000:1000

@@ -26,20 +26,26 @@ const SAMPLE_MS = 5_000;
 const MAX_GROWTH = 0.1;
 
 /** `--duration 10m`, `--duration 120s`, `--duration 90` (seconds). */
-export function parseDuration(argv: string[]): number {
-  const i = argv.findIndex((a) => a === '--duration' || a.startsWith('--duration='));
-  if (i < 0) return 10 * 60_000;
+export function parseDuration(argv: string[], flag = '--duration', fallbackMs = 10 * 60_000): number {
+  const i = argv.findIndex((a) => a === flag || a.startsWith(`${flag}=`));
+  if (i < 0) return fallbackMs;
   const value = argv[i]?.includes('=') ? argv[i]?.split('=')[1] : argv[i + 1];
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value ?? '');
-  if (!m) throw new Error(`--duration: expected e.g. 10m, 120s or 90, got "${value}"`);
+  if (!m) throw new Error(`${flag}: expected e.g. 10m, 120s or 90, got "${value}"`);
   const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
   return Number(m[1]) * unit;
 }
 
 function rssMiB(pid: number): number | null {
+  return statusMiB(pid, 'VmRSS');
+}
+
+/** One `kB` line of /proc/<pid>/status, in MiB (proc(5)): VmRSS = RssAnon + RssFile + RssShmem. */
+function statusMiB(pid: number, field: 'VmRSS' | 'RssAnon' | 'RssFile'): number | null {
   try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : null;
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
+    const kb = line ? Number.parseInt(line.slice(field.length + 1).trim(), 10) : NaN;
+    return Number.isFinite(kb) ? kb / 1024 : null;
   } catch {
     return null;
   }
@@ -53,7 +59,7 @@ export async function run(): Promise<BenchSection> {
   const durationMs = parseDuration(process.argv.slice(2));
   // V8 sizes its heap during the first minute of load (measured: the API settles after 45-60 s with
   // 2,000-resource records, as the code before issue #12 did): growth is measured after that.
-  const warmupMs = Math.min(60_000, durationMs / 2);
+  const warmupMs = Math.min(parseDuration(process.argv.slice(2), '--warmup', 60_000), durationMs / 2);
   const dir = mkdtempSync(join(tmpdir(), 'hapi-bench-soak-'));
   const flags = ['--api-port', '--fhir-port', '--gateway-http-port', '--gateway-https-port', '--gateway-admin-port', '--metrics-port', '--platform-port'];
   const ports: string[] = [];
@@ -74,16 +80,24 @@ export async function run(): Promise<BenchSection> {
     let errors = 0;
     const errorKinds = new Map<string, number>();
     const latencies: number[] = [];
-    const samples: Array<{ at: number; rss: Record<string, number | null> }> = [];
-    const sample = () => samples.push({ at: Date.now(), rss: Object.fromEntries(pids.map((p) => [p.name, rssMiB(p.pid)])) });
+    const samples: Array<{ at: number; rss: Record<string, number | null>; anon: Record<string, number | null> }> = [];
+    const sample = () =>
+      samples.push({
+        at: Date.now(),
+        rss: Object.fromEntries(pids.map((p) => [p.name, rssMiB(p.pid)])),
+        // anonymous memory (heaps, malloc arenas) apart from mapped files (code pages touched as the JIT warms)
+        anon: Object.fromEntries(pids.map((p) => [p.name, statusMiB(p.pid, 'RssAnon')])),
+      });
     // The API's live heap, from its own metrics: RSS also moves when V8 resizes its heap, heap used
     // after collections (the low points) is what a leak would raise.
-    const heap: Array<{ at: number; usedMiB: number }> = [];
+    const heap: Array<{ at: number; usedMiB: number; totalMiB: number; externalMiB: number }> = [];
     const sampleHeap = async (): Promise<void> => {
       try {
         const res = await request(`http://127.0.0.1:${install.ports.metrics}/metrics`);
-        const m = /^hospital_api_nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)/m.exec(await res.body.text());
-        if (m) heap.push({ at: Date.now(), usedMiB: Number(m[1]) / 2 ** 20 });
+        const text = await res.body.text();
+        const metric = (name: string): number => Number(new RegExp(`^hospital_api_${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(text)?.[1] ?? NaN) / 2 ** 20;
+        const usedMiB = metric('nodejs_heap_size_used_bytes');
+        if (Number.isFinite(usedMiB)) heap.push({ at: Date.now(), usedMiB, totalMiB: metric('nodejs_heap_size_total_bytes'), externalMiB: metric('nodejs_external_memory_bytes') });
       } catch {
         // metrics off or busy: RSS is still reported
       }
@@ -146,6 +160,8 @@ export async function run(): Promise<BenchSection> {
         'rss end MiB': round(final, 1),
         'rss peak MiB': round(peak, 1),
         'growth after warm-up %': round(((final - warm) / warm) * 100, 1),
+        'anon after warm-up MiB': round(afterWarmup?.anon[name] ?? NaN, 1),
+        'anon end MiB': round(last?.anon[name] ?? NaN, 1),
       };
     });
     const worstGrowth = Math.max(...rows.map((r) => Number(r['growth after warm-up %'])));
@@ -153,6 +169,11 @@ export async function run(): Promise<BenchSection> {
     const span = end - (started + warmupMs);
     const heapEarly = lowIn(started + warmupMs, started + warmupMs + span / 3);
     const heapLate = lowIn(end - span / 3, end + 1);
+    const heapAt = (t: number) => heap.find((h) => h.at >= t) ?? heap.at(-1);
+    // the curve, one RSS sample a minute: a leak keeps climbing, a heap still sizing itself flattens
+    const curve = pids
+      .map(({ name }) => `${name} ${samples.filter((x, i) => i === 0 || Math.floor((x.at - started) / 60_000) > Math.floor((samples[i - 1]!.at - started) / 60_000)).map((x) => round(x.rss[name] ?? NaN, 0)).join(' → ')}`)
+      .join('; ');
     const seconds = (Date.now() - started) / 1000;
     return {
       name: 'soak',
@@ -161,7 +182,10 @@ export async function run(): Promise<BenchSection> {
         `for ${round(seconds, 0)} s (warm-up ${round(warmupMs / 1000, 0)} s); RSS of each component every ${SAMPLE_MS / 1000} s. ` +
         `${requests} requests (${round(requests / seconds, 1)}/s), ${errors} errors${errorKinds.size ? ` (${[...errorKinds].map(([k, n]) => `${k}: ${n}`).join(', ')})` : ''}; ` +
         `latency p50 ${round(percentile(sorted, 50), 1)} ms, p99 ${round(percentile(sorted, 99), 1)} ms; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}. ` +
-        `API heap used, lowest 1 s sample (about the live heap after a collection; a leak raises it): ${round(heapEarly, 1)} MiB in the first third after warm-up, ${round(heapLate, 1)} MiB in the last third.`,
+        `API heap used, lowest 1 s sample (about the live heap after a collection; a leak raises it): ${round(heapEarly, 1)} MiB in the first third after warm-up, ${round(heapLate, 1)} MiB in the last third. ` +
+        `API V8 heap committed ${round(heapAt(started + warmupMs)?.totalMiB ?? NaN, 1)} MiB after warm-up, ${round(heap.at(-1)?.totalMiB ?? NaN, 1)} MiB at the end; ` +
+        `external (Buffers) ${round(heapAt(started + warmupMs)?.externalMiB ?? NaN, 1)} MiB, ${round(heap.at(-1)?.externalMiB ?? NaN, 1)} MiB. ` +
+        `RSS MiB at each minute: ${curve}.`,
       rows,
       targets: [
         { name: 'errors', value: errors, target: '= 0', met: errors === 0 },

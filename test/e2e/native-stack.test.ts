@@ -19,7 +19,7 @@ import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir/generate/dataset.js';
 import { SYNTHETIC_ID_SYSTEM, type GeneratedPatient } from '../../src/fhir/generate/model.js';
 import { isAlive } from '../../src/runtime/native/state.js';
-import { COMPONENT_NODE_ARGS } from '../../src/runtime/native/components.js';
+import { API_MALLOC_ENV, COMPONENT_NODE_ARGS } from '../../src/runtime/native/components.js';
 import type { ComponentState } from '../../src/runtime/types.js';
 import { installPaths } from '../../src/runtime/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
@@ -182,12 +182,17 @@ describe('native stack end to end (issue 6)', () => {
     expect(body.resources!.length).toBeGreaterThanOrEqual(patient.size);
   });
 
-  it('runs every component with the Node options of COMPONENT_NODE_ARGS (a fixed young generation), restarted ones too', async () => {
+  it('runs every component with the Node options of COMPONENT_NODE_ARGS (a fixed young generation), restarted ones too, and the API with its malloc arena cap', async () => {
     for (const c of await components()) {
       const argv = readFileSync(`/proc/${c.pid}/cmdline`, 'utf8').split('\0');
       const bin = argv.findIndex((a) => a.endsWith(join('bin', 'hospital-api.js')));
       expect(bin, c.name).toBeGreaterThan(0);
       expect(argv.slice(1, bin), c.name).toEqual([...COMPONENT_NODE_ARGS]);
+      // the API's malloc arena cap reaches the process itself
+      const environ = readFileSync(`/proc/${c.pid}/environ`, 'utf8').split('\0');
+      const arenas = environ.find((e) => e.startsWith('MALLOC_ARENA_MAX='));
+      if (c.name === 'api') expect(arenas).toBe(`MALLOC_ARENA_MAX=${API_MALLOC_ENV.MALLOC_ARENA_MAX}`);
+      else expect(arenas, c.name).toBeUndefined();
     }
   });
 

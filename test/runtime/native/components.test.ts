@@ -1,7 +1,7 @@
 /** Component specs from a real install directory: bind choice, admin on loopback, API gating. */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { componentSpecs, publicBindHost } from '../../../src/runtime/native/components.js';
+import { API_MALLOC_ENV, componentSpecs, publicBindHost } from '../../../src/runtime/native/components.js';
 import { installPaths } from '../../../src/runtime/layout.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 import { makeNativeInstall } from './install-fixture.js';
@@ -26,14 +26,22 @@ describe('native component specs', () => {
     const config = await makeNativeInstall(dir);
     writeFileSync(installPaths(dir).apiEnv, 'FHIR_API_KEY="k"\nPLATFORM_API_URL="http://127.0.0.1:9"\n');
     const api = componentSpecs(dir, config).find((s) => s.name === 'api')!;
-    expect(api.env).toEqual({ METRICS_LISTEN: `127.0.0.1:${config.ports.metrics}`, HOSPITAL_API_DIR: installPaths(dir).root });
+    expect(api.env).toEqual({ METRICS_LISTEN: `127.0.0.1:${config.ports.metrics}`, HOSPITAL_API_DIR: installPaths(dir).root, ...API_MALLOC_ENV });
     expect(api.ports).toContainEqual({ host: '127.0.0.1', port: config.ports.metrics });
     expect(api.blocked).toBeUndefined();
 
     writeFileSync(installPaths(dir).apiEnv, 'PLATFORM_API_URL="http://127.0.0.1:9"\nMETRICS_LISTEN="off"\n');
     const held = componentSpecs(dir, config).find((s) => s.name === 'api')!;
-    expect(held.env).toEqual({ HOSPITAL_API_DIR: installPaths(dir).root });
+    expect(held.env).toEqual({ HOSPITAL_API_DIR: installPaths(dir).root, ...API_MALLOC_ENV });
     expect(held.ports).toEqual([{ host: '127.0.0.1', port: config.ports.api }]);
     expect(held.blocked).toMatch(/FHIR_API_KEY not set .*consumer create/);
+  });
+
+  it('caps the API\'s malloc arenas the same way in the hospital-api image', () => {
+    // the image runs only the API; its ENV lines must say what the native spec says
+    const dockerfile = readFileSync(new URL('../../../Dockerfile', import.meta.url), 'utf8');
+    const env = Object.fromEntries([...dockerfile.matchAll(/^ENV (\w+)=(\S+)$/gm)].map((m) => [m[1], m[2]]));
+    for (const [k, v] of Object.entries(API_MALLOC_ENV)) expect(env[k], k).toBe(v);
+    expect(Object.keys(API_MALLOC_ENV)).toEqual(['MALLOC_ARENA_MAX']);
   });
 });
