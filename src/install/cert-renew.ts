@@ -24,7 +24,7 @@ import { isIP } from 'node:net';
 import { connect } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HospitalApiError } from '../errors/index.js';
-import { readInstallConfig, writeInstallConfig } from '../runtime/install-config.js';
+import { readInstallConfig, writeInstallConfig, type InstallConfig } from '../runtime/install-config.js';
 import { generateCa, type KeyAndCert } from '../tls/pki.js';
 import { parsePemBundle } from '../tls/inspect.js';
 import { installPaths, type InstallPaths } from '../runtime/layout.js';
@@ -161,18 +161,16 @@ function caBundle(newCaPem: string, currentBundle: string): string {
  * API rereads its trust and must report the new CA. Returns the undo.
  */
 async function installNewCa(runtime: Runtime, paths: InstallPaths, next: { ca: KeyAndCert; generated: boolean }, apiUp: boolean, log: (text: string) => void): Promise<() => Promise<void>> {
-  const read = (p: string): string | null => (existsSync(p) ? readFileSync(p, 'utf8') : null);
   const currentBundle = fileText(paths.caCert);
-  const before: Files = [[paths.caCert, currentBundle, false], [paths.caKey, read(paths.caKey), true]];
+  // Only the certificate bundle changes here: the CA key file is swapped last (swapCaKey), once everything
+  // issued from the new CA is in place, so no crash in between can lose the key of the CA still in use.
+  const before: Files = [[paths.caCert, currentBundle, false]];
   const undo = async (): Promise<void> => {
     restoreAll(before);
     if (apiUp) await dayTwo(runtime).reloadApiKey().catch(() => undefined);
   };
   const want = new X509Certificate(next.ca.certPem).fingerprint256;
   try {
-    // The hospital's CA key is used once and never stored: a key of the previous CA would no longer match.
-    if (next.generated) writeSecretFile(paths.caKey, next.ca.keyPem);
-    else rmSync(paths.caKey, { force: true });
     writeFileAtomic(paths.caCert, caBundle(next.ca.certPem, currentBundle));
     log(`Installed the new CA in ${paths.caCert} (before the previous one, which stays trusted so earlier records still verify)`);
     if (apiUp) {
@@ -192,10 +190,16 @@ async function installNewCa(runtime: Runtime, paths: InstallPaths, next: { ca: K
   return undo;
 }
 
+/** The last step of a CA change: the generated CA's key replaces the old one; the hospital's CA key is used once and never stored. */
+function swapCaKey(paths: InstallPaths, next: { ca: KeyAndCert; generated: boolean }): void {
+  if (next.generated) writeSecretFile(paths.caKey, next.ca.keyPem);
+  else rmSync(paths.caKey, { force: true });
+}
+
 export async function renewCertificates(runtime: Runtime, dir: string, choice: RenewChoice, log: (text: string) => void, newCa?: CaChoice): Promise<RenewResult> {
   const paths = installPaths(dir);
   const config = readInstallConfig(dir);
-  if (!newCa) return renewLeaves(runtime, dir, choice, log);
+  if (!newCa) return renewLeaves(runtime, dir, config, choice, log);
   if (runtime.name === 'docker') {
     throw renewError('a new CA is not supported on the docker runtime yet (the API container holds its own copy of the CA)', 'Renew the gateway and signing certificates with `hospital-api cert renew`.');
   }
@@ -209,11 +213,12 @@ export async function renewCertificates(runtime: Runtime, dir: string, choice: R
   const undo = await installNewCa(runtime, paths, next, apiUp, log);
   let result: RenewResult;
   try {
-    result = renewed ? await renewLeaves(runtime, dir, choice, log, renewed) : { how: 'ca-only', certificates: certificateLifetimes(paths), gatewayReloaded: null };
+    result = renewed ? await renewLeaves(runtime, dir, config, choice, log, renewed) : { how: 'ca-only', certificates: certificateLifetimes(paths), gatewayReloaded: null };
   } catch (err) {
     await undo();
     throw err;
   }
+  swapCaKey(paths, next);
   if (config.caGenerated !== next.generated) writeInstallConfig(dir, { ...config, caGenerated: next.generated });
   const x = new X509Certificate(next.ca.certPem);
   log(newCa.only
@@ -222,9 +227,8 @@ export async function renewCertificates(runtime: Runtime, dir: string, choice: R
   return { ...result, ca: { subject: x.subject.replace(/\n/g, ', '), fingerprint256: x.fingerprint256, validTo: x.validToDate.toISOString(), generated: next.generated } };
 }
 
-async function renewLeaves(runtime: Runtime, dir: string, choice: RenewChoice, log: (text: string) => void, prepared?: ReturnType<typeof prepareRenewal>): Promise<RenewResult> {
+async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig, choice: RenewChoice, log: (text: string) => void, prepared?: ReturnType<typeof prepareRenewal>): Promise<RenewResult> {
   const paths = installPaths(dir);
-  const config = readInstallConfig(dir);
   // Everything is decided and checked before a file changes.
   const renewed = prepared ?? prepareRenewal(paths, config.hosts, choice);
   const before = snapshot(paths);

@@ -16,7 +16,7 @@
  * stand-in on the project network. Without an engine every test is skipped
  * with one plain line.
  */
-import { chownSync, copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, copyFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -32,6 +32,8 @@ import { installPaths } from '../../src/runtime/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { builtApiImage, projectName } from '../../src/runtime/docker/render.js';
 import { findCompose } from '../../src/runtime/docker/compose.js';
+import { createDockerRuntime } from '../../src/runtime/docker/index.js';
+import { readInstallConfig } from '../../src/runtime/install-config.js';
 import { presentedFingerprint } from '../../src/install/cert-renew.js';
 import { VERSION } from '../../src/version.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
@@ -283,6 +285,15 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     expect(members[0]).toBe('manifest.json');
     const manifest = readFileSync(archive, 'latin1');
     expect(manifest).not.toContain(readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY);
+    // the runtime's own step: each clear-text dump is 0600 from its first byte, whatever the umask
+    const into = tempDir('hapi-docker-day2-snapshot-');
+    const umask = process.umask(0o000);
+    try {
+      const parts = await createDockerRuntime(dir, readInstallConfig(dir), { onProgress: () => {} }).snapshotData!(into, () => {});
+      expect(parts.map((p) => [p.path, statSync(join(into, p.path)).mode & 0o777])).toEqual([['postgres/hapi.dump', 0o600], ['postgres/kong.dump', 0o600]]);
+    } finally {
+      process.umask(umask);
+    }
   }, 600_000);
 
   it('a damaged archive or a wrong passphrase changes nothing: the target stays empty, no volume is made', async () => {

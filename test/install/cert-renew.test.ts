@@ -14,7 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { installPaths } from '../../src/runtime/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
-import { presentedFingerprint } from '../../src/install/cert-renew.js';
+import { presentedFingerprint, renewCertificates } from '../../src/install/cert-renew.js';
+import { openRuntime } from '../../src/runtime/index.js';
+import type { Runtime } from '../../src/runtime/types.js';
 import { generateCa, issueCertificate } from '../../src/tls/pki.js';
 import { parsePemBundle } from '../../src/tls/inspect.js';
 import { loadLoop, startNativeSite, type NativeSite } from '../backup/native-site.js';
@@ -214,6 +216,26 @@ describe('a new CA (issue 15: the CA nears expiry, or the hospital changes PKI)'
     expect(record.code, 'a record signed before the CA change still verifies: ' + record.out + record.err).toBe(0);
     const fresh = await site.cli(['record', 'verify', JSON.parse(after.out).result.recordPath]);
     expect(fresh.code, fresh.out + fresh.err).toBe(0);
+  });
+
+  it('keeps the CA key in use on disk until the API has confirmed the new CA and the certificates are issued (a crash in between loses no key)', async () => {
+    const keyBefore = readFileSync(paths.caKey, 'utf8');
+    const native = openRuntime(site.dir);
+    const seen: string[] = [];
+    // the real native runtime; its reload is observed at the moment the API answers, before any key could change
+    const observed: Runtime = { ...native, reloadApiKey: async () => {
+      const r = await native.reloadApiKey!();
+      seen.push(readFileSync(paths.caKey, 'utf8'));
+      return r;
+    } };
+    const result = await renewCertificates(observed, site.dir, {}, () => {}, { generate: true, only: false, days: 2000 });
+    expect(seen.length).toBe(1);
+    expect(seen[0] === keyBefore, 'the previous CA key was still on disk while the API confirmed the new CA').toBe(true);
+    // and only then replaced by the new CA's key
+    const newKey = readFileSync(paths.caKey, 'utf8');
+    expect(newKey).not.toBe(keyBefore);
+    expect(new X509Certificate(readFileSync(paths.caCert)).checkPrivateKey(createPrivateKey(newKey))).toBe(true);
+    expect(caBundle()[0]!.fingerprint256).toBe(result.ca!.fingerprint256);
   });
 
   it("--ca-cert/--ca-key installs the hospital's new CA: its key is not stored, install.json says the CA is the hospital's, verify passes", async () => {

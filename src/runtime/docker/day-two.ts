@@ -24,11 +24,11 @@
  *   Gateway in a Docker container"; nginx starts new workers with the new
  *   certificate, old ones finish their connections).
  */
-import { createReadStream, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import { HospitalApiError } from '../../errors/index.js';
+import { awaitReloadStatus } from '../api-reload-status.js';
 import { installPaths } from '../layout.js';
 import type { ApiKeyReload, DataPart } from '../types.js';
 import type { DockerCli } from './compose.js';
@@ -54,7 +54,6 @@ export const DATABASE_PARTS: readonly DatabasePart[] = Object.freeze([
 /** The first bytes of a pg_dump custom-format archive (pg_backup_archiver.c). */
 export const PG_DUMP_MAGIC = 'PGDMP';
 
-const RELOAD_TIMEOUT_MS = 30_000;
 const PROGRESS_EVERY_MS = 5_000;
 
 /**
@@ -137,13 +136,21 @@ export async function snapshotDockerData(ctx: DayTwoContext, into: string, progr
       mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
       progress(`${db.label}: pg_dump inside ${db.service} (the stack keeps serving)`);
       const t0 = Date.now();
-      const res = await withTicks(
-        execa(ctx.docker, pgDumpArgv(container.Id, db), { reject: false, stdin: 'ignore', stdout: { file } }),
-        () => progress(`${db.label}: ${existsSync(file) ? mb(statSync(file).size) : '0 MB'} dumped`),
-      );
-      if (res.exitCode !== 0) throw dockerFailed(`exec ${db.service} pg_dump`, String(res.stderr ?? res.shortMessage ?? ''));
-      if (readFileSync(file).subarray(0, PG_DUMP_MAGIC.length).toString('latin1') !== PG_DUMP_MAGIC) {
-        throw dockerFailed(`exec ${db.service} pg_dump`, 'the output is not a pg_dump archive');
+      // Patient data: the file exists 0600 before the first byte (execa then opens it for writing, which keeps the mode)
+      closeSync(openSync(file, 'wx', 0o600));
+      try {
+        const res = await withTicks(
+          execa(ctx.docker, pgDumpArgv(container.Id, db), { reject: false, stdin: 'ignore', stdout: { file } }),
+          () => progress(`${db.label}: ${mb(statSync(file).size)} dumped`),
+        );
+        if (res.exitCode !== 0) throw dockerFailed(`exec ${db.service} pg_dump`, String(res.stderr ?? res.shortMessage ?? ''));
+        if (readFileSync(file).subarray(0, PG_DUMP_MAGIC.length).toString('latin1') !== PG_DUMP_MAGIC) {
+          throw dockerFailed(`exec ${db.service} pg_dump`, 'the output is not a pg_dump archive');
+        }
+      } catch (err) {
+        // no partial dump left behind
+        rmSync(file, { force: true });
+        throw err;
       }
       progress(`${db.label}: ${mb(statSync(file).size)} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       parts.push({ path: db.path, kind: db.kind });
@@ -230,19 +237,8 @@ export async function reloadDockerApiKey(ctx: DayTwoContext): Promise<ApiKeyRelo
   const sent = Date.now();
   const c = await ctx.cli();
   await c.run(apiHupArgv(api.Id));
-  const deadline = sent + RELOAD_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    await sleep(50);
-    if (!existsSync(status)) continue;
-    try {
-      const s = JSON.parse(readFileSync(status, 'utf8')) as ApiKeyReload & { at: string };
-      // the API's clock is the host's (one kernel); a second's slack for the ISO rounding
-      if (Date.parse(s.at) >= sent - 1000) return { keyFingerprint: s.keyFingerprint, gateway: s.gateway, ...(s.error ? { error: s.error } : {}) };
-    } catch {
-      // written by rename: a parse failure is a foreign file; keep waiting
-    }
-  }
-  throw new HospitalApiError('ERR_KEY_RELOAD_FAILED', { detail: `no answer from the API container in ${API_CONTAINER_PATHS.reloadStatus} within ${RELOAD_TIMEOUT_MS / 1000}s` });
+  // the API's clock is the host's (one kernel); a second's slack for the ISO rounding
+  return awaitReloadStatus(status, (s) => Date.parse(s.at) >= sent - 1000, `the API container in ${API_CONTAINER_PATHS.reloadStatus}`);
 }
 
 export async function reloadDockerGatewayTls(ctx: DayTwoContext): Promise<void> {

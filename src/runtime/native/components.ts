@@ -40,13 +40,15 @@ export const COMPONENT_NODE_ARGS: readonly string[] = ['--max-semi-space-size=16
  * The Hospital API's malloc settings (the systemd unit gets them through the
  * spec's env; the hospital-api image sets the same ENV). glibc gives each thread
  * that allocates under contention an arena of its own, up to 8 per core, and
- * keeps what an arena once held (mallopt(3), M_ARENA_MAX). Under the soak the
- * API's RSS climbed in steps from 172 to 209 MiB over the first eight minutes
- * while V8's heap stayed flat (used 21 MiB, committed 57-59 MiB): anonymous
- * memory outside the JS heap, the arenas of Node's worker threads. With two
- * arenas the API held 157-197 MiB through ten minutes and ended below where it
- * was after warm-up (`npm run bench -- soak`).
- * The API only: the FHIR server ran with more memory under the cap.
+ * keeps what an arena once held (mallopt(3), M_ARENA_MAX). In a 15-minute soak
+ * without the cap the API's RSS climbed in steps from 172 to 209 MiB while V8's
+ * heap stayed flat (used 21 MiB, committed 57-59 MiB): anonymous memory outside
+ * the JS heap. With two arenas, one 10-minute run held 157-197 MiB and ended
+ * below its after-warm-up figure; another still grew 160 → 191 MiB, that time
+ * in V8's committed heap (58 → 100 MiB, used flat). So the cap takes away the
+ * malloc part of the growth, not all of it (`npm run bench -- soak`).
+ * The API only: in the one run that capped every component, the FHIR server
+ * held 264 MiB instead of its usual 163.
  */
 export const API_MALLOC_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
 

@@ -3,16 +3,15 @@
  * API's key and the gateway's certificate by signal (no restart, no dropped
  * connection), and copy or put back the live data.
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { HospitalApiError } from '../../errors/index.js';
 import { backupFhirStore, FHIR_STORE_FILE } from '../../fhir/store/online-backup.js';
+import { awaitReloadStatus } from '../api-reload-status.js';
 import { installPaths } from '../layout.js';
 import type { ApiKeyReload, DataPart } from '../types.js';
 import { isOurs, runningSupervisor } from './state.js';
 
-const RELOAD_TIMEOUT_MS = 30_000;
 
 /** The file the API writes after a SIGHUP (components.ts passes it as --reload-status). */
 export function apiReloadStatusPath(dir: string): string {
@@ -39,18 +38,7 @@ export async function reloadApiKeyOf(dir: string, pid: number): Promise<ApiKeyRe
   const path = apiReloadStatusPath(dir);
   rmSync(path, { force: true });
   process.kill(pid, 'SIGHUP');
-  const deadline = Date.now() + RELOAD_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    await sleep(50);
-    if (!existsSync(path)) continue;
-    try {
-      const s = JSON.parse(readFileSync(path, 'utf8')) as ApiKeyReload & { pid: number };
-      if (s.pid === pid) return { keyFingerprint: s.keyFingerprint, gateway: s.gateway, ...(s.error ? { error: s.error } : {}), ...(s.caFingerprint === undefined ? {} : { caFingerprint: s.caFingerprint }) };
-    } catch {
-      // written by rename, so a parse failure means an older writer: keep waiting
-    }
-  }
-  throw new HospitalApiError('ERR_KEY_RELOAD_FAILED', { detail: `no answer from the API (pid ${pid}) within ${RELOAD_TIMEOUT_MS / 1000}s` });
+  return awaitReloadStatus(path, (s) => s.pid === pid, `the API (pid ${pid})`);
 }
 
 export async function reloadGatewayTls(dir: string): Promise<void> {
