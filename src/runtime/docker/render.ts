@@ -29,6 +29,18 @@ export const IMAGES = Object.freeze({
 /** Kong's nginx workers: Kong's `auto` means one per host CPU (kong_defaults.lua). */
 export const KONG_WORKERS = 2;
 
+/**
+ * How kong and hospital-api are replaced when hung (templates/compose.yaml, "Hung
+ * components"): a probe intervalS after the previous one ends (Docker docs,
+ * HEALTHCHECK: "then again interval seconds after each previous check
+ * completes"), each given
+ * timeoutS; after `failures` probes in a row without an answer the process is
+ * killed and the container restarts. A hang is acted on within
+ * failures × (intervalS + timeoutS) = 32 s. A process that never answered gets
+ * startGraceS from the first probe that saw it.
+ */
+export const HUNG_PROBE = Object.freeze({ intervalS: 5, timeoutS: 3, failures: 4, startGraceS: 60 });
+
 /** The uid the API image's Dockerfile runs as (the node user of Debian-based Node images). */
 export const API_IMAGE_UID = 1000;
 
@@ -132,6 +144,11 @@ export function renderCompose(dir: string, config: InstallConfig, template = rea
     apiBuild: { raw: build },
     apiUser: `${user.uid}:${user.gid}`,
     kongWorkers: KONG_WORKERS,
+    probeIntervalS: HUNG_PROBE.intervalS,
+    probeTimeoutS: HUNG_PROBE.timeoutS,
+    probeTimeoutMs: HUNG_PROBE.timeoutS * 1000,
+    hungFailures: HUNG_PROBE.failures,
+    startGraceS: HUNG_PROBE.startGraceS,
     gatewayPublish: publish(s.bindAddress, config.ports.gatewayHttps, 8443),
     apiPublish: publish(s.bindAddress, config.ports.api, 9000),
     fhirPublish: publish(s.fhirBindAddress, config.ports.fhir, 8080),

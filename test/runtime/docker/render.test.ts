@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { apiUser, dockerSettings, IMAGES, publish, renderCompose, renderTemplate } from '../../../src/runtime/docker/render.js';
+import { apiUser, dockerSettings, HUNG_PROBE, IMAGES, publish, renderCompose, renderTemplate } from '../../../src/runtime/docker/render.js';
 import { DEFAULT_PORTS, INSTALL_FORMAT, type InstallConfig } from '../../../src/runtime/install-config.js';
 
 // compose-spec/compose-spec schema/compose-spec.json (Apache-2.0), see test/fixtures/schemas/README.md
@@ -39,7 +39,8 @@ type Service = {
   command?: string[];
   volumes?: string[];
   logging?: { driver: string; options?: Record<string, string> };
-  healthcheck?: { test: string[]; start_period?: string };
+  healthcheck?: { test: string[]; start_period?: string; interval?: string; timeout?: string; retries?: number };
+  init?: boolean;
 };
 const render = (config: InstallConfig = base, dir = '/srv/hospital api: one') =>
   parse(renderCompose(dir, config), { merge: true }) as { services: Record<string, Service> };
@@ -134,6 +135,31 @@ describe('templates/compose.yaml rendered', () => {
     expect(apiUser(0, 0)).toEqual({ uid: 1000, gid: 1000 });
     expect(apiUser(1234, 0)).toEqual({ uid: 1234, gid: 1234 });
     expect(apiUser(1234, 1235)).toEqual({ uid: 1234, gid: 1235 });
+  });
+
+  it('runs kong and hospital-api under docker-init with a healthcheck that replaces them when hung; HAPI has none (distroless)', () => {
+    const s = render().services;
+    for (const name of ['kong', 'hospital-api']) {
+      expect(s[name]!.init, name).toBe(true);
+      expect(s[name]!.healthcheck, name).toMatchObject({ interval: `${HUNG_PROBE.intervalS}s`, timeout: '10s', retries: HUNG_PROBE.failures });
+    }
+    expect(HUNG_PROBE.timeoutS * 1000).toBeLessThan(10_000);
+    expect(s['hospital-api']!.healthcheck!.test).toEqual([
+      'CMD', 'node', '/app/dist/runtime/docker/hung-probe.js', '--url', 'http://127.0.0.1:9000/api/health-check',
+      '--timeout-ms', String(HUNG_PROBE.timeoutS * 1000), '--failures', String(HUNG_PROBE.failures), '--start-grace', String(HUNG_PROBE.startGraceS),
+      '--state', '/tmp/hospital-api-health',
+    ]);
+    // the shell probe: $ doubled for Compose's interpolation, the limits filled in, Kong's admin port
+    const [kind, script] = s.kong!.healthcheck!.test as [string, string];
+    expect(kind).toBe('CMD-SHELL');
+    expect(script).not.toMatch(/(^|[^$])\$[^$]/);
+    expect(script).not.toContain('{{');
+    expect(script).toContain('HTTP::Tiny->new(timeout => 3)');
+    expect(script).toContain('http://127.0.0.1:8001/status');
+    expect(script).toContain(`-ge ${HUNG_PROBE.failures} ]`);
+    expect(script).toContain('kill -KILL');
+    expect(s.hapi!.init).toBeUndefined();
+    expect(s.hapi!.healthcheck).toBeUndefined();
   });
 
   it('quotes values, so an image name cannot inject YAML', () => {
