@@ -15,9 +15,10 @@
  *   the volumes this restore made: nothing is left behind.
  * - reloadApiKey: the settings file the API container reads is rewritten in
  *   its mounted folder (a folder, so the renamed file is visible), then
- *   `docker kill --signal HUP`: node is PID 1 of the API image (exec-form
- *   ENTRYPOINT) and rereads FHIR_API_KEY (src/api/key-reload.ts), writing its
- *   answer to a second mounted folder the CLI reads.
+ *   `docker kill --signal HUP`: PID 1 is docker-init (`init: true`, see
+ *   templates/compose.yaml), which passes the signal on to node, and node
+ *   rereads FHIR_API_KEY (src/api/key-reload.ts), writing its answer to a
+ *   second mounted folder the CLI reads.
  * - reloadGatewayTls: the certificate files are refreshed in kong's mounted
  *   folder, then `kong reload` inside the container (Kong's documented way to
  *   reload a containerised gateway: developer.konghq.com, "How to restart Kong
