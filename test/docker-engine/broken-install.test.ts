@@ -20,7 +20,6 @@
  * 0600 in 0700 folders, owned by the uid of the container that reads them.
  */
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -34,12 +33,13 @@ import { projectName } from '../../src/runtime/docker/render.js';
 import { readInstallConfig } from '../../src/runtime/install-config.js';
 import { installPaths } from '../../src/runtime/layout.js';
 import type { Runtime } from '../../src/runtime/types.js';
-import { issueCertificate, type KeyAndCert } from '../../src/tls/pki.js';
+import { generateCa, issueCertificate, type KeyAndCert } from '../../src/tls/pki.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { freePort } from '../../src/util/port-check.js';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { buildImages, docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
+import { tcpOpens } from './site.js';
 
 const engine = await engineAnswers();
 if (!engine) sayNoEngine();
@@ -147,21 +147,6 @@ async function metadataType(): Promise<string | null> {
   } catch {
     return null;
   }
-}
-
-function tcpOpens(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect({ host, port, timeout: 3000 });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-    s.once('timeout', () => {
-      s.destroy();
-      resolve(false);
-    });
-  });
 }
 
 /** The host's own non-loopback IPv4 addresses, as admin-not-exposed probes them. */
@@ -365,6 +350,52 @@ describe.skipIf(!engine)('a broken docker installation never gets an ACCEPTED re
     }
   }, 900_000);
 
+  it("the Hospital API's key no longer a credential (deleted through the admin API): key-auth-metadata fails with 401", async () => {
+    const key = readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY!;
+    const creds = (await admin('GET', '/consumers/broken-tier/key-auth')).body.data as Array<{ id: string }>;
+    expect(creds).toHaveLength(1);
+    expect((await admin('DELETE', `/consumers/broken-tier/key-auth/${creds[0]!.id}`)).status).toBe(204);
+    try {
+      const checks = await expectRejected(['key-auth-metadata']);
+      expect(checks['key-auth-metadata']!.httpStatus).toBe(401);
+    } finally {
+      // the same key again: the API keeps using it
+      expect((await admin('POST', '/consumers/broken-tier/key-auth', { key })).status).toBe(201);
+    }
+  }, 900_000);
+
+  it('another program answers on the API port (not {}): api-health and components-up fail', async () => {
+    const api = await container('hospital-api');
+    await docker(['stop', api.Id]);
+    const server = [
+      "require('node:http').createServer((req, res) => {",
+      "  res.writeHead(200, { 'content-type': 'application/json' }).end('{\"status\":\"UP\"}');",
+      '}).listen(9000);',
+    ].join('\n');
+    const apiAnswer = async (): Promise<string | null> => {
+      try {
+        const res = await request(`http://127.0.0.1:${ports.api}/api/health-check`, { headersTimeout: 3000, bodyTimeout: 3000 });
+        return res.statusCode === 200 ? await res.body.text() : (await res.body.dump(), null);
+      } catch {
+        return null;
+      }
+    };
+    try {
+      // published where the API was, as another program on that port would be
+      await docker(['run', '-d', '--name', standInName, '--network', network, '-p', `127.0.0.1:${ports.api}:9000`,
+        '--entrypoint', '/usr/local/bin/node', TIER_IMAGES.hapi, '-e', server], { timeout: 300_000 });
+      await until('the stand-in on the API port', async () => (await apiAnswer()) === '{"status":"UP"}');
+      const checks = await expectRejected(['components-up', 'api-health']);
+      expect(checks['api-health']!.summary).toBe('200 {"status":"UP"}');
+      expect(checks['components-up']!.summary).toBe('not up: hospital-api');
+    } finally {
+      await docker(['rm', '-f', standInName], { allowFail: true });
+      await docker(['start', api.Id]);
+      await until('the API answering {} again', async () => (await apiAnswer()) === '{}');
+      await until('the API container healthy', async () => (await container('hospital-api')).State?.Health?.Status === 'healthy');
+    }
+  }, 900_000);
+
   it("kong recreated with its admin API published on every host address: admin-not-exposed fails", async () => {
     const addresses = hostAddresses();
     expect(addresses.length).toBeGreaterThan(0);
@@ -410,6 +441,25 @@ describe.skipIf(!engine)('a broken docker installation never gets an ACCEPTED re
     await withGatewayCertificate(wrongHost, async () => {
       const checks = await expectRejected(['certificate-chain', ...HTTPS_PROBES]);
       expect(checks['certificate-chain']!.detail).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID|does not match|not in the cert/i);
+    });
+  }, 900_000);
+
+  it('a gateway certificate from another CA: certificate-chain and every HTTPS probe fail', async () => {
+    const other = generateCa({ commonName: 'Unrelated CA' });
+    await withGatewayCertificate(issueCertificate(other, { commonName: '127.0.0.1', hosts: ['127.0.0.1', 'localhost', 'kong'], usage: 'server' }), async () => {
+      const checks = await expectRejected(['certificate-chain', ...HTTPS_PROBES]);
+      expect(checks['certificate-chain']!.detail).toMatch(/UNABLE_TO_VERIFY_LEAF_SIGNATURE|unable to verify/i);
+      expect(checks['certificate-expiry']!.status).toBe('skip');
+    });
+  }, 900_000);
+
+  it('an expired gateway certificate from the right CA: certificate-chain and every HTTPS probe fail', async () => {
+    const p = installPaths(dir);
+    const ca = { certPem: readFileSync(p.caCert, 'utf8'), keyPem: readFileSync(p.caKey, 'utf8') };
+    const expired = issueCertificate(ca, { commonName: '127.0.0.1', hosts: ['127.0.0.1', 'localhost', 'kong'], usage: 'server', days: -1, backdateSeconds: 30 * 86_400 });
+    await withGatewayCertificate(expired, async () => {
+      const checks = await expectRejected(['certificate-chain', ...HTTPS_PROBES]);
+      expect(checks['certificate-chain']!.detail).toMatch(/CERT_HAS_EXPIRED/);
     });
   }, 900_000);
 
