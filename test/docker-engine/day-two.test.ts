@@ -276,10 +276,16 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     rmSync(damaged);
   }, 300_000);
 
-  it('backup → down → wipe → restore refused while the old volumes exist → down --volumes → restore → up: verify passes, the record reads back equal', async () => {
+  it('backup → down → backup of the stopped stack → wipe → restore refused while the old volumes exist → down --volumes → restore → up: verify passes, the record reads back equal', async () => {
     await platformNetwork('disconnect');
     const down = await cli(['down']);
     expect(down.code, down.err).toBe(0);
+    // a stopped stack is backed up too: its databases start for the dump and stop again
+    const stoppedArchive = `${archive}.stopped.tar`;
+    const stoppedBackup = await cli(['backup', '--out', stoppedArchive, '--json'], { env: BACKUP_ENV });
+    expect(stoppedBackup.code, `${stoppedBackup.out}\n${stoppedBackup.err}`).toBe(0);
+    expect(stoppedBackup.err).toContain('starting hapi-database and kong-database for the dump');
+    expect((await containersOf(project)).filter((c) => c.State?.Running)).toEqual([]);
     const composeFile = join(spare, '..', `compose-${process.pid}.yaml`);
     copyFileSync(join(installPaths(dir).docker, 'compose.yaml'), composeFile);
     const volumes = await volumesOf(project);
@@ -299,7 +305,9 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     await compose(['down', '--volumes'], composeFile);
     rmSync(composeFile);
     expect(await volumesOf(project)).toEqual([]);
-    const restore = await cli(['restore', archive, '--json'], { env: BACKUP_ENV });
+    // from the stopped stack's archive: the record must read back as it was while serving
+    const restore = await cli(['restore', stoppedArchive, '--json'], { env: BACKUP_ENV });
+    rmSync(stoppedArchive);
     expect(restore.code, `${restore.out}\n${restore.err}`).toBe(0);
     // restored, not started: the databases stopped again
     expect((await containersOf(project)).filter((c) => c.State?.Running)).toEqual([]);
