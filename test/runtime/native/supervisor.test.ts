@@ -34,12 +34,19 @@ function supervisorArgs(dir: string, options: SupervisorOptions = {}): string[] 
 }
 
 /** `up` as the CLI runs it (startStack), with the test supervisor; `extraEnv` is what the supervisor inherits. */
+/**
+ * How long a stack may take to answer: in CI these files share 2 cores with five docker-tier
+ * stacks installing at once, and one start took longer than 60 s there (it takes 1-3 s alone).
+ * startStack's own time-out comes first, so a stack that never answers fails with its error.
+ */
+const STACK_START_MS = 150_000;
+
 async function up(dir: string, options: SupervisorOptions = {}, extraEnv: Record<string, string> = {}) {
   started.push(dir);
   const saved = { ...process.env };
   Object.assign(process.env, extraEnv);
   try {
-    return await startStack(dir, readInstallConfig(dir), { supervisorArgs: supervisorArgs(dir, options), timeoutMs: 60_000 });
+    return await startStack(dir, readInstallConfig(dir), { supervisorArgs: supervisorArgs(dir, options), timeoutMs: STACK_START_MS });
   } finally {
     for (const key of Object.keys(extraEnv)) {
       if (saved[key] === undefined) delete process.env[key];
@@ -77,7 +84,7 @@ afterEach(async () => {
 });
 afterAll(removeTempDirs);
 
-describe('native supervisor (real CLI, stand-in components)', () => {
+describe('native supervisor (real CLI, stand-in components)', { timeout: STACK_START_MS + 30_000 }, () => {
   it('starts every component, restarts a killed one, and down leaves no process and no port', async () => {
     const dir = tempDir();
     const config = await makeNativeInstall(dir);
