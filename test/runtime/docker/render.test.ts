@@ -157,6 +157,8 @@ describe('templates/compose.yaml rendered', () => {
     expect(script).toContain('HTTP::Tiny->new(timeout => 3)');
     expect(script).toContain('http://127.0.0.1:8001/status');
     expect(script).toContain(`-ge ${HUNG_PROBE.failures} ]`);
+    // a kong that never answered yet gets the same start grace as the API
+    expect(script).toContain(`$((now - seen)) -ge ${HUNG_PROBE.startGraceS} ]`);
     expect(script).toContain('kill -KILL');
     expect(s.hapi!.init).toBeUndefined();
     expect(s.hapi!.healthcheck).toBeUndefined();
