@@ -200,7 +200,10 @@ async function packed({ spec, integrity }) {
   const file = path.join(cache, `${spec.replace('@', '-')}.tgz`);
   if (!fs.existsSync(file)) {
     const res = JSON.parse((await $({ cwd: cache })`npm pack ${spec} --json --silent`).stdout);
-    await fs.move(path.join(cache, res[0].filename), file, { overwrite: true });
+    // npm names the tarball <name>-<version>.tgz, which for an unscoped package is already
+    // `file`; fs.move refuses a move onto itself, so only a differing name is moved.
+    const packedAs = path.join(cache, res[0].filename);
+    if (packedAs !== file) await fs.move(packedAs, file, { overwrite: true });
   }
   const actual = `sha512-${createHash('sha512').update(fs.readFileSync(file)).digest('base64')}`;
   if (actual !== integrity) {
