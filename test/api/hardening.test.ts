@@ -4,7 +4,8 @@
  * byte (SIGKILL mid-stream), bounded work (concurrency, page bytes, stalled
  * callers), listener time-outs and connection cap, /api/ready bounded in time.
  */
-import { mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { closeSync, constants, mkdirSync, openSync, readFileSync, readSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -65,6 +66,7 @@ describe('audit trail fails closed', () => {
     expect(refused.status).toBe(503);
     expect(refused.json.error.code).toBe('ERR_API_AUDIT_UNAVAILABLE');
     expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.headers['content-type']).toBe('application/json; charset=utf-8');
     const down = await ready(t);
     expect(down.status).toBe(503);
     expect(down.body.error.message).toContain('audit');
@@ -78,6 +80,7 @@ describe('audit trail fails closed', () => {
     expect(again.json.resources).toHaveLength(5);
     const lines = t.auditLines();
     expect(lines.map((l) => l.phase)).toEqual(['probe', 'started', 'end']);
+    expect(lines[0]).toMatchObject({ detail: 'readiness check: audit log writable again' });
   });
 
   it('has the end line on disk before the caller has the whole response', async () => {
@@ -220,6 +223,42 @@ describe('listener limits', () => {
     expect(r.status).toBe(503);
     expect(r.body.error.message).toMatch(/fhir (timeout|ERR_API_FHIR_TIMEOUT)/);
     expect(elapsed).toBeLessThan(2_000);
+  });
+
+  it('answers /api/ready within 2 s when writing the audit log hangs, naming the audit log', async () => {
+    const t = await harness();
+    // a failed write first (a directory in the log's place), so readiness probes the log again
+    rmSync(t.auditPath, { force: true });
+    mkdirSync(t.auditPath);
+    expect((await t.post(ok)).status).toBe(503);
+    // then a FIFO with no reader: opening it for writing blocks, as a hung network mount would
+    rmdirSync(t.auditPath);
+    execFileSync('mkfifo', ['-m', '600', t.auditPath]);
+    let unblock: number | null = null;
+    try {
+      const started = Date.now();
+      const r = await ready(t);
+      const elapsed = Date.now() - started;
+      expect(r.status).toBe(503);
+      expect(r.body.error.message).toBe('Not ready: platform ok, fhir ok, audit timeout');
+      expect(elapsed).toBeLessThan(2_000);
+    } finally {
+      // a reader releases the blocked open (and the thread it holds)
+      unblock = openSync(t.auditPath, constants.O_RDONLY | constants.O_NONBLOCK);
+    }
+    // keep the reader until the released writer has written its probe line, so its open cannot block again
+    const buf = Buffer.alloc(4096);
+    let got = '';
+    for (let i = 0; i < 300 && !got.includes('probe'); i++) {
+      try {
+        got += buf.toString('utf8', 0, readSync(unblock, buf));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    }
+    closeSync(unblock);
+    expect(got).toContain('"phase":"probe"');
   });
 });
 

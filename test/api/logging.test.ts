@@ -5,6 +5,7 @@
  * because the audit log failed are logged with their error code, and no token
  * or FHIR key ever appears in the log.
  */
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
@@ -19,9 +20,9 @@ afterEach(async () => {
   for (const o of open.splice(0).reverse()) await o.close();
 });
 
-async function logged(options: { env?: Record<string, string>; fhir?: Partial<FhirOptions> } = {}): Promise<{ url: string; logs: Array<Record<string, unknown>>; text: () => string; running: RunningApi }> {
+async function logged(options: { env?: Record<string, string>; fhir?: Partial<FhirOptions>; platform?: Parameters<typeof startPlatform>[0] } = {}): Promise<{ url: string; logs: Array<Record<string, unknown>>; text: () => string; running: RunningApi; platform: StandIn }> {
   const { pki } = testPki();
-  const platform: StandIn = await startPlatform(defaultPlatform);
+  const platform: StandIn = await startPlatform(options.platform ?? defaultPlatform);
   const fhir = await startFhir({ tls: pki.server, apiKey: API_KEY, patients: { 'care-1': ['p1'] }, records: { p1: makeRecord('p1', 3) }, ...options.fhir });
   open.push(platform, fhir);
   const dir = tempDir('hapi-api-log-');
@@ -33,7 +34,7 @@ async function logged(options: { env?: Record<string, string>; fhir?: Partial<Fh
   const running = await startApi(config, { logger: { level: 'info', stream: { write: (line: string) => void raw.push(line) } } });
   open.push({ close: () => running.stop() });
   const logs = () => raw.map((l) => JSON.parse(l) as Record<string, unknown>);
-  return { url: running.url, get logs() { return logs(); }, text: () => raw.join(''), running };
+  return { url: running.url, get logs() { return logs(); }, text: () => raw.join(''), running, platform };
 }
 
 const post = (url: string, body: unknown) =>
@@ -65,5 +66,38 @@ describe('API log', () => {
     expect(res.statusCode).toBe(503);
     await res.body.dump();
     expect(api.logs.find((l) => l.msg === 'audit line not written: reply replaced')).toMatchObject({ level: 50, code: 'ERR_API_AUDIT_UNAVAILABLE' });
+  });
+
+  it('logs a caller that left when its end line could not be written either', async () => {
+    const api = await logged({ env: { AUDIT_LOG: '/dev/full' }, platform: (auth) => ({ ...defaultPlatform(auth), delayMs: 300 }) });
+    const u = new URL(api.url);
+    const socket = connect(Number(u.port), u.hostname);
+    socket.on('error', () => undefined);
+    const body = JSON.stringify({ platformCareId: 'care-1', token: TOKEN_OK });
+    socket.write(`POST /api/patients HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    for (let i = 0; i < 200 && api.platform.seen.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    socket.destroy();
+    for (let i = 0; i < 100 && !api.logs.some((l) => l.msg === 'audit line not written'); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(api.logs.find((l) => l.msg === 'audit line not written')).toMatchObject({
+      level: 50,
+      code: 'ERR_API_AUDIT_UNAVAILABLE',
+      message: expect.stringContaining('/dev/full'),
+    });
+  });
+
+  it('logs a caller cut for not reading with the time it was given', async () => {
+    const api = await logged({ env: { SEND_TIMEOUT_MS: '700', FHIR_PAGE_SIZE: '1000' }, fhir: { records: { p1: makeRecord('p1', 30_000) } } });
+    const u = new URL(api.url);
+    const socket = connect(Number(u.port), u.hostname);
+    socket.on('error', () => undefined);
+    socket.pause(); // never reads
+    const body = JSON.stringify({ platformCareId: 'care-1', token: TOKEN_OK });
+    socket.write(`POST /api/patients HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    for (let i = 0; i < 300 && !api.logs.some((l) => l.msg === 'record aborted mid-stream'); i++) await new Promise((r) => setTimeout(r, 20));
+    socket.destroy();
+    expect(api.logs.find((l) => l.msg === 'record aborted mid-stream')).toMatchObject({
+      code: 'ERR_API_CLIENT_STALLED',
+      message: 'The caller did not read the response for 700 ms; connection cut',
+    });
   });
 });

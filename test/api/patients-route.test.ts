@@ -5,7 +5,7 @@
  * with a duration an auditor can trust), the concurrency slot, the metrics by
  * upstream, and /api/ready failing on each of its three checks.
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
@@ -105,6 +105,80 @@ describe('the audit trail of a request', () => {
     const gone = lines(t).filter((l) => l.requestId === 'gone-1');
     expect(gone.map((l) => l.phase)).toEqual(['end']);
     expect(t.fhir.seen.filter((s) => s.url.includes('$everything'))).toHaveLength(1); // the second request's only
+  });
+  it('a caller that leaves while a search that finds nobody runs gets exactly one end line', async () => {
+    let answered!: () => void;
+    const platformDone = new Promise<void>((r) => (answered = r));
+    const t = await harness({
+      fhir: { patients: {} },
+      platform: (auth) => {
+        setTimeout(answered, 400);
+        return { ...defaultPlatform(auth), delayMs: 300 };
+      },
+    });
+    const u = new URL(t.url);
+    const socket = connect(Number(u.port), u.hostname);
+    socket.on('error', () => undefined);
+    const body = JSON.stringify(ok);
+    socket.write(`POST /api/patients HTTP/1.1\r\nHost: x\r\nX-Request-Id: gone-2\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    for (let i = 0; i < 200 && t.platform.seen.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    socket.destroy();
+    await waitForAudit(t, 1);
+    await platformDone;
+    // the handler answers {} for nobody after the caller left: its reply must not add a line
+    expect((await t.post({ ...ok, platformCareId: 'care-9' })).json).toEqual({});
+    expect(lines(t).filter((l) => l.requestId === 'gone-2').map((l) => [l.phase, l.aborted])).toEqual([['end', true]]);
+  });
+
+  it('a record whose end line cannot be written is cut, never completed, even though every page was sent', async () => {
+    const t = await harness({ fhir: { records: { p1: makeRecord('p1', 4) }, pageDelay: { page: 1, ms: 400 } } });
+    const pending = request(`${t.url}/api/patients`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ok) });
+    for (let i = 0; i < 200 && !t.auditLines().some((l) => l.phase === 'started'); i++) await new Promise((r) => setTimeout(r, 5));
+    expect(t.auditLines().map((l) => l.phase)).toEqual(['started']);
+    // the log becomes unwritable while the record is fetched (EISDIR on every open, even as root)
+    rmSync(t.auditPath);
+    mkdirSync(t.auditPath);
+    const res = await pending;
+    expect(res.statusCode).toBe(200); // the headers left with the first page
+    const text = await res.body.text().then((x) => x, () => null);
+    if (text !== null) expect(() => JSON.parse(text), 'a complete record reached the caller').toThrow();
+    const m = await metrics(t);
+    expect(m).toContain('hospital_api_requests_total{route="/api/patients",outcome="error",status="200"} 1');
+  });
+
+  it('leaves no listener behind on the response after each back-pressured write', { timeout: 60_000 }, async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    try {
+      // 30 pages of about 400 KB to a caller that reads a chunk, then pauses: the socket's buffers
+      // fill and most page writes wait for drain (30 of 60 writes did, measured)
+      const t = await harness({ env: { FHIR_PAGE_SIZE: '1000' }, fhir: { records: { p1: makeRecord('p1', 30_000) } } });
+      const u = new URL(t.url);
+      const socket = connect(Number(u.port), u.hostname);
+      let tail = '';
+      let bytes = 0;
+      const done = new Promise<void>((resolve, reject) => {
+        socket.on('error', reject);
+        socket.on('close', () => reject(new Error(`closed after ${bytes} bytes`)));
+        socket.on('data', (d: Buffer) => {
+          bytes += d.length;
+          tail = (tail + d.toString('latin1')).slice(-16);
+          if (tail.endsWith(']}\r\n0\r\n\r\n')) resolve();
+          socket.pause();
+          setTimeout(() => socket.resume(), 1);
+        });
+      });
+      const body = JSON.stringify(ok);
+      socket.write(`POST /api/patients HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      await done;
+      socket.destroy();
+      expect(bytes).toBeGreaterThan(10_000_000);
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning'))).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
   });
 });
 

@@ -23,7 +23,8 @@ interface ReadyResult {
 
 export function registerHealthRoutes(app: FastifyInstance, ctx: ApiContext): void {
   // Probes run every few seconds: their request lines would drown the log.
-  app.get('/api/health-check', { logLevel: 'warn' }, async (_request, reply) => reply.type('application/json').send({}));
+  // Fastify serialises the object as application/json; charset=utf-8.
+  app.get('/api/health-check', { logLevel: 'warn' }, async () => ({}));
 
   // One check in flight or fresh at a time; failures are cached too (a down upstream is the costly case).
   let cached: { at: number; result: Promise<ReadyResult> } | null = null;

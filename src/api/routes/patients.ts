@@ -193,7 +193,7 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
       if (ids.length !== 1) {
         // Spec §2.2: no match → {}. Several matches → nobody's data (the original health-tag portal took entry[0]).
         st.decision = ids.length === 0 ? 'not-found' : 'ambiguous';
-        return reply.type('application/json; charset=utf-8').send({});
+        return reply.send({}); // application/json; charset=utf-8, as Fastify serialises an object
       }
       const patientId = ids[0] as string;
       st.fhirPatientId = patientId;
