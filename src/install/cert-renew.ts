@@ -200,9 +200,6 @@ export async function renewCertificates(runtime: Runtime, dir: string, choice: R
   const paths = installPaths(dir);
   const config = readInstallConfig(dir);
   if (!newCa) return renewLeaves(runtime, dir, config, choice, log);
-  if (runtime.name === 'docker') {
-    throw renewError('a new CA is not supported on the docker runtime yet (the API container holds its own copy of the CA)', 'Renew the gateway and signing certificates with `hospital-api cert renew`.');
-  }
   if (choice.cert || choice.key || choice.signerCert || choice.signerKey) {
     throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: newCa.generate ? '--renew-ca' : '--ca-cert', detail: 'the certificates are re-issued from the new CA: leave out --cert/--key/--signer-cert/--signer-key' });
   }

@@ -221,6 +221,42 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
   }, 600_000);
 
+  it('cert renew --renew-ca: the API container trusts the new CA on SIGHUP, kong presents a certificate from it, neither restarts; records flow; verify passes', async () => {
+    const paths = installPaths(dir);
+    const oldCa = new X509Certificate(readFileSync(paths.caCert, 'utf8'));
+    const oldCaKey = readFileSync(paths.caKey, 'utf8');
+    const [apiBefore, kongBefore] = [await container('hospital-api'), await container('kong')];
+    const renew = await cli(['cert', 'renew', '--renew-ca', '--json']);
+    expect(renew.code, `${renew.out}\n${renew.err}`).toBe(0);
+    const result = JSON.parse(renew.out).result as { gatewayReloaded: boolean; ca: { fingerprint256: string; generated: boolean } };
+    expect(result.gatewayReloaded).toBe(true);
+    expect(result.ca.generated).toBe(true);
+    expect(result.ca.fingerprint256).not.toBe(oldCa.fingerprint256);
+    // tls/ca.pem: the new CA first, the old one kept; the API container's copy is the same bundle
+    const bundle = readFileSync(paths.caCert, 'utf8');
+    const newCa = new X509Certificate(bundle);
+    expect(newCa.fingerprint256).toBe(result.ca.fingerprint256);
+    expect(bundle).toContain(oldCa.toString().trim());
+    expect(readFileSync(join(paths.docker, 'api', 'tls', 'ca.pem'), 'utf8')).toBe(bundle);
+    expect(readFileSync(paths.caKey, 'utf8')).not.toBe(oldCaKey);
+    // the API container answered the SIGHUP trusting the new CA, and reached the gateway with it
+    const status = JSON.parse(readFileSync(join(paths.docker, 'api-status', 'api-reload.json'), 'utf8')) as { caFingerprint: string; gateway: string };
+    expect([status.caFingerprint, status.gateway]).toEqual([result.ca.fingerprint256, 'ok']);
+    // kong presents a certificate issued by the new CA: a handshake trusting only the new CA succeeds
+    const gatewayCert = new X509Certificate(readFileSync(paths.gatewayCert));
+    expect(gatewayCert.checkIssued(newCa)).toBe(true);
+    expect(await presentedFingerprint(newCa.toString(), ports.gatewayHttps!, '127.0.0.1')).toBe(gatewayCert.fingerprint256);
+    const [apiAfter, kongAfter] = [await container('hospital-api'), await container('kong')];
+    expect([apiAfter.Id, apiAfter.State?.StartedAt]).toEqual([apiBefore.Id, apiBefore.State?.StartedAt]);
+    expect([kongAfter.Id, kongAfter.State?.StartedAt]).toEqual([kongBefore.Id, kongBefore.State?.StartedAt]);
+    const t = tokenOf(0);
+    const res = await postPatient(t.careId, t.token);
+    expect(res.status).toBe(200);
+    expect(res.resources.length).toBeGreaterThan(1);
+    const verify = await cli(['verify']);
+    expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
+  }, 600_000);
+
   it('backup while serving: pg_dump of HAPI\'s and Kong\'s databases as parts of the manifest, with progress', async () => {
     const t = tokenOf(0);
     const record = await postPatient(t.careId, t.token);
