@@ -237,7 +237,9 @@ describe('listener limits', () => {
     let unblock: number | null = null;
     try {
       const started = Date.now();
-      const r = await ready(t);
+      // bounded here too: an answer that never comes must still reach the finally, or the blocked open
+      // would hold one of libuv's threads for the rest of the process
+      const r = await within(ready(t), 5_000, '/api/ready');
       const elapsed = Date.now() - started;
       expect(r.status).toBe(503);
       expect(r.body.error.message).toBe('Not ready: platform ok, fhir ok, audit timeout');

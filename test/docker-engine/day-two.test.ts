@@ -17,7 +17,7 @@
  * with one plain line.
  */
 import { chownSync, copyFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { X509Certificate } from 'node:crypto';
+import { randomBytes, X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { list as tarList } from 'tar';
@@ -33,6 +33,7 @@ import { findCompose } from '../../src/runtime/docker/compose.js';
 import { createDockerRuntime } from '../../src/runtime/docker/index.js';
 import { readInstallConfig } from '../../src/runtime/install-config.js';
 import { presentedFingerprint } from '../../src/install/cert-renew.js';
+import { createBackup } from '../../src/backup/create.js';
 import { docker, engineAnswers, sayNoEngine } from './engine.js';
 import { API_IMAGE, containersOf, formatTimings, IMAGE_FLAGS, prepareTier, purgeProjects, REAL, runningContainer, tierSite, volumesOf } from './site.js';
 
@@ -311,6 +312,33 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     expect(await containersOf(projectName(spare))).toEqual([]);
     rmSync(damaged);
   }, 300_000);
+
+  it('a pg_restore that fails part way: the error names it; the containers, volumes and files the restore made go; the serving stack is untouched', async () => {
+    // an archive whose HAPI dump passes every check (manifest, digest, pg_dump's magic) but is not a dump:
+    // the real runtime's snapshot, with that one part replaced before it is sealed
+    const rt = createDockerRuntime(dir, readInstallConfig(dir), { onProgress: () => {} });
+    const broken = { ...rt, snapshotData: async (into: string, progress: (text: string) => void) => {
+      const parts = await rt.snapshotData!(into, progress);
+      writeFileSync(join(into, 'postgres', 'hapi.dump'), Buffer.concat([Buffer.from('PGDMP'), randomBytes(64 * 1024)]), { mode: 0o600 });
+      return parts;
+    } };
+    const badArchive = `${archive}.bad-dump.tar`;
+    await createBackup(broken, dir, { out: badArchive, env: { ...process.env, ...BACKUP_ENV } }, () => {});
+    const res = await cli(['restore', badArchive, '--json'], { env: BACKUP_ENV, on: spare });
+    rmSync(badArchive, { force: true });
+    expect(res.code, `${res.out}\n${res.err}`).not.toBe(0);
+    const error = JSON.parse(res.out).error as { code: string; message: string };
+    expect(error.code).toBe('ERR_INSTALL_DOCKER');
+    expect(error.message).toContain('pg_restore');
+    expect(res.err).toContain('restore failed: removing the containers and volumes it made');
+    expect(readdirSync(spare)).toEqual([]);
+    expect(await volumesOf(projectName(spare))).toEqual([]);
+    expect(await containersOf(projectName(spare))).toEqual([]);
+    // the other project (the serving stack) kept its volumes and answers
+    expect(await volumesOf(project)).toEqual([`${project}_hapi-data`, `${project}_kong-data`]);
+    const t = tokenOf(0);
+    expect((await postPatient(t.careId, t.token)).status).toBe(200);
+  }, 600_000);
 
   it('backup → down → backup of the stopped stack → wipe → restore refused while the old volumes exist → down --volumes → restore → up: verify passes, the record reads back equal', async () => {
     await platformNetwork('disconnect');
