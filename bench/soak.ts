@@ -90,14 +90,17 @@ export async function run(): Promise<BenchSection> {
       });
     // The API's live heap, from its own metrics: RSS also moves when V8 resizes its heap, heap used
     // after collections (the low points) is what a leak would raise.
-    const heap: Array<{ at: number; usedMiB: number; totalMiB: number; externalMiB: number }> = [];
+    const heap: Array<{ at: number; usedMiB: number; totalMiB: number; externalMiB: number; spaces: Record<string, number> }> = [];
     const sampleHeap = async (): Promise<void> => {
       try {
         const res = await request(`http://127.0.0.1:${install.ports.metrics}/metrics`);
         const text = await res.body.text();
         const metric = (name: string): number => Number(new RegExp(`^hospital_api_${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(text)?.[1] ?? NaN) / 2 ** 20;
         const usedMiB = metric('nodejs_heap_size_used_bytes');
-        if (Number.isFinite(usedMiB)) heap.push({ at: Date.now(), usedMiB, totalMiB: metric('nodejs_heap_size_total_bytes'), externalMiB: metric('nodejs_external_memory_bytes') });
+        // committed size of each V8 heap space (new = the young generation, whose semi-spaces V8 grows under load)
+        const spaces: Record<string, number> = {};
+        for (const m of text.matchAll(/^hospital_api_nodejs_heap_space_size_total_bytes\{space="([a-z_]+)"\} (\S+)/gm)) spaces[m[1]!] = Number(m[2]) / 2 ** 20;
+        if (Number.isFinite(usedMiB)) heap.push({ at: Date.now(), usedMiB, totalMiB: metric('nodejs_heap_size_total_bytes'), externalMiB: metric('nodejs_external_memory_bytes'), spaces });
       } catch {
         // metrics off or busy: RSS is still reported
       }
@@ -184,7 +187,8 @@ export async function run(): Promise<BenchSection> {
         `latency p50 ${round(percentile(sorted, 50), 1)} ms, p99 ${round(percentile(sorted, 99), 1)} ms; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}. ` +
         `API heap used, lowest 1 s sample (about the live heap after a collection; a leak raises it): ${round(heapEarly, 1)} MiB in the first third after warm-up, ${round(heapLate, 1)} MiB in the last third. ` +
         `API V8 heap committed ${round(heapAt(started + warmupMs)?.totalMiB ?? NaN, 1)} MiB after warm-up, ${round(heap.at(-1)?.totalMiB ?? NaN, 1)} MiB at the end; ` +
-        `external (Buffers) ${round(heapAt(started + warmupMs)?.externalMiB ?? NaN, 1)} MiB, ${round(heap.at(-1)?.externalMiB ?? NaN, 1)} MiB. ` +
+        `external (Buffers) ${round(heapAt(started + warmupMs)?.externalMiB ?? NaN, 1)} MiB, ${round(heap.at(-1)?.externalMiB ?? NaN, 1)} MiB; ` +
+        `committed by space after warm-up → end: ${['new', 'old', 'large_object', 'code'].map((sp) => `${sp} ${round(heapAt(started + warmupMs)?.spaces[sp] ?? NaN, 1)} → ${round(heap.at(-1)?.spaces[sp] ?? NaN, 1)}`).join(', ')} MiB. ` +
         `RSS MiB at each minute: ${curve}.`,
       rows,
       targets: [

@@ -45,7 +45,8 @@ export function register(program: Command): void {
         const steps = [
           `useradd --system --home-dir ${dir} --shell /usr/sbin/nologin ${user}   # once`,
           `chown -R ${user}:${user} ${dir}`,
-          `cp ${out}/*.service ${out}/${TARGET} /etc/systemd/system/`,
+          // written where systemd reads them already: nothing to copy
+          ...(out === '/etc/systemd/system' ? [] : [`cp ${out}/*.service ${out}/${TARGET} /etc/systemd/system/`]),
           'systemctl daemon-reload',
           `hospital-api down --dir ${dir}   # if the built-in supervisor runs it now`,
           `systemctl enable --now ${TARGET}`,

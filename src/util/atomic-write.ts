@@ -3,7 +3,7 @@
  * one, never half of either. The temp file is fsynced before the rename and
  * created with the final mode, so a key is never readable by others even briefly.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fchownSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname, basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { HospitalApiError } from '../errors/index.js';
@@ -20,6 +20,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
     mkdirSync(dir, { recursive: true });
     const fd = openSync(tmp, 'wx', options.mode ?? 0o644);
     try {
+      takeFolderOwner(fd, dir);
       const bytes = typeof data === 'string' ? Buffer.from(data) : data;
       let offset = 0;
       while (offset < bytes.length) offset += writeSync(fd, bytes, offset);
@@ -36,6 +37,20 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
     }
     throw new HospitalApiError('ERR_FILE_WRITE', { path, detail: (err as Error).message }, { cause: err });
   }
+}
+
+/**
+ * Run as root, a new file takes the owner of its folder, before its first byte.
+ * An install run by systemd belongs to its service user (`chown -R`, as
+ * `hospital-api systemd` prints), and the administrator runs `consumer
+ * rotate-key`, `cert renew` or `systemd --managed` as root: a key, certificate
+ * or settings file left to root (0600) is one the components can no longer read.
+ * Anywhere else (a root-owned folder, or not root) nothing changes.
+ */
+function takeFolderOwner(fd: number, dir: string): void {
+  if (process.getuid?.() !== 0) return;
+  const folder = statSync(dir);
+  if (folder.uid !== 0 || folder.gid !== 0) fchownSync(fd, folder.uid, folder.gid);
 }
 
 /** Writes a secret (private key, generated password, API key) readable by the owner only. */

@@ -15,6 +15,10 @@ export const TIER_IMAGES = Object.freeze({
   api: `hospital-api-tier/hospital-api:dev${SUFFIX}`,
   kong: `hospital-api-tier/kong:3.9.3-standin${SUFFIX}`,
   hapi: `hospital-api-tier/hapi:v8.10.0-3-standin${SUFFIX}`,
+  /** Built by systemd.test.ts itself (images/systemd): Debian with systemd as PID 1 and the toolkit. */
+  systemdHost: `hospital-api-tier/systemd-host:dev${SUFFIX}`,
+  /** The local Debian base scripts/docker-engine.mjs imports. */
+  debian: 'hospital-api-tier/debian:bookworm',
 });
 
 export async function engineAnswers(): Promise<boolean> {

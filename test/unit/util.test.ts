@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync, writeFileSync, mkdirSync, chmodSync } from 'node:fs';
+import { chownSync, readdirSync, readFileSync, statSync, writeFileSync, mkdirSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
@@ -66,6 +66,24 @@ describe('writeFileAtomic', () => {
     } finally {
       chmodSync(join(dir, 'ro'), 0o700);
     }
+  });
+});
+
+describe('writeFileAtomic run as root', () => {
+  it.runIf(process.getuid?.() === 0)('gives a new file its folder\'s owner (a systemd install\'s service user), and leaves root\'s folders to root', () => {
+    const dir = tempDir();
+    const service = join(dir, 'install');
+    mkdirSync(service);
+    chownSync(service, 4242, 4343);
+    writeSecretFile(join(service, 'hospital-api.env'), 'FHIR_API_KEY=x\n');
+    const st = statSync(join(service, 'hospital-api.env'));
+    expect([st.uid, st.gid, st.mode & 0o777]).toEqual([4242, 4343, 0o600]);
+    // replacing a file keeps that owner too, whoever owned the old one
+    chownSync(join(service, 'hospital-api.env'), 0, 0);
+    writeFileAtomic(join(service, 'hospital-api.env'), 'FHIR_API_KEY=y\n', { mode: 0o600 });
+    expect([statSync(join(service, 'hospital-api.env')).uid, statSync(join(service, 'hospital-api.env')).gid]).toEqual([4242, 4343]);
+    writeSecretFile(join(dir, 'plain.txt'), 'x');
+    expect(statSync(join(dir, 'plain.txt')).uid).toBe(statSync(dir).uid);
   });
 });
 
