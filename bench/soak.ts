@@ -147,6 +147,11 @@ export async function run(): Promise<BenchSection> {
     clearInterval(heapSampler);
     sample();
     await agent.close();
+    // The supervisor's own view at the end: a component it found hung (no answer to its health probe for
+    // 30 s) or that crashed would show as a restart here.
+    const status = await execa('node', [BIN, 'status', '--dir', dir, '--json'], { env, reject: false, timeout: 60_000 });
+    const restarts = (JSON.parse(String(status.stdout || '{}')) as { result?: { components?: Array<{ name: string; restarts?: number }> } })
+      .result?.components?.map((c) => `${c.name} ${c.restarts ?? 0}`).join(', ') ?? `unknown (status exited ${status.exitCode})`;
 
     const afterWarmup = samples.find((s) => s.at - started >= warmupMs) ?? samples[0];
     const last = samples[samples.length - 1];
@@ -189,7 +194,7 @@ export async function run(): Promise<BenchSection> {
         `API V8 heap committed ${round(heapAt(started + warmupMs)?.totalMiB ?? NaN, 1)} MiB after warm-up, ${round(heap.at(-1)?.totalMiB ?? NaN, 1)} MiB at the end; ` +
         `external (Buffers) ${round(heapAt(started + warmupMs)?.externalMiB ?? NaN, 1)} MiB, ${round(heap.at(-1)?.externalMiB ?? NaN, 1)} MiB; ` +
         `committed by space after warm-up → end: ${['new', 'old', 'large_object', 'code'].map((sp) => `${sp} ${round(heapAt(started + warmupMs)?.spaces[sp] ?? NaN, 1)} → ${round(heap.at(-1)?.spaces[sp] ?? NaN, 1)}`).join(', ')} MiB. ` +
-        `RSS MiB at each minute: ${curve}.`,
+        `RSS MiB at each minute: ${curve}. Supervisor restarts during the run: ${restarts}.`,
       rows,
       targets: [
         { name: 'errors', value: errors, target: '= 0', met: errors === 0 },
