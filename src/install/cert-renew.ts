@@ -29,6 +29,7 @@ import { generateCa, type KeyAndCert } from '../tls/pki.js';
 import { parsePemBundle } from '../tls/inspect.js';
 import { installPaths, type InstallPaths } from '../runtime/layout.js';
 import { dayTwo } from '../runtime/not-supported.js';
+import { roleIsUp } from '../runtime/component-role.js';
 import type { Runtime } from '../runtime/types.js';
 import { writeFileAtomic, writeSecretFile } from '../util/atomic-write.js';
 import { certificateLifetimes, keyMatches, prepareRenewal, type CertificateLifetime, type RenewChoice } from './tls.js';
@@ -206,7 +207,7 @@ export async function renewCertificates(runtime: Runtime, dir: string, choice: R
   // Everything is decided and checked before a file changes.
   const next = prepareNewCa(paths, newCa, choice.caKey);
   const renewed = newCa.only ? null : prepareRenewal(paths, config.hosts, choice.days === undefined ? {} : { days: choice.days }, next.ca);
-  const apiUp = (await runtime.components()).some((c) => c.name === 'api' && (c.state === 'up' || c.state === 'degraded'));
+  const apiUp = await roleIsUp(runtime, 'api');
   const undo = await installNewCa(runtime, paths, next, apiUp, log);
   let result: RenewResult;
   try {
@@ -235,7 +236,7 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
     [paths.signerKey, renewed.signer?.keyPem ?? null, true],
     [paths.signerCert, renewed.signer?.certPem ?? null, false],
   ];
-  const gatewayUp = (await runtime.components()).some((c) => c.name === (runtime.name === 'docker' ? 'kong' : 'gateway') && (c.state === 'up' || c.state === 'degraded'));
+  const gatewayUp = await roleIsUp(runtime, 'gateway');
   try {
     writeAll(next);
   } catch (err) {

@@ -18,13 +18,8 @@ import { reloadDockerApiKey, reloadDockerGatewayTls, restoreDockerData, snapshot
 import { componentsFromInspect, serviceOf, versionsFromInspect, type ContainerInspect, type ImageInspect } from './parse.js';
 import { composeFile, projectName, settingsOf } from './render.js';
 import { refuseStaleVolumes } from './volumes.js';
+import { SERVICE_OF } from './services.js';
 
-/** Runtime component names (as native uses them) → compose services. */
-export const SERVICE_OF: Readonly<Record<string, string>> = Object.freeze({
-  api: 'hospital-api',
-  gateway: 'kong',
-  fhir: 'hapi',
-});
 
 /** Every long-running service but the API, which waits for its key (as native does). */
 export const STACK_WITHOUT_API: readonly string[] = Object.freeze(['kong-database', 'kong-migrations', 'kong-migrations-up', 'kong-migrations-finish', 'kong', 'hapi-database', 'hapi']);
@@ -153,7 +148,7 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     },
     async restart(component) {
       const c = await cli();
-      const service = SERVICE_OF[component] ?? component;
+      const service = (SERVICE_OF as Readonly<Record<string, string>>)[component] ?? component;
       writeContainerFiles(dir, await resolveImageUsers(c, dir, settings.images));
       if (service === SERVICE_OF.api) {
         // held back without its key and platform, as the native runtime does

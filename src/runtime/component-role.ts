@@ -1,0 +1,20 @@
+/**
+ * The three roles every runtime runs, by the names its `components()` reports:
+ * native (and systemd) name them by role, docker by compose service
+ * (docker/index.ts SERVICE_OF). Callers outside src/runtime/ ask by role.
+ */
+import { SERVICE_OF } from './docker/services.js';
+import type { Runtime } from './types.js';
+
+export type ComponentRole = 'api' | 'gateway' | 'fhir';
+
+/** The name `runtime.components()` gives the component that plays `role`. */
+export function componentNameOf(runtime: Pick<Runtime, 'name'>, role: ComponentRole): string {
+  return runtime.name === 'docker' ? SERVICE_OF[role] : role;
+}
+
+/** Whether the component playing `role` is running and answering (up, or degraded). */
+export async function roleIsUp(runtime: Pick<Runtime, 'name' | 'components'>, role: ComponentRole): Promise<boolean> {
+  const name = componentNameOf(runtime, role);
+  return (await runtime.components()).some((c) => c.name === name && (c.state === 'up' || c.state === 'degraded'));
+}
