@@ -6,10 +6,10 @@
  * leaves the queue empty. The socket-level flood is in basic-auth-flood.test.ts.
  */
 import { randomBytes, scryptSync } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { kongSha1Password } from '../../../src/gateway/model/password.js';
 import { scryptCheck, scryptParams } from '../../../src/gateway/plugins/basic-auth/scrypt-thread.js';
-import { MAX_IN_FLIGHT, MAX_QUEUED, verificationLoad, verifyPassword } from '../../../src/gateway/plugins/basic-auth/verify.js';
+import { MAX_IN_FLIGHT, MAX_QUEUED, MIN_SPACING_MS, verificationLoad, verifyPassword } from '../../../src/gateway/plugins/basic-auth/verify.js';
 
 /** The stored scrypt form with a small cost so the tests run fast. */
 function cheap(password: string, n = 1024): string {
@@ -46,6 +46,30 @@ describe('the scrypt thread', () => {
     expect(await scryptCheck('right', { ...params, hash: Buffer.from('short').toString('base64') })).toBe(false);
     // costs beyond the thread's memory bound fail closed instead of running
     expect(await scryptCheck('right', { ...params, n: 1 << 20, r: 32 })).toBe(false);
+  });
+});
+
+describe('the scrypt thread and the process', () => {
+  // Node counts a referenced worker's port among the resources that keep the event loop alive.
+  const holding = () => process.getActiveResourcesInfo().filter((r) => r === 'MessagePort').length;
+
+  it('keeps the process alive while a check is in progress, and never when idle (the gateway can exit)', async () => {
+    const params = scryptParams(cheap('right'))!;
+    expect(holding()).toBe(0);
+    for (const guess of ['right', 'wrong', 'again']) {
+      const answer = scryptCheck(guess, params);
+      expect(holding(), `while checking "${guess}"`).toBe(1);
+      expect(await answer).toBe(guess === 'right');
+      await new Promise((r) => setImmediate(r));
+      expect(holding(), `after "${guess}" was answered`).toBe(0);
+    }
+    // two at once: held until the last answer
+    const both = [scryptCheck('right', params), scryptCheck('wrong', params)];
+    expect(holding()).toBe(1);
+    await both[0];
+    await Promise.all(both);
+    await new Promise((r) => setImmediate(r));
+    expect(holding()).toBe(0);
   });
 });
 
@@ -86,3 +110,47 @@ describe('verifyPassword', () => {
     await drained();
   });
 });
+
+/**
+ * The two bounds one at a time, with the clock held (only Date is faked: the scrypt thread and
+ * the queue's timer are real), so neither can hide the other: a check that has ended still
+ * spaces the next one by MIN_SPACING_MS, and a check in flight holds the next one even once the
+ * spacing has passed.
+ */
+describe('verifyPassword: the spacing and the in-flight bound, each alone', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it(`starts no check within ${MIN_SPACING_MS} ms of the last, even with none in flight; then starts it`, { timeout: 30_000 }, async () => {
+    await new Promise((r) => setTimeout(r, MIN_SPACING_MS + 50)); // past any earlier test's last start
+    const stored = cheap('right');
+    const t0 = Date.now();
+    vi.useFakeTimers({ toFake: ['Date'], now: t0 });
+    expect(await verifyPassword('first-guess', 'c1', stored)).toBe('bad');
+    expect(verificationLoad()).toEqual({ inFlight: 0, queued: 0 });
+    const second = verifyPassword('second-guess', 'c1', stored);
+    expect(verificationLoad(), 'held by the spacing alone').toEqual({ inFlight: 0, queued: 1 });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(verificationLoad(), 'still held: the clock has not moved').toEqual({ inFlight: 0, queued: 1 });
+    vi.setSystemTime(t0 + MIN_SPACING_MS);
+    expect(await second).toBe('bad');
+    await drained();
+  });
+
+  it('holds a check while another is in flight, even once the spacing has passed', { timeout: 30_000 }, async () => {
+    await new Promise((r) => setTimeout(r, MIN_SPACING_MS + 50));
+    const stored = cheap('right');
+    const t0 = Date.now();
+    vi.useFakeTimers({ toFake: ['Date'], now: t0 });
+    const first = verifyPassword('guess-a', 'c1', stored);
+    expect(verificationLoad()).toEqual({ inFlight: 1, queued: 0 });
+    vi.setSystemTime(t0 + 10 * MIN_SPACING_MS);
+    const second = verifyPassword('guess-b', 'c1', stored);
+    expect(verificationLoad(), 'held by the check in flight alone').toEqual({ inFlight: 1, queued: 1 });
+    expect(await first).toBe('bad');
+    expect(await second).toBe('bad');
+    await drained();
+  });
+});
+
