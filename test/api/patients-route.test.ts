@@ -9,7 +9,7 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { TOKEN_OK, defaultPlatform, useHarness, waitForAudit, type Harness } from './harness.js';
+import { TOKEN_OK, defaultPlatform, useHarness, waitForAudit, type Harness, type HarnessOptions } from './harness.js';
 import { makeRecord } from './stand-ins.js';
 
 const harness = useHarness();
@@ -82,10 +82,15 @@ describe('the audit trail of a request', () => {
     expect(lines(t)[1]).toMatchObject({ phase: 'end', decision: 'error', code: 'ERR_API_BAD_REQUEST', aborted: false, status: 400, bytes: Buffer.byteLength(bad.text) });
   });
 
-  it('a caller that leaves while the platform decides gets exactly one end line, marked aborted', async () => {
+  /**
+   * A harness whose platform answers after 300 ms, and a raw caller that sends one request and
+   * leaves as soon as the platform has it; resolves once the platform has answered the API.
+   */
+  async function leaveWhilePlatformDecides(requestId: string, fhir: HarnessOptions['fhir'] = {}) {
     let answered!: () => void;
     const platformDone = new Promise<void>((r) => (answered = r));
     const t = await harness({
+      fhir,
       platform: (auth) => {
         setTimeout(answered, 400);
         return { ...defaultPlatform(auth), delayMs: 300 };
@@ -95,9 +100,14 @@ describe('the audit trail of a request', () => {
     const socket = connect(Number(u.port), u.hostname);
     socket.on('error', () => undefined);
     const body = JSON.stringify(ok);
-    socket.write(`POST /api/patients HTTP/1.1\r\nHost: x\r\nX-Request-Id: gone-1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    socket.write(`POST /api/patients HTTP/1.1\r\nHost: x\r\nX-Request-Id: ${requestId}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
     for (let i = 0; i < 200 && t.platform.seen.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     socket.destroy();
+    return { t, platformDone };
+  }
+
+  it('a caller that leaves while the platform decides gets exactly one end line, marked aborted', async () => {
+    const { t, platformDone } = await leaveWhilePlatformDecides('gone-1');
     const [line] = await waitForAudit(t, 1);
     expect(line).toMatchObject({ requestId: 'gone-1', aborted: true, code: 'ERR_API_ABORTED', decision: 'error' });
     await platformDone; // the handler finishes after the caller left: no second line, and no record fetched for nobody
@@ -106,23 +116,9 @@ describe('the audit trail of a request', () => {
     expect(gone.map((l) => l.phase)).toEqual(['end']);
     expect(t.fhir.seen.filter((s) => s.url.includes('$everything'))).toHaveLength(1); // the second request's only
   });
+
   it('a caller that leaves while a search that finds nobody runs gets exactly one end line', async () => {
-    let answered!: () => void;
-    const platformDone = new Promise<void>((r) => (answered = r));
-    const t = await harness({
-      fhir: { patients: {} },
-      platform: (auth) => {
-        setTimeout(answered, 400);
-        return { ...defaultPlatform(auth), delayMs: 300 };
-      },
-    });
-    const u = new URL(t.url);
-    const socket = connect(Number(u.port), u.hostname);
-    socket.on('error', () => undefined);
-    const body = JSON.stringify(ok);
-    socket.write(`POST /api/patients HTTP/1.1\r\nHost: x\r\nX-Request-Id: gone-2\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
-    for (let i = 0; i < 200 && t.platform.seen.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
-    socket.destroy();
+    const { t, platformDone } = await leaveWhilePlatformDecides('gone-2', { patients: {} });
     await waitForAudit(t, 1);
     await platformDone;
     // the handler answers {} for nobody after the caller left: its reply must not add a line

@@ -35,7 +35,7 @@ import { readInstallConfig } from '../../src/runtime/install-config.js';
 import { presentedFingerprint } from '../../src/install/cert-renew.js';
 import { createBackup } from '../../src/backup/create.js';
 import { docker, engineAnswers, sayNoEngine } from './engine.js';
-import { API_IMAGE, containersOf, formatTimings, IMAGE_FLAGS, prepareTier, purgeProjects, REAL, runningContainer, tierSite, volumesOf } from './site.js';
+import { API_IMAGE, containersOf, formatTimings, IMAGE_FLAGS, postPatientTo, prepareTier, purgeProjects, REAL, type RecordEntry, runningContainer, tierSite, volumesOf } from './site.js';
 
 const engine = await engineAnswers();
 if (!engine) sayNoEngine();
@@ -69,17 +69,8 @@ async function compose(args: string[], composeFile: string): Promise<void> {
   await execa(bin, [...prefix, '-p', project, '-f', composeFile, ...args], { timeout: 300_000 });
 }
 
-interface Entry { resource: { resourceType: string; id: string } }
-async function postPatient(careId: string, token: string): Promise<{ status: number; resources: Entry[] }> {
-  const res = await request(`http://127.0.0.1:${ports.api}/api/patients`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ platformCareId: careId, token }),
-  });
-  const text = await res.body.text();
-  const body = res.statusCode === 200 ? (JSON.parse(text) as { resources: Entry[] }) : { resources: [] };
-  return { status: res.statusCode, resources: body.resources };
-}
+type Entry = RecordEntry;
+const postPatient = (careId: string, token: string) => postPatientTo(ports.api!, careId, token);
 
 async function fhirAnswers(): Promise<boolean> {
   try {

@@ -10,6 +10,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
+import { request } from 'undici';
 import { SYNTHETIC_ID_SYSTEM } from '../../src/fhir/generate/model.js';
 import { findCompose } from '../../src/runtime/docker/compose.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
@@ -133,4 +134,18 @@ export async function prepareTier(
   site.timings.images = Date.now() - t0;
   const ports = { api: await freePort(), fhir: await freePort(), gatewayHttps: await freePort() };
   return { ports, tokens: writeTokens(site.platformDir, careIds) };
+}
+
+/** A record entry as the tests read it. */
+export interface RecordEntry { resource: { resourceType: string; id: string; identifier?: Array<{ system?: string; value?: string }> } }
+
+/** POST /api/patients on the API published at `apiPort` (loopback): the status and, on 200, the entries. */
+export async function postPatientTo(apiPort: number, careId: string, token: string): Promise<{ status: number; resources: RecordEntry[] }> {
+  const res = await request(`http://127.0.0.1:${apiPort}/api/patients`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ platformCareId: careId, token }),
+  });
+  const text = await res.body.text();
+  return { status: res.statusCode, resources: res.statusCode === 200 ? (JSON.parse(text) as { resources: RecordEntry[] }).resources : [] };
 }

@@ -32,7 +32,7 @@ import { freePort } from '../../src/util/port-check.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir/generate/dataset.js';
 import { docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
-import { API_IMAGE, formatTimings, prepareImages, REAL, REPO, syntheticIds, type Timings } from './site.js';
+import { API_IMAGE, formatTimings, postPatientTo, prepareImages, REAL, type RecordEntry, REPO, syntheticIds, type Timings } from './site.js';
 
 const engine = await engineAnswers();
 if (!engine) sayNoEngine();
@@ -87,16 +87,8 @@ async function healthy(): Promise<boolean> {
   }
 }
 
-interface Entry { resource: { resourceType: string; id: string; identifier?: Array<{ system?: string; value?: string }> } }
-async function postPatient(careId: string, token: string): Promise<{ status: number; resources: Entry[] }> {
-  const res = await request(`http://127.0.0.1:${ports.api}/api/patients`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ platformCareId: careId, token }),
-  });
-  const text = await res.body.text();
-  return { status: res.statusCode, resources: res.statusCode === 200 ? (JSON.parse(text) as { resources: Entry[] }).resources : [] };
-}
+type Entry = RecordEntry;
+const postPatient = (careId: string, token: string) => postPatientTo(ports.api, careId, token);
 
 const dataset = generateDataset({ patients: 2, seed: SEED, sizes: SIZES });
 let tokens: Array<{ careId: string; token: string }> = [];
