@@ -55,21 +55,20 @@ describe('the scrypt thread and the process', () => {
 
   it('keeps the process alive while a check is in progress, and never when idle (the gateway can exit)', async () => {
     const params = scryptParams(cheap('right'))!;
-    expect(holding()).toBe(0);
+    const idle = holding(); // the test runner may hold ports of its own
     for (const guess of ['right', 'wrong', 'again']) {
       const answer = scryptCheck(guess, params);
-      expect(holding(), `while checking "${guess}"`).toBe(1);
+      expect(holding(), `while checking "${guess}"`).toBe(idle + 1);
       expect(await answer).toBe(guess === 'right');
       await new Promise((r) => setImmediate(r));
-      expect(holding(), `after "${guess}" was answered`).toBe(0);
+      expect(holding(), `after "${guess}" was answered`).toBe(idle);
     }
     // two at once: held until the last answer
     const both = [scryptCheck('right', params), scryptCheck('wrong', params)];
-    expect(holding()).toBe(1);
-    await both[0];
+    expect(holding()).toBe(idle + 1);
     await Promise.all(both);
     await new Promise((r) => setImmediate(r));
-    expect(holding()).toBe(0);
+    expect(holding()).toBe(idle);
   });
 });
 
