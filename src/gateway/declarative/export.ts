@@ -1,6 +1,6 @@
 /**
  * GatewayConfig → declarative document (`_format_version: "3.0"`, Kong's kong/db/declarative/export.lua)
- * that validates against decK's schema (../shared/schemas/kong-declarative-config.json):
+ * that validates against decK's schema (test/fixtures/schemas/kong-declarative-config.json, with its source):
  * nulls and timestamps dropped (the schema has no nulls), routes nested under
  * their service, credentials under their consumer, plugins top-level with
  * id references. `_transform: false` because basic-auth passwords are
