@@ -138,7 +138,7 @@ describe('verifyPassword: the spacing and the in-flight bound, each alone', () =
   });
 
   it('holds a check while another is in flight, even once the spacing has passed', { timeout: 30_000 }, async () => {
-    await new Promise((r) => setTimeout(r, MIN_SPACING_MS + 50));
+    await new Promise((r) => setTimeout(r, 2 * MIN_SPACING_MS + 100)); // the previous test's clock ran MIN_SPACING_MS ahead
     const stored = cheap('right');
     const t0 = Date.now();
     vi.useFakeTimers({ toFake: ['Date'], now: t0 });
@@ -151,5 +151,22 @@ describe('verifyPassword: the spacing and the in-flight bound, each alone', () =
     expect(await second).toBe('bad');
     await drained();
   });
-});
 
+  it('forgets a refused password after a minute: then it is checked afresh', { timeout: 30_000 }, async () => {
+    const stored = cheap('right');
+    // Last in the file: the clock only moves forward, and the module's last start stays a minute
+    // ahead of real time afterwards. It starts 10 s ahead, past the earlier tests' moved clocks.
+    const now = Date.now() + 10_000;
+    vi.useFakeTimers({ toFake: ['Date'], now });
+    expect(await verifyPassword('wrong-ttl', 'c1', stored)).toBe('bad');
+    vi.setSystemTime(now + 59_000);
+    const remembered = verifyPassword('wrong-ttl', 'c1', stored);
+    expect(verificationLoad(), 'answered from memory').toEqual({ inFlight: 0, queued: 0 });
+    expect(await remembered).toBe('bad');
+    vi.setSystemTime(now + 61_000);
+    const again = verifyPassword('wrong-ttl', 'c1', stored);
+    expect(verificationLoad(), 'checked again').toEqual({ inFlight: 1, queued: 0 });
+    expect(await again).toBe('bad');
+    await drained();
+  });
+});
