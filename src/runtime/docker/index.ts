@@ -20,7 +20,6 @@ import { composeFile, projectName, settingsOf } from './render.js';
 import { refuseStaleVolumes } from './volumes.js';
 import { SERVICE_OF } from './services.js';
 
-
 /** Every long-running service but the API, which waits for its key (as native does). */
 export const STACK_WITHOUT_API: readonly string[] = Object.freeze(['kong-database', 'kong-migrations', 'kong-migrations-up', 'kong-migrations-finish', 'kong', 'hapi-database', 'hapi']);
 
@@ -118,8 +117,8 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
 
   const startApi = async (c: DockerCli): Promise<void> => {
     const build = settings.images.api ? [] : ['--build'];
-    await c.compose(['up', '-d', '--no-deps', '--force-recreate', ...build, SERVICE_OF.api!], { timeoutMs: null, onProgress: progress });
-    await waitReady([SERVICE_OF.api!], { fhir: false, api: true });
+    await c.compose(['up', '-d', '--no-deps', '--force-recreate', ...build, SERVICE_OF.api], { timeoutMs: null, onProgress: progress });
+    await waitReady([SERVICE_OF.api], { fhir: false, api: true });
   };
 
   const dayTwo: DayTwoContext = {
@@ -137,7 +136,7 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
       await refuseStaleVolumes(c, dir, project, { waitReady: () => waitReady(['hapi-database', 'kong-database'], { fhir: false, api: false }) });
       const withApi = apiReady(dir);
       const build = withApi && !settings.images.api ? ['--build'] : [];
-      await c.compose(['up', '-d', '--remove-orphans', ...build, ...STACK_WITHOUT_API, ...(withApi ? [SERVICE_OF.api!] : [])], {
+      await c.compose(['up', '-d', '--remove-orphans', ...build, ...STACK_WITHOUT_API, ...(withApi ? [SERVICE_OF.api] : [])], {
         timeoutMs: null,
         onProgress: progress,
       });
