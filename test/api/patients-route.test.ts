@@ -139,7 +139,26 @@ describe('the audit trail of a request', () => {
     const text = await res.body.text().then((x) => x, () => null);
     if (text !== null) expect(() => JSON.parse(text), 'a complete record reached the caller').toThrow();
     const m = await metrics(t);
-    expect(m).toContain('hospital_api_requests_total{route="/api/patients",outcome="error",status="200"} 1');
+    // counted once, as what the caller got (a cut record): not also as granted when the end line was tried
+    expect(m.match(/^hospital_api_requests_total\{route="\/api\/patients".*$/gm)).toEqual([
+      'hospital_api_requests_total{route="/api/patients",outcome="error",status="200"} 1',
+    ]);
+  });
+
+  it('a {} reply whose end line cannot be written is counted once, as the 503 the caller got', async () => {
+    // the platform holds its yes for 300 ms: the log becomes unwritable while it decides
+    const t = await harness({ fhir: { patients: {} }, platform: (auth) => ({ ...defaultPlatform(auth), delayMs: 300 }) });
+    const pending = t.post({ ...ok, platformCareId: 'care-9' });
+    for (let i = 0; i < 200 && t.platform.seen.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    rmSync(t.auditPath, { force: true });
+    mkdirSync(t.auditPath);
+    const res = await pending;
+    expect(res.status).toBe(503);
+    expect(res.json.error.code).toBe('ERR_API_AUDIT_UNAVAILABLE');
+    const m = await metrics(t);
+    expect(m.match(/^hospital_api_requests_total\{route="\/api\/patients".*$/gm)).toEqual([
+      'hospital_api_requests_total{route="/api/patients",outcome="error",status="503"} 1',
+    ]);
   });
 
   it('leaves no listener behind on the response after each back-pressured write', { timeout: 60_000 }, async () => {

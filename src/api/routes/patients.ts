@@ -23,6 +23,8 @@ interface RequestState {
   ended: boolean;
   /** Counted in the concurrency cap, released on close. */
   counted: boolean;
+  /** Counted in the request metrics: once per request, with the outcome the caller got. */
+  metered: boolean;
 }
 
 const states = new WeakMap<FastifyRequest, RequestState>();
@@ -110,20 +112,36 @@ function record(request: FastifyRequest, st: RequestState, phase: AuditPhase, fi
 }
 
 /**
- * Writes the request's end line (once) and counts it in the metrics.
- * Resolves when the line is on disk; rejects with ERR_API_AUDIT_UNAVAILABLE.
+ * Counts a request in the metrics, once: a request whose end line fails is
+ * retried as a cut record (`cut`), and must not be counted a second time.
  */
-function writeEnd(ctx: ApiContext, request: FastifyRequest, st: RequestState, status: number, aborted: boolean): Promise<void> {
-  st.ended = true;
-  const code = st.code ?? (aborted ? 'ERR_API_ABORTED' : null);
-  const decision = st.decision ?? decisionFor(code, status);
-  const line = record(request, st, 'end', { decision, code, status, aborted });
-  ctx.metrics.requests.inc({ route: '/api/patients', outcome: decision, status });
-  ctx.metrics.duration.observe({ route: '/api/patients', outcome: decision }, line.durationMs / 1000);
+function meter(ctx: ApiContext, st: RequestState, outcome: AuditDecision, status: number, code: string | null): void {
+  if (st.metered) return;
+  st.metered = true;
+  const seconds = Number(process.hrtime.bigint() - st.start) / 1e9;
+  ctx.metrics.requests.inc({ route: '/api/patients', outcome, status });
+  ctx.metrics.duration.observe({ route: '/api/patients', outcome }, seconds);
   if (code && /^ERR_API_(PLATFORM|FHIR)_/.test(code)) {
     ctx.metrics.upstreamErrors.inc({ upstream: code.startsWith('ERR_API_PLATFORM') ? 'platform' : 'fhir', code });
   }
-  return ctx.audit.write(line);
+}
+
+/**
+ * Writes the request's end line (once) and, when it is on disk, counts the
+ * request in the metrics. Rejects with ERR_API_AUDIT_UNAVAILABLE, counting
+ * nothing: the caller decides what the request became and meters that.
+ */
+async function writeEnd(ctx: ApiContext, request: FastifyRequest, st: RequestState, status: number, aborted: boolean): Promise<void> {
+  st.ended = true;
+  const code = st.code ?? (aborted ? 'ERR_API_ABORTED' : null);
+  const decision = st.decision ?? decisionFor(code, status);
+  await ctx.audit.write(record(request, st, 'end', { decision, code, status, aborted }));
+  meter(ctx, st, decision, status, code);
+}
+
+/** The code of an end line that could not be written. */
+function auditCode(err: unknown): string {
+  return err instanceof HospitalApiError ? err.code : 'ERR_API_AUDIT_UNAVAILABLE';
 }
 
 /** Connection closed: release the concurrency slot; a request that ended without its line (caller gone) gets one now. */
@@ -135,6 +153,7 @@ function onClose(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, 
   if (st.ended) return;
   const raw = reply.raw;
   writeEnd(ctx, request, st, raw.statusCode, !raw.writableFinished).catch((err: Error) => {
+    meter(ctx, st, 'error', raw.statusCode, auditCode(err));
     request.log.error({ code: (err as HospitalApiError).code, message: err.message }, 'audit line not written');
   });
 }
@@ -154,6 +173,7 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
         bytes: 0,
         ended: false,
         counted: false,
+        metered: false,
       };
       states.set(request, st);
       reply.raw.once('close', () => onClose(ctx, request, reply, st));
@@ -178,6 +198,7 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
         return payload;
       } catch (err) {
         const error = err instanceof HospitalApiError ? err : new HospitalApiError('ERR_INTERNAL', { detail: 'audit' });
+        meter(ctx, st, 'error', error.status, error.code);
         request.log.error({ code: error.code, message: error.message }, 'audit line not written: reply replaced');
         reply.code(error.status).type('application/json; charset=utf-8');
         return JSON.stringify({ error: { code: error.code, message: error.message, requestId: request.id } });
@@ -231,7 +252,7 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
         st.decision = 'error';
         request.log.error({ code: st.code, message: (err as Error).message }, 'record aborted mid-stream');
         reply.raw.destroy();
-        if (!st.ended) await writeEnd(ctx, request, st, 200, true).catch(() => undefined);
+        if (!st.ended) await writeEnd(ctx, request, st, 200, true).catch((e: unknown) => meter(ctx, st, 'error', 200, auditCode(e)));
         return reply;
       };
       try {
