@@ -13,7 +13,7 @@ import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { filePermissions } from '../../src/checks/file-permissions.js';
-import type { CheckContext, CheckResult } from '../../src/checks/types.js';
+import type { CheckContext, CheckOutcome } from '../../src/checks/types.js';
 import { installPaths } from '../../src/runtime/layout.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 
@@ -49,7 +49,7 @@ function privateInstall(runtime: Runtime): string {
   return root;
 }
 
-function check(root: string, runtime: Runtime): Promise<CheckResult> {
+function check(root: string, runtime: Runtime): Promise<CheckOutcome> {
   return filePermissions.run({ dir: root, config: { runtime } } as unknown as CheckContext);
 }
 

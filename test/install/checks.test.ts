@@ -10,8 +10,8 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
-import { Agent } from 'undici';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Agent, getGlobalDispatcher, setGlobalDispatcher, type Dispatcher } from 'undici';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { runInstall } from '../../src/install/run.js';
 import { endpoints, readInstallConfig, type InstallConfig } from '../../src/runtime/install-config.js';
 import { installPaths } from '../../src/runtime/layout.js';
@@ -32,7 +32,7 @@ import { gatewayObjects } from '../../src/checks/gateway-objects.js';
 import { keyAuthMetadata } from '../../src/checks/key-auth-metadata.js';
 import { keyAuthNoKey } from '../../src/checks/key-auth-no-key.js';
 import { keyAuthWrongKey } from '../../src/checks/key-auth-wrong-key.js';
-import { describeFailure, isCapabilityStatement, isTlsFailure } from '../../src/checks/http.js';
+import { describeFailure, httpGet, isCapabilityStatement, isTlsFailure } from '../../src/checks/http.js';
 import { formatCheckProgress, renderChecks } from '../../src/checks/render.js';
 import { allMandatoryPass, runChecks } from '../../src/checks/runner.js';
 import type { Check, CheckContext, CheckResult } from '../../src/checks/types.js';
@@ -101,6 +101,18 @@ function ctx(over: Partial<CheckContext> & { config?: InstallConfig } = {}): Che
   };
 }
 
+/** An undici Agent that keeps the options of every request it dispatches (then dispatches it for real). */
+function recordingDispatcher(): { agent: Agent; options: Dispatcher.DispatchOptions[] } {
+  const options: Dispatcher.DispatchOptions[] = [];
+  class Recording extends Agent {
+    override dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+      options.push(opts);
+      return super.dispatch(opts, handler);
+    }
+  }
+  return { agent: new Recording(), options };
+}
+
 /** The install's config with one port moved to where nothing listens. */
 async function closedPort(port: keyof InstallConfig['ports']): Promise<InstallConfig> {
   return { ...config, ports: { ...config.ports, [port]: await freePort() } };
@@ -135,7 +147,22 @@ describe('components-up (§4.5.1)', () => {
 
   it('fails when nothing runs at all', async () => {
     components.splice(0);
-    expect(await componentsUp.run(ctx())).toMatchObject({ status: 'fail', summary: 'no component is running', hint: expect.stringContaining('hospital-api up') });
+    expect(await componentsUp.run(ctx())).toEqual({ status: 'fail', summary: 'no component is running', detail: '', hint: 'Start the stack: `hospital-api up`.' });
+  });
+
+  it('a degraded gateway (serving its last good state) is not up: named with its reason, and the hint says what to fix', async () => {
+    components[1] = { name: 'gateway', state: 'degraded', detail: 'degraded: state file invalid (routes[0].paths)' };
+    expect(await componentsUp.run(ctx())).toEqual({
+      status: 'fail',
+      summary: 'degraded: gateway (state file invalid (routes[0].paths))',
+      detail: 'fhir: up (stand-in); gateway: degraded (degraded: state file invalid (routes[0].paths)); api: up (stand-in)',
+      hint: 'See `hospital-api status`; fix the gateway state file (or restore it from a backup) before the next restart.',
+    });
+    // beside a component that is down, the down one is named and the usual hint given
+    components[2] = { name: 'api', state: 'down', detail: '' };
+    expect(await componentsUp.run(ctx())).toMatchObject({
+      status: 'fail', summary: 'not up: gateway, api', hint: 'See `hospital-api status` and `hospital-api logs <component>`.',
+    });
   });
 });
 
@@ -180,7 +207,20 @@ describe('fhir-metadata (§4.5.2)', () => {
     answers.metadata = { status: 500, body: { resourceType: 'CapabilityStatement' } };
     expect(await fhirMetadata.run(ctx())).toMatchObject({ status: 'fail', summary: '500, not a CapabilityStatement' });
     answers.metadata = { status: 200, body: null };
-    expect((await fhirMetadata.run(ctx())).status).toBe('fail');
+    expect(await fhirMetadata.run(ctx())).toMatchObject({ status: 'fail', summary: '200, not a CapabilityStatement', httpStatus: 200 });
+  });
+
+  it("gives a slow FHIR server 30 s (HAPI's first /metadata builds its CapabilityStatement)", async () => {
+    const seen = recordingDispatcher();
+    const previous = getGlobalDispatcher();
+    setGlobalDispatcher(seen.agent);
+    try {
+      expect((await fhirMetadata.run(ctx())).status).toBe('pass');
+    } finally {
+      setGlobalDispatcher(previous);
+      await seen.agent.close();
+    }
+    expect(seen.options).toEqual([expect.objectContaining({ headersTimeout: 30_000, bodyTimeout: 30_000 })]);
   });
 
   it('fails with "no answer" when nothing listens', async () => {
@@ -271,6 +311,29 @@ describe('gateway-objects (§4.5.3)', () => {
     await expect(gatewayObjects.run(ctx({ runtime: { ...runtime, admin: refused } }))).rejects.toThrow(/^GET \/\w+\?size=1000 answered 401$/);
   });
 
+  it('a route or a plugin with no service (Kong allows both) is not attached to anything', async () => {
+    const route = kong.routes.find((r) => r.name === 'fhir-api-route')!;
+    const saved = route.service;
+    try {
+      route.service = null;
+      expect(await gatewayObjects.run(ctx())).toMatchObject({ status: 'fail', summary: 'route fhir-api-route is not attached to fhir-api' });
+    } finally {
+      route.service = saved;
+    }
+    // basic-auth made global (service null): it is no longer fhir-api's
+    pluginOn('fhir-api', 'basic-auth').service = null;
+    expect(await gatewayObjects.run(ctx())).toMatchObject({ status: 'fail', summary: 'basic-auth not attached to fhir-api' });
+  });
+
+  it('a page without data is an empty page', async () => {
+    const runtime = fakeRuntime(kong, [], components);
+    const bare: typeof runtime.admin = async () => ({ status: 200, body: {} });
+    expect(await gatewayObjects.run(ctx({ runtime: { ...runtime, admin: bare } }))).toMatchObject({
+      status: 'fail', summary: 'service fhir-api missing; route fhir-api-route missing; service fhir-api-key-auth missing; route fhir-api-key-auth-route missing',
+      detail: '0 services, 0 routes, 0 plugins',
+    });
+  });
+
   it('stops following `next` after 50 pages (a gateway that pages forever)', async () => {
     const runtime = fakeRuntime(kong, [], components);
     let calls = 0;
@@ -308,6 +371,9 @@ describe('key-auth-metadata (§4.5.4)', () => {
     expect(await keyAuthMetadata.run(ctx())).toMatchObject({ status: 'fail', summary: '200', httpStatus: 200 });
     answers.metadata = { status: 502, body: { message: 'An invalid response was received from the upstream server' } };
     expect(await keyAuthMetadata.run(ctx())).toMatchObject({ status: 'fail', summary: '502', httpStatus: 502 });
+    // a CapabilityStatement under another status (a cache or proxy in between) is not the gateway's 200
+    answers.metadata = { status: 203, body: { resourceType: 'CapabilityStatement', fhirVersion: '4.0.1' } };
+    expect(await keyAuthMetadata.run(ctx())).toMatchObject({ status: 'fail', summary: '203', httpStatus: 203 });
   });
 
   it('fails when the gateway certificate is not from the CA, or the gateway does not answer', async () => {
@@ -320,8 +386,10 @@ describe('key-auth-metadata (§4.5.4)', () => {
     } finally {
       await wrongCa.close();
     }
-    const r = await keyAuthMetadata.run(ctx({ config: await closedPort('gatewayHttps') }));
+    const closed = await closedPort('gatewayHttps');
+    const r = await keyAuthMetadata.run(ctx({ config: closed }));
     expect(r).toMatchObject({ status: 'fail', summary: 'the gateway does not answer', hint: 'Is the gateway running?' });
+    expect(r.detail.startsWith(`GET ${endpoints(closed).gatewayHttps}/fhir-api-key-auth/metadata: ECONNREFUSED: `)).toBe(true);
   });
 });
 
@@ -435,6 +503,7 @@ describe('certificate-chain and certificate-expiry', () => {
     const at = (ms: number) => ({ ...soon, validTo: new Date(Date.now() + ms).toUTCString() });
     expect((await run(at(30 * 86_400_000 - 60_000))).status).toBe('warn');
     expect(await run(at(30 * 86_400_000 + 3_600_000))).toMatchObject({ status: 'pass', summary: expect.stringMatching(/\(30 days\)$/) });
+    expect((await run(at(30 * 86_400_000 - 60_000))).hint).toBe('Renew the gateway certificate.');
     expect((await run(at(-86_400_000 + 3_600_000))).summary).toMatch(/^expires in -1 days/);
     expect(certificateExpiry.mandatory).toBe(false);
   });
@@ -462,8 +531,27 @@ describe('runner, accept rule and table', () => {
       ['a', 'pass', 'ok'], ['b', 'error', 'boom'], ['c', 'error', 'timed out after 50 ms'], ['d', 'error', 'plain'],
     ]);
     expect(results[0]).toMatchObject({ spec: 'extra', title: 'title a', mandatory: true, detail: 'd' });
+    expect(results.slice(1).map((r) => r.detail)).toEqual(['', '', '']);
     expect(results[2]!.durationMs).toBeGreaterThanOrEqual(45);
     expect(results[0]!.durationMs).toBeLessThan(results[2]!.durationMs);
+  });
+
+  it("times each check by the clock: no duration exceeds the run's own", async () => {
+    const before = performance.now();
+    const results = await runChecks([check('a', async () => { await new Promise((res) => setTimeout(res, 30)); return { status: 'pass', summary: '', detail: '' }; })], ctx());
+    const elapsed = performance.now() - before;
+    expect(results[0]!.durationMs).toBeGreaterThanOrEqual(25);
+    expect(results[0]!.durationMs).toBeLessThanOrEqual(Math.ceil(elapsed));
+  });
+
+  it('clears the time-out of a check that finished, so no timer outlives verify', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      await runChecks([check('a', async () => ({ status: 'pass', summary: '', detail: '' }), { timeoutMs: 60_000 })], ctx());
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('a check finishing before its time-out is not cut, and runs without onResult', async () => {
@@ -530,6 +618,20 @@ describe('the HTTP helpers', () => {
     }
     expect(isTlsFailure(Object.assign(new Error('x'), { code: 'ECONNREFUSED' }))).toBe(false);
     expect(isTlsFailure(new Error('socket hang up'))).toBe(false);
+  });
+
+  it('GET with a 10 s header and body time-out by default, asking for FHIR JSON', async () => {
+    const seen = recordingDispatcher();
+    try {
+      const reply = await httpGet(`${endpoints(config).fhirBase}/metadata`, { dispatcher: seen.agent });
+      expect(reply.status).toBe(200);
+      await httpGet(`${endpoints(config).fhirBase}/metadata`, { dispatcher: seen.agent, timeoutMs: 1234, headers: { 'x-extra': '1' } });
+    } finally {
+      await seen.agent.close();
+    }
+    expect(seen.options.map((o) => [o.headersTimeout, o.bodyTimeout])).toEqual([[10_000, 10_000], [1234, 1234]]);
+    expect(seen.options[0]!.headers).toMatchObject({ accept: 'application/fhir+json, application/json' });
+    expect(seen.options[1]!.headers).toMatchObject({ accept: 'application/fhir+json, application/json', 'x-extra': '1' });
   });
 
   it('know a CapabilityStatement', () => {
