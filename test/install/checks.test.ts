@@ -158,6 +158,10 @@ describe('components-up (§4.5.1)', () => {
       detail: 'fhir: up (stand-in); gateway: degraded (degraded: state file invalid (routes[0].paths)); api: up (stand-in)',
       hint: 'See `hospital-api status`; fix the gateway state file (or restore it from a backup) before the next restart.',
     });
+    // two degraded: both named; a leading "degraded: " goes, one inside the reason stays
+    components[0] = { name: 'fhir', state: 'degraded', detail: 'was degraded: before' };
+    expect((await componentsUp.run(ctx())).summary).toBe('degraded: fhir (was degraded: before); gateway (state file invalid (routes[0].paths))');
+    components[0] = { name: 'fhir', state: 'up', detail: 'stand-in' };
     // beside a component that is down, the down one is named and the usual hint given
     components[2] = { name: 'api', state: 'down', detail: '' };
     expect(await componentsUp.run(ctx())).toMatchObject({
@@ -260,6 +264,8 @@ describe('gateway-objects (§4.5.3)', () => {
     expect(await gatewayObjects.run(ctx())).toMatchObject({
       status: 'fail', summary: 'route fhir-api-key-auth-route also takes http (credentials must travel over https only)',
     });
+    route.protocols = ['http', 'grpc', 'https'];
+    expect((await gatewayObjects.run(ctx())).summary).toBe('route fhir-api-key-auth-route also takes http, grpc (credentials must travel over https only)');
     delete route.protocols;
     expect((await gatewayObjects.run(ctx())).summary).toBe('route fhir-api-key-auth-route also takes http (credentials must travel over https only)');
     route.protocols = ['https'];
@@ -296,6 +302,7 @@ describe('gateway-objects (§4.5.3)', () => {
     // one entity per page, as Kong pages with size=1
     const paged: typeof runtime.admin = async (method, path) => {
       seen.push(path);
+      expect(method).toBe('GET');
       const [base, query] = path.split('?') as [string, string];
       const offset = Number(new URLSearchParams(query).get('offset') ?? 0);
       const all = ((await runtime.admin(method, base)).body as { data: unknown[] }).data;
@@ -502,7 +509,7 @@ describe('certificate-chain and certificate-expiry', () => {
     // 30 days from now less a minute is 29 whole days; 30 days and an hour is 30
     const at = (ms: number) => ({ ...soon, validTo: new Date(Date.now() + ms).toUTCString() });
     expect((await run(at(30 * 86_400_000 - 60_000))).status).toBe('warn');
-    expect(await run(at(30 * 86_400_000 + 3_600_000))).toMatchObject({ status: 'pass', summary: expect.stringMatching(/\(30 days\)$/) });
+    expect(await run(at(30 * 86_400_000 + 3_600_000))).toMatchObject({ status: 'pass', summary: expect.stringMatching(/\(30 days\)$/), detail: '' });
     expect((await run(at(30 * 86_400_000 - 60_000))).hint).toBe('Renew the gateway certificate.');
     expect((await run(at(-86_400_000 + 3_600_000))).summary).toMatch(/^expires in -1 days/);
     expect(certificateExpiry.mandatory).toBe(false);
@@ -630,6 +637,7 @@ describe('the HTTP helpers', () => {
       await seen.agent.close();
     }
     expect(seen.options.map((o) => [o.headersTimeout, o.bodyTimeout])).toEqual([[10_000, 10_000], [1234, 1234]]);
+    expect(seen.options.map((o) => o.method)).toEqual(['GET', 'GET']);
     expect(seen.options[0]!.headers).toMatchObject({ accept: 'application/fhir+json, application/json' });
     expect(seen.options[1]!.headers).toMatchObject({ accept: 'application/fhir+json, application/json', 'x-extra': '1' });
   });
