@@ -18,7 +18,7 @@ const benches: Record<string, () => Promise<{ run: Bench }>> = {
 /** Run only when named (10 minutes by default): `npm run bench -- soak [--duration 2m]`. */
 const ON_REQUEST = new Set(['soak']);
 /** Flags that take a value (read by the bench itself). */
-const VALUE_FLAGS = new Set(['--duration']);
+const VALUE_FLAGS = new Set(['--duration', '--warmup']);
 
 const args = process.argv.slice(2);
 const wanted = args.filter((a, i) => !a.startsWith('-') && !VALUE_FLAGS.has(args[i - 1] ?? ''));
