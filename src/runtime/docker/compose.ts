@@ -83,13 +83,27 @@ export async function requireCompose(docker = 'docker'): Promise<ComposeFound> {
   return found;
 }
 
+/**
+ * How long docker-compose 1.29 waits for one answer from the engine (its
+ * COMPOSE_HTTP_TIMEOUT, default 60 s: Compose v1 CLI environment variables).
+ * Removing a container on a storage driver without copy-on-write (vfs: each
+ * container is a full copy of its image) takes the engine longer than that
+ * when a whole project is removed at once: on the tier engine under load,
+ * removing a project's containers failed with "Read timed out. (read
+ * timeout=60)" (the nine containers of a stack, and eleven in a trial with
+ * more services). The runtime puts no time limit on up and down itself; a
+ * value the operator set is kept.
+ */
+export const COMPOSE_HTTP_TIMEOUT_S = 600;
+
 export function dockerCli(project: string, file: string, bins: DockerBinaries): DockerCli {
-  const exec = async (argv: string[], args: string[], options: RunOptions = {}): Promise<DockerResult> => {
+  const exec = async (argv: string[], args: string[], options: RunOptions = {}, env?: Record<string, string>): Promise<DockerResult> => {
     const [bin, ...prefix] = argv as [string, ...string[]];
     const what = [...prefix, ...args].filter((a) => !a.startsWith('-') && a !== project && a !== file).slice(0, 2).join(' ');
     const timeout = options.timeoutMs === null ? undefined : (options.timeoutMs ?? 120_000);
     const child = execa(bin, [...prefix, ...args], {
       reject: false,
+      ...(env ? { env } : {}),
       ...(timeout === undefined ? {} : { timeout }),
       ...(options.input === undefined ? { stdin: 'ignore' as const } : { input: options.input }),
     });
@@ -115,7 +129,8 @@ export function dockerCli(project: string, file: string, bins: DockerBinaries): 
   };
   return {
     run: (args, options) => exec([bins.docker], args, options),
-    compose: (args, options) => exec(bins.compose, ['-p', project, '-f', file, ...args], options),
+    compose: (args, options) =>
+      exec(bins.compose, ['-p', project, '-f', file, ...args], options, { COMPOSE_HTTP_TIMEOUT: process.env.COMPOSE_HTTP_TIMEOUT ?? String(COMPOSE_HTTP_TIMEOUT_S) }),
   };
 }
 

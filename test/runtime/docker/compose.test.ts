@@ -6,7 +6,10 @@
  */
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import { findCompose, parseComposeVersion } from '../../../src/runtime/docker/compose.js';
+import { chmodSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { COMPOSE_HTTP_TIMEOUT_S, dockerCli, findCompose, parseComposeVersion } from '../../../src/runtime/docker/compose.js';
+import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
 describe('choosing Compose', () => {
   it('reads the versions both Composes print', () => {
@@ -27,5 +30,26 @@ describe('choosing Compose', () => {
     if (v2.exitCode === 0) expect(found?.argv).toEqual(['docker', 'compose']);
     else if (v1.exitCode === 0 && /^1\.(29|[3-9]\d)\./.test(String(v1.stdout).trim())) expect(found).toMatchObject({ argv: ['docker-compose'], major: 1 });
     else expect(found).toBeNull();
+  });
+
+  it("gives Compose COMPOSE_HTTP_TIMEOUT (docker-compose 1.29's wait for one engine answer), keeping an operator's value; docker gets none", async () => {
+    const dir = tempDir('hapi-compose-env-');
+    // a real program standing in for Compose: prints what it was given
+    const bin = join(dir, 'fake-compose');
+    writeFileSync(bin, '#!/bin/sh\necho "timeout=${COMPOSE_HTTP_TIMEOUT:-unset} args=$*"\n');
+    chmodSync(bin, 0o755);
+    const saved = process.env.COMPOSE_HTTP_TIMEOUT;
+    try {
+      delete process.env.COMPOSE_HTTP_TIMEOUT;
+      const cli = dockerCli('p1', '/x/compose.yaml', { docker: bin, compose: [bin] });
+      expect((await cli.compose(['down'])).stdout.trim()).toBe(`timeout=${COMPOSE_HTTP_TIMEOUT_S} args=-p p1 -f /x/compose.yaml down`);
+      expect((await cli.run(['ps'])).stdout.trim()).toBe('timeout=unset args=ps');
+      process.env.COMPOSE_HTTP_TIMEOUT = '42';
+      expect((await cli.compose(['up'])).stdout.trim()).toBe('timeout=42 args=-p p1 -f /x/compose.yaml up');
+    } finally {
+      if (saved === undefined) delete process.env.COMPOSE_HTTP_TIMEOUT;
+      else process.env.COMPOSE_HTTP_TIMEOUT = saved;
+      removeTempDirs();
+    }
   });
 });
