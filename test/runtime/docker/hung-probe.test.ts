@@ -5,12 +5,13 @@
  * but never answers counts as no answer. What it does in a container is proven
  * by test/docker-engine/hung.test.ts.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { answers, decide, formatState, mainProcess, parseState } from '../../../src/runtime/docker/hung-probe.js';
+import { answers, decide, formatState, mainProcess, parseState, watch, watchedContainer, type WatchedContainer } from '../../../src/runtime/docker/hung-probe.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
 const limits = { failures: 3, startGraceS: 60 };
@@ -89,5 +90,103 @@ describe('hung-probe', () => {
     const closed = await listen(createTcpServer());
     await new Promise((r) => (servers.pop() as TcpServer).close(r));
     expect(await answers(`http://127.0.0.1:${closed}/`, 300)).toBe(false);
+  });
+
+  it("finds the watched container's processes: its uid, another mount namespace, the oldest first; never its own or other users'", () => {
+    const proc = tempDir('hapi-proc-watch-');
+    // proc(5): stat (field 22 starttime), status (Uid: real effective saved fs), ns/mnt (a "mnt:[inode]" link, namespaces(7))
+    const add = (pid: number, comm: string, uid: number, mnt: string, start: number) => {
+      mkdirSync(join(proc, String(pid), 'ns'), { recursive: true });
+      writeFileSync(join(proc, String(pid), 'stat'), `${pid} (${comm}) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 ${start} 1000 200\n`);
+      writeFileSync(join(proc, String(pid), 'status'), `Name:\t${comm}\nUid:\t${uid}\t${uid}\t${uid}\t${uid}\n`);
+      symlinkSync(mnt, join(proc, String(pid), 'ns', 'mnt'));
+    };
+    const me = 40;
+    add(1, 'docker-init', 65534, 'mnt:[100]', 10); // the holder: another uid
+    add(9, 'sleep', 65534, 'mnt:[100]', 11);
+    add(me, 'node', 65532, 'mnt:[200]', 50); // the watchdog itself
+    expect(watchedContainer(proc, me, 65532)).toBeNull();
+    add(41, 'sh', 65532, 'mnt:[200]', 60); // a `docker exec` into the watchdog: its own mount namespace
+    expect(watchedContainer(proc, me, 65532)).toBeNull();
+    add(77, 'java) S 0 (x', 65532, 'mnt:[300]', 700); // HAPI's main process
+    add(78, 'java', 65532, 'mnt:[300]', 900);
+    add(79, 'id', 0, 'mnt:[300]', 950); // root in HAPI's container: not this uid's to signal
+    expect(watchedContainer(proc, me, 65532)).toEqual({ pid: 77, key: '77:700', pids: [77, 78] });
+    // a process whose namespace link cannot be read (another user's, proc(5) ptrace access) is skipped
+    mkdirSync(join(proc, '80'));
+    writeFileSync(join(proc, '80', 'stat'), '80 (x) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 1 1\n');
+    writeFileSync(join(proc, '80', 'status'), 'Uid:\t65532\t65532\t65532\t65532\n');
+    expect(watchedContainer(proc, me, 65532)?.pids).toEqual([77, 78]);
+    // without its own namespace link there is nothing to compare with
+    expect(watchedContainer(proc, 12345, 65532)).toBeNull();
+  });
+
+  it('finds a real process in another mount namespace on this machine, or none (real /proc)', () => {
+    // this test process and its siblings share one mount namespace: none of them is "another container"
+    const found = watchedContainer('/proc', process.pid, process.getuid!());
+    if (found) for (const pid of found.pids) expect(pid).not.toBe(process.pid);
+  });
+
+  it('watch mode: SIGKILLs a real process after the failures in a row against a server that never answers, then watches the next one', async () => {
+    const hung = await listen(createTcpServer(() => undefined));
+    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, sig) => resolve(sig)));
+    let target: WatchedContainer | null = { pid: child.pid!, key: `${child.pid}:1`, pids: [child.pid!] };
+    const lines: string[] = [];
+    const stop = new AbortController();
+    const loop = watch({
+      url: `http://127.0.0.1:${hung}/fhir/metadata`, timeoutMs: 200, intervalMs: 50, limits: { failures: 3, startGraceS: 0 },
+      find: () => target, log: (l) => lines.push(l), signal: stop.signal,
+    });
+    const t0 = Date.now();
+    expect(await exited).toBe('SIGKILL');
+    // three probes of 200 ms, 50 ms apart: killed on the third, not before
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(3 * 200);
+    target = null;
+    await new Promise((r) => setTimeout(r, 400));
+    stop.abort();
+    await loop;
+    expect(lines[0]).toBe(`hung-probe: watching pid ${child.pid} (1 process(es)) through http://127.0.0.1:${hung}/fhir/metadata`);
+    expect(lines.slice(1, 4)).toEqual([
+      `hung-probe: no answer from http://127.0.0.1:${hung}/fhir/metadata within 200 ms, 1 probe(s) in a row`,
+      `hung-probe: no answer from http://127.0.0.1:${hung}/fhir/metadata within 200 ms, 2 probe(s) in a row`,
+      `hung-probe: no answer from http://127.0.0.1:${hung}/fhir/metadata within 200 ms, 3 probe(s) in a row: SIGKILL to pid(s) ${child.pid} so the container restarts`,
+    ]);
+    // then nothing to watch (the restarting container), said once
+    expect(lines.filter((l) => l.includes('nothing to replace'))).toHaveLength(1);
+  });
+
+  it('watch mode: leaves a process that answers, and one within its start grace; says when answers come back', async () => {
+    let answering = false;
+    const flaky = await listen(createServer((_req, res) => (answering ? res.writeHead(200).end() : undefined)));
+    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    try {
+      const killed: number[] = [];
+      const lines: string[] = [];
+      const stop = new AbortController();
+      const target = { pid: child.pid!, key: `${child.pid}:1`, pids: [child.pid!] };
+      // never answered yet, a long start grace: counted, not killed
+      const loop = watch({
+        url: `http://127.0.0.1:${flaky}/fhir/metadata`, timeoutMs: 100, intervalMs: 20, limits: { failures: 2, startGraceS: 3600 },
+        find: () => target, log: (l) => lines.push(l), kill: (pid) => killed.push(pid), signal: stop.signal,
+      });
+      const until = async (what: () => boolean) => {
+        const deadline = Date.now() + 10_000;
+        while (!what()) {
+          if (Date.now() > deadline) throw new Error('waited 10 s');
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      };
+      await until(() => lines.some((l) => l.includes('4 probe(s) in a row')));
+      answering = true;
+      await until(() => lines.some((l) => l.endsWith('answers again')));
+      stop.abort();
+      await loop;
+      expect(killed).toEqual([]);
+      expect(child.exitCode).toBeNull();
+      expect(child.signalCode).toBeNull();
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });
