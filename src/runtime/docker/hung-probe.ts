@@ -201,7 +201,7 @@ export async function watch(o: WatchOptions): Promise<void> {
       const before: ProbeState | null = state;
       const d = decide(state, target.key, Math.floor(Date.now() / 1000), answered, o.limits);
       state = d.state;
-      if (answered && before?.key === target.key && before.failures > 0) o.log(`hung-probe: ${o.url} answers again`);
+      if (answered && before?.key === target.key && before.failures > 0) o.log(`hung-probe: ${o.url} answers, after ${before.failures} probe(s) without an answer`);
       if (!answered) {
         const line = `hung-probe: no answer from ${o.url} within ${o.timeoutMs} ms, ${state.failures} probe(s) in a row`;
         if (d.kill) {
