@@ -15,13 +15,13 @@ import { adminCall } from './admin.js';
 import { dockerCli, requireCompose, type DockerBinaries, type DockerCli } from './compose.js';
 import { resolveImageUsers, writeContainerFiles } from './container-files.js';
 import { reloadDockerApiKey, reloadDockerGatewayTls, restoreDockerData, snapshotDockerData, type DayTwoContext } from './day-two.js';
-import { componentsFromInspect, serviceOf, versionsFromInspect, type ContainerInspect, type ImageInspect } from './parse.js';
-import { composeFile, projectName, settingsOf } from './render.js';
+import { componentsFromInspect, serviceOf, stalePidJoins, versionsFromInspect, type ContainerInspect, type ImageInspect } from './parse.js';
+import { builtApiImage, composeFile, projectName, settingsOf } from './render.js';
 import { refuseStaleVolumes } from './volumes.js';
 import { SERVICE_OF } from './services.js';
 
 /** Every long-running service but the API, which waits for its key (as native does). */
-export const STACK_WITHOUT_API: readonly string[] = Object.freeze(['kong-database', 'kong-migrations', 'kong-migrations-up', 'kong-migrations-finish', 'kong', 'hapi-database', 'hapi']);
+export const STACK_WITHOUT_API: readonly string[] = Object.freeze(['kong-database', 'kong-migrations', 'kong-migrations-up', 'kong-migrations-finish', 'kong', 'hapi-database', 'hapi-pidns', 'hapi', 'hapi-watchdog']);
 
 /** The API container starts only once the hospital has created its key and named the platform. */
 export function apiReady(dir: string): boolean {
@@ -113,7 +113,28 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     }
   };
 
-  const longRunning = (withApi: boolean): string[] => ['hapi', 'hapi-database', 'kong', 'kong-database', ...(withApi ? ['hospital-api'] : [])];
+  const longRunning = (withApi: boolean): string[] => ['hapi', 'hapi-database', 'hapi-pidns', 'hapi-watchdog', 'kong', 'kong-database', ...(withApi ? ['hospital-api'] : [])];
+
+  /**
+   * hapi-watchdog runs the API's image before the API itself starts: when that image
+   * is built here (no --api-image), build it first if it is not there yet, or
+   * Compose would look for it in a registry.
+   */
+  const ensureApiImage = async (c: DockerCli): Promise<void> => {
+    if (settings.images.api) return;
+    const present = await c.run(['image', 'inspect', '--format', '{{.Id}}', builtApiImage(config.toolkitVersion)], { allowFail: true });
+    if (present.exitCode === 0) return;
+    progress(`building ${builtApiImage(config.toolkitVersion)} (the API and hapi-watchdog run it)`);
+    await c.compose(['build', SERVICE_OF.api], { timeoutMs: null, onProgress: progress });
+  };
+
+  /** Recreates hapi and hapi-watchdog when they joined an older hapi-pidns (parse.ts stalePidJoins). */
+  const rejoinPidNamespace = async (c: DockerCli): Promise<void> => {
+    const stale = stalePidJoins(await containers());
+    if (stale.length === 0) return;
+    progress(`recreating ${stale.join(' and ')}: joined a hapi-pidns container that is gone`);
+    await c.compose(['up', '-d', '--no-deps', '--force-recreate', ...stale], { timeoutMs: null, onProgress: progress });
+  };
 
   const startApi = async (c: DockerCli): Promise<void> => {
     const build = settings.images.api ? [] : ['--build'];
@@ -136,10 +157,12 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
       await refuseStaleVolumes(c, dir, project, { waitReady: () => waitReady(['hapi-database', 'kong-database'], { fhir: false, api: false }) });
       const withApi = apiReady(dir);
       const build = withApi && !settings.images.api ? ['--build'] : [];
+      await ensureApiImage(c);
       await c.compose(['up', '-d', '--remove-orphans', ...build, ...STACK_WITHOUT_API, ...(withApi ? [SERVICE_OF.api] : [])], {
         timeoutMs: null,
         onProgress: progress,
       });
+      await rejoinPidNamespace(c);
       await waitReady(longRunning(withApi), { fhir: true, api: withApi });
     },
     async down() {
@@ -160,6 +183,7 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
         return;
       }
       await c.compose(['up', '-d', '--no-deps', '--force-recreate', service], { timeoutMs: null, onProgress: progress });
+      await rejoinPidNamespace(c);
       await waitReady([service], { fhir: service === 'hapi', api: false });
     },
     components,

@@ -10,7 +10,11 @@ import type { ComponentState, ComponentVersion } from '../types.js';
 export const ONE_SHOT_SERVICES: ReadonlySet<string> = new Set(['kong-migrations', 'kong-migrations-up', 'kong-migrations-finish']);
 
 /** The long-running services of templates/compose.yaml: each must be listed, or it is down. */
-export const LONG_RUNNING_SERVICES: readonly string[] = Object.freeze(['hapi', 'hapi-database', 'hospital-api', 'kong', 'kong-database']);
+export const LONG_RUNNING_SERVICES: readonly string[] = Object.freeze(['hapi', 'hapi-database', 'hapi-pidns', 'hapi-watchdog', 'hospital-api', 'kong', 'kong-database']);
+
+/** The holder of the PID namespace hapi and hapi-watchdog join (templates/compose.yaml, "Hung components"). */
+export const PIDNS_HOLDER = 'hapi-pidns';
+export const PIDNS_JOINERS: readonly string[] = Object.freeze(['hapi', 'hapi-watchdog']);
 
 export interface ContainerInspect {
   Id: string;
@@ -26,6 +30,7 @@ export interface ContainerInspect {
     Health?: { Status?: string } | null;
   };
   Config?: { Image?: string; Labels?: Record<string, string> };
+  HostConfig?: { PidMode?: string };
   NetworkSettings?: { Ports?: Record<string, Array<{ HostIp?: string; HostPort?: string }> | null> | null };
 }
 
@@ -91,6 +96,23 @@ export function componentsFromInspect(containers: ContainerInspect[], expected: 
     })
     .concat(missing)
     .sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/**
+ * The services that joined a PID namespace holder other than the current one.
+ * Compose resolves `pid: "service:<name>"` to `container:<id>` when it creates
+ * the container (HostConfig.PidMode), and docker-compose 1.29 does not recreate
+ * the joining containers when the holder is recreated: they stay on the old id
+ * (measured on the engine: "is up-to-date", then exited for good), and the
+ * engine cannot start a container whose PID namespace container is gone or not
+ * running. These are recreated after each `up`. An empty list while the holder
+ * has no container (nothing to join yet).
+ */
+export function stalePidJoins(containers: ContainerInspect[], holder = PIDNS_HOLDER, joiners: readonly string[] = PIDNS_JOINERS): string[] {
+  const own = containers.filter((c) => c.Config?.Labels?.['com.docker.compose.oneoff'] !== 'True');
+  const h = own.find((c) => serviceOf(c) === holder);
+  if (!h) return [];
+  return [...new Set(own.filter((c) => joiners.includes(serviceOf(c)) && c.HostConfig?.PidMode !== `container:${h.Id}`).map(serviceOf))].sort();
 }
 
 /** "repo:tag" → [repo, tag]; a registry port is not a tag. */

@@ -37,12 +37,29 @@ export const KONG_WORKERS = 2;
  * timeoutS; after `failures` probes in a row without an answer the process is
  * killed and the container restarts. A hang is acted on within
  * failures × (intervalS + timeoutS) = 32 s. A process that never answered gets
- * startGraceS from the first probe that saw it.
+ * startGraceS from the first probe that saw it; HAPI (hapi-watchdog) gets
+ * hapiStartGraceS, since its first start creates its schema and a JVM on a small
+ * host takes minutes to do so: a process killed before it ever answered would
+ * only start that work again.
  */
-export const HUNG_PROBE = Object.freeze({ intervalS: 5, timeoutS: 3, failures: 4, startGraceS: 60 });
+export const HUNG_PROBE = Object.freeze({ intervalS: 5, timeoutS: 3, failures: 4, startGraceS: 60, hapiStartGraceS: 600 });
 
 /** The uid the API image's Dockerfile runs as (the node user of Debian-based Node images). */
 export const API_IMAGE_UID = 1000;
+
+/**
+ * The uid:gid HAPI's image runs as (hapifhir/hapi-fhir-jpaserver-starter Dockerfile:
+ * `USER 65532:65532`, distroless nonroot): hapi-watchdog runs as the same, which is
+ * what lets it signal HAPI with no capability (kill(2)). An image with another
+ * user is not watched; the watchdog's log says it finds no process to watch.
+ */
+export const HAPI_IMAGE_USER = '65532:65532';
+
+/**
+ * The uid:gid of hapi-pidns, the holder of HAPI's PID namespace: nobody, so
+ * never HAPI's (the watchdog counts only processes of HAPI's uid).
+ */
+export const PIDNS_HOLDER_USER = '65534:65534';
 
 export const TEMPLATE_PATH = join(PROJECT_ROOT, 'templates', 'compose.yaml');
 
@@ -149,6 +166,9 @@ export function renderCompose(dir: string, config: InstallConfig, template = rea
     probeTimeoutMs: HUNG_PROBE.timeoutS * 1000,
     hungFailures: HUNG_PROBE.failures,
     startGraceS: HUNG_PROBE.startGraceS,
+    hapiStartGraceS: HUNG_PROBE.hapiStartGraceS,
+    hapiUser: HAPI_IMAGE_USER,
+    pidnsUser: PIDNS_HOLDER_USER,
     gatewayPublish: publish(s.bindAddress, config.ports.gatewayHttps, 8443),
     apiPublish: publish(s.bindAddress, config.ports.api, 9000),
     fhirPublish: publish(s.fhirBindAddress, config.ports.fhir, 8080),

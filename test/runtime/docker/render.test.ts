@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { apiUser, dockerSettings, HUNG_PROBE, IMAGES, publish, renderCompose, renderTemplate } from '../../../src/runtime/docker/render.js';
+import { apiUser, dockerSettings, HAPI_IMAGE_USER, HUNG_PROBE, IMAGES, PIDNS_HOLDER_USER, publish, renderCompose, renderTemplate } from '../../../src/runtime/docker/render.js';
 import { DEFAULT_PORTS, INSTALL_FORMAT, type InstallConfig } from '../../../src/runtime/install-config.js';
 
 // compose-spec/compose-spec schema/compose-spec.json (Apache-2.0), see test/fixtures/schemas/README.md
@@ -41,6 +41,15 @@ type Service = {
   logging?: { driver: string; options?: Record<string, string> };
   healthcheck?: { test: string[]; start_period?: string; interval?: string; timeout?: string; retries?: number };
   init?: boolean;
+  pid?: string;
+  entrypoint?: string[];
+  read_only?: boolean;
+  cap_drop?: string[];
+  cap_add?: string[];
+  security_opt?: string[];
+  network_mode?: string;
+  privileged?: boolean;
+  depends_on?: unknown;
 };
 const render = (config: InstallConfig = base, dir = '/srv/hospital api: one') =>
   parse(renderCompose(dir, config), { merge: true }) as { services: Record<string, Service> };
@@ -137,7 +146,7 @@ describe('templates/compose.yaml rendered', () => {
     expect(apiUser(1234, 1235)).toEqual({ uid: 1234, gid: 1235 });
   });
 
-  it('runs kong and hospital-api under docker-init with a healthcheck that replaces them when hung; HAPI has none (distroless)', () => {
+  it('runs kong and hospital-api under docker-init with a healthcheck that replaces them when hung; HAPI has none (distroless: see its watchdog)', () => {
     const s = render().services;
     for (const name of ['kong', 'hospital-api']) {
       expect(s[name]!.init, name).toBe(true);
@@ -162,6 +171,39 @@ describe('templates/compose.yaml rendered', () => {
     expect(script).toContain('kill -KILL');
     expect(s.hapi!.init).toBeUndefined();
     expect(s.hapi!.healthcheck).toBeUndefined();
+  });
+
+  it('replaces a hung HAPI from a watchdog in a PID namespace held apart: same uid as HAPI, no capability, no port, no socket', () => {
+    const s = render().services;
+    // hapi and its watchdog join the holder's PID namespace; the holder only sleeps, as nobody, offline
+    expect(s.hapi!.pid).toBe('service:hapi-pidns');
+    expect(s['hapi-watchdog']!.pid).toBe('service:hapi-pidns');
+    const holder = s['hapi-pidns']!;
+    expect(holder).toMatchObject({ image: IMAGES.postgres, entrypoint: ['sleep', 'infinity'], user: PIDNS_HOLDER_USER, init: true, network_mode: 'none', read_only: true, cap_drop: ['ALL'] });
+    expect(holder.pid).toBeUndefined();
+    // the watchdog: the API's image (node + hung-probe.js) in watch mode, as HAPI's image's user
+    const w = s['hapi-watchdog']!;
+    expect(w.image).toBe(s['hospital-api']!.image);
+    expect(w.user).toBe(HAPI_IMAGE_USER);
+    expect(PIDNS_HOLDER_USER.split(':')[0]).not.toBe(HAPI_IMAGE_USER.split(':')[0]);
+    expect(w.entrypoint).toEqual(['node', '/app/dist/runtime/docker/hung-probe.js']);
+    expect(w.command).toEqual([
+      '--watch', '--url', 'http://hapi:8080/fhir/metadata', '--interval-s', String(HUNG_PROBE.intervalS), '--timeout-ms', String(HUNG_PROBE.timeoutS * 1000),
+      '--failures', String(HUNG_PROBE.failures), '--start-grace', String(HUNG_PROBE.hapiStartGraceS),
+    ]);
+    for (const [name, svc] of [['hapi-pidns', holder], ['hapi-watchdog', w]] as const) {
+      expect(svc.read_only, name).toBe(true);
+      expect(svc.cap_drop, name).toEqual(['ALL']);
+      expect(svc.cap_add, name).toBeUndefined();
+      expect(svc.privileged, name).toBeUndefined();
+      expect(svc.security_opt, name).toEqual(['no-new-privileges:true']);
+      expect(svc.ports, name).toBeUndefined();
+      expect(svc.volumes, name).toBeUndefined();
+      expect(svc.healthcheck, name).toBeUndefined();
+    }
+    // the watchdog stands apart from HAPI's lifetime: it neither waits for it nor makes it wait
+    expect(w.depends_on).toBeUndefined();
+    expect(s.hapi!.depends_on).toEqual({ 'hapi-database': { condition: 'service_healthy' } });
   });
 
   it('quotes values, so an image name cannot inject YAML', () => {
