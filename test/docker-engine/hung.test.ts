@@ -11,8 +11,13 @@
  * `init: true` and hung-probe healthchecks the engine marks the container
  * unhealthy and nothing else happens, and these tests fail on the deadline.
  *
- * HAPI is not covered: its real image is distroless (no shell), so no probe
- * can run inside it (templates/compose.yaml says so).
+ * HAPI's real image is distroless (no shell), so no probe can run inside it:
+ * hapi-watchdog runs the same probe from the PID namespace it shares with HAPI
+ * (both join hapi-pidns, templates/compose.yaml "Hung components"). The third
+ * case SIGSTOPs HAPI's processes and checks that the watchdog kills them, the
+ * engine restarts the hapi container (the watchdog and the holder untouched,
+ * HAPI back in the holder's namespace), /api/ready answers within 2 s meanwhile,
+ * and a record flows again.
  *
  * The signals are sent from a throw-away container in the host's pid namespace
  * (so no root is needed on the host, and the target's PID 1 is no obstacle).
@@ -20,7 +25,7 @@
  * the same test runs on the real Kong 3.9.3 image and the repository's
  * Dockerfile. Without an engine every test is skipped with one plain line.
  */
-import { chownSync, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chownSync, existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
@@ -32,7 +37,7 @@ import { freePort } from '../../src/util/port-check.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir/generate/dataset.js';
 import { installPaths } from '../../src/runtime/layout.js';
-import { builtApiImage, HUNG_PROBE, projectName } from '../../src/runtime/docker/render.js';
+import { builtApiImage, HAPI_IMAGE_USER, HUNG_PROBE, projectName } from '../../src/runtime/docker/render.js';
 import { VERSION } from '../../src/version.js';
 import { findCompose } from '../../src/runtime/docker/compose.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
@@ -69,7 +74,7 @@ const cli = async (args: string[], timeout = 900_000) => {
   return { code: r.exitCode, out: String(r.stdout), err: String(r.stderr) };
 };
 
-async function container(service: string): Promise<ContainerInspect & { Id: string; RestartCount?: number; State: NonNullable<ContainerInspect['State']> & { Pid?: number; StartedAt?: string } }> {
+async function container(service: string): Promise<ContainerInspect & { Id: string; RestartCount?: number; State: NonNullable<ContainerInspect['State']> & { Pid?: number; StartedAt?: string }; HostConfig?: { PidMode?: string } }> {
   const ids = (await docker(['ps', '-aq', '--filter', `label=com.docker.compose.project=${project}`, '--filter', `label=com.docker.compose.service=${service}`])).out.split('\n').filter(Boolean);
   expect(ids.length, `${service} containers`).toBe(1);
   return (JSON.parse((await docker(['inspect', ids[0]!])).out) as never[])[0]!;
@@ -295,4 +300,78 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     await until('a record through the restarted gateway', async () => (await postPatient(5_000)).status === 200, 120_000);
     await until('the API ready again', async () => (await getJson('/api/ready', 3_000)).status === 200, 30_000);
   }, REPLACED_WITHIN_MS + 300_000);
+
+  it('a SIGSTOPped HAPI is killed by hapi-watchdog and restarted by the engine; /api/ready answers within 2 s meanwhile; records flow again', async () => {
+    const holderBefore = await container('hapi-pidns');
+    const watchdogBefore = await container('hapi-watchdog');
+    const hapiBefore = await container('hapi');
+    // HAPI and its watchdog in the holder's PID namespace (namespaces(7): the same /proc/pid/ns/pid link)
+    const pidns = (pid: number) => readlinkSync(`/proc/${pid}/ns/pid`);
+    expect(hapiBefore.HostConfig?.PidMode).toBe(`container:${holderBefore.Id}`);
+    expect(watchdogBefore.HostConfig?.PidMode).toBe(`container:${holderBefore.Id}`);
+    expect(pidns(hapiBefore.State.Pid!)).toBe(pidns(holderBefore.State.Pid!));
+    expect(pidns(watchdogBefore.State.Pid!)).toBe(pidns(holderBefore.State.Pid!));
+    // the watchdog is HAPI's uid and has no capability (proc(5) status: Uid, CapEff)
+    const status = readFileSync(`/proc/${watchdogBefore.State.Pid}/status`, 'utf8');
+    expect(/^Uid:\s+(\d+)/m.exec(status)?.[1]).toBe(HAPI_IMAGE_USER.split(':')[0]);
+    expect(/^CapEff:\s+(\w+)/m.exec(status)?.[1]).toBe('0000000000000000');
+    expect(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${hapiBefore.State.Pid}/status`, 'utf8'))?.[1]).toBe(HAPI_IMAGE_USER.split(':')[0]);
+    await until('the watchdog watching HAPI', async () => {
+      const l = await docker(['logs', watchdogBefore.Id]);
+      return (l.out + l.err).includes('hung-probe: watching pid');
+    }, 60_000);
+
+    const { before, after, victims, events } = await hangAndAwaitReplacement('hapi', async () => {
+      // the FHIR port accepts (docker-proxy) and never answers
+      await expect(request(`http://127.0.0.1:${ports.fhir}/fhir/metadata`, { headersTimeout: 2_000, bodyTimeout: 2_000 }).then((r) => r.body.text())).rejects.toThrow();
+      let slowest = 0;
+      const seen: string[] = [];
+      // the FHIR side fails by the API's own 1 s deadline or its request's time-out, whichever fires first
+      await until('/api/ready to see the hung FHIR server', async () => {
+        const t0 = Date.now();
+        const r = await getJson('/api/ready', 10_000);
+        slowest = Math.max(slowest, Date.now() - t0);
+        seen.push(`${r.status} ${JSON.stringify(r.body)}`);
+        return r.status === 503 && /fhir (timeout|ERR_API_FHIR_TIMEOUT)/.test(JSON.stringify(r.body));
+      }, 20_000).catch((err: Error) => {
+        throw new Error(`${err.message}; it answered: ${seen.slice(-3).join(' | ')}`);
+      });
+      expect(slowest).toBeLessThan(2_000);
+    });
+    expect(events).toContain('die 137');
+    expect(events.indexOf('die 137')).toBeLessThan(events.indexOf('start'));
+    expect(after.Id).toBe(before.Id);
+    expect(after.RestartCount).toBe((before.RestartCount ?? 0) + 1);
+    expect(after.State.StartedAt).not.toBe(before.State.StartedAt);
+    expect(after.State.Pid).not.toBe(before.State.Pid);
+    // every stopped process is gone, the stand-in's server child included (none left in the holder's namespace)
+    for (const pid of victims) expect(alive(pid), `stopped pid ${pid}`).toBe(false);
+    // the watchdog said why, and it and the holder were not restarted: only HAPI was
+    const logs = await docker(['logs', watchdogBefore.Id]);
+    expect(logs.out + logs.err).toMatch(new RegExp(`hung-probe: no answer from http://hapi:8080/fhir/metadata within 3000 ms, ${HUNG_PROBE.failures} probe\\(s\\) in a row: SIGKILL to pid\\(s\\) \\d+`));
+    const [holderAfter, watchdogAfter] = [await container('hapi-pidns'), await container('hapi-watchdog')];
+    for (const [b, a] of [[holderBefore, holderAfter], [watchdogBefore, watchdogAfter]] as const) {
+      expect(a.Id).toBe(b.Id);
+      expect(a.RestartCount).toBe(b.RestartCount);
+      expect(a.State.StartedAt).toBe(b.State.StartedAt);
+      expect(a.State.Running).toBe(true);
+    }
+    // the restarted HAPI is back in the holder's namespace, and watched again (a new process, a new count)
+    expect(pidns(after.State.Pid!)).toBe(pidns(holderAfter.State.Pid!));
+    await until('the watchdog watching the restarted HAPI', async () => {
+      const l = await docker(['logs', watchdogAfter.Id]);
+      return ((l.out + l.err).match(/hung-probe: watching pid/g) ?? []).length >= 2;
+    }, 60_000);
+    await until('the restarted HAPI answering /fhir/metadata', async () => {
+      const r = await request(`http://127.0.0.1:${ports.fhir}/fhir/metadata`, { headersTimeout: 3_000, bodyTimeout: 3_000 });
+      await r.body.text();
+      return r.statusCode === 200;
+    }, 120_000);
+    // the real path again: API → kong → the restarted FHIR server, its data kept (Postgres)
+    await until('a record through the restarted FHIR server', async () => {
+      const r = await postPatient(5_000);
+      return r.status === 200 && r.resources > 0;
+    }, 120_000);
+    await until('the API ready again', async () => (await getJson('/api/ready', 3_000)).status === 200, 30_000);
+  }, REPLACED_WITHIN_MS + 400_000);
 });
