@@ -126,7 +126,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     const status = await cli(['status', '--json']);
     expect(status.code, status.err).toBe(0);
     const comps = (JSON.parse(status.out).result.components as Array<{ name: string; state: string }>).map((c) => [c.name, c.state]);
-    expect(comps).toEqual([['hapi', 'up'], ['hapi-database', 'up'], ['hospital-api', 'up'], ['kong', 'up'], ['kong-database', 'up']]);
+    expect(comps).toEqual([['hapi', 'up'], ['hapi-database', 'up'], ['hapi-pidns', 'up'], ['hapi-watchdog', 'up'], ['hospital-api', 'up'], ['kong', 'up'], ['kong-database', 'up']]);
     const verify = await cli(['verify']);
     expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
     recordFixture('container-inspect.json', await containers());

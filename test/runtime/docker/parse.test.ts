@@ -6,15 +6,15 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { componentsFromInspect, publishedOf, serviceOf, splitReference, versionsFromInspect, type ContainerInspect } from '../../../src/runtime/docker/parse.js';
+import { componentsFromInspect, publishedOf, serviceOf, splitReference, stalePidJoins, versionsFromInspect, type ContainerInspect } from '../../../src/runtime/docker/parse.js';
 
 const recorded = JSON.parse(readFileSync(new URL('../../fixtures/docker/engine/container-inspect.json', import.meta.url), 'utf8')) as ContainerInspect[];
 
 describe('docker inspect, as a real engine printed it', () => {
-  it('lists the five long-running services Up; the migrations jobs are left out', () => {
-    expect(recorded.map(serviceOf).sort()).toEqual(['hapi', 'hapi-database', 'hospital-api', 'kong', 'kong-database', 'kong-migrations', 'kong-migrations-finish', 'kong-migrations-up']);
+  it('lists the seven long-running services Up; the migrations jobs are left out', () => {
+    expect(recorded.map(serviceOf).sort()).toEqual(['hapi', 'hapi-database', 'hapi-pidns', 'hapi-watchdog', 'hospital-api', 'kong', 'kong-database', 'kong-migrations', 'kong-migrations-finish', 'kong-migrations-up']);
     const comps = componentsFromInspect(recorded);
-    expect(comps.map((c) => [c.name, c.state])).toEqual([['hapi', 'up'], ['hapi-database', 'up'], ['hospital-api', 'up'], ['kong', 'up'], ['kong-database', 'up']]);
+    expect(comps.map((c) => [c.name, c.state])).toEqual([['hapi', 'up'], ['hapi-database', 'up'], ['hapi-pidns', 'up'], ['hapi-watchdog', 'up'], ['hospital-api', 'up'], ['kong', 'up'], ['kong-database', 'up']]);
     expect(comps.find((c) => c.name === 'kong')!.detail).toBe('running (healthy)');
   });
 
@@ -39,11 +39,39 @@ describe('docker inspect, as a real engine printed it', () => {
 
   it('names image, tag and digest (or none, for a locally built image) for the record', () => {
     const versions = versionsFromInspect(recorded.filter((c) => c.State?.Running), []);
-    expect(versions.map((v) => v.name)).toEqual(['hapi', 'hapi-database', 'hospital-api', 'kong', 'kong-database']);
+    expect(versions.map((v) => v.name)).toEqual(['hapi', 'hapi-database', 'hapi-pidns', 'hapi-watchdog', 'hospital-api', 'kong', 'kong-database']);
     for (const v of versions) expect(v.tag, v.name).not.toBe('latest');
     expect(splitReference('registry.example:5000/kong:3.9.3')).toEqual(['registry.example:5000/kong', '3.9.3']);
     const digest = 'sha256:' + 'a'.repeat(64);
     expect(splitReference(`kong:3.9.3@${digest}`)).toEqual(['kong', '3.9.3']);
     expect(splitReference(`kong@${digest}`)).toEqual(['kong', digest]);
+  });
+
+  it('reads the PID namespace joins as the engine printed them: hapi and hapi-watchdog on the current holder', () => {
+    const holder = recorded.find((c) => serviceOf(c) === 'hapi-pidns')!;
+    for (const name of ['hapi', 'hapi-watchdog']) expect(recorded.find((c) => serviceOf(c) === name)!.HostConfig?.PidMode, name).toBe(`container:${holder.Id}`);
+    expect(stalePidJoins(recorded)).toEqual([]);
+    // the holder recreated (a new id): both named
+    expect(stalePidJoins(recorded.map((c) => (c === holder ? { ...c, Id: 'f'.repeat(64) } : c)))).toEqual(['hapi', 'hapi-watchdog']);
+  });
+
+  it('names the services that joined a PID namespace holder other than the current one (compose 1.29 leaves them so)', () => {
+    const id = (c: string) => c.repeat(64);
+    // HostConfig.PidMode as the engine printed it for a `pid: "service:…"` container: container:<the holder's id>
+    const c = (service: string, Id: string, PidMode?: string, oneoff = false): ContainerInspect => ({
+      Id, Image: 'sha256:x', Config: { Labels: { 'com.docker.compose.service': service, ...(oneoff ? { 'com.docker.compose.oneoff': 'True' } : {}) } }, HostConfig: PidMode === undefined ? {} : { PidMode },
+    });
+    const holder = c('hapi-pidns', id('a'), '');
+    expect(stalePidJoins([holder, c('hapi', id('b'), `container:${id('a')}`), c('hapi-watchdog', id('c'), `container:${id('a')}`)])).toEqual([]);
+    // the holder recreated: both still name the old one
+    const recreated = c('hapi-pidns', id('d'), '');
+    expect(stalePidJoins([recreated, c('hapi', id('b'), `container:${id('a')}`), c('hapi-watchdog', id('c'), `container:${id('a')}`)])).toEqual(['hapi', 'hapi-watchdog']);
+    // one made before the holder existed (an older compose file): its own namespace
+    expect(stalePidJoins([recreated, c('hapi', id('b'), ''), c('hapi-watchdog', id('c'), `container:${id('d')}`)])).toEqual(['hapi']);
+    // no holder yet: nothing to join; one-off `run` containers are not the service's
+    expect(stalePidJoins([c('hapi', id('b'), '')])).toEqual([]);
+    expect(stalePidJoins([recreated, c('hapi', id('e'), '', true), c('hapi', id('b'), `container:${id('d')}`)])).toEqual([]);
+    // other services are never named
+    expect(stalePidJoins([recreated, c('kong', id('f'), '')])).toEqual([]);
   });
 });
