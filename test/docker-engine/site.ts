@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { request } from 'undici';
 import { SYNTHETIC_ID_SYSTEM } from '../../src/fhir/generate/model.js';
-import { findCompose } from '../../src/runtime/docker/compose.js';
+import { COMPOSE_HTTP_TIMEOUT_S, findCompose } from '../../src/runtime/docker/compose.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
 import { builtApiImage, projectName } from '../../src/runtime/docker/render.js';
 import { installPaths } from '../../src/runtime/layout.js';
@@ -86,7 +86,9 @@ export async function purgeProjects(installs: Array<{ project: string; dir: stri
     const [bin, ...prefix] = found.argv as [string, ...string[]];
     for (const { project, dir } of installs) {
       const file = join(installPaths(dir).docker, 'compose.yaml');
-      if (existsSync(file)) await execa(bin, [...prefix, '-p', project, '-f', file, 'down', '--volumes', '--remove-orphans'], { reject: false, timeout: 300_000 });
+      // the runtime's own read time-out for Compose (compose.ts): at Compose's 60 s a loaded engine left containers behind
+      const env = { COMPOSE_HTTP_TIMEOUT: process.env.COMPOSE_HTTP_TIMEOUT ?? String(COMPOSE_HTTP_TIMEOUT_S) };
+      if (existsSync(file)) await execa(bin, [...prefix, '-p', project, '-f', file, 'down', '--volumes', '--remove-orphans'], { reject: false, timeout: 300_000, env });
     }
   }
   for (const { project } of installs) for (const v of await volumesOf(project)) await docker(['volume', 'rm', '-f', v], { allowFail: true });
