@@ -126,6 +126,38 @@ describe('the audit trail of a request', () => {
     expect(lines(t).filter((l) => l.requestId === 'gone-2').map((l) => [l.phase, l.aborted])).toEqual([['end', true]]);
   });
 
+  it('a caller that leaves while the log cannot be written is counted once, as an error', async () => {
+    let answered!: () => void;
+    const platformDone = new Promise<void>((r) => (answered = r));
+    const t = await harness({
+      platform: (auth) => {
+        setTimeout(answered, 400);
+        return { ...defaultPlatform(auth), delayMs: 300 };
+      },
+    });
+    const u = new URL(t.url);
+    const socket = connect(Number(u.port), u.hostname);
+    socket.on('error', () => undefined);
+    const body = JSON.stringify(ok);
+    socket.write(`POST /api/patients HTTP/1.1\r\nHost: x\r\nX-Request-Id: gone-3\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    for (let i = 0; i < 200 && t.platform.seen.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    // the log becomes unwritable (EISDIR) before the caller leaves: the close handler's end line fails
+    rmSync(t.auditPath, { force: true });
+    mkdirSync(t.auditPath);
+    socket.destroy();
+    await platformDone;
+    let m = '';
+    for (let i = 0; i < 200 && !/outcome="error"/.test(m); i++) {
+      m = await metrics(t);
+      if (!/outcome="error"/.test(m)) await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(m.match(/^hospital_api_requests_total\{route="\/api\/patients".*$/gm)).toEqual([
+      'hospital_api_requests_total{route="/api/patients",outcome="error",status="200"} 1',
+    ]);
+    // no patient data was fetched for nobody
+    expect(t.fhir.seen.filter((s) => s.url.includes('$everything'))).toHaveLength(0);
+  });
+
   it('a record whose end line cannot be written is cut, never completed, even though every page was sent', async () => {
     const t = await harness({ fhir: { records: { p1: makeRecord('p1', 4) }, pageDelay: { page: 1, ms: 400 } } });
     const pending = request(`${t.url}/api/patients`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ok) });
