@@ -84,9 +84,9 @@ describe('the audit trail of a request', () => {
 
   /**
    * A harness whose platform answers after 300 ms, and a raw caller that sends one request and
-   * leaves as soon as the platform has it; resolves once the platform has answered the API.
+   * leaves as soon as the platform has it (after beforeLeaving); resolves once the platform has answered the API.
    */
-  async function leaveWhilePlatformDecides(requestId: string, fhir: HarnessOptions['fhir'] = {}) {
+  async function leaveWhilePlatformDecides(requestId: string, fhir: HarnessOptions['fhir'] = {}, beforeLeaving: (t: Harness) => void = () => undefined) {
     let answered!: () => void;
     const platformDone = new Promise<void>((r) => (answered = r));
     const t = await harness({
@@ -102,6 +102,7 @@ describe('the audit trail of a request', () => {
     const body = JSON.stringify(ok);
     socket.write(`POST /api/patients HTTP/1.1\r\nHost: x\r\nX-Request-Id: ${requestId}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
     for (let i = 0; i < 200 && t.platform.seen.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    beforeLeaving(t);
     socket.destroy();
     return { t, platformDone };
   }
@@ -127,24 +128,11 @@ describe('the audit trail of a request', () => {
   });
 
   it('a caller that leaves while the log cannot be written is counted once, as an error', async () => {
-    let answered!: () => void;
-    const platformDone = new Promise<void>((r) => (answered = r));
-    const t = await harness({
-      platform: (auth) => {
-        setTimeout(answered, 400);
-        return { ...defaultPlatform(auth), delayMs: 300 };
-      },
-    });
-    const u = new URL(t.url);
-    const socket = connect(Number(u.port), u.hostname);
-    socket.on('error', () => undefined);
-    const body = JSON.stringify(ok);
-    socket.write(`POST /api/patients HTTP/1.1\r\nHost: x\r\nX-Request-Id: gone-3\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
-    for (let i = 0; i < 200 && t.platform.seen.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     // the log becomes unwritable (EISDIR) before the caller leaves: the close handler's end line fails
-    rmSync(t.auditPath, { force: true });
-    mkdirSync(t.auditPath);
-    socket.destroy();
+    const { t, platformDone } = await leaveWhilePlatformDecides('gone-3', {}, (h) => {
+      rmSync(h.auditPath, { force: true });
+      mkdirSync(h.auditPath);
+    });
     await platformDone;
     let m = '';
     for (let i = 0; i < 200 && !/outcome="error"/.test(m); i++) {
