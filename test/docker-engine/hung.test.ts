@@ -193,6 +193,21 @@ async function hangAndAwaitReplacement(service: string, whileHung: () => Promise
   }
 }
 
+/**
+ * What the engine shows of a container its restart policy started again after a SIGKILL: it died of
+ * SIGKILL (128 + 9) before it started, the same container with one more restart and a new main
+ * process, and none of the stopped processes is left.
+ */
+function expectRestartedByPolicy(r: Awaited<ReturnType<typeof hangAndAwaitReplacement>>): void {
+  expect(r.events).toContain('die 137');
+  expect(r.events.indexOf('die 137')).toBeLessThan(r.events.indexOf('start'));
+  expect(r.after.Id).toBe(r.before.Id);
+  expect(r.after.RestartCount).toBe((r.before.RestartCount ?? 0) + 1);
+  expect(r.after.State.StartedAt).not.toBe(r.before.State.StartedAt);
+  expect(r.after.State.Pid).not.toBe(r.before.State.Pid);
+  for (const pid of r.victims) expect(alive(pid), `stopped pid ${pid}`).toBe(false);
+}
+
 describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', () => {
   beforeAll(async () => {
     const t0 = Date.now();
@@ -254,18 +269,12 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
   }, 120_000);
 
   it('a SIGSTOPped hospital-api is killed by its healthcheck and restarted by the engine; the API answers again', async () => {
-    const { before, after, victims, events } = await hangAndAwaitReplacement('hospital-api', async () => {
+    const replaced = await hangAndAwaitReplacement('hospital-api', async () => {
       // hung: the published port accepts (docker-proxy) but the API never answers
       await expect(getJson('/api/health-check', 2_000)).rejects.toThrow();
     });
-    // the engine saw it die of SIGKILL (128 + 9) and start again: the same container, restarted by its policy
-    expect(events).toContain('die 137');
-    expect(events.indexOf('die 137')).toBeLessThan(events.indexOf('start'));
-    expect(after.Id).toBe(before.Id);
-    expect(after.RestartCount).toBe((before.RestartCount ?? 0) + 1);
-    expect(after.State.StartedAt).not.toBe(before.State.StartedAt);
-    expect(after.State.Pid).not.toBe(before.State.Pid);
-    for (const pid of victims) expect(alive(pid), `stopped pid ${pid}`).toBe(false);
+    expectRestartedByPolicy(replaced);
+    const { after } = replaced;
     // the probe said why, in the container's log
     const logs = await docker(['logs', after.Id]);
     expect(logs.out + logs.err).toMatch(new RegExp(`hung-probe: no answer from http://127\\.0\\.0\\.1:9000/api/health-check within 3000 ms, ${HUNG_PROBE.failures} probe\\(s\\) in a row: SIGKILL to pid \\d+`));
@@ -277,7 +286,7 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
   }, REPLACED_WITHIN_MS + 300_000);
 
   it('a SIGSTOPped kong is killed by its healthcheck and restarted; /api/ready answers within 2 s meanwhile; records flow again', async () => {
-    const { before, after, victims, events } = await hangAndAwaitReplacement('kong', async () => {
+    const replaced = await hangAndAwaitReplacement('kong', async () => {
       // whatever hangs behind it, /api/ready answers within 2 s, and says what is wrong
       let slowest = 0;
       await until('/api/ready to see the hung gateway', async () => {
@@ -288,12 +297,8 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
       }, 30_000);
       expect(slowest).toBeLessThan(2_000);
     });
-    expect(events).toContain('die 137');
-    expect(events.indexOf('die 137')).toBeLessThan(events.indexOf('start'));
-    expect(after.Id).toBe(before.Id);
-    expect(after.RestartCount).toBe((before.RestartCount ?? 0) + 1);
-    expect(after.State.StartedAt).not.toBe(before.State.StartedAt);
-    for (const pid of victims) expect(alive(pid), `stopped pid ${pid}`).toBe(false);
+    expectRestartedByPolicy(replaced);
+    const { after } = replaced;
     const logs = await docker(['logs', after.Id]);
     expect(logs.out + logs.err).toMatch(new RegExp(`no answer from Kong's admin API within 3 s, ${HUNG_PROBE.failures} probe\\(s\\) in a row: SIGKILL to pid \\d+`));
     // the real path again: API → kong (provisioning kept) → FHIR server
@@ -321,7 +326,7 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
       return (l.out + l.err).includes('hung-probe: watching pid');
     }, 60_000);
 
-    const { before, after, victims, events } = await hangAndAwaitReplacement('hapi', async () => {
+    const replaced = await hangAndAwaitReplacement('hapi', async () => {
       // the FHIR port accepts (docker-proxy) and never answers
       await expect(request(`http://127.0.0.1:${ports.fhir}/fhir/metadata`, { headersTimeout: 2_000, bodyTimeout: 2_000 }).then((r) => r.body.text())).rejects.toThrow();
       let slowest = 0;
@@ -338,14 +343,9 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
       });
       expect(slowest).toBeLessThan(2_000);
     });
-    expect(events).toContain('die 137');
-    expect(events.indexOf('die 137')).toBeLessThan(events.indexOf('start'));
-    expect(after.Id).toBe(before.Id);
-    expect(after.RestartCount).toBe((before.RestartCount ?? 0) + 1);
-    expect(after.State.StartedAt).not.toBe(before.State.StartedAt);
-    expect(after.State.Pid).not.toBe(before.State.Pid);
     // every stopped process is gone, the stand-in's server child included (none left in the holder's namespace)
-    for (const pid of victims) expect(alive(pid), `stopped pid ${pid}`).toBe(false);
+    expectRestartedByPolicy(replaced);
+    const { after } = replaced;
     // the watchdog said why, and it and the holder were not restarted: only HAPI was
     const logs = await docker(['logs', watchdogBefore.Id]);
     expect(logs.out + logs.err).toMatch(new RegExp(`hung-probe: no answer from http://hapi:8080/fhir/metadata within 3000 ms, ${HUNG_PROBE.failures} probe\\(s\\) in a row: SIGKILL to pid\\(s\\) \\d+`));
