@@ -253,8 +253,8 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     removeTempDirs();
   }, 600_000);
 
-  it('runs kong and hospital-api under docker-init, each answering, ready and healthy', async () => {
-    for (const service of ['kong', 'hospital-api']) {
+  it('runs kong, hospital-api and the databases under docker-init, each answering, ready and healthy', async () => {
+    for (const service of ['kong', 'hospital-api', 'kong-database', 'hapi-database']) {
       const c = await container(service);
       expect((c as { HostConfig?: { Init?: boolean } }).HostConfig?.Init, service).toBe(true);
       // PID 1 in the container is docker-init, not the component (pid_namespaces(7))
@@ -374,4 +374,25 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     }, 120_000);
     await until('the API ready again', async () => (await getJson('/api/ready', 3_000)).status === 200, 30_000);
   }, REPLACED_WITHIN_MS + 400_000);
+
+  for (const db of ['kong-database', 'hapi-database']) {
+    it(`a SIGSTOPped ${db} is killed by its healthcheck and restarted; its data kept, records flow again`, async () => {
+      const replaced = await hangAndAwaitReplacement(db, async () => {
+        // whatever hangs behind it, /api/ready answers within 2 s
+        const t0 = Date.now();
+        await getJson('/api/ready', 10_000);
+        expect(Date.now() - t0).toBeLessThan(2_000);
+      });
+      expectRestartedByPolicy(replaced);
+      const logs = await docker(['logs', replaced.after.Id]);
+      expect(logs.out + logs.err).toMatch(new RegExp(`no answer from ${db} \\(pg_isready\\) within ${HUNG_PROBE.timeoutS} s, ${HUNG_PROBE.failures} probe\\(s\\) in a row: SIGKILL to pid \\d+ so the container restarts`));
+      await until(`the restarted ${db} healthy`, async () => (await container(db)).State.Health?.Status === 'healthy', 120_000);
+      // the real path again (kong's routes and consumer, HAPI's patients: all in the killed database)
+      await until(`a record after ${db} was replaced`, async () => {
+        const r = await postPatient(5_000).catch(() => ({ status: 0, resources: 0 }));
+        return r.status === 200 && r.resources > 0;
+      }, 180_000);
+      await until('the API ready again', async () => (await getJson('/api/ready', 3_000)).status === 200, 60_000);
+    }, REPLACED_WITHIN_MS + 500_000);
+  }
 });

@@ -135,9 +135,12 @@ describe('templates/compose.yaml rendered', () => {
   it('rotates logs, checks Postgres over TCP with a start period, mounts folders, never runs the API as root', () => {
     const s = render().services;
     for (const [name, svc] of Object.entries(s)) expect(svc.logging, name).toEqual({ driver: 'json-file', options: { 'max-size': '10m', 'max-file': '5' } });
-    for (const db of ['kong-database', 'hapi-database']) {
-      expect(s[db]!.healthcheck!.test.slice(0, 4)).toEqual(['CMD', 'pg_isready', '-h', '127.0.0.1']);
-      expect(s[db]!.healthcheck!.start_period).toBe('30s');
+    for (const [db, user] of [['kong-database', 'kong'], ['hapi-database', 'hapi']] as const) {
+      const [kind, script] = s[db]!.healthcheck!.test as [string, string];
+      expect(kind).toBe('CMD-SHELL');
+      expect(script).toContain(`timeout -s KILL ${HUNG_PROBE.timeoutS + 1} pg_isready -q -h 127.0.0.1 -U ${user} -d ${user} -t ${HUNG_PROBE.timeoutS}; rc=$$?`); // $ doubled for Compose
+      // 20 probes to become healthy on a first start, as before the hung check
+      expect(s[db]!.healthcheck).toMatchObject({ retries: 20, start_period: '30s', interval: `${HUNG_PROBE.intervalS}s`, timeout: '10s' });
     }
     expect(s['hospital-api']!.volumes).toEqual(['./api:/run/hospital-api:ro', './api-logs:/var/log/hospital-api', './api-status:/run/hospital-api-status']);
     expect(s['hospital-api']!.user).not.toMatch(/^0:|^root/);
@@ -146,7 +149,7 @@ describe('templates/compose.yaml rendered', () => {
     expect(apiUser(1234, 1235)).toEqual({ uid: 1234, gid: 1235 });
   });
 
-  it('runs kong and hospital-api under docker-init with a healthcheck that replaces them when hung; HAPI has none (distroless: see its watchdog)', () => {
+  it('runs kong, hospital-api and the databases under docker-init with a healthcheck that replaces them when hung; HAPI has none (distroless: see its watchdog)', () => {
     const s = render().services;
     for (const name of ['kong', 'hospital-api']) {
       expect(s[name]!.init, name).toBe(true);
@@ -169,6 +172,17 @@ describe('templates/compose.yaml rendered', () => {
     // a kong that never answered yet gets the same start grace as the API
     expect(script).toContain(`$((now - seen)) -ge ${HUNG_PROBE.startGraceS} ]`);
     expect(script).toContain('kill -KILL');
+    // the databases: the same script, pg_isready's "rejecting connections" (1) is an answer,
+    // and a database that never answered (initdb) is never killed: no start grace at all
+    for (const db of ['kong-database', 'hapi-database']) {
+      expect(s[db]!.init, db).toBe(true);
+      const dbScript = (s[db]!.healthcheck!.test as [string, string])[1];
+      expect(dbScript).not.toMatch(/(^|[^$])\$[^$]/);
+      expect(dbScript).toContain(`no answer from ${db} (pg_isready) within ${HUNG_PROBE.timeoutS} s`);
+      expect(dbScript).toContain('if [ "$$rc" = 1 ]; then');
+      expect(dbScript).toContain(`-ge ${HUNG_PROBE.failures} ] && [ "$$ok" = 1 ]; then`);
+      expect(dbScript).not.toContain('now - seen');
+    }
     expect(s.hapi!.init).toBeUndefined();
     expect(s.hapi!.healthcheck).toBeUndefined();
   });
