@@ -88,15 +88,9 @@ export function mainProcess(proc = '/proc'): { pid: number; key: string } | null
   const pids = readdirSync(proc).filter((n) => /^\d+$/.test(n)).map(Number).sort((a, b) => a - b);
   for (const pid of pids) {
     if (pid === 1 || pid === process.pid) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`${proc}/${pid}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // fields[0] is field 3 (state)
-    if (fields[1] === '1') return { pid, key: `${pid}:${fields[19]}` };
+    const fields = statFields(proc, pid);
+    // fields[1] is field 4 (ppid), fields[19] field 22 (starttime)
+    if (fields?.[1] === '1') return { pid, key: `${pid}:${fields[19]}` };
   }
   return null;
 }
