@@ -264,11 +264,16 @@ async function images() {
   }
 }
 
-const commands = { start, stop, images, env: async () => process.stdout.write(`DOCKER_HOST=${DOCKER_HOST}\n`) };
+/** Exit 0 when an engine answers at DOCKER_HOST, 1 when none does (.ci/run then owns the one it starts). */
+async function running() {
+  process.exitCode = (await answers()) ? 0 : 1;
+}
+
+const commands = { start, stop, images, running, env: async () => process.stdout.write(`DOCKER_HOST=${DOCKER_HOST}\n`) };
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const cmd = process.argv[2];
   if (!commands[cmd]) {
-    process.stderr.write('usage: node scripts/docker-engine.mjs start|stop|images|env\n');
+    process.stderr.write('usage: node scripts/docker-engine.mjs start|stop|images|running|env\n');
     process.exit(2);
   }
   try {
