@@ -39,13 +39,13 @@ function runChecks(graceS: number | null, codes: number[]): string[] {
     // an orphan reparented to PID 1 after the main process: the check must still pick the main one
     '(sleep 300 & echo $! > /tmp/orphan); sleep 0.1',
     'echo "pids $main $(cat /tmp/orphan)"',
+    'alive() { kill -0 "$main" 2>/dev/null && [ "$(cut -d" " -f3 /proc/$main/stat)" != Z ]; }',
     `for c in ${codes.join(' ')}; do`,
     '  echo "$c" > /tmp/rc',
     '  out=$(sh -c "$CHECK" 2>&1); rc=$?',
     // kill(2) returns once SIGKILL is queued, and the target dies when it next runs, which on a
-    // loaded machine can be after the line below (a CI run saw "alive"): when the check says it
+    // loaded machine can be after the read below (a CI run saw "alive"): when the check says it
     // sent SIGKILL, wait up to 10 s for the death; a check that killed nothing still reads alive
-    '  alive() { kill -0 "$main" 2>/dev/null && [ "$(cut -d" " -f3 /proc/$main/stat)" != Z ]; }',
     '  case "$out" in *SIGKILL*) i=0; while [ $i -lt 100 ] && alive; do sleep 0.1; i=$((i + 1)); done ;; esac',
     '  if alive; then s=alive; else s=dead; fi',
     '  echo "$rc $out | main $s"',
