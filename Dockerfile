@@ -1,29 +1,25 @@
 # The hospital-api image used by the docker runtime (templates/compose.yaml).
-# NODE_IMAGE: a maintained Node LTS on Debian (glibc: better-sqlite3 builds and
-# runs there). Hospitals without internet pass their registry's copy; the
-# real-engine test tier (test/docker-engine/) passes a local Debian base with
-# the official Node binary.
+# NODE_IMAGE: a maintained Node LTS on Debian (Node 22.18 or later: node:sqlite).
+# Hospitals without internet pass their registry's copy; the real-engine test
+# tier (test/docker-engine/) passes a local Debian base with the official Node
+# binary.
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 # Build stage: every dependency, the compiled dist/, then the production
-# dependencies only. The toolchain is for better-sqlite3 when no prebuilt binary
-# can be fetched (the -slim images carry no compiler).
+# dependencies only. No native addon is built (SQLite is node:sqlite), so no
+# compiler is needed.
 FROM ${NODE_IMAGE} AS build
-RUN apt-get update -qq \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 make g++ >/dev/null \
- && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
-# node-gyp builds against the headers the Node image ships (no download)
-ENV npm_config_nodedir=/usr/local
 COPY package.json package-lock.json ./
-# scripts off for the install (prepare would build before src/ is here), then
-# better-sqlite3's own install script: its prebuilt binary, else a local build
-RUN npm ci --no-audit --no-fund --ignore-scripts && npm rebuild better-sqlite3 && npm cache clean --force
+# scripts off for the install (prepare would build before src/ is here)
+RUN npm ci --no-audit --no-fund --ignore-scripts && npm cache clean --force
 # the sources (.dockerignore keeps tests, docs and any install material out);
-# then compile, keep only production dependencies, and gather what runs in /out
+# then compile, keep only production dependencies, and gather what runs in /out.
+# --omit=optional drops the Node runtime the repository pins (node-linux-*): the
+# image runs on NODE_IMAGE's own Node, as the ENTRYPOINT says.
 COPY . ./
 RUN npm run build \
- && npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm prune --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
  && mkdir /out && cp -r package.json package-lock.json node_modules dist bin templates /out/
 
 # Runtime stage: Node, the production node_modules and dist/; no compiler, no

@@ -176,7 +176,7 @@ export async function run(): Promise<BenchSection> {
     const p50Everything = round(percentile(everythingMs, 50), 1);
     return {
       name: 'fhir',
-      description: `native FHIR server (hospital-api fhir, better-sqlite3) over HTTP on 127.0.0.1; ${PATIENTS} patients × ${SIZE} resources + ${dataset.shared.length} shared = ${resources} resources in ${patients.length + shared.length} transaction Bundles (≤ 100 entries, conditional creates, 2 in flight); ${QUERIES - 100} identifier searches; ${EVERYTHING_RUNS} $everything runs (distinct patients, ${pages} pages, ${returned} resources each)`,
+      description: `native FHIR server (hospital-api fhir, node:sqlite) over HTTP on 127.0.0.1; ${PATIENTS} patients × ${SIZE} resources + ${dataset.shared.length} shared = ${resources} resources in ${patients.length + shared.length} transaction Bundles (≤ 100 entries, conditional creates, 2 in flight); ${QUERIES - 100} identifier searches; ${EVERYTHING_RUNS} $everything runs (distinct patients, ${pages} pages, ${returned} resources each)`,
       rows: [
         { measure: 'ingest', value: ingestRate, unit: 'resources/s', detail: `${created} resources in ${round(ingestSec, 1)} s` },
         { measure: 'Patient?identifier p50', value: p50Search, unit: 'ms', detail: `p90 ${round(percentile(searchMs, 90), 3)} ms, p99 ${round(percentile(searchMs, 99), 3)} ms` },

@@ -4,6 +4,7 @@
  */
 import { HospitalApiError } from '../../errors/index.js';
 import type { SqliteFhirStore } from '../store/sqlite-store.js';
+import { columnAll } from '../store/sqlite.js';
 import type { Resource } from '../store/types.js';
 import { paramDef, paramsFor } from './params.js';
 
@@ -47,7 +48,7 @@ export function includes(store: SqliteFhirStore, type: string, rids: number[], m
     for (const pid of refPids(store, source, code)) {
       const sql = `SELECT t.content FROM sp_ref x JOIN resource t ON t.type = x.target_type AND t.id = x.target_id
         WHERE x.pid = ? AND x.rid IN (${ridList}) AND t.deleted = 0${target ? ' AND x.target_type = ?' : ''}`;
-      add(store.db.prepare(sql).pluck().all(...(target ? [pid, target] : [pid])) as string[]);
+      add(columnAll<string>(store.column(sql), ...(target ? [pid, target] : [pid])));
     }
   }
   const ids = matches.map((m) => m.id as string);
@@ -57,7 +58,7 @@ export function includes(store: SqliteFhirStore, type: string, rids: number[], m
     for (const pid of refPids(store, source, code)) {
       const sql = `SELECT r.content FROM sp_ref x JOIN resource r ON r.rid = x.rid
         WHERE x.pid = ? AND x.target_type = ? AND x.target_id IN (${ids.map(() => '?').join(',')}) AND r.deleted = 0`;
-      add(store.db.prepare(sql).pluck().all(pid, type, ...ids) as string[]);
+      add(columnAll<string>(store.column(sql), pid, type, ...ids));
     }
   }
   return out;

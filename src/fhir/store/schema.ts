@@ -7,10 +7,10 @@
  * per row (no rid index: an update deletes the old rows by re-extracting them
  * from the old version). A token without system stores system ''.
  */
-import type Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { HospitalApiError } from '../../errors/index.js';
+import { columnGet, columnStatement, inTransaction, pragmaValue, type Database } from './sqlite.js';
 
 export const SCHEMA_VERSION = 3;
 /** Bump when index-rows.ts extracts differently: stores indexed by an older extraction are reindexed on open. */
@@ -61,7 +61,7 @@ const INDEX_TABLES = ['sp_token', 'sp_string', 'sp_ref', 'sp_date', 'sp_number',
  * next open: a store is never half-migrated. Index tables need no data migration: they are rebuilt from
  * the stored resources whenever the index fingerprint differs (see indexFingerprint).
  */
-const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
+const MIGRATIONS: Record<number, (db: Database) => void> = {
   // 1 → 2: index tables became WITHOUT ROWID with a NOT NULL system; drop them (DDL recreates, reindex refills)
   1: (db) => {
     for (const t of INDEX_TABLES) db.exec(`DROP TABLE IF EXISTS ${t}`);
@@ -93,45 +93,45 @@ export function indexFingerprint(): string {
 }
 
 /** Empties the index tables (the caller refills them from `resource` in the same transaction). */
-export function clearIndexTables(db: Database.Database): void {
+export function clearIndexTables(db: Database): void {
   for (const t of INDEX_TABLES) db.exec(`DELETE FROM ${t}`);
 }
 
-export function storedFingerprint(db: Database.Database): string | undefined {
-  return (db.prepare("SELECT value FROM store_meta WHERE key = 'index'").pluck().get() as string | undefined) ?? undefined;
+export function storedFingerprint(db: Database): string | undefined {
+  return columnGet<string>(columnStatement(db, "SELECT value FROM store_meta WHERE key = 'index'"));
 }
 
-export function setFingerprint(db: Database.Database, value: string): void {
+export function setFingerprint(db: Database, value: string): void {
   db.prepare("INSERT INTO store_meta (key, value) VALUES ('index', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(value);
 }
 
 
 /** Sets the pragmas, creates or migrates the schema; returns true when the index must be rebuilt. */
-export function applySchema(db: Database.Database, synchronous: 'full' | 'normal' = 'full'): boolean {
+export function applySchema(db: Database, synchronous: 'full' | 'normal' = 'full'): boolean {
   // WAL + synchronous=FULL (default): COMMIT returns after the WAL is synced to disk, so a committed
   // clinical write survives a power cut or OS crash. NORMAL (by flag, for bulk loads) returns once the
   // frames are written to the WAL file: kill -9 still loses nothing committed, but a power cut may
   // lose the last commits (never corrupts). https://www.sqlite.org/pragma.html#pragma_synchronous;
   // docs/fhir.md has the measured cost.
-  db.pragma('journal_mode = WAL');
-  db.pragma(`synchronous = ${synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec(`PRAGMA synchronous = ${synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
   // checkpoint every ~40 MB of WAL instead of 4 MB: fewer, larger copies into the main file
-  db.pragma('wal_autocheckpoint = 10000');
-  db.pragma('foreign_keys = OFF');
-  db.pragma('cache_size = -65536');
-  db.pragma('temp_store = MEMORY');
-  const version = db.pragma('user_version', { simple: true }) as number;
+  db.exec('PRAGMA wal_autocheckpoint = 10000');
+  db.exec('PRAGMA foreign_keys = OFF');
+  db.exec('PRAGMA cache_size = -65536');
+  db.exec('PRAGMA temp_store = MEMORY');
+  const version = pragmaValue<number>(db, 'user_version');
   if (version > SCHEMA_VERSION) {
     throw new HospitalApiError('ERR_FHIR_STORE_VERSION', { version, supported: SCHEMA_VERSION });
   }
-  const fresh = version === 0 && db.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'resource'").pluck().get() === 0;
-  db.transaction(() => {
+  const fresh = version === 0 && columnGet<number>(columnStatement(db, "SELECT count(*) FROM sqlite_master WHERE name = 'resource'")) === 0;
+  inTransaction(db, () => {
     if (!fresh) for (let v = version; v < SCHEMA_VERSION; v++) MIGRATIONS[v]?.(db);
     db.exec(DDL);
-    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
     // A new store, or a version-3 store from before fingerprints (indexed with these same definitions:
     // the extract has not changed since schema 3): record the fingerprint, nothing to rebuild.
     if (fresh || (version === SCHEMA_VERSION && storedFingerprint(db) === undefined)) setFingerprint(db, indexFingerprint());
-  }).immediate();
+  });
   return storedFingerprint(db) !== indexFingerprint();
 }

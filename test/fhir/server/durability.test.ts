@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { openFhirStore } from '../../../src/fhir/store/sqlite-store.js';
+import { columnGet, columnStatement, pragmaValue } from '../../../src/fhir/store/sqlite.js';
 import { runCli, startCli } from '../../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 import { call, startServer } from './helpers.js';
@@ -102,9 +103,9 @@ describe('hospital-api fhir (CLI child)', () => {
 
     const store = openFhirStore(dir);
     try {
-      expect(store.db.pragma('integrity_check', { simple: true })).toBe('ok');
+      expect(pragmaValue(store.db, 'integrity_check')).toBe('ok');
       expect(store.read('Patient', pid)?.deleted).toBe(false);
-      const count = store.db.prepare("SELECT count(*) FROM resource WHERE type = 'Observation'").pluck().get();
+      const count = columnGet(columnStatement(store.db, "SELECT count(*) FROM resource WHERE type = 'Observation'"));
       expect(count).toBe(0);
       expect(store.compartmentPage(pid, { limit: 10 }).resources.map((r) => r.resourceType)).toEqual(['Patient']);
       expect(store.search({ resourceType: 'Patient', params: [['_tag', `${TAG.system}|${TAG.code}`]] }).matches).toEqual([]);
@@ -118,16 +119,16 @@ describe('hospital-api fhir (CLI child)', () => {
     const normal = openFhirStore(tempDir('fhir-sync-'), { synchronous: 'normal' });
     try {
       // https://www.sqlite.org/pragma.html#pragma_synchronous: 2 = FULL, 1 = NORMAL
-      expect(full.db.pragma('synchronous', { simple: true })).toBe(2);
-      expect(full.db.pragma('journal_mode', { simple: true })).toBe('wal');
-      expect(normal.db.pragma('synchronous', { simple: true })).toBe(1);
+      expect(pragmaValue(full.db, 'synchronous')).toBe(2);
+      expect(pragmaValue(full.db, 'journal_mode')).toBe('wal');
+      expect(pragmaValue(normal.db, 'synchronous')).toBe(1);
     } finally {
       full.close();
       normal.close();
     }
     const server = await startServer();
     try {
-      expect(server.store.db.pragma('synchronous', { simple: true })).toBe(2);
+      expect(pragmaValue(server.store.db, 'synchronous')).toBe(2);
     } finally {
       await server.close();
     }

@@ -3,7 +3,7 @@
  * migrated), its indexes are rebuilt when the search definitions it was indexed with differ, and a store
  * written by a newer toolkit is refused with a coded error.
  */
-import Database from 'better-sqlite3';
+import { columnGet, columnStatement, openDatabase, pragmaValue } from '../../../src/fhir/store/sqlite.js';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openFhirStore } from '../../../src/fhir/store/sqlite-store.js';
@@ -54,27 +54,27 @@ describe('FHIR store schema migration', () => {
   it('version 2 (history also held the current version, v1 index tables) is migrated to the current version', () => {
     const dir = tempDir('fhir-migrate-');
     const { patientId } = seed(dir);
-    const db = new Database(join(dir, 'fhir.sqlite'));
+    const db = openDatabase(join(dir, 'fhir.sqlite'));
     // make it look like version 2: the current version duplicated in history, no index fingerprint
     db.exec('INSERT INTO history (rid, version, last_updated, deleted, content) SELECT rid, version, last_updated, deleted, content FROM resource');
     db.exec('DROP TABLE store_meta');
-    db.pragma('user_version = 2');
+    db.exec('PRAGMA user_version = 2');
     db.close();
     expect(found(dir, patientId)).toEqual({ identifier: 1, subject: 1, compartment: 2, versions: ['3', '2', '1'] });
-    const after = new Database(join(dir, 'fhir.sqlite'));
-    expect(after.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    const after = openDatabase(join(dir, 'fhir.sqlite'));
+    expect(pragmaValue(after, 'user_version')).toBe(SCHEMA_VERSION);
     after.close();
   });
 
   it('version 1 (rowid index tables with a nullable system) gets new index tables, rebuilt from the resources', () => {
     const dir = tempDir('fhir-migrate-');
     const { patientId } = seed(dir);
-    const db = new Database(join(dir, 'fhir.sqlite'));
+    const db = openDatabase(join(dir, 'fhir.sqlite'));
     for (const t of ['sp_token', 'sp_string', 'sp_ref', 'sp_date', 'sp_number', 'compartment']) db.exec(`DROP TABLE ${t}`);
     db.exec('CREATE TABLE sp_token (pid INTEGER NOT NULL, value TEXT NOT NULL, system TEXT, rid INTEGER NOT NULL)');
     db.exec("INSERT INTO sp_token VALUES (1, 'stale', NULL, 1)");
     db.exec('DROP TABLE store_meta');
-    db.pragma('user_version = 1');
+    db.exec('PRAGMA user_version = 1');
     db.close();
     expect(found(dir, patientId)).toEqual({ identifier: 1, subject: 1, compartment: 2, versions: ['3', '2', '1'] });
   });
@@ -82,19 +82,19 @@ describe('FHIR store schema migration', () => {
   it('a version-3 store from before index fingerprints opens without a rebuild and gets one recorded', () => {
     const dir = tempDir('fhir-migrate-');
     const { patientId } = seed(dir);
-    const db = new Database(join(dir, 'fhir.sqlite'));
+    const db = openDatabase(join(dir, 'fhir.sqlite'));
     db.exec('DROP TABLE store_meta');
     db.close();
     expect(found(dir, patientId)).toEqual({ identifier: 1, subject: 1, compartment: 2, versions: ['3', '2', '1'] });
-    const after = new Database(join(dir, 'fhir.sqlite'));
-    expect(after.prepare("SELECT count(*) FROM store_meta WHERE key = 'index'").pluck().get()).toBe(1);
+    const after = openDatabase(join(dir, 'fhir.sqlite'));
+    expect(columnGet(columnStatement(after, "SELECT count(*) FROM store_meta WHERE key = 'index'"))).toBe(1);
     after.close();
   });
 
   it('indexes built from other search definitions are rebuilt on open (one transaction)', () => {
     const dir = tempDir('fhir-migrate-');
     const { patientId } = seed(dir);
-    const db = new Database(join(dir, 'fhir.sqlite'));
+    const db = openDatabase(join(dir, 'fhir.sqlite'));
     db.exec('DELETE FROM sp_token; DELETE FROM sp_ref; DELETE FROM compartment');
     db.exec("UPDATE store_meta SET value = 'indexed-by-an-older-toolkit' WHERE key = 'index'");
     db.close();
@@ -104,8 +104,8 @@ describe('FHIR store schema migration', () => {
   it('a store written by a newer toolkit is refused with ERR_FHIR_STORE_VERSION and left untouched', () => {
     const dir = tempDir('fhir-migrate-');
     seed(dir);
-    const db = new Database(join(dir, 'fhir.sqlite'));
-    db.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+    const db = openDatabase(join(dir, 'fhir.sqlite'));
+    db.exec(`PRAGMA user_version = ${SCHEMA_VERSION + 1}`);
     db.close();
     let err: unknown;
     try {
@@ -114,8 +114,8 @@ describe('FHIR store schema migration', () => {
       err = e;
     }
     expect((err as { code?: string }).code).toBe('ERR_FHIR_STORE_VERSION');
-    const again = new Database(join(dir, 'fhir.sqlite'));
-    expect(again.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION + 1);
+    const again = openDatabase(join(dir, 'fhir.sqlite'));
+    expect(pragmaValue(again, 'user_version')).toBe(SCHEMA_VERSION + 1);
     again.close();
   });
 });

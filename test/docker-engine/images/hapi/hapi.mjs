@@ -11,8 +11,8 @@
 //   as the real server does with the H2 dialect against Postgres, fails to start.
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { DatabaseSync, backup } from 'node:sqlite';
 import { restoreBlob, saveBlob, psql } from './pg-blob.mjs';
 
 const env = process.env;
@@ -83,8 +83,6 @@ const child = spawn(process.execPath, ['/standin/hapi-server.mjs', data, serverA
 // HAPI writes to Postgres as it goes: snapshot the SQLite file (SQLite's online
 // backup, consistent while the server writes) into the database every few
 // seconds when it changed, and once more at stop
-const require = createRequire('/app/package.json');
-const Database = require('better-sqlite3');
 const dbFile = join(data, 'fhir.sqlite');
 const snapshot = join(data, 'snapshot.sqlite');
 let seen = '';
@@ -95,9 +93,9 @@ async function persist() {
   if (stamp === seen) return;
   saving = true;
   try {
-    const db = new Database(dbFile, { readonly: true, fileMustExist: true });
+    const db = new DatabaseSync(dbFile, { readOnly: true });
     try {
-      await db.backup(snapshot);
+      await backup(db, snapshot);
     } finally {
       db.close();
     }
