@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run package [-- --arch amd64|arm64] [--version V] [--out DIR]`: the toolkit as hospital IT
+ * `npm run package [-- --arch amd64|arm64] [--version V] [--out DIR] [--fast] [--deb-only] [--no-build]`: the toolkit as hospital IT
  * installs it, written to release/ (ignored by git):
  *
  *   hospital-api_<version>_<arch>.deb            apt install ./…; /usr/lib/hospital-api, /usr/bin/hospital-api
@@ -9,7 +9,7 @@
  * Both hold one tree: bin/hospital-api (packaging/hospital-api.sh), node/ (the Node.js binary the
  * repository pins, package.json optionalDependencies node-linux-<cpu>, its sha512 checked against the
  * lockfile, stripped), app/ (dist/, templates/, bin/, package.json, the production node_modules and the
- * Dockerfile the docker runtime builds its API image from, packaging/Dockerfile). Nothing in it comes
+ * Dockerfile the docker runtime builds its API image from: see packageDockerfile). Nothing in it comes
  * from the host's Node. Two runs from the same commit give byte-identical files: every timestamp is
  * SOURCE_DATE_EPOCH (the commit's time unless set; https://reproducible-builds.org/specs/source-date-epoch/),
  * owners are root, modes are fixed, archives are sorted by name. docs/packaging.md has the rest.
@@ -25,14 +25,19 @@ const PACKAGING = path.join(REPO, 'packaging');
 const ARCHES = { amd64: 'x64', arm64: 'arm64' };
 
 function parseArgs(argv) {
-  const out = { arch: Object.keys(ARCHES).find((a) => ARCHES[a] === process.arch) ?? 'amd64', version: undefined, out: path.join(REPO, 'release') };
+  const out = { arch: Object.keys(ARCHES).find((a) => ARCHES[a] === process.arch) ?? 'amd64', version: undefined, out: path.join(REPO, 'release'), fast: false, debOnly: false, build: true };
   for (let i = 0; i < argv.length; i++) {
     const [flag, value] = [argv[i], argv[i + 1]];
-    if (flag === '--arch' && value) out.arch = value;
+    // --fast: gzip -1 instead of xz (tests that install the package, not ship it); --deb-only: no tar.gz;
+    // --no-build: package dist/ as it is (tests, which must not replace dist/ under the CLI other tests run)
+    if (flag === '--fast') out.fast = true;
+    else if (flag === '--deb-only') out.debOnly = true;
+    else if (flag === '--no-build') out.build = false;
+    else if (flag === '--arch' && value) out.arch = value;
     else if (flag === '--version' && value) out.version = value;
     else if (flag === '--out' && value) out.out = path.resolve(value);
-    else throw new Error(`usage: npm run package [-- --arch amd64|arm64] [--version V] [--out DIR]; not understood: ${flag}`);
-    i++;
+    else throw new Error(`usage: npm run package [-- --arch amd64|arm64] [--version V] [--out DIR] [--fast] [--deb-only] [--no-build]; not understood: ${flag}`);
+    if (!['--fast', '--deb-only', '--no-build'].includes(flag)) i++;
   }
   if (!ARCHES[out.arch]) throw new Error(`--arch must be one of ${Object.keys(ARCHES).join(', ')}`);
   return out;
@@ -56,8 +61,8 @@ try {
   await buildTree(tree);
   await fs.mkdirp(args.out);
   const deb = await buildDeb(tree, path.join(work, 'deb'));
-  const tarball = await buildTarball(tree, path.join(work, 'tar'));
-  for (const f of [deb, tarball]) {
+  const tarball = args.debOnly ? null : await buildTarball(tree, path.join(work, 'tar'));
+  for (const f of [deb, tarball].filter(Boolean)) {
     const sha = createHash('sha256').update(fs.readFileSync(f)).digest('hex');
     process.stdout.write(`${path.relative(process.cwd(), f)}  ${(fs.statSync(f).size / 2 ** 20).toFixed(1)} MiB  sha256 ${sha}\n`);
   }
@@ -107,15 +112,19 @@ async function pinnedNode(dest) {
 
 async function buildTree(tree) {
   const app = path.join(tree, 'app');
-  progress('compiling dist/');
-  await $({ cwd: REPO, env })`npm run build --silent`;
+  if (args.build) {
+    progress('compiling dist/');
+    await $({ cwd: REPO, env })`npm run build --silent`;
+  } else if (!fs.existsSync(path.join(REPO, 'dist', 'cli.js'))) {
+    throw new Error('--no-build: there is no dist/ to package (npm run build)');
+  }
   await fs.mkdirp(path.join(app, 'bin'));
   for (const f of ['hospital-api.js', 'node-check.cjs']) await fs.copy(path.join(REPO, 'bin', f), path.join(app, 'bin', f));
   await fs.copy(path.join(REPO, 'dist'), path.join(app, 'dist'));
   await fs.copy(path.join(REPO, 'templates'), path.join(app, 'templates'));
   await fs.copy(path.join(REPO, 'package-lock.json'), path.join(app, 'package-lock.json'));
   await fs.writeFile(path.join(app, 'package.json'), JSON.stringify({ ...pkg, version, scripts: undefined, devDependencies: undefined }, null, 2) + '\n');
-  await fs.copy(path.join(PACKAGING, 'Dockerfile'), path.join(app, 'Dockerfile'));
+  await fs.writeFile(path.join(app, 'Dockerfile'), packageDockerfile());
   await fs.copy(path.join(PACKAGING, 'dockerignore'), path.join(app, '.dockerignore'));
   progress('production node_modules (npm ci --omit=dev --omit=optional)');
   // the lockfile's production packages only; no install scripts (none is needed: no native addon)
@@ -134,6 +143,27 @@ async function buildTree(tree) {
   await fs.copy(path.join(PACKAGING, 'hospital-api.sh'), path.join(tree, 'bin', 'hospital-api'));
   await normalise(tree, ['bin/hospital-api', 'node/bin/node']);
   return nodeVersion;
+}
+
+/**
+ * The Dockerfile of the package's app/: the repository's Dockerfile without its build stage. The
+ * package's app/ already holds what that stage makes (dist/, the production node_modules; JavaScript
+ * only), so its final stage, the same settings line for line, copies app/ itself in.
+ */
+function packageDockerfile() {
+  const text = fs.readFileSync(path.join(REPO, 'Dockerfile'), 'utf8');
+  const arg = /^ARG NODE_IMAGE=.*$/m.exec(text)?.[0];
+  const final = text.slice(text.lastIndexOf('\nFROM ') + 1);
+  const copy = 'COPY --from=build /out/ /app/';
+  if (!arg || !final.startsWith('FROM ${NODE_IMAGE}') || !final.includes(copy)) throw new Error('Dockerfile: no NODE_IMAGE argument, or its last stage does not copy /out/ from the build stage');
+  return [
+    '# The hospital-api image, as the docker runtime builds it from an installed package (this folder):',
+    "# the repository's Dockerfile without its build stage, whose output this folder already holds",
+    '# (written by scripts/package.mjs; the .dockerignore beside it keeps keys and env files out).',
+    arg,
+    '',
+    final.replace(copy, 'COPY . /app/'),
+  ].join('\n');
 }
 
 /** Every file below `dir`, relative, sorted. */
@@ -194,7 +224,8 @@ async function buildDeb(tree, stage) {
   await fs.writeFile(path.join(control, 'control'), controlFile(Math.ceil(bytes / 1024)));
   await normalise(control, ['postinst', 'prerm', 'postrm']);
   const out = path.join(args.out, `hospital-api_${version}_${args.arch}.deb`);
-  await $({ env })`dpkg-deb --root-owner-group -Zxz --build ${stage} ${out}`;
+  const compression = args.fast ? ['-Zgzip', '-z1'] : ['-Zxz'];
+  await $({ env })`dpkg-deb --root-owner-group ${compression} --build ${stage} ${out}`;
   return out;
 }
 
@@ -206,7 +237,7 @@ async function buildTarball(tree, stage) {
   const out = path.join(args.out, `${name}.tar.gz`);
   const tar = path.join(stage, `${name}.tar`);
   await $({ cwd: stage, env })`tar --sort=name --mtime=@${epoch} --clamp-mtime --owner=0 --group=0 --numeric-owner --format=gnu -cf ${tar} ${name}`;
-  await $`gzip -9n ${tar}`;
+  await $`gzip ${args.fast ? '-1n' : '-9n'} ${tar}`;
   await fs.move(`${tar}.gz`, out, { overwrite: true });
   return out;
 }

@@ -25,6 +25,8 @@ export interface InstallFlags extends PortFlags, DockerFlags {
   corsExposedHeader?: string[];
   start?: boolean;
   demo?: boolean;
+  /** native: who runs the components (a new install's default: $HOSPITAL_API_SUPERVISOR, which the Debian package sets where systemd runs, else builtin). */
+  supervisor?: string;
 }
 
 export type TlsChoice =
@@ -41,6 +43,8 @@ export interface InstallPlan {
   tls: TlsChoice;
   start: boolean;
   demo: boolean;
+  /** native: who runs the components; null keeps what a previous install chose (else builtin). */
+  supervisor: 'builtin' | 'systemd' | null;
   /** Docker flags as given (validated); merged with the previous install's in run.ts. */
   docker: DockerFlags;
 }
@@ -178,6 +182,13 @@ export function parseInstallFlags(f: InstallFlags, previous: InstallConfig | nul
     tls: parseTls(f),
     start: f.start !== false,
     demo: f.demo === true || previous?.demo === true,
+    supervisor: parseSupervisor('--supervisor', f.supervisor),
     docker: parseDockerFlags(f),
   };
+}
+
+export function parseSupervisor(name: string, value: string | undefined): 'builtin' | 'systemd' | null {
+  if (value === undefined || value === '') return null;
+  if (value !== 'builtin' && value !== 'systemd') throw bad(name, `expected builtin or systemd, got "${value}"`);
+  return value;
 }

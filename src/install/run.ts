@@ -15,7 +15,7 @@ import { openRuntime } from '../runtime/index.js';
 import type { Runtime } from '../runtime/types.js';
 import { dockerEngineAnswers, findCompose } from '../runtime/docker/compose.js';
 import { composeFile, dockerSettings, renderCompose } from '../runtime/docker/render.js';
-import { parseInstallFlags, type InstallFlags } from './options.js';
+import { parseInstallFlags, parseSupervisor, type InstallFlags } from './options.js';
 import { prepareTls } from './tls.js';
 import { writeIfChanged, writeInstallFiles, type FileChange } from './files.js';
 import { provisionGateway, type ProvisionStep } from './provision.js';
@@ -48,6 +48,17 @@ async function chooseRuntime(flag: RuntimeName | null, previous: InstallConfig |
   return (await dockerEngineAnswers()) && (await findCompose()) ? 'docker' : 'native';
 }
 
+/** Who runs a native install's components (install.json `supervisor`); docker's are run by the engine. */
+function supervisorOf(runtime: RuntimeName, flag: 'builtin' | 'systemd' | null, previous: InstallConfig | null): Pick<InstallConfig, 'supervisor'> {
+  if (flag !== null && runtime !== 'native') {
+    throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--supervisor', detail: `the ${runtime} runtime is run by its container engine` });
+  }
+  // a new native install takes the environment's default (the Debian package's wrapper sets systemd where it runs)
+  const fallback = previous || runtime !== 'native' ? null : parseSupervisor('HOSPITAL_API_SUPERVISOR', process.env.HOSPITAL_API_SUPERVISOR);
+  const chosen = flag ?? previous?.supervisor ?? fallback;
+  return chosen ? { supervisor: chosen } : {};
+}
+
 export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Promise<InstallResult> {
   const dir = installPaths(flags.dir ?? defaultInstallDir()).root;
   const paths = installPaths(dir);
@@ -71,6 +82,7 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
     installedAt: previous?.installedAt ?? new Date().toISOString(),
     demo: plan.demo,
     ...(previous?.upgrades ? { upgrades: previous.upgrades } : {}),
+    ...supervisorOf(runtime, plan.supervisor, previous),
     ...(runtime === 'docker' ? { docker: dockerSettings(plan.hosts, previous?.docker, plan.docker) } : {}),
   };
   const compose = runtime === 'docker' ? renderCompose(dir, config) : null;

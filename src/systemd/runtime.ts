@@ -1,11 +1,16 @@
 /**
  * The native runtime when systemd runs it (install.json `"supervisor":
- * "systemd"`, set by `hospital-api systemd --managed`): the same components
+ * "systemd"`, set by `install --supervisor systemd`, the Debian package's default
+ * where systemd runs, or by `hospital-api systemd --managed`): `up` writes the
+ * units into /etc/systemd/system and enables them, then starts them; the same components
  * and admin API as the built-in supervisor, but their state, restarts and
  * reloads go through systemctl, so `status`, `verify`, `consumer rotate-key`
  * and `cert renew` work the same under systemd.
  */
+import { lchownSync, lstatSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { writeIfChanged } from '../install/files.js';
 import { HospitalApiError } from '../errors/index.js';
 import type { InstallConfig } from '../runtime/install-config.js';
 import { installPaths } from '../runtime/layout.js';
@@ -14,7 +19,10 @@ import { componentHealth } from '../runtime/native/health.js';
 import { createNativeRuntime } from '../runtime/native/index.js';
 import { reloadApiKeyOf } from '../runtime/native/maintenance.js';
 import type { ComponentState, Runtime } from '../runtime/types.js';
-import { TARGET, unitName } from './units.js';
+import { defaultUnitOptions, renderUnits, TARGET, unitName } from './units.js';
+
+/** Where the units of an install go: systemd's directory for the administrator's units (systemd.unit(5)). */
+const UNIT_DIR = process.env.HOSPITAL_API_SYSTEMD_UNIT_DIR || '/etc/systemd/system';
 
 const START_TIMEOUT_MS = 90_000;
 
@@ -46,6 +54,43 @@ export async function showUnit(unit: string): Promise<UnitShow> {
     if (i > 0) v[line.slice(0, i)] = line.slice(i + 1).trim();
   }
   return { MainPID: Number(v.MainPID ?? 0) || 0, ActiveState: v.ActiveState ?? 'unknown', SubState: v.SubState ?? '', NRestarts: Number(v.NRestarts ?? 0) || 0 };
+}
+
+/** uid and gid of a system user, by `id` (Node has no getpwnam). */
+async function userIds(user: string): Promise<{ uid: number; gid: number }> {
+  const { execa } = await import('execa');
+  const [u, g] = await Promise.all([execa('id', ['-u', user], { reject: false }), execa('id', ['-g', user], { reject: false })]);
+  if (u.exitCode !== 0 || g.exitCode !== 0) {
+    throw new HospitalApiError('ERR_SYSTEMD_OPTIONS', { detail: `there is no system user ${user} to run the components (the Debian package makes it; else: useradd --system --user-group --shell /usr/sbin/nologin ${user})` });
+  }
+  return { uid: Number(u.stdout.trim()), gid: Number(g.stdout.trim()) };
+}
+
+/** Gives every file of the install directory to the service user (root's writes in a subfolder it made are root's). */
+function chownTree(root: string, uid: number, gid: number): void {
+  const fix = (p: string): void => {
+    const s = lstatSync(p);
+    if (s.uid !== uid || s.gid !== gid) lchownSync(p, uid, gid);
+    if (s.isDirectory()) for (const e of readdirSync(p)) fix(join(p, e));
+  };
+  fix(root);
+}
+
+/**
+ * The units of this install in UNIT_DIR, as `hospital-api systemd` renders them, the install directory
+ * the service user's, and hospital-api.target enabled: what `up` needs before systemctl can start it.
+ * A rerun with nothing changed writes nothing and reloads nothing.
+ */
+async function installUnits(root: string, config: InstallConfig): Promise<void> {
+  const options = defaultUnitOptions();
+  if (process.getuid?.() === 0) {
+    const { uid, gid } = await userIds(options.user);
+    chownTree(root, uid, gid);
+  }
+  const changed = renderUnits(root, config, options).map((u) => writeIfChanged(join(UNIT_DIR, u.name), u.text)).filter((f) => f.change !== 'unchanged');
+  if (changed.length === 0) return;
+  await systemctl(['daemon-reload']);
+  await systemctl(['enable', TARGET]);
 }
 
 export function createSystemdRuntime(dir: string, config: InstallConfig): Runtime {
@@ -93,6 +138,9 @@ export function createSystemdRuntime(dir: string, config: InstallConfig): Runtim
   return {
     name: 'native',
     async up() {
+      await installUnits(root, config);
+      // a unit that gave up (the API before its key exists: StartLimitBurst) starts again only once reset
+      await systemctl(['reset-failed', ...specs().map((s) => unitName(s.name))]).catch(() => undefined);
       await systemctl(['start', TARGET]);
       await waitUp(specs().filter((s) => !s.blocked).map((s) => s.name));
     },
@@ -103,6 +151,7 @@ export function createSystemdRuntime(dir: string, config: InstallConfig): Runtim
       if (!specs().some((s) => s.name === component)) {
         throw new HospitalApiError('ERR_RUNTIME_UNKNOWN_COMPONENT', { component, known: specs().map((s) => s.name).join(', ') });
       }
+      await systemctl(['reset-failed', unitName(component)]).catch(() => undefined);
       await systemctl(['restart', unitName(component)]);
       await waitUp([component]);
     },

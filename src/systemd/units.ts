@@ -65,6 +65,8 @@ function service(spec: ComponentSpec, dir: string, o: UnitOptions, after: string
     'After=network-online.target' + after.map((a) => ` ${a}`).join(''),
     'Wants=network-online.target',
     `PartOf=${TARGET}`,
+    // a toolkit removed (`apt remove` keeps the installation and these units) starts nothing at boot
+    `ConditionPathExists=${o.node.replace(/%/g, '%%')}`,
     'StartLimitIntervalSec=300',
     'StartLimitBurst=10',
     '',

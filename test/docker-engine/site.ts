@@ -151,3 +151,41 @@ export async function postPatientTo(apiPort: number, careId: string, token: stri
   const text = await res.body.text();
   return { status: res.statusCode, resources: res.statusCode === 200 ? (JSON.parse(text) as { resources: RecordEntry[] }).resources : [] };
 }
+
+/** Polls `probe` every 250 ms until it gives a value (null or a throw: not yet); fails after `ms`, naming `what`. */
+export async function until<T>(what: string, ms: number, probe: () => Promise<T | null>): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe().catch(() => null);
+    if (v !== null) return v;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms / 1000} s`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** `systemctl show` of a component's unit in a container whose PID 1 is systemd: MainPID, ActiveState, NRestarts, User, ExecStart. */
+export async function unitShowIn(container: string, component: string): Promise<Record<string, string>> {
+  const out = (await docker(['exec', container, 'systemctl', 'show', '-p', 'MainPID,ActiveState,NRestarts,User,ExecStart', `hospital-api-${component}.service`], { allowFail: true })).out;
+  return Object.fromEntries(out.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+}
+
+/**
+ * Starts `image` as `name`, a container whose PID 1 is systemd, on the host's network (the tier's engine
+ * has no bridge), and waits for systemd to reach its default target; says which units failed when it is
+ * degraded. systemd needs CAP_SYS_ADMIN and the host's /sys/fs/cgroup (`--privileged` is refused here).
+ */
+export async function startSystemdHost(name: string, image: string, extraCaps: string[] = []): Promise<void> {
+  await docker(['rm', '-f', name], { allowFail: true });
+  await docker([
+    'run', '-d', '--name', name, '--network', 'host', '--cap-add', 'SYS_ADMIN', ...extraCaps.flatMap((c) => ['--cap-add', c]),
+    '-v', '/sys/fs/cgroup:/sys/fs/cgroup:rw', '--tmpfs', '/run', '--tmpfs', '/run/lock', '--tmpfs', '/tmp', image,
+  ]);
+  const state = await until(`systemd in ${name} reaching its default target`, 120_000, async () => {
+    const s = (await docker(['exec', name, 'systemctl', 'is-system-running'], { allowFail: true })).out.trim();
+    return s === 'running' || s === 'degraded' ? s : null;
+  });
+  if (state === 'degraded') {
+    const failed = (await docker(['exec', name, 'systemctl', '--failed', '--no-legend', '--plain'], { allowFail: true })).out;
+    process.stdout.write(`${name}: systemd degraded before the test (failed units: ${failed.trim().replace(/\n/g, '; ')})\n`);
+  }
+}

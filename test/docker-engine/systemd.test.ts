@@ -32,7 +32,7 @@ import { freePort } from '../../src/util/port-check.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir/generate/dataset.js';
 import { docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
-import { API_IMAGE, formatTimings, postPatientTo, prepareImages, REAL, type RecordEntry, REPO, syntheticIds, type Timings } from './site.js';
+import { API_IMAGE, formatTimings, postPatientTo, prepareImages, REAL, type RecordEntry, REPO, startSystemdHost, syntheticIds, type Timings, unitShowIn, until } from './site.js';
 
 const engine = await engineAnswers();
 if (!engine) sayNoEngine();
@@ -63,20 +63,9 @@ async function toolkit(args: string[]) {
   return r;
 }
 
-async function unitShow(component: string): Promise<Record<string, string>> {
-  const out = (await inHost(['systemctl', 'show', '-p', 'MainPID,ActiveState,NRestarts,User', `hospital-api-${component}.service`])).out;
-  return Object.fromEntries(out.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
-}
+/** The component's unit in the container. */
+const unitShow = (component: string) => unitShowIn(NAME, component);
 
-async function until<T>(what: string, ms: number, probe: () => Promise<T | null>): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe().catch(() => null);
-    if (v !== null) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms / 1000} s`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 async function healthy(): Promise<boolean> {
   try {
@@ -108,20 +97,8 @@ describe.skipIf(!engine)('native install under a real systemd (issue 15)', () =>
       api: await freePort(), fhir: await freePort(), gatewayHttp: await freePort(), gatewayHttps: await freePort(),
       gatewayAdmin: await freePort(), metrics: await freePort(), platform: await freePort(),
     };
-    await docker(['rm', '-f', NAME], { allowFail: true });
-    await docker([
-      // SYS_PTRACE for this test's own look into the components' mount namespaces (nsenter), not for systemd
-      'run', '-d', '--name', NAME, '--network', 'host', '--cap-add', 'SYS_ADMIN', '--cap-add', 'SYS_PTRACE',
-      '-v', '/sys/fs/cgroup:/sys/fs/cgroup:rw', '--tmpfs', '/run', '--tmpfs', '/run/lock', '--tmpfs', '/tmp', IMAGE,
-    ]);
-    const state = await until('systemd in the host container reaching its default target', 120_000, async () => {
-      const s = (await inHost(['systemctl', 'is-system-running'])).out.trim();
-      return s === 'running' || s === 'degraded' ? s : null;
-    });
-    if (state === 'degraded') {
-      const failed = (await inHost(['systemctl', '--failed', '--no-legend', '--plain'])).out;
-      process.stdout.write(`systemd host: degraded before the install (failed units: ${failed.trim().replace(/\n/g, '; ')})\n`);
-    }
+    // SYS_PTRACE for this test's own look into the components' mount namespaces (nsenter), not for systemd
+    await startSystemdHost(NAME, IMAGE, ['SYS_PTRACE']);
     // the platform stand-in's tokens, copied in for it
     const platformDir = tempDir('hapi-systemd-platform-');
     tokens = writeTokens(platformDir, dataset.patients.map((p) => p.careId));

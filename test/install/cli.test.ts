@@ -1,5 +1,5 @@
 /** install's CLI surface: usage errors exit 2 and write nothing; --no-start writes the directory only. */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { installPaths } from '../../src/runtime/layout.js';
@@ -8,8 +8,8 @@ import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 
 afterAll(removeTempDirs);
 
-async function runCli(args: string[]): Promise<{ exitCode: number | undefined; stdout: string; stderr: string }> {
-  const r = await run(args);
+async function runCli(args: string[], env: Record<string, string> = {}): Promise<{ exitCode: number | undefined; stdout: string; stderr: string }> {
+  const r = await run(args, { env });
   return { exitCode: r.exitCode, stdout: String(r.stdout), stderr: String(r.stderr) };
 }
 
@@ -20,6 +20,7 @@ describe('hospital-api install (CLI)', () => {
     [['--ca', '/etc/hostname'], 2, 'ERR_INSTALL_TLS_OPTIONS'],
     [['--host', 'a b', '--generate-ca'], 2, 'ERR_INSTALL_BAD_OPTION'],
     [[], 2, 'ERR_INSTALL_TLS_OPTIONS'],
+    [['--supervisor', 'cron', '--generate-ca'], 2, 'ERR_INSTALL_BAD_OPTION'],
   ])('%j → exit %i %s, nothing written', async (args, exit, code) => {
     const dir = join(tempDir(), 'inst');
     const r = await runCli(['install', '--runtime', 'native', '--no-start', '--dir', dir, '--json', ...args]);
@@ -47,6 +48,27 @@ describe('hospital-api install (CLI)', () => {
     const r = await runCli(['install', '--runtime', 'docker', '--no-start', '--dir', dir, '--json']);
     expect(r.exitCode).toBe(2);
     expect(JSON.parse(r.stdout).error.code).toBe('ERR_INSTALL_RUNTIME_CONFLICT');
+  });
+
+  it('records who runs a native install: --supervisor, else $HOSPITAL_API_SUPERVISOR (the package sets it) for a new one, and keeps it on a rerun', async () => {
+    const supervisorOf = (dir: string) => (JSON.parse(readFileSync(installPaths(dir).installJson, 'utf8')) as { supervisor?: string }).supervisor;
+    const byEnv = join(tempDir(), 'inst');
+    expect((await runCli(['install', '--runtime', 'native', '--no-start', '--dir', byEnv, '--generate-ca'], { HOSPITAL_API_SUPERVISOR: 'systemd' })).exitCode).toBe(0);
+    expect(supervisorOf(byEnv)).toBe('systemd');
+    expect((await runCli(['install', '--no-start', '--dir', byEnv], { HOSPITAL_API_SUPERVISOR: 'builtin' })).exitCode).toBe(0);
+    expect(supervisorOf(byEnv), 'a rerun keeps what the install chose').toBe('systemd');
+    expect((await runCli(['install', '--no-start', '--dir', byEnv, '--supervisor', 'builtin'])).exitCode).toBe(0);
+    expect(supervisorOf(byEnv)).toBe('builtin');
+    const plain = join(tempDir(), 'inst');
+    expect((await runCli(['install', '--runtime', 'native', '--no-start', '--dir', plain, '--generate-ca'])).exitCode).toBe(0);
+    expect(supervisorOf(plain)).toBeUndefined();
+    const bad = join(tempDir(), 'inst');
+    const r = await runCli(['install', '--runtime', 'native', '--no-start', '--dir', bad, '--generate-ca', '--json'], { HOSPITAL_API_SUPERVISOR: 'cron' });
+    expect([r.exitCode, JSON.parse(r.stdout).error.code]).toEqual([2, 'ERR_INSTALL_BAD_OPTION']);
+    expect(existsSync(bad)).toBe(false);
+    const docker = join(tempDir(), 'inst');
+    const d = await runCli(['install', '--runtime', 'docker', '--no-start', '--dir', docker, '--generate-ca', '--supervisor', 'systemd', '--json']);
+    expect([d.exitCode, JSON.parse(d.stdout).error.code]).toEqual([2, 'ERR_INSTALL_BAD_OPTION']);
   });
 
   it('verify and consumer create on a directory without an install exit 3 with a hint', async () => {
