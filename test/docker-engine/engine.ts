@@ -19,6 +19,8 @@ export const TIER_IMAGES = Object.freeze({
   systemdHost: `hospital-api-tier/systemd-host:dev${SUFFIX}`,
   /** The local Debian base scripts/docker-engine.mjs imports. */
   debian: 'hospital-api-tier/debian:bookworm',
+  /** That base with the pinned Node (scripts/docker-engine.mjs): the tier's NODE_IMAGE. */
+  node: 'hospital-api-tier/node:24',
 });
 
 export async function engineAnswers(): Promise<boolean> {

@@ -187,6 +187,25 @@ describe.skipIf(!engine)('the Debian package on a clean Debian 12 with systemd (
     expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
   }, 900_000);
 
+  it("the docker runtime's API image builds from the package's own files, with no checkout: its app/ and Dockerfile", async () => {
+    const unpacked = tempDir('hapi-deb-');
+    await execa('dpkg-deb', ['-x', join(debs, `hospital-api_${VERSION}_amd64.deb`), unpacked]);
+    const app = join(unpacked, 'usr', 'lib', 'hospital-api', 'app');
+    const tag = `hospital-api-tier/from-package:${process.pid}`;
+    const t0 = Date.now();
+    try {
+      // the build `docker compose` runs for an install without --api-image (context: the toolkit's own folder)
+      await docker(['build', '-q', '-t', tag, '--build-arg', `NODE_IMAGE=${TIER_IMAGES.node}`, app], { timeout: 1_200_000 });
+      timings['api image from the package'] = Date.now() - t0;
+      const v = await docker(['run', '--rm', '--network', 'none', tag, '--version'], { allowFail: true });
+      expect([v.code, v.out.trim()], v.err).toEqual([0, VERSION]);
+      const who = await docker(['run', '--rm', '--network', 'none', '--entrypoint', 'id', tag, '-u'], { allowFail: true });
+      expect(who.out.trim()).toBe('1000');
+    } finally {
+      await docker(['rmi', '-f', tag], { allowFail: true });
+    }
+  }, 1_200_000);
+
   it('apt remove stops the services and keeps every data file; apt purge keeps them too and says where they are', async () => {
     const files = (await onServer(['find', DIR, '-type', 'f'])).out.split('\n').filter(Boolean).sort();
     expect(files).toContain(`${DIR}/install.json`);
