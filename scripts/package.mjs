@@ -317,9 +317,13 @@ function copyright() {
   ].join('\n');
 }
 
-/** hospital-api(1): the CLI's own --help (every command and option), run on the bundled Node. */
+/**
+ * hospital-api(1): the CLI's own --help (every command and option), run on the bundled Node, or for
+ * another architecture on the Node running this script (app/ is JavaScript only: the same text).
+ */
 async function manPage(tree) {
-  const help = cpu === process.arch ? (await $({ env: { ...env, NO_COLOR: '1' } })`${path.join(tree, 'node', 'bin', 'node')} ${path.join(tree, 'app', 'bin', 'hospital-api.js')} --help`).stdout : '';
+  const node = cpu === process.arch ? path.join(tree, 'node', 'bin', 'node') : process.execPath;
+  const help = (await $({ env: { ...env, NO_COLOR: '1' } })`${node} ${path.join(tree, 'app', 'bin', 'hospital-api.js')} --help`).stdout;
   const date = new Date(epoch * 1000).toISOString().slice(0, 10);
   const escape = (t) => t.replace(/\\/g, '\\e').replace(/^([.'])/gm, '\\&$1');
   return [
