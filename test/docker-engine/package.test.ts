@@ -56,11 +56,11 @@ async function hospitalApi(args: string[]) {
   return r;
 }
 
-async function aptInstall(version: string) {
+async function aptInstall(version: string, flags: string[] = []) {
   const file = `hospital-api_${version}_amd64.deb`;
   await docker(['cp', join(debs, file), `${NAME}:/root/${file}`]);
   const t0 = Date.now();
-  const r = await onServer(['env', 'DEBIAN_FRONTEND=noninteractive', 'apt-get', 'install', '-y', '--no-install-recommends', `/root/${file}`], { timeout: 600_000 });
+  const r = await onServer(['env', 'DEBIAN_FRONTEND=noninteractive', 'apt-get', 'install', '-y', '--no-install-recommends', ...flags, `/root/${file}`], { timeout: 600_000 });
   timings[`apt install ${version}`] = Date.now() - t0;
   return r;
 }
@@ -185,6 +185,21 @@ describe.skipIf(!engine)('the Debian package on a clean Debian 12 with systemd (
     await recordsFlow();
     const verify = await hospitalApi(['verify']);
     expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
+  }, 900_000);
+
+  it('a package over an installation of an older format: with the key file the hospital placed, postinst migrates it (a backup first); a stopped installation stays stopped', async () => {
+    expect((await hospitalApi(['down'])).code).toBe(0);
+    // the format before this one (1 → 2 made the secret files 0600): what an older toolkit left
+    await onServer(['sed', '-i', 's/"formatVersion": *[0-9]*/"formatVersion": 1/', `${DIR}/install.json`], { allowFail: false });
+    await onServer(['sh', '-c', 'install -d -m 0700 /etc/hospital-api && head -c 48 /dev/urandom > /etc/hospital-api/backup.key && chmod 0600 /etc/hospital-api/backup.key'], { allowFail: false });
+    const apt = await aptInstall(VERSION, ['--reinstall']);
+    expect(apt.code, `${apt.out}\n${apt.err}`).toBe(0);
+    expect(`${apt.out}\n${apt.err}`).toContain('format 1 → 2');
+    expect(JSON.parse((await onServer(['cat', `${DIR}/install.json`])).out).formatVersion).toBe(2);
+    expect((await onServer(['sh', '-c', `ls ${DIR}/backups`])).out).toMatch(/pre-upgrade-format-1-.*\.tar/);
+    for (const c of COMPONENTS) expect((await unitShow(c)).ActiveState, c).not.toBe('active');
+    expect((await hospitalApi(['up'])).code).toBe(0);
+    await recordsFlow();
   }, 900_000);
 
   it("the docker runtime's API image builds from the package's own files, with no checkout: its app/ and Dockerfile", async () => {
