@@ -7,7 +7,7 @@
  * reloads go through systemctl, so `status`, `verify`, `consumer rotate-key`
  * and `cert renew` work the same under systemd.
  */
-import { lchownSync, lstatSync, readdirSync } from 'node:fs';
+import { existsSync, lchownSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { writeIfChanged } from '../install/files.js';
@@ -22,7 +22,7 @@ import type { ComponentState, Runtime } from '../runtime/types.js';
 import { defaultUnitOptions, renderUnits, TARGET, unitName } from './units.js';
 
 /** Where the units of an install go: systemd's directory for the administrator's units (systemd.unit(5)). */
-const UNIT_DIR = process.env.HOSPITAL_API_SYSTEMD_UNIT_DIR || '/etc/systemd/system';
+const UNIT_DIR = '/etc/systemd/system';
 
 const START_TIMEOUT_MS = 90_000;
 
@@ -82,7 +82,10 @@ function chownTree(root: string, uid: number, gid: number): void {
  * A rerun with nothing changed writes nothing and reloads nothing.
  */
 async function installUnits(root: string, config: InstallConfig): Promise<void> {
-  const options = defaultUnitOptions();
+  // the user units written before name (`hospital-api systemd --user`) stays theirs
+  const api = join(UNIT_DIR, unitName('api'));
+  const before = existsSync(api) ? /^User=(.+)$/m.exec(readFileSync(api, 'utf8'))?.[1] : undefined;
+  const options = defaultUnitOptions(before);
   if (process.getuid?.() === 0) {
     const { uid, gid } = await userIds(options.user);
     chownTree(root, uid, gid);
