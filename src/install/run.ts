@@ -49,12 +49,13 @@ async function chooseRuntime(flag: RuntimeName | null, previous: InstallConfig |
 }
 
 /** Who runs a native install's components (install.json `supervisor`); docker's are run by the engine. */
-function supervisorOf(runtime: RuntimeName, flag: 'builtin' | 'systemd' | null, previous: InstallConfig | null): Pick<InstallConfig, 'supervisor'> {
+function supervisorOf(runtime: RuntimeName, flag: 'builtin' | 'systemd' | null, previous: InstallConfig | null, demo: boolean): Pick<InstallConfig, 'supervisor'> {
   if (flag !== null && runtime !== 'native') {
     throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--supervisor', detail: `the ${runtime} runtime is run by its container engine` });
   }
-  // a new native install takes the environment's default (the Debian package's wrapper sets systemd where it runs)
-  const fallback = previous || runtime !== 'native' ? null : parseSupervisor('HOSPITAL_API_SUPERVISOR', process.env.HOSPITAL_API_SUPERVISOR);
+  // a new native install takes the environment's default (the Debian package's wrapper sets systemd where it
+  // runs); a DEMO install never runs as system services (units refuse it)
+  const fallback = previous || runtime !== 'native' || demo ? null : parseSupervisor('HOSPITAL_API_SUPERVISOR', process.env.HOSPITAL_API_SUPERVISOR);
   const chosen = flag ?? previous?.supervisor ?? fallback;
   return chosen ? { supervisor: chosen } : {};
 }
@@ -82,7 +83,7 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
     installedAt: previous?.installedAt ?? new Date().toISOString(),
     demo: plan.demo,
     ...(previous?.upgrades ? { upgrades: previous.upgrades } : {}),
-    ...supervisorOf(runtime, plan.supervisor, previous),
+    ...supervisorOf(runtime, plan.supervisor, previous, plan.demo),
     ...(runtime === 'docker' ? { docker: dockerSettings(plan.hosts, previous?.docker, plan.docker) } : {}),
   };
   const compose = runtime === 'docker' ? renderCompose(dir, config) : null;

@@ -2,6 +2,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runInstall } from '../../src/install/run.js';
 import { installPaths } from '../../src/runtime/layout.js';
 import { runCli as run } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
@@ -66,6 +67,15 @@ describe('hospital-api install (CLI)', () => {
     const r = await runCli(['install', '--runtime', 'native', '--no-start', '--dir', bad, '--generate-ca', '--json'], { HOSPITAL_API_SUPERVISOR: 'cron' });
     expect([r.exitCode, JSON.parse(r.stdout).error.code]).toEqual([2, 'ERR_INSTALL_BAD_OPTION']);
     expect(existsSync(bad)).toBe(false);
+    // `hospital-api demo` installs in process (src/demo/steps.ts), as here
+    const demo = join(tempDir(), 'inst');
+    process.env.HOSPITAL_API_SUPERVISOR = 'systemd';
+    try {
+      await runInstall({ runtime: 'native', dir: demo, generateCa: true, start: false, demo: true }, { log: () => undefined });
+    } finally {
+      delete process.env.HOSPITAL_API_SUPERVISOR;
+    }
+    expect(supervisorOf(demo), 'a DEMO install never runs as system services').toBeUndefined();
     const docker = join(tempDir(), 'inst');
     const d = await runCli(['install', '--runtime', 'docker', '--no-start', '--dir', docker, '--generate-ca', '--supervisor', 'systemd', '--json']);
     expect([d.exitCode, JSON.parse(d.stdout).error.code]).toEqual([2, 'ERR_INSTALL_BAD_OPTION']);
