@@ -3,6 +3,7 @@
  * (the resource row). Each index lookup is `r.rid IN (SELECT rid FROM sp_x
  * WHERE pid = ? AND …)`, an index seek on (pid, value…).
  */
+import type { SqlValue } from '../store/sqlite.js';
 import { HospitalApiError } from '../../errors/index.js';
 import { normalizeString, parseReference } from '../store/index-rows.js';
 import { dateRange } from './dates.js';
@@ -11,7 +12,7 @@ import type { ParamDef } from './params.js';
 
 export interface Sql {
   sql: string;
-  args: unknown[];
+  args: SqlValue[];
   /** For `r.rid IN (subquery)` conditions: the subquery alone (it yields rids of current resources only). */
   rids?: Sql;
 }

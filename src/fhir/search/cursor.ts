@@ -5,7 +5,8 @@ export function encodeCursor(values: unknown[]): string {
   return Buffer.from(JSON.stringify(values)).toString('base64url');
 }
 
-export function decodeCursor(cursor: string, sortKeys: number): unknown[] {
+/** The cursor's values, each checked to be what SQLite binds (null, a string or a number). */
+export function decodeCursor(cursor: string, sortKeys: number): Array<string | number | null> {
   try {
     const values = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
     const ok =
@@ -13,7 +14,7 @@ export function decodeCursor(cursor: string, sortKeys: number): unknown[] {
       values.length === sortKeys + 1 &&
       Number.isInteger(values[values.length - 1]) &&
       values.every((v) => v === null || typeof v === 'string' || typeof v === 'number');
-    if (ok) return values;
+    if (ok) return values as Array<string | number | null>;
   } catch {
     // fall through to the coded error
   }

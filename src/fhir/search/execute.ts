@@ -5,7 +5,7 @@
  */
 import { HospitalApiError } from '../../errors/index.js';
 import type { SqliteFhirStore } from '../store/sqlite-store.js';
-import { columnAll, columnGet, type SqlValue } from '../store/sqlite.js';
+import { columnAll, columnGet } from '../store/sqlite.js';
 import type { Resource, SearchRequest, SearchResult } from '../store/types.js';
 import { and, idCondition, lastUpdatedCondition, paramCondition, type Sql } from './conditions.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
@@ -85,7 +85,7 @@ export function executeSearch(store: SqliteFhirStore, request: SearchRequest): S
   const inner = `SELECT ${select.join(', ')} FROM resource r WHERE ${w.sql}`;
   const outerWhere = after.length ? ` WHERE ${and(after).sql}` : '';
   const sql = `SELECT * FROM (${inner})${outerWhere} ORDER BY ${order} LIMIT ?`;
-  const rows = p.count === 0 ? [] : (store.prepare(sql).all(...([...sortArgs, ...w.args, ...after.flatMap((a) => a.args), p.count + 1] as SqlValue[])) as Array<Record<string, unknown>>);
+  const rows = p.count === 0 ? [] : (store.prepare(sql).all(...sortArgs, ...w.args, ...after.flatMap((a) => a.args), p.count + 1) as Array<Record<string, unknown>>);
   const more = rows.length > p.count;
   const page = more ? rows.slice(0, p.count) : rows;
   const matches = page.map((r) => JSON.parse(r.content as string) as Resource);
@@ -94,19 +94,19 @@ export function executeSearch(store: SqliteFhirStore, request: SearchRequest): S
   const included = includes(store, type, page.map((r) => r.rid as number), matches, p.include, p.revinclude);
   const result: SearchResult = { matches, included, nextCursor, used: p.used };
   if (p.countTotal || p.count === 0) {
-    result.total = columnGet<number>(store.column(`SELECT count(*) FROM resource r WHERE ${w.sql}`), ...(w.args as SqlValue[])) as number;
+    result.total = columnGet<number>(store.column(`SELECT count(*) FROM resource r WHERE ${w.sql}`), ...w.args) as number;
   }
   return result;
 }
 
 /** Rows strictly after the cursor in (s0 dir0, s1 dir1, …, rid ASC) order. */
-function keyset(sort: SortKey[], values: unknown[]): Sql {
+function keyset(sort: SortKey[], values: Array<string | number | null>): Sql {
   const cols = [...sort.map((k, i) => ({ col: `s${i}`, desc: k.desc })), { col: 'rid', desc: false }];
   const ors: Sql[] = [];
   for (let i = 0; i < cols.length; i++) {
     const parts: Sql[] = [];
-    for (let j = 0; j < i; j++) parts.push({ sql: `${cols[j]!.col} = ?`, args: [values[j]] });
-    parts.push({ sql: `${cols[i]!.col} ${cols[i]!.desc ? '<' : '>'} ?`, args: [values[i]] });
+    for (let j = 0; j < i; j++) parts.push({ sql: `${cols[j]!.col} = ?`, args: [values[j]!] });
+    parts.push({ sql: `${cols[i]!.col} ${cols[i]!.desc ? '<' : '>'} ?`, args: [values[i]!] });
     ors.push(and(parts));
   }
   return { sql: ors.map((o) => `(${o.sql})`).join(' OR '), args: ors.flatMap((o) => o.args) };
@@ -126,10 +126,10 @@ export function matchIds(store: SqliteFhirStore, type: string, query: string, li
   if (only) {
     // one index condition: index rows exist only for current, non-deleted resources of this type
     // (pid is per type), so the index alone answers; most ingest lookups find nothing and stop here
-    const rids = columnAll<number>(store.column(`${only.sql} ORDER BY rid LIMIT ?`), ...(only.args as SqlValue[]), limit);
+    const rids = columnAll<number>(store.column(`${only.sql} ORDER BY rid LIMIT ?`), ...only.args, limit);
     if (rids.length === 0) return [];
     return columnAll<string>(store.column(`SELECT id FROM resource WHERE rid IN (${rids.map(() => '?').join(',')}) ORDER BY rid`), ...rids);
   }
   const w = and([{ sql: 'r.type = ? AND r.deleted = 0', args: [type] }, ...p.where]);
-  return columnAll<string>(store.column(`SELECT r.id FROM resource r WHERE ${w.sql} ORDER BY r.rid LIMIT ?`), ...(w.args as SqlValue[]), limit);
+  return columnAll<string>(store.column(`SELECT r.id FROM resource r WHERE ${w.sql} ORDER BY r.rid LIMIT ?`), ...w.args, limit);
 }

@@ -3,12 +3,13 @@
  * indexed value; resources without one sort last ascending). `-name` is descending.
  */
 import { HospitalApiError } from '../../errors/index.js';
+import type { SqlValue } from '../store/sqlite.js';
 import type { SqliteFhirStore } from '../store/sqlite-store.js';
 import { paramDef } from './params.js';
 
 export interface SortKey {
   expr: string;
-  args: unknown[];
+  args: SqlValue[];
   desc: boolean;
 }
 
