@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { backup } from 'node:sqlite';
-import { columnGet, columnStatement, openDatabase, pragmaValue } from './sqlite.js';
+import { openDatabase, pragmaValue, queryValue } from './sqlite.js';
 
 /** The store's file in the data directory (openFhirStore in sqlite-store.ts). */
 export const FHIR_STORE_FILE = 'fhir.sqlite';
@@ -50,7 +50,7 @@ export function inspectFhirStore(file: string): StoreFacts {
     const integrity = pragmaValue<string>(db, 'quick_check');
     if (integrity !== 'ok') throw new Error(`SQLite quick_check: ${integrity}`);
     const schemaVersion = pragmaValue<number>(db, 'user_version');
-    const resources = columnGet<number>(columnStatement(db, 'SELECT count(*) FROM resource WHERE deleted = 0')) ?? 0;
+    const resources = queryValue<number>(db, 'SELECT count(*) FROM resource WHERE deleted = 0') ?? 0;
     return { schemaVersion, resources };
   } finally {
     db.close();

@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { HospitalApiError } from '../../errors/index.js';
-import { columnGet, columnStatement, inTransaction, pragmaValue, type Database } from './sqlite.js';
+import { inTransaction, pragmaValue, queryValue, type Database } from './sqlite.js';
 
 export const SCHEMA_VERSION = 3;
 /** Bump when index-rows.ts extracts differently: stores indexed by an older extraction are reindexed on open. */
@@ -98,7 +98,7 @@ export function clearIndexTables(db: Database): void {
 }
 
 export function storedFingerprint(db: Database): string | undefined {
-  return columnGet<string>(columnStatement(db, "SELECT value FROM store_meta WHERE key = 'index'"));
+  return queryValue<string>(db, "SELECT value FROM store_meta WHERE key = 'index'");
 }
 
 export function setFingerprint(db: Database, value: string): void {
@@ -124,7 +124,7 @@ export function applySchema(db: Database, synchronous: 'full' | 'normal' = 'full
   if (version > SCHEMA_VERSION) {
     throw new HospitalApiError('ERR_FHIR_STORE_VERSION', { version, supported: SCHEMA_VERSION });
   }
-  const fresh = version === 0 && columnGet<number>(columnStatement(db, "SELECT count(*) FROM sqlite_master WHERE name = 'resource'")) === 0;
+  const fresh = version === 0 && queryValue<number>(db, "SELECT count(*) FROM sqlite_master WHERE name = 'resource'") === 0;
   inTransaction(db, () => {
     if (!fresh) for (let v = version; v < SCHEMA_VERSION; v++) MIGRATIONS[v]?.(db);
     db.exec(DDL);

@@ -54,9 +54,14 @@ export function columnGet<T>(st: Statement, ...args: SqlValue[]): T | undefined 
   return row === undefined ? undefined : (row[0] as T);
 }
 
+/** A one-off query's single value (the first row's first column), or undefined: prepared, run once, dropped. */
+export function queryValue<T = unknown>(db: Database, sql: string, ...args: SqlValue[]): T | undefined {
+  return columnGet<T>(columnStatement(db, sql), ...args);
+}
+
 /** A pragma's value (its first column). `name` is a constant of the caller's, never input. */
 export function pragmaValue<T = unknown>(db: Database, name: string): T {
-  return columnGet<T>(columnStatement(db, `PRAGMA ${name}`)) as T;
+  return queryValue<T>(db, `PRAGMA ${name}`) as T;
 }
 
 const SAVEPOINT = 'hospital_api_nested';

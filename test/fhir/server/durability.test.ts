@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { openFhirStore } from '../../../src/fhir/store/sqlite-store.js';
-import { columnGet, columnStatement, pragmaValue } from '../../../src/fhir/store/sqlite.js';
+import { pragmaValue, queryValue } from '../../../src/fhir/store/sqlite.js';
 import { runCli, startCli } from '../../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 import { call, startServer } from './helpers.js';
@@ -105,7 +105,7 @@ describe('hospital-api fhir (CLI child)', () => {
     try {
       expect(pragmaValue(store.db, 'integrity_check')).toBe('ok');
       expect(store.read('Patient', pid)?.deleted).toBe(false);
-      const count = columnGet(columnStatement(store.db, "SELECT count(*) FROM resource WHERE type = 'Observation'"));
+      const count = queryValue(store.db, "SELECT count(*) FROM resource WHERE type = 'Observation'");
       expect(count).toBe(0);
       expect(store.compartmentPage(pid, { limit: 10 }).resources.map((r) => r.resourceType)).toEqual(['Patient']);
       expect(store.search({ resourceType: 'Patient', params: [['_tag', `${TAG.system}|${TAG.code}`]] }).matches).toEqual([]);

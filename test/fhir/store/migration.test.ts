@@ -3,7 +3,7 @@
  * migrated), its indexes are rebuilt when the search definitions it was indexed with differ, and a store
  * written by a newer toolkit is refused with a coded error.
  */
-import { columnGet, columnStatement, openDatabase, pragmaValue } from '../../../src/fhir/store/sqlite.js';
+import { openDatabase, pragmaValue, queryValue } from '../../../src/fhir/store/sqlite.js';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openFhirStore } from '../../../src/fhir/store/sqlite-store.js';
@@ -87,7 +87,7 @@ describe('FHIR store schema migration', () => {
     db.close();
     expect(found(dir, patientId)).toEqual({ identifier: 1, subject: 1, compartment: 2, versions: ['3', '2', '1'] });
     const after = openDatabase(join(dir, 'fhir.sqlite'));
-    expect(columnGet(columnStatement(after, "SELECT count(*) FROM store_meta WHERE key = 'index'"))).toBe(1);
+    expect(queryValue(after, "SELECT count(*) FROM store_meta WHERE key = 'index'")).toBe(1);
     after.close();
   });
 
