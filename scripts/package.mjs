@@ -107,7 +107,6 @@ async function pinnedNode(dest) {
     progress(`no ${strip}: node stays unstripped`);
   }
   await fs.copy(license, path.join(dest, 'LICENSE'));
-  return entry.version;
 }
 
 async function buildTree(tree) {
@@ -130,7 +129,6 @@ async function buildTree(tree) {
   // the lockfile's production packages only; no install scripts (none is needed: no native addon)
   await $({ cwd: app, env })`npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund --loglevel=error`;
   await fs.remove(path.join(app, 'node_modules', '.bin'));
-  // npm's and git's own files have no place in an installed package (lintian: package-contains-npm-ignore-file)
   // npm's and git's own files, packages' shell scripts (their CI) and HTML pages (their docs, which load
   // scripts from CDNs) have no place in an installed package: lintian's package-contains-npm-ignore-file,
   // wrong-path-for-interpreter and privacy-breach-generic. No module loads any of them.
@@ -138,11 +136,10 @@ async function buildTree(tree) {
     if (/(^|\/)\.(npmignore|gitignore|gitattributes|travis\.yml|eslintrc(\.\w+)?)$|\.(sh|html?)$/.test(f)) await fs.remove(path.join(app, 'node_modules', f));
   }
   progress('pinned Node.js runtime');
-  const nodeVersion = await pinnedNode(path.join(tree, 'node'));
+  await pinnedNode(path.join(tree, 'node'));
   await fs.mkdirp(path.join(tree, 'bin'));
   await fs.copy(path.join(PACKAGING, 'hospital-api.sh'), path.join(tree, 'bin', 'hospital-api'));
   await normalise(tree, ['bin/hospital-api', 'node/bin/node']);
-  return nodeVersion;
 }
 
 /**

@@ -72,15 +72,15 @@ export class SqliteFhirStore implements FhirStore {
 
   /** A prepared statement, cached by its SQL (searches repeat the same shapes; preparing costs more than running). */
   prepare(sql: string): Statement {
-    return this.cached(sql, sql, () => this.db.prepare(sql));
+    return this.cached(sql, () => this.db.prepare(sql));
   }
 
   /** Like prepare, for a statement whose rows are read as their first column alone (columnAll, columnGet). */
   column(sql: string): Statement {
-    return this.cached(`column:${sql}`, sql, () => columnStatement(this.db, sql));
+    return this.cached(`column:${sql}`, () => columnStatement(this.db, sql));
   }
 
-  private cached(key: string, sql: string, make: () => Statement): Statement {
+  private cached(key: string, make: () => Statement): Statement {
     let st = this.statements.get(key);
     if (!st) {
       if (this.statements.size >= 500) this.statements.clear();
