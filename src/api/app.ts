@@ -88,10 +88,11 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, err: Hos
 
 /** Builds the app (not listening). Opens the audit log and the upstream agents. */
 export async function buildApp(config: ApiConfig, options: BuildOptions = {}): Promise<HospitalApi> {
+  const fhir = createFhirClient(config);
   const context: ApiContext = {
     config,
     platform: createPlatformClient(config),
-    fhir: createFhirClient(config),
+    fhir,
     audit: openAuditLog(config.auditLog, (health) => {
       // Once per change, not per request: the state is also in /api/ready.
       process.stderr.write(
@@ -101,7 +102,7 @@ export async function buildApp(config: ApiConfig, options: BuildOptions = {}): P
       );
     }),
     // Certificate days left (issue 15): the install's certificates when run from one (HOSPITAL_API_DIR), and the CA it trusts.
-    metrics: createMetrics({ installDir: process.env.HOSPITAL_API_DIR || null, fhirCaPem: () => config.fhirCa }),
+    metrics: createMetrics({ installDir: process.env.HOSPITAL_API_DIR || null, fhirCaPem: () => fhir.access().ca }),
     inflight: 0,
   };
   const app = Fastify({

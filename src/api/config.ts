@@ -14,44 +14,45 @@ import { parseListen, type ListenAddress } from '../util/listen-address.js';
 
 export type TrustProxy = boolean | number | string[];
 
+/** Read once at start and frozen: nothing changes it while the server runs (a key reload swaps the FHIR access, src/api/fhir-access.ts). */
 export interface ApiConfig {
-  host: string;
-  port: number;
-  platformApiUrl: URL;
-  platformValidateMethod: 'GET' | 'POST';
+  readonly host: string;
+  readonly port: number;
+  readonly platformApiUrl: URL;
+  readonly platformValidateMethod: 'GET' | 'POST';
   /** PEM text of PLATFORM_CA_FILE, or null for the system store. */
-  platformCa: string | null;
-  platformTimeoutMs: number;
-  fhirBaseUrl: URL;
-  fhirApiKey: string;
-  fhirCa: string | null;
-  fhirTimeoutMs: number;
-  fhirPageSize: number;
-  identifierSystem: string | null;
+  readonly platformCa: string | null;
+  readonly platformTimeoutMs: number;
+  readonly fhirBaseUrl: URL;
+  readonly fhirApiKey: string;
+  readonly fhirCa: string | null;
+  readonly fhirTimeoutMs: number;
+  readonly fhirPageSize: number;
+  readonly identifierSystem: string | null;
   /** Caller allow-list; null allows every caller. */
-  allowedCallers: BlockList | null;
-  allowedCallersText: string[];
-  trustProxy: TrustProxy;
-  auditLog: string;
-  maxPages: number;
-  maxResources: number;
+  readonly allowedCallers: BlockList | null;
+  readonly allowedCallersText: string[];
+  readonly trustProxy: TrustProxy;
+  readonly auditLog: string;
+  readonly maxPages: number;
+  readonly maxResources: number;
   /** Metrics listener, or null when METRICS_LISTEN=off. */
-  metricsListen: ListenAddress | null;
-  logLevel: string;
-  shutdownGraceMs: number;
-  bodyLimit: number;
+  readonly metricsListen: ListenAddress | null;
+  readonly logLevel: string;
+  readonly shutdownGraceMs: number;
+  readonly bodyLimit: number;
   /** POST /api/patients in progress at once; more get 503 ERR_API_BUSY at once. */
-  maxConcurrentRequests: number;
+  readonly maxConcurrentRequests: number;
   /** Largest FHIR page read into memory (bytes). */
-  fhirMaxPageBytes: number;
+  readonly fhirMaxPageBytes: number;
   /** A caller that has not taken any of the response for this long is cut. */
-  sendTimeoutMs: number;
+  readonly sendTimeoutMs: number;
   /** Listener limits (every Hospital API listener, metrics included). */
-  headersTimeoutMs: number;
-  requestTimeoutMs: number;
-  idleTimeoutMs: number;
-  keepAliveTimeoutMs: number;
-  maxConnections: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly idleTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly maxConnections: number;
 }
 
 export interface ConfigFlags {
@@ -165,7 +166,7 @@ export function loadConfig(flags: ConfigFlags = {}, processEnv: NodeJS.ProcessEn
   const requestTimeoutMs = int(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 600_000);
   if (headersTimeoutMs > requestTimeoutMs) throw invalid('HEADERS_TIMEOUT_MS', `must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
 
-  return {
+  return Object.freeze({
     host,
     port,
     platformApiUrl: url(env, 'PLATFORM_API_URL', ['http:', 'https:']),
@@ -198,5 +199,5 @@ export function loadConfig(flags: ConfigFlags = {}, processEnv: NodeJS.ProcessEn
     idleTimeoutMs: int(env, 'IDLE_TIMEOUT_MS', 120_000, 100, 3_600_000),
     keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
     maxConnections: int(env, 'MAX_CONNECTIONS', 1024, 1, 1_000_000),
-  };
+  });
 }

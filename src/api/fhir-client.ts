@@ -8,6 +8,7 @@ import { request, type Agent } from 'undici';
 import { HospitalApiError } from '../errors/index.js';
 import { parseBundlePage } from './bundle-page.js';
 import type { ApiConfig } from './config.js';
+import { fhirAccessOf, type FhirAccess } from './fhir-access.js';
 import { identifierQuery, isUnderBase, rebaseNextLink, serverBaseFromSelf } from './fhir-url.js';
 import { scanPage, type ScannedPage } from './page-scan.js';
 import { BodyTooLargeError, classifyFailure, discard, makeAgent, readBytes } from './upstream-http.js';
@@ -35,18 +36,21 @@ export interface FhirClient {
   everything(patientId: string, sink: PageSink, stats: EverythingStats): Promise<void>;
   /** Readiness: GET metadata through the gateway with the key, bounded by `timeoutMs` (default FHIR_TIMEOUT_MS). */
   ping(timeoutMs?: number): Promise<void>;
+  /** The key and CA in use now (config's at first). */
+  access(): FhirAccess;
   /**
-   * Trust `ca` (FHIR_CA_FILE reread on SIGHUP, src/api/key-reload.ts) for every later
-   * request: a new Agent, so new connections verify against it; requests in flight
-   * finish on the old one, which then closes. A CA change (`cert renew --renew-ca`)
-   * needs no restart.
+   * Use `next` for every later request (FHIR_API_KEY and FHIR_CA_FILE reread on
+   * SIGHUP, src/api/key-reload.ts). A new CA gets a new Agent, so new connections
+   * verify against it; requests in flight finish on the old one, which then closes.
+   * A key rotation or a CA change (`cert renew --renew-ca`) needs no restart.
    */
-  setCa(ca: string | null): void;
+  useAccess(next: FhirAccess): void;
   close(): Promise<void>;
 }
 
 export function createFhirClient(config: ApiConfig): FhirClient {
-  let agent: Agent = makeAgent(config.fhirCa, config.fhirTimeoutMs);
+  // One reference, swapped whole: a request reads the key and the agent of the same access.
+  let current: { access: FhirAccess; agent: Agent } = { access: fhirAccessOf(config), agent: makeAgent(config.fhirCa, config.fhirTimeoutMs) };
   const base = config.fhirBaseUrl;
   const headers = {
     accept: 'application/fhir+json',
@@ -58,8 +62,9 @@ export function createFhirClient(config: ApiConfig): FhirClient {
     // Last line of defence: the key never leaves for another origin or path.
     if (!isUnderBase(url, base)) throw new HospitalApiError('ERR_API_FHIR_FOREIGN_LINK', { origin: url.origin });
     try {
-      // The key is read per request: `consumer rotate-key` swaps config.fhirApiKey on SIGHUP (src/api/key-reload.ts).
-      const res = await request(url, { dispatcher: agent, method: 'GET', headers: { ...headers, apikey: config.fhirApiKey }, signal: AbortSignal.timeout(ms) });
+      // Read per request: `consumer rotate-key` swaps the access on SIGHUP (src/api/key-reload.ts).
+      const { access, agent } = current;
+      const res = await request(url, { dispatcher: agent, method: 'GET', headers: { ...headers, apikey: access.key }, signal: AbortSignal.timeout(ms) });
       if (res.statusCode !== 200) {
         await discard(res.body);
         // 410 Gone = an expired or unknown _getpages id (HAPI's PageMethodBinding.java).
@@ -148,13 +153,13 @@ export function createFhirClient(config: ApiConfig): FhirClient {
       }
     },
 
-    setCa(ca) {
-      const old = agent;
-      agent = makeAgent(ca, config.fhirTimeoutMs);
-      config.fhirCa = ca;
-      void old.close().catch(() => undefined);
+    access: () => current.access,
+    useAccess(next) {
+      const old = current;
+      current = { access: next, agent: next.ca === old.access.ca ? old.agent : makeAgent(next.ca, config.fhirTimeoutMs) };
+      if (current.agent !== old.agent) void old.agent.close().catch(() => undefined);
     },
-    close: () => agent.close(),
+    close: () => current.agent.close(),
   };
 }
 

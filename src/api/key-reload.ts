@@ -3,7 +3,9 @@
  * API reads FHIR_API_KEY (and FHIR_CA_FILE) again from its settings, switches to it for every
  * later FHIR request (in-flight requests keep working: both keys are valid at
  * the gateway while the switch happens), checks the gateway accepts it, and
- * reports the outcome in a status file. No connection is closed, so the
+ * reports the outcome in a status file. The configuration is not edited: the
+ * FHIR client swaps its immutable access (src/api/fhir-access.ts) for a new one.
+ * No connection is closed, so the
  * platform sees no failed request. Only the key and the CA are reloaded; other settings
  * still need a restart. The status file carries a SHA-256 fingerprint of the
  * key (never the key) so the caller can tell which key the API now uses.
@@ -12,6 +14,7 @@ import { createHash, X509Certificate } from 'node:crypto';
 import { isHospitalApiError } from '../errors/index.js';
 import { writeSecretFile } from '../util/atomic-write.js';
 import { loadConfig, type ConfigFlags } from './config.js';
+import { fhirAccessOf } from './fhir-access.js';
 import type { RunningApi } from './server.js';
 
 export interface ReloadStatus {
@@ -41,25 +44,24 @@ export function keyFingerprint(key: string): string {
 
 /** Rereads the key, switches to it when valid, pings the gateway with it, writes the status. */
 export async function reloadKey(running: RunningApi, flags: ConfigFlags, statusFile: string | undefined): Promise<ReloadStatus> {
-  const config = running.api.context.config;
+  const fhir = running.api.context.fhir;
   let error: string | undefined;
   try {
-    const next = loadConfig(flags);
-    config.fhirApiKey = next.fhirApiKey;
-    // A new CA (`cert renew --renew-ca`): trust it for new connections before the gateway presents a certificate from it.
-    if (next.fhirCa !== config.fhirCa) running.api.context.fhir.setCa(next.fhirCa);
+    // A new key, and a new CA (`cert renew --renew-ca`) trusted for new connections before the gateway presents a certificate from it.
+    fhir.useAccess(fhirAccessOf(loadConfig(flags)));
   } catch (err) {
     error = isHospitalApiError(err) ? err.code : 'ERR_INTERNAL';
   }
   let gateway = 'ok';
   try {
-    await running.api.context.fhir.ping();
+    await fhir.ping();
   } catch (err) {
     gateway = isHospitalApiError(err) ? err.code : 'failed';
   }
+  const access = fhir.access();
   const status: ReloadStatus = {
-    pid: process.pid, at: new Date().toISOString(), keyFingerprint: keyFingerprint(config.fhirApiKey), gateway, ...(error ? { error } : {}),
-    caFingerprint: config.fhirCa === null ? null : caFingerprint(config.fhirCa),
+    pid: process.pid, at: new Date().toISOString(), keyFingerprint: keyFingerprint(access.key), gateway, ...(error ? { error } : {}),
+    caFingerprint: access.ca === null ? null : caFingerprint(access.ca),
   };
   if (statusFile) writeSecretFile(statusFile, JSON.stringify(status) + '\n');
   return status;

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createFhirClient, type EverythingStats, type FhirClient } from '../../src/api/fhir-client.js';
 import type { ApiConfig } from '../../src/api/config.js';
+import { fhirAccessOf } from '../../src/api/fhir-access.js';
 import { removeTempDirs } from '../helpers/tmp.js';
 import { testPki } from './harness.js';
 
@@ -288,7 +289,7 @@ describe('failures', () => {
     const c = createFhirClient(config);
     clients.push(c);
     await c.findPatients('c1');
-    config.fhirApiKey = 'new-key-2';
+    c.useAccess(fhirAccessOf({ ...config, fhirApiKey: 'new-key-2' })); // what a SIGHUP reload does: a new access, the config untouched
     await c.findPatients('c1');
     expect(seen.map((s) => s.headers.apikey)).toEqual(['old-key-1', 'new-key-2']);
   });
