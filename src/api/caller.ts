@@ -1,10 +1,8 @@
 /** The ALLOWED_CALLERS check shared by /api/patients and /api/ready. */
-import { isIP } from 'node:net';
-import type { ApiContext } from './app.js';
+import { isIP, type BlockList } from 'node:net';
 
-/** IPv4-mapped IPv6 callers (::ffff:10.0.0.1) are matched as IPv4. */
-export function callerAllowed(ctx: ApiContext, ip: string): boolean {
-  const list = ctx.config.allowedCallers;
+/** `list` null allows every caller. IPv4-mapped IPv6 callers (::ffff:10.0.0.1) are matched as IPv4. */
+export function callerAllowed(list: BlockList | null, ip: string): boolean {
   if (list === null) return true;
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
   const addr = mapped ? (mapped[1] as string) : ip;

@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { HospitalApiError, isHospitalApiError } from '../../errors/index.js';
-import type { ApiContext } from '../app.js';
+import type { ApiContext } from '../context.js';
 import { callerAllowed } from '../caller.js';
 
 export const READY_CACHE_MS = 2_000;
@@ -53,7 +53,7 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: ApiContext): voi
   };
 
   app.get('/api/ready', { logLevel: 'warn' }, async (request) => {
-    if (!callerAllowed(ctx, request.ip)) {
+    if (!callerAllowed(ctx.config.allowedCallers, request.ip)) {
       throw new HospitalApiError('ERR_API_CALLER_FORBIDDEN', { caller: request.ip });
     }
     const now = Date.now();

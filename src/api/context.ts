@@ -1,0 +1,18 @@
+/**
+ * What the routes of the Hospital API share: the (immutable) configuration,
+ * the upstream clients, the audit log, the metrics and the concurrency slots.
+ * A file of its own so routes and the app both depend on it, never on each other.
+ */
+import type { AuditLog } from './audit.js';
+import type { ApiConfig } from './config.js';
+import type { FhirClient } from './fhir-client.js';
+import type { ApiMetrics } from './metrics.js';
+import type { PlatformClient } from './platform-client.js';
+
+export interface ApiContext {
+  readonly config: ApiConfig;
+  readonly platform: PlatformClient;
+  readonly fhir: FhirClient;
+  readonly audit: AuditLog;
+  readonly metrics: ApiMetrics;
+}

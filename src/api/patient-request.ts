@@ -1,0 +1,207 @@
+/**
+ * One POST /api/patients, and the one owner of its bookkeeping: whatever ends
+ * the request (a reply, an error, a record completed or cut mid-stream, a
+ * caller that leaves, an audit log that cannot be written), its audit end line
+ * is written once and it is counted in the metrics once, with what the caller
+ * got. The route tells it what happened; it decides what is written, and cuts
+ * a record that must not complete (fail closed: no record without its line).
+ */
+import type { ServerResponse } from 'node:http';
+import type { FastifyRequest } from 'fastify';
+import { HospitalApiError } from '../errors/index.js';
+import type { AuditDecision, AuditLog, AuditPhase, AuditRecord } from './audit.js';
+import type { EverythingStats } from './fhir-client.js';
+import type { ApiMetrics } from './metrics.js';
+
+const ROUTE = '/api/patients';
+
+interface Outcome {
+  decision: AuditDecision;
+  code: string | null;
+  status: number;
+  aborted: boolean;
+}
+
+export class PatientRequest {
+  /** Pages and resources of the record, filled in by the FHIR client. */
+  readonly stats: EverythingStats = { pages: 0, resources: 0 };
+  readonly #start = process.hrtime.bigint();
+  readonly #request: FastifyRequest;
+  readonly #raw: ServerResponse;
+  readonly #audit: AuditLog;
+  readonly #metrics: ApiMetrics;
+  #platformCareId: string | null = null;
+  #fhirPatientId: string | null = null;
+  #decision: AuditDecision | null = null;
+  #code: string | null = null;
+  #bytes = 0;
+  /** The end line is written or being written: no other ending writes one. */
+  #ending = false;
+  #counted = false;
+  #releaseSlot: (() => void) | null = null;
+
+  /** Starts the request's clock; the closing of `raw` is one of its endings. */
+  constructor(request: FastifyRequest, raw: ServerResponse, out: { audit: AuditLog; metrics: ApiMetrics }) {
+    this.#request = request;
+    this.#raw = raw;
+    this.#audit = out.audit;
+    this.#metrics = out.metrics;
+    raw.once('close', () => this.#closed());
+  }
+
+  /** A concurrency slot, given back when the connection closes. */
+  holdSlot(release: () => void): void {
+    this.#releaseSlot = release;
+  }
+
+  forCareId(platformCareId: string): void {
+    this.#platformCareId = platformCareId;
+  }
+
+  forPatient(fhirPatientId: string): void {
+    this.#fhirPatientId = fhirPatientId;
+  }
+
+  /** An answer without a record: nobody, or several patients, matched. */
+  decide(decision: 'not-found' | 'ambiguous'): void {
+    this.#decision = decision;
+  }
+
+  /** The error the request is answered with (the route's onError hook). */
+  failed(code: string): void {
+    this.#code = code;
+  }
+
+  /** Bytes of the record written to the caller. */
+  sent(bytes: number): void {
+    this.#bytes += bytes;
+  }
+
+  /** Its end line is written (or being written): the caller has gone, or it has been answered. */
+  get ended(): boolean {
+    return this.#ending;
+  }
+
+  /** The `started` line of a record, on disk before anything of it is fetched. @throws ERR_API_AUDIT_UNAVAILABLE */
+  writeStarted(): Promise<void> {
+    return this.#audit.write(this.#line('started', { decision: 'granted', code: null, status: 200, aborted: false }));
+  }
+
+  /**
+   * A reply that is not a record ({} or an error): its end line goes to disk
+   * before the reply does. Resolves with the error to answer instead when the
+   * line cannot be written (counted as that error), else null.
+   */
+  async endReply(status: number, payload: unknown): Promise<HospitalApiError | null> {
+    if (this.#ending) return null;
+    if (typeof payload === 'string' || Buffer.isBuffer(payload)) this.#bytes = Buffer.byteLength(payload);
+    try {
+      await this.#end(status, false);
+      return null;
+    } catch (err) {
+      const error = err instanceof HospitalApiError ? err : new HospitalApiError('ERR_INTERNAL', { detail: 'audit' });
+      this.#count('error', error.status, error.code);
+      this.#request.log.error({ code: error.code, message: error.message }, 'audit line not written: reply replaced');
+      return error;
+    }
+  }
+
+  /**
+   * Every page of a record is out but its `closingBytes`: the end line goes to
+   * disk first. True when the record may be completed; false when it must not
+   * (the caller has gone, or the line could not be written: then it is cut).
+   */
+  async completeRecord(closingBytes: number): Promise<boolean> {
+    if (this.#ending) return false;
+    this.#decision = 'granted';
+    this.#bytes += closingBytes;
+    try {
+      await this.#end(200, false);
+      return true;
+    } catch (err) {
+      // Tried once more, as the cut record it has become.
+      await this.#cut(err, true);
+      return false;
+    }
+  }
+
+  /** A record failed after its headers went out: the connection is cut so no caller takes a partial record for a whole one. */
+  cut(err: unknown): Promise<void> {
+    return this.#cut(err, !this.#ending);
+  }
+
+  async #cut(err: unknown, writeLine: boolean): Promise<void> {
+    this.#code = err instanceof HospitalApiError ? err.code : 'ERR_API_ABORTED';
+    this.#decision = 'error';
+    this.#request.log.error({ code: this.#code, message: (err as Error).message }, 'record aborted mid-stream');
+    this.#raw.destroy();
+    if (writeLine) await this.#end(200, true).catch((e: unknown) => this.#count('error', 200, auditCode(e)));
+  }
+
+  /** The connection closed: the slot is free; a request that had no end line yet (its caller left) gets one now. */
+  #closed(): void {
+    this.#releaseSlot?.();
+    this.#releaseSlot = null;
+    if (this.#ending) return;
+    const status = this.#raw.statusCode;
+    this.#end(status, !this.#raw.writableFinished).catch((err: Error) => {
+      this.#count('error', status, auditCode(err));
+      this.#request.log.error({ code: (err as HospitalApiError).code, message: err.message }, 'audit line not written');
+    });
+  }
+
+  /** Writes the end line and, once it is on disk, counts the request. Rejects (counting nothing) when it cannot be written. */
+  async #end(status: number, aborted: boolean): Promise<void> {
+    this.#ending = true;
+    const code = this.#code ?? (aborted ? 'ERR_API_ABORTED' : null);
+    const decision = this.#decision ?? decisionFor(code, status);
+    await this.#audit.write(this.#line('end', { decision, code, status, aborted }));
+    this.#count(decision, status, code);
+  }
+
+  /** Counts the request, once, with the outcome the caller got. */
+  #count(outcome: AuditDecision, status: number, code: string | null): void {
+    if (this.#counted) return;
+    this.#counted = true;
+    this.#metrics.requests.inc({ route: ROUTE, outcome, status });
+    this.#metrics.duration.observe({ route: ROUTE, outcome }, this.#elapsedMs() / 1000);
+    if (code && /^ERR_API_(PLATFORM|FHIR)_/.test(code)) {
+      this.#metrics.upstreamErrors.inc({ upstream: code.startsWith('ERR_API_PLATFORM') ? 'platform' : 'fhir', code });
+    }
+  }
+
+  #line(phase: AuditPhase, outcome: Outcome): AuditRecord {
+    return {
+      time: new Date().toISOString(),
+      phase,
+      requestId: this.#request.id,
+      caller: this.#request.ip,
+      platformCareId: this.#platformCareId,
+      fhirPatientId: this.#fhirPatientId,
+      decision: outcome.decision,
+      code: outcome.code,
+      pages: this.stats.pages,
+      resources: this.stats.resources,
+      bytes: this.#bytes,
+      durationMs: Math.round(this.#elapsedMs() * 10) / 10,
+      status: outcome.status,
+      aborted: outcome.aborted,
+    };
+  }
+
+  #elapsedMs(): number {
+    return Number(process.hrtime.bigint() - this.#start) / 1e6;
+  }
+}
+
+function decisionFor(code: string | null, status: number): AuditDecision {
+  if (code === 'ERR_API_ACCESS_DENIED' || code === 'ERR_API_CALLER_FORBIDDEN' || code === 'ERR_API_UPSTREAM_CREDENTIALS') {
+    return 'denied';
+  }
+  return code === null && status < 400 ? 'granted' : 'error';
+}
+
+/** The code of an end line that could not be written. */
+function auditCode(err: unknown): string {
+  return err instanceof HospitalApiError ? err.code : 'ERR_API_AUDIT_UNAVAILABLE';
+}

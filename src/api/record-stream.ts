@@ -1,0 +1,41 @@
+/**
+ * The worker behind POST /api/patients once exactly one patient matched: its
+ * record, streamed. The `started` line is on disk before anything is fetched
+ * or sent (so even a SIGKILL mid-stream leaves a trace); every page of
+ * $everything goes out as it arrives, the next fetched while this one is
+ * written; the end line is on disk before the closing bytes. A failure before
+ * the first byte is an ordinary error reply; after it, the connection is cut.
+ */
+import type { FastifyReply } from 'fastify';
+import type { ApiContext } from './context.js';
+import type { PatientRequest } from './patient-request.js';
+import { RECORD_CLOSE, RecordWriter } from './record-writer.js';
+
+const CLOSE_BYTES = Buffer.byteLength(RECORD_CLOSE);
+
+/** @throws what fails before the first byte (ERR_API_AUDIT_UNAVAILABLE, ERR_API_FHIR_*, ERR_API_RECORD_TOO_LARGE) */
+export async function streamRecord(ctx: ApiContext, state: PatientRequest, reply: FastifyReply, patientId: string): Promise<FastifyReply> {
+  state.forPatient(patientId);
+  // The caller left while the platform or the search answered: its end line is written; fetch nothing for nobody.
+  if (state.ended) return reply.hijack();
+  await state.writeStarted();
+
+  const writer = new RecordWriter(reply, ctx.config.sendTimeoutMs, (bytes) => state.sent(bytes));
+  try {
+    await ctx.fhir.everything(
+      patientId,
+      (entries, count) => {
+        ctx.metrics.pages.inc();
+        ctx.metrics.resources.inc(count);
+        return writer.page(entries, count);
+      },
+      state.stats,
+    );
+  } catch (err) {
+    if (!writer.open) throw err;
+    await state.cut(err);
+    return reply;
+  }
+  if (await state.completeRecord(CLOSE_BYTES)) await writer.close();
+  return reply;
+}
