@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { expect } from 'vitest';
 import { runCli } from '../helpers/cli.js';
+import { installNative, testPorts } from '../helpers/native-install.js';
 import { tempDir } from '../helpers/tmp.js';
-import { freePort } from '../../src/util/port-check.js';
 import { buildPlatformStandIn } from '../../src/demo/platform-stand-in.js';
 import { writeTokens, type DemoToken } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir/generate/dataset.js';
@@ -36,10 +36,7 @@ export async function startNativeSite(options: { seed: string; patients: number;
   await platform.listen({ host: '127.0.0.1', port: 0 });
   const addr = platform.server.address();
   const platformUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
-  const ports = {
-    api: await freePort(), fhir: await freePort(), gatewayHttp: await freePort(),
-    gatewayHttps: await freePort(), gatewayAdmin: await freePort(), metrics: await freePort(),
-  };
+  const ports = await testPorts();
   const cli = async (args: string[], env: Record<string, string> = {}) => {
     const r = await runCli([...args, '--dir', dir], { env });
     return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) };
@@ -65,15 +62,7 @@ export async function startNativeSite(options: { seed: string; patients: number;
       await platform.close();
     },
   };
-  const install = await cli([
-    'install', '--runtime', 'native', '--generate-ca', '--platform-url', platformUrl,
-    '--api-port', String(ports.api), '--fhir-port', String(ports.fhir),
-    '--gateway-http-port', String(ports.gatewayHttp), '--gateway-https-port', String(ports.gatewayHttps),
-    '--gateway-admin-port', String(ports.gatewayAdmin), '--metrics-port', String(ports.metrics),
-  ]);
-  expect(install.code, install.err).toBe(0);
-  const consumer = await cli(['consumer', 'create', 'day2-hospital', '--write-env']);
-  expect(consumer.code, consumer.err).toBe(0);
+  await installNative({ dir, ports, platformUrl, consumer: 'day2-hospital' });
   const up = await cli(['up']);
   expect(up.code, up.err).toBe(0);
   const data = join(dir, 'generated');

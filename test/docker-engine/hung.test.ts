@@ -33,6 +33,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { until } from '../helpers/until.js';
 import { freePort } from '../../src/util/port-check.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir/generate/dataset.js';
@@ -110,14 +111,8 @@ async function signal(pids: number[], name: 'SIGSTOP' | 'SIGCONT'): Promise<void
     `for (const p of process.argv.slice(1)) { try { process.kill(Number(p), '${name}'); } catch (e) { if (e.code !== 'ESRCH') throw e; } }`, ...pids.map(String)]);
 }
 
-/** Polls until `probe` holds, or fails after `ms`, naming what it waited for. */
-async function until(what: string, probe: () => Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await probe().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`waited ${Math.round(ms / 1000)} s for ${what}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
-}
+/** Polls until `probe` holds, or fails after `ms`, naming what it waited for (test/helpers/until.ts). */
+const waitUntil = (what: string, probe: () => Promise<boolean>, ms: number) => until(probe, { what, timeoutMs: ms, intervalMs: 500 });
 
 /** The engine's events for one container, as they happen (`docker events`, JSON lines). */
 function watchEvents(id: string): { events: Array<{ status: string; exitCode?: string; at: number }>; stop: () => void; child: ResultPromise } {
@@ -179,9 +174,9 @@ async function hangAndAwaitReplacement(service: string, whileHung: () => Promise
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       return stat.slice(stat.lastIndexOf(')') + 2)[0];
     };
-    await until(`every ${service} process stopped`, async () => victims.every((pid) => state(pid) === 'T'), 10_000);
+    await waitUntil(`every ${service} process stopped`, async () => victims.every((pid) => state(pid) === 'T'), 10_000);
     await whileHung();
-    await until(`the engine to restart the hung ${service}`, async () => watch.events.some((e) => e.status === 'start'), REPLACED_WITHIN_MS);
+    await waitUntil(`the engine to restart the hung ${service}`, async () => watch.events.some((e) => e.status === 'start'), REPLACED_WITHIN_MS);
     const replacedMs = Date.now() - t0;
     timings[`${service} replaced`] = replacedMs;
     const after = await container(service);
@@ -259,7 +254,7 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
       expect((c as { HostConfig?: { Init?: boolean } }).HostConfig?.Init, service).toBe(true);
       // PID 1 in the container is docker-init, not the component (pid_namespaces(7))
       expect(readFileSync(`/proc/${c.State.Pid}/comm`, 'utf8').trim(), service).toBe('docker-init');
-      await until(`${service} healthy`, async () => (await container(service)).State.Health?.Status === 'healthy', 60_000);
+      await waitUntil(`${service} healthy`, async () => (await container(service)).State.Health?.Status === 'healthy', 60_000);
     }
     const ready = await getJson('/api/ready', 5_000);
     expect(ready).toEqual({ status: 200, body: { platform: 'ok', fhir: 'ok', audit: 'ok' } });
@@ -278,8 +273,8 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     // the probe said why, in the container's log
     const logs = await docker(['logs', after.Id]);
     expect(logs.out + logs.err).toMatch(new RegExp(`hung-probe: no answer from http://127\\.0\\.0\\.1:9000/api/health-check within 3000 ms, ${HUNG_PROBE.failures} probe\\(s\\) in a row: SIGKILL to pid \\d+`));
-    await until('the restarted API answering /api/health-check', async () => (await getJson('/api/health-check', 2_000)).status === 200, 60_000);
-    await until('the restarted API ready', async () => (await getJson('/api/ready', 3_000)).status === 200, 60_000);
+    await waitUntil('the restarted API answering /api/health-check', async () => (await getJson('/api/health-check', 2_000)).status === 200, 60_000);
+    await waitUntil('the restarted API ready', async () => (await getJson('/api/ready', 3_000)).status === 200, 60_000);
     const res = await postPatient();
     expect(res.status).toBe(200);
     expect(res.resources).toBeGreaterThan(0);
@@ -289,7 +284,7 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     const replaced = await hangAndAwaitReplacement('kong', async () => {
       // whatever hangs behind it, /api/ready answers within 2 s, and says what is wrong
       let slowest = 0;
-      await until('/api/ready to see the hung gateway', async () => {
+      await waitUntil('/api/ready to see the hung gateway', async () => {
         const t0 = Date.now();
         const r = await getJson('/api/ready', 10_000);
         slowest = Math.max(slowest, Date.now() - t0);
@@ -302,8 +297,8 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     const logs = await docker(['logs', after.Id]);
     expect(logs.out + logs.err).toMatch(new RegExp(`no answer from Kong's admin API within 3 s, ${HUNG_PROBE.failures} probe\\(s\\) in a row: SIGKILL to pid \\d+`));
     // the real path again: API → kong (provisioning kept) → FHIR server
-    await until('a record through the restarted gateway', async () => (await postPatient(5_000)).status === 200, 120_000);
-    await until('the API ready again', async () => (await getJson('/api/ready', 3_000)).status === 200, 30_000);
+    await waitUntil('a record through the restarted gateway', async () => (await postPatient(5_000)).status === 200, 120_000);
+    await waitUntil('the API ready again', async () => (await getJson('/api/ready', 3_000)).status === 200, 30_000);
   }, REPLACED_WITHIN_MS + 300_000);
 
   it('a SIGSTOPped HAPI is killed by hapi-watchdog and restarted by the engine; /api/ready answers within 2 s meanwhile; records flow again', async () => {
@@ -321,7 +316,7 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     expect(/^Uid:\s+(\d+)/m.exec(status)?.[1]).toBe(HAPI_IMAGE_USER.split(':')[0]);
     expect(/^CapEff:\s+(\w+)/m.exec(status)?.[1]).toBe('0000000000000000');
     expect(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${hapiBefore.State.Pid}/status`, 'utf8'))?.[1]).toBe(HAPI_IMAGE_USER.split(':')[0]);
-    await until('the watchdog watching HAPI', async () => {
+    await waitUntil('the watchdog watching HAPI', async () => {
       const l = await docker(['logs', watchdogBefore.Id]);
       return (l.out + l.err).includes('hung-probe: watching pid');
     }, 60_000);
@@ -332,7 +327,7 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
       let slowest = 0;
       const seen: string[] = [];
       // the FHIR side fails by the API's own 1 s deadline or its request's time-out, whichever fires first
-      await until('/api/ready to see the hung FHIR server', async () => {
+      await waitUntil('/api/ready to see the hung FHIR server', async () => {
         const t0 = Date.now();
         const r = await getJson('/api/ready', 10_000);
         slowest = Math.max(slowest, Date.now() - t0);
@@ -358,21 +353,21 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     }
     // the restarted HAPI is back in the holder's namespace, and watched again (a new process, a new count)
     expect(pidns(after.State.Pid!)).toBe(pidns(holderAfter.State.Pid!));
-    await until('the watchdog watching the restarted HAPI', async () => {
+    await waitUntil('the watchdog watching the restarted HAPI', async () => {
       const l = await docker(['logs', watchdogAfter.Id]);
       return ((l.out + l.err).match(/hung-probe: watching pid/g) ?? []).length >= 2;
     }, 60_000);
-    await until('the restarted HAPI answering /fhir/metadata', async () => {
+    await waitUntil('the restarted HAPI answering /fhir/metadata', async () => {
       const r = await request(`http://127.0.0.1:${ports.fhir}/fhir/metadata`, { headersTimeout: 3_000, bodyTimeout: 3_000 });
       await r.body.text();
       return r.statusCode === 200;
     }, 120_000);
     // the real path again: API → kong → the restarted FHIR server, its data kept (Postgres)
-    await until('a record through the restarted FHIR server', async () => {
+    await waitUntil('a record through the restarted FHIR server', async () => {
       const r = await postPatient(5_000);
       return r.status === 200 && r.resources > 0;
     }, 120_000);
-    await until('the API ready again', async () => (await getJson('/api/ready', 3_000)).status === 200, 30_000);
+    await waitUntil('the API ready again', async () => (await getJson('/api/ready', 3_000)).status === 200, 30_000);
   }, REPLACED_WITHIN_MS + 400_000);
 
   for (const db of ['kong-database', 'hapi-database']) {
@@ -386,13 +381,13 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
       expectRestartedByPolicy(replaced);
       const logs = await docker(['logs', replaced.after.Id]);
       expect(logs.out + logs.err).toMatch(new RegExp(`no answer from ${db} \\(pg_isready\\) within ${HUNG_PROBE.timeoutS} s, ${HUNG_PROBE.failures} probe\\(s\\) in a row: SIGKILL to pid \\d+ so the container restarts`));
-      await until(`the restarted ${db} healthy`, async () => (await container(db)).State.Health?.Status === 'healthy', 120_000);
+      await waitUntil(`the restarted ${db} healthy`, async () => (await container(db)).State.Health?.Status === 'healthy', 120_000);
       // the real path again (kong's routes and consumer, HAPI's patients: all in the killed database)
-      await until(`a record after ${db} was replaced`, async () => {
+      await waitUntil(`a record after ${db} was replaced`, async () => {
         const r = await postPatient(5_000).catch(() => ({ status: 0, resources: 0 }));
         return r.status === 200 && r.resources > 0;
       }, 180_000);
-      await until('the API ready again', async () => (await getJson('/api/ready', 3_000)).status === 200, 60_000);
+      await waitUntil('the API ready again', async () => (await getJson('/api/ready', 3_000)).status === 200, 60_000);
     }, REPLACED_WITHIN_MS + 500_000);
   }
 });

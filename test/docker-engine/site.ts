@@ -21,6 +21,7 @@ import { writeTokens } from '../../src/demo/tokens.js';
 import { freePort } from '../../src/util/port-check.js';
 import { runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
+import { until as untilHelper } from '../helpers/until.js';
 import { buildImages, docker, TIER_IMAGES } from './engine.js';
 
 /** .github/workflows/docker-e2e.yml: the real images and the repository's Dockerfile, no stand-ins. */
@@ -152,15 +153,9 @@ export async function postPatientTo(apiPort: number, careId: string, token: stri
   return { status: res.statusCode, resources: res.statusCode === 200 ? (JSON.parse(text) as { resources: RecordEntry[] }).resources : [] };
 }
 
-/** Polls `probe` every 250 ms until it gives a value (null or a throw: not yet); fails after `ms`, naming `what`. */
+/** Polls `probe` every 250 ms until it gives a value (null or a throw: not yet); fails after `ms`, naming `what` (test/helpers/until.ts). */
 export async function until<T>(what: string, ms: number, probe: () => Promise<T | null>): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe().catch(() => null);
-    if (v !== null) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms / 1000} s`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  return (await untilHelper(probe, { what, timeoutMs: ms, intervalMs: 250, ok: (v) => v !== null })) as T;
 }
 
 /** `systemctl show` of a component's unit in a container whose PID 1 is systemd: MainPID, ActiveState, NRestarts, User, ExecStart. */

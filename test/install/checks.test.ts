@@ -38,11 +38,12 @@ import { allMandatoryPass, runChecks } from '../../src/checks/runner.js';
 import type { Check, CheckContext, CheckResult } from '../../src/checks/types.js';
 import { colourFor } from '../../src/output/colour.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { createFakeKong, type FakeKong } from './fake-kong.js';
+import { closeGatewayAdmins, gatewayAdmin, type GatewayAdmin } from '../helpers/gateway-admin.js';
+import type { GatewayConfig, Plugin, Route } from '../../src/gateway/model/types.js';
 import { fakeRuntime, intactAnswers, intactComponents, startStandIns, testPorts, type Answers } from './stand-ins.js';
 
 const KEY = 'k'.repeat(32);
-let kong: FakeKong;
+let kong: GatewayAdmin;
 let dir = '';
 let config: InstallConfig;
 let caPem = '';
@@ -50,10 +51,10 @@ let agent: Agent;
 let components: ComponentState[];
 let answers: Answers;
 let stack: { close(): Promise<void> };
-let pristine: FakeKong['plugins'];
+let pristine: Plugin[];
 
 beforeAll(async () => {
-  kong = createFakeKong();
+  kong = await gatewayAdmin();
   dir = join(tempDir(), 'inst');
   const ports = await testPorts();
   const flags = Object.fromEntries(Object.entries(ports).map(([k, v]) => [`${k}Port`, String(v)]));
@@ -61,9 +62,9 @@ beforeAll(async () => {
     { runtime: 'native', dir, host: ['127.0.0.1'], generateCa: true, ...flags },
     { log: () => {}, openRuntime: () => fakeRuntime(kong) },
   );
-  kong.consumers.push({ id: randomUUID(), username: 'hospital-a' });
-  kong.keys.push({ id: randomUUID(), key: KEY, consumer: { id: kong.consumers[0]!.id } });
-  pristine = structuredClone(kong.plugins);
+  expect((await kong.admin('PUT', '/consumers/hospital-a', {})).status).toBe(200);
+  expect((await kong.admin('POST', '/consumers/hospital-a/key-auth', { key: KEY })).status).toBe(201);
+  pristine = structuredClone(kong.state().plugins) as Plugin[];
   config = readInstallConfig(dir);
   const p = installPaths(dir);
   caPem = readFileSync(p.caCert, 'utf8');
@@ -75,12 +76,13 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.close();
   await agent?.close();
+  await closeGatewayAdmins();
   removeTempDirs();
 });
 
 beforeEach(() => {
   // every test starts from the intact installation
-  kong.plugins.splice(0, kong.plugins.length, ...structuredClone(pristine));
+  kong.change((d) => void (d.plugins = structuredClone(pristine)));
   Object.assign(answers, intactAnswers());
   components = intactComponents();
 });
@@ -118,11 +120,12 @@ async function closedPort(port: keyof InstallConfig['ports']): Promise<InstallCo
   return { ...config, ports: { ...config.ports, [port]: await freePort() } };
 }
 
-const pluginOn = (service: string, name: string) => {
-  const svc = kong.services.find((s) => s.name === service)!;
-  return kong.plugins.find((p) => p.name === name && (p.service as { id: string }).id === svc.id)!;
-};
-const remove = (service: string, name: string) => kong.plugins.splice(kong.plugins.indexOf(pluginOn(service, name)), 1);
+const serviceId = (d: Readonly<GatewayConfig>, name: string) => d.services.find((s) => s.name === name)!.id;
+const pluginIn = (d: Readonly<GatewayConfig>, service: string, name: string) => d.plugins.find((p) => p.name === name && p.service?.id === serviceId(d, service))!;
+/** Edits a plugin, or a route, in the gateway's store: states the admin API itself would refuse to make. */
+const editPlugin = (service: string, name: string, edit: (p: Plugin, d: GatewayConfig) => void) => kong.change((d) => edit(pluginIn(d, service, name), d));
+const editRoute = (name: string, edit: (r: Route, d: GatewayConfig) => void) => kong.change((d) => edit(d.routes.find((r) => r.name === name)!, d));
+const remove = (service: string, name: string) => kong.change((d) => void d.plugins.splice(d.plugins.indexOf(pluginIn(d, service, name)), 1));
 
 describe('components-up (§4.5.1)', () => {
   it('passes when every component is up, naming them', async () => {
@@ -247,9 +250,9 @@ describe('gateway-objects (§4.5.3)', () => {
     ['basic-auth removed', () => remove('fhir-api', 'basic-auth'), 'basic-auth not attached to fhir-api'],
     ['cors removed', () => remove('fhir-api', 'cors'), 'cors not attached to fhir-api'],
     ['key-auth removed', () => remove('fhir-api-key-auth', 'key-auth'), 'key-auth not attached to fhir-api-key-auth'],
-    ['basic-auth disabled', () => void (pluginOn('fhir-api', 'basic-auth').enabled = false), 'basic-auth on fhir-api is disabled'],
-    ['key-auth disabled', () => void (pluginOn('fhir-api-key-auth', 'key-auth').enabled = false), 'key-auth on fhir-api-key-auth is disabled'],
-    ['key-auth moved to fhir-api', () => void (pluginOn('fhir-api-key-auth', 'key-auth').service = { id: kong.services.find((s) => s.name === 'fhir-api')!.id }),
+    ['basic-auth disabled', () => editPlugin('fhir-api', 'basic-auth', (p) => void (p.enabled = false)), 'basic-auth on fhir-api is disabled'],
+    ['key-auth disabled', () => editPlugin('fhir-api-key-auth', 'key-auth', (p) => void (p.enabled = false)), 'key-auth on fhir-api-key-auth is disabled'],
+    ['key-auth moved to fhir-api', () => editPlugin('fhir-api-key-auth', 'key-auth', (p, d) => void (p.service = { id: serviceId(d, 'fhir-api') })),
       'key-auth not attached to fhir-api-key-auth'],
   ])('fails when %s', async (_what, breakIt, problem) => {
     breakIt();
@@ -258,41 +261,39 @@ describe('gateway-objects (§4.5.3)', () => {
   });
 
   it('fails when a route also takes plain http, or names no protocols (Kong then takes http and https)', async () => {
-    const route = kong.routes.find((r) => r.name === 'fhir-api-key-auth-route')!;
-    expect(route.protocols).toEqual(['https']);
-    route.protocols = ['http', 'https'];
+    const name = 'fhir-api-key-auth-route';
+    expect(kong.state().routes.find((r) => r.name === name)!.protocols).toEqual(['https']);
+    editRoute(name, (r) => void (r.protocols = ['http', 'https']));
     expect(await gatewayObjects.run(ctx())).toMatchObject({
       status: 'fail', summary: 'route fhir-api-key-auth-route also takes http (credentials must travel over https only)',
     });
-    route.protocols = ['http', 'grpc', 'https'];
+    editRoute(name, (r) => void (r.protocols = ['http', 'grpc', 'https']));
     expect((await gatewayObjects.run(ctx())).summary).toBe('route fhir-api-key-auth-route also takes http, grpc (credentials must travel over https only)');
-    delete route.protocols;
+    editRoute(name, (r) => void delete (r as Partial<Route>).protocols);
     expect((await gatewayObjects.run(ctx())).summary).toBe('route fhir-api-key-auth-route also takes http (credentials must travel over https only)');
-    route.protocols = ['https'];
+    editRoute(name, (r) => void (r.protocols = ['https']));
     expect((await gatewayObjects.run(ctx())).status).toBe('pass');
   });
 
   it('a disabled plugin beside an enabled one of the same name is enough', async () => {
-    const copy = { ...structuredClone(pluginOn('fhir-api', 'cors')), id: randomUUID(), enabled: false };
-    kong.plugins.unshift(copy);
+    kong.change((d) => void d.plugins.unshift({ ...structuredClone(pluginIn(d, 'fhir-api', 'cors')), id: randomUUID(), enabled: false }));
     expect((await gatewayObjects.run(ctx())).status).toBe('pass');
   });
 
   it('fails on a renamed route, a route on the wrong service and a missing service, listing every problem', async () => {
-    const saved = structuredClone({ services: kong.services, routes: kong.routes });
+    const saved = structuredClone({ services: kong.state().services, routes: kong.state().routes }) as Pick<GatewayConfig, 'services' | 'routes'>;
     try {
-      kong.routes.find((r) => r.name === 'fhir-api-key-auth-route')!.name = 'renamed';
+      editRoute('fhir-api-key-auth-route', (r) => void (r.name = 'renamed'));
       expect((await gatewayObjects.run(ctx())).summary).toBe('route fhir-api-key-auth-route missing');
-      kong.routes.find((r) => r.name === 'renamed')!.name = 'fhir-api-key-auth-route';
-      kong.routes.find((r) => r.name === 'fhir-api-route')!.service = { id: kong.services.find((s) => s.name === 'fhir-api-key-auth')!.id };
+      editRoute('renamed', (r) => void (r.name = 'fhir-api-key-auth-route'));
+      editRoute('fhir-api-route', (r, d) => void (r.service = { id: serviceId(d, 'fhir-api-key-auth') }));
       expect((await gatewayObjects.run(ctx())).summary).toBe('route fhir-api-route is not attached to fhir-api');
-      kong.services.find((s) => s.name === 'fhir-api')!.name = 'other';
+      kong.change((d) => void (d.services.find((s) => s.name === 'fhir-api')!.name = 'other'));
       expect((await gatewayObjects.run(ctx())).summary).toBe('service fhir-api missing');
-      kong.routes.splice(0);
+      kong.change((d) => void d.routes.splice(0));
       expect((await gatewayObjects.run(ctx())).summary).toBe('service fhir-api missing; route fhir-api-route missing; route fhir-api-key-auth-route missing');
     } finally {
-      kong.services.splice(0, kong.services.length, ...saved.services);
-      kong.routes.splice(0, kong.routes.length, ...saved.routes);
+      kong.change((d) => void Object.assign(d, structuredClone(saved)));
     }
   });
 
@@ -319,16 +320,15 @@ describe('gateway-objects (§4.5.3)', () => {
   });
 
   it('a route or a plugin with no service (Kong allows both) is not attached to anything', async () => {
-    const route = kong.routes.find((r) => r.name === 'fhir-api-route')!;
-    const saved = route.service;
+    const saved = structuredClone(kong.state().routes.find((r) => r.name === 'fhir-api-route')!.service);
     try {
-      route.service = null;
+      editRoute('fhir-api-route', (r) => void (r.service = null));
       expect(await gatewayObjects.run(ctx())).toMatchObject({ status: 'fail', summary: 'route fhir-api-route is not attached to fhir-api' });
     } finally {
-      route.service = saved;
+      editRoute('fhir-api-route', (r) => void (r.service = saved));
     }
     // basic-auth made global (service null): it is no longer fhir-api's
-    pluginOn('fhir-api', 'basic-auth').service = null;
+    editPlugin('fhir-api', 'basic-auth', (p) => void (p.service = null));
     expect(await gatewayObjects.run(ctx())).toMatchObject({ status: 'fail', summary: 'basic-auth not attached to fhir-api' });
   });
 
@@ -415,7 +415,7 @@ describe('the 401 checks: key-auth-no-key, key-auth-wrong-key, basic-auth-requir
       status: 'fail', summary: '200: a request without a key was not refused', httpStatus: 200, hint: 'Rerun `hospital-api install` to restore the gateway plugins.',
     });
     expect(await keyAuthWrongKey.run(ctx())).toMatchObject({ status: 'fail', summary: '200: a wrong key was not refused' });
-    pluginOn('fhir-api', 'basic-auth').enabled = false;
+    editPlugin('fhir-api', 'basic-auth', (p) => void (p.enabled = false));
     expect(await basicAuthRequired.run(ctx())).toMatchObject({ status: 'fail', summary: '200: a request without credentials was not refused' });
   });
 

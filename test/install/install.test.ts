@@ -1,6 +1,6 @@
 /**
  * install, in process: the files it writes, provisioning in the spec's order
- * against the fake admin API, idempotency, a killed run completed by a rerun,
+ * against the project's gateway admin API, idempotency, a killed run completed by a rerun,
  * and bad input that changes nothing.
  */
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
@@ -16,13 +16,16 @@ import { chainsTo, coversHost } from '../../src/install/tls.js';
 import { HospitalApiError } from '../../src/errors/index.js';
 import { makeTestPki } from '../helpers/pki.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { createFakeKong, type FakeKong } from './fake-kong.js';
+import { closeGatewayAdmins, gatewayAdmin, type GatewayAdmin } from '../helpers/gateway-admin.js';
 import { fakeRuntime } from './stand-ins.js';
 
-afterAll(removeTempDirs);
+afterAll(async () => {
+  await closeGatewayAdmins();
+  removeTempDirs();
+});
 
 const base = (dir: string): InstallFlags => ({ runtime: 'native', dir, host: ['127.0.0.1'], generateCa: true, apiPort: '19000', fhirPort: '18080' });
-const install = (flags: InstallFlags, kong: FakeKong) => runInstall(flags, { log: () => {}, openRuntime: () => fakeRuntime(kong) });
+const install = (flags: InstallFlags, kong: GatewayAdmin) => runInstall(flags, { log: () => {}, openRuntime: () => fakeRuntime(kong) });
 
 function snapshot(dir: string): Map<string, string> {
   const out = new Map<string, string>();
@@ -49,7 +52,7 @@ async function codeOf(p: Promise<unknown>): Promise<string> {
 describe('install (native, generated CA)', () => {
   it('writes the install directory: settings, TLS material, keys 0600, no secret in install.json', async () => {
     const dir = join(tempDir(), 'inst');
-    const kong = createFakeKong();
+    const kong = await gatewayAdmin();
     const result = await install(base(dir), kong);
     const p = installPaths(dir);
     for (const key of [p.caKey, p.gatewayKey, p.signerKey, p.apiEnv]) expect(statSync(key).mode & 0o777, key).toBe(0o600);
@@ -68,7 +71,7 @@ describe('install (native, generated CA)', () => {
 
   it('provisions in the spec order, PUT by name, with hide_credentials, and creates no consumer', async () => {
     const dir = join(tempDir(), 'inst');
-    const kong = createFakeKong();
+    const kong = await gatewayAdmin();
     const result = await install({ ...base(dir), corsOrigin: ['https://portal.example'] }, kong);
     expect(result.provisioning.map((s) => s.name)).toEqual([
       'fhir-api', 'fhir-api/basic-auth', 'fhir-api/cors', 'fhir-api-route',
@@ -81,31 +84,31 @@ describe('install (native, generated CA)', () => {
       'PUT /routes/fhir-api-route', 'PUT /services/fhir-api-key-auth', expect.stringMatching(/^POST \/services\/.+\/plugins$/),
       'PUT /routes/fhir-api-key-auth-route',
     ]);
-    const svc = (name: string) => kong.services.find((s) => s.name === name)!;
+    const svc = (name: string) => kong.state().services.find((s) => s.name === name)!;
     expect(svc('fhir-api')).toMatchObject({ protocol: 'http', host: '127.0.0.1', port: 18080, path: '/fhir' });
-    const plugin = (name: string) => kong.plugins.find((p) => p.name === name)!;
+    const plugin = (name: string) => kong.state().plugins.find((p) => p.name === name)!;
     expect(plugin('basic-auth')).toMatchObject({ service: { id: svc('fhir-api').id }, config: { hide_credentials: true } });
     expect(plugin('cors')).toMatchObject({ service: { id: svc('fhir-api').id }, config: { origins: ['https://portal.example'] } });
     expect(plugin('key-auth')).toMatchObject({ service: { id: svc('fhir-api-key-auth').id }, config: { hide_credentials: true, key_names: ['apikey'] } });
-    expect(kong.routes.find((r) => r.name === 'fhir-api-key-auth-route')).toMatchObject({ paths: ['/fhir-api-key-auth'], protocols: ['https'], service: { id: svc('fhir-api-key-auth').id } });
-    expect(kong.routes.find((r) => r.name === 'fhir-api-route')).toMatchObject({ paths: ['/fhir-api'], protocols: ['https'] });
-    expect(kong.consumers).toEqual([]);
+    expect(kong.state().routes.find((r) => r.name === 'fhir-api-key-auth-route')).toMatchObject({ paths: ['/fhir-api-key-auth'], protocols: ['https'], service: { id: svc('fhir-api-key-auth').id } });
+    expect(kong.state().routes.find((r) => r.name === 'fhir-api-route')).toMatchObject({ paths: ['/fhir-api'], protocols: ['https'] });
+    expect(kong.state().consumers).toEqual([]);
     expect(kong.calls.some((c) => c.includes('/consumers'))).toBe(false);
   });
 
   it('changes nothing when run twice: same files (mtime too), no admin writes', async () => {
     const dir = join(tempDir(), 'inst');
-    const kong = createFakeKong();
+    const kong = await gatewayAdmin();
     await install(base(dir), kong);
     const before = snapshot(dir);
-    const ids = JSON.stringify([kong.services, kong.routes, kong.plugins]);
+    const ids = JSON.stringify([kong.state().services, kong.state().routes, kong.state().plugins]);
     kong.calls.length = 0;
     const again = await install(base(dir), kong);
     expect(again.files.every((f) => f.change === 'unchanged')).toBe(true);
     expect(again.provisioning.every((s) => s.change === 'unchanged')).toBe(true);
     expect(kong.calls.filter((c) => !c.startsWith('GET'))).toEqual([]);
     expect(snapshot(dir)).toEqual(before);
-    expect(JSON.stringify([kong.services, kong.routes, kong.plugins])).toBe(ids);
+    expect(JSON.stringify([kong.state().services, kong.state().routes, kong.state().plugins])).toBe(ids);
     // a rerun without flags keeps the earlier choices
     await install({ dir }, kong);
     expect(snapshot(dir)).toEqual(before);
@@ -114,21 +117,21 @@ describe('install (native, generated CA)', () => {
   it('a run killed part-way is completed by a rerun, without duplicates', async () => {
     for (const cut of [1, 4, 7, 11]) {
       const dir = join(tempDir(), 'inst');
-      const kong = createFakeKong();
+      const kong = await gatewayAdmin();
       kong.failAfter = cut;
       await expect(install(base(dir), kong)).rejects.toThrow(/killed part-way/);
       kong.failAfter = null;
       const result = await install(base(dir), kong);
       expect(result.provisioning).toHaveLength(7);
-      expect(kong.services.map((s) => s.name).sort()).toEqual(['fhir-api', 'fhir-api-key-auth']);
-      expect(kong.routes.map((r) => r.name).sort()).toEqual(['fhir-api-key-auth-route', 'fhir-api-route']);
-      expect(kong.plugins.map((p) => p.name).sort()).toEqual(['basic-auth', 'cors', 'key-auth']);
+      expect(kong.state().services.map((s) => s.name).sort()).toEqual(['fhir-api', 'fhir-api-key-auth']);
+      expect(kong.state().routes.map((r) => r.name).sort()).toEqual(['fhir-api-key-auth-route', 'fhir-api-route']);
+      expect(kong.state().plugins.map((p) => p.name).sort()).toEqual(['basic-auth', 'cors', 'key-auth']);
     }
   });
 
   it('keeps a hand-filled PLATFORM_API_URL and FHIR_API_KEY on rerun', async () => {
     const dir = join(tempDir(), 'inst');
-    const kong = createFakeKong();
+    const kong = await gatewayAdmin();
     await install(base(dir), kong);
     const p = installPaths(dir);
     writeFileSync(p.apiEnv, readFileSync(p.apiEnv, 'utf8') + 'PLATFORM_API_URL="https://platform.example/api"\nFHIR_API_KEY="k-1234567890abcdef"\n');
@@ -153,7 +156,7 @@ describe('install: bad input changes nothing', () => {
     [{ generateCa: false, ca: '/etc/hostname' }, 'ERR_INSTALL_TLS_OPTIONS'],
   ] as Array<[Partial<InstallFlags>, string]>)('%j → %s, no directory', async (flags, code) => {
     const dir = join(tempDir(), 'inst');
-    expect(await codeOf(install({ ...base(dir), ...flags }, createFakeKong()))).toBe(code);
+    expect(await codeOf(install({ ...base(dir), ...flags }, await gatewayAdmin()))).toBe(code);
     expect(existsSync(dir)).toBe(false);
   });
 
@@ -168,14 +171,14 @@ describe('install: bad input changes nothing', () => {
       ...base(dir), generateCa: false, ca: pki.files.ca, cert: pki.files.cert, key: pki.files.key, caKey: join(t, 'ca.key'), ...extra,
     });
     const d1 = join(t, 'a');
-    expect(await codeOf(install(own({ cert: join(t, 'other.pem'), key: join(t, 'other.key') }, d1), createFakeKong()))).toBe('ERR_INSTALL_TLS_MISMATCH');
-    expect(await codeOf(install(own({ key: join(t, 'other.key') }, d1), createFakeKong()))).toBe('ERR_INSTALL_TLS_MISMATCH');
-    expect(await codeOf(install(own({ host: ['fhir.hospital.example'] }, d1), createFakeKong()))).toBe('ERR_INSTALL_TLS_MISMATCH');
-    expect(await codeOf(install(own({ caKey: undefined }, d1), createFakeKong()))).toBe('ERR_INSTALL_TLS_OPTIONS');
+    expect(await codeOf(install(own({ cert: join(t, 'other.pem'), key: join(t, 'other.key') }, d1), await gatewayAdmin()))).toBe('ERR_INSTALL_TLS_MISMATCH');
+    expect(await codeOf(install(own({ key: join(t, 'other.key') }, d1), await gatewayAdmin()))).toBe('ERR_INSTALL_TLS_MISMATCH');
+    expect(await codeOf(install(own({ host: ['fhir.hospital.example'] }, d1), await gatewayAdmin()))).toBe('ERR_INSTALL_TLS_MISMATCH');
+    expect(await codeOf(install(own({ caKey: undefined }, d1), await gatewayAdmin()))).toBe('ERR_INSTALL_TLS_OPTIONS');
     expect(existsSync(d1)).toBe(false);
     // accepted: the CA key issues the record signer once and is not stored
     const d2 = join(t, 'b');
-    const result = await install(own({}, d2), createFakeKong());
+    const result = await install(own({}, d2), await gatewayAdmin());
     expect(result.caGenerated).toBe(false);
     const p = installPaths(d2);
     expect(existsSync(p.caKey)).toBe(false);
@@ -183,7 +186,7 @@ describe('install: bad input changes nothing', () => {
     expect(chainsTo(readFileSync(p.signerCert, 'utf8'), pki.ca.certPem)).toBe(true);
     // and a rerun without TLS flags keeps the hospital's material
     const before = snapshot(d2);
-    await install({ dir: d2 }, createFakeKong());
+    await install({ dir: d2 }, await gatewayAdmin());
     expect(snapshot(d2)).toEqual(before);
   });
 
@@ -195,19 +198,19 @@ describe('install: bad input changes nothing', () => {
       ...base(dir), runtime: 'docker', generateCa: false, ca: pki.files.ca, cert, key, caKey: join(t, 'ca.key'),
     });
     const d1 = join(t, 'a');
-    const err = await install(docker(d1, pki.files.cert, pki.files.key), createFakeKong()).catch((e: unknown) => e);
+    const err = await install(docker(d1, pki.files.cert, pki.files.key), await gatewayAdmin()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(HospitalApiError);
     expect((err as HospitalApiError).code).toBe('ERR_INSTALL_TLS_NAME_MISSING');
     expect((err as HospitalApiError).message).toContain(`${pki.files.cert} does not name kong`);
     expect((err as HospitalApiError).hint).toContain('DNS:kong');
     expect(existsSync(d1)).toBe(false);
     // the same certificate is fine for native, and one that names kong is fine for docker
-    expect((await install({ ...docker(join(t, 'n'), pki.files.cert, pki.files.key), runtime: 'native' }, createFakeKong())).caGenerated).toBe(false);
+    expect((await install({ ...docker(join(t, 'n'), pki.files.cert, pki.files.key), runtime: 'native' }, await gatewayAdmin())).caGenerated).toBe(false);
     const withKong = issueCertificate(pki.ca, { commonName: '127.0.0.1', hosts: ['127.0.0.1', 'kong'], usage: 'server' });
     writeFileSync(join(t, 'kong.pem'), withKong.certPem);
     writeFileSync(join(t, 'kong.key'), withKong.keyPem);
     const d2 = join(t, 'b');
-    await install(docker(d2, join(t, 'kong.pem'), join(t, 'kong.key')), createFakeKong());
+    await install(docker(d2, join(t, 'kong.pem'), join(t, 'kong.key')), await gatewayAdmin());
     expect(readFileSync(installPaths(d2).gatewayCert, 'utf8')).toBe(withKong.certPem);
   });
 
@@ -218,25 +221,26 @@ describe('install: bad input changes nothing', () => {
       ...base(dir), generateCa: false, ca: pki.files.ca, cert: pki.files.cert, key: pki.files.key, signerCert: cert, signerKey: key,
     });
     const d1 = join(t, 'a');
-    const err = await install(flags(d1, pki.files.cert, pki.files.key), createFakeKong()).catch((e: unknown) => e);
+    const err = await install(flags(d1, pki.files.cert, pki.files.key), await gatewayAdmin()).catch((e: unknown) => e);
     expect((err as HospitalApiError).code).toBe('ERR_INSTALL_TLS_MISMATCH');
     expect((err as HospitalApiError).message).toMatch(/emailProtection/);
     expect(existsSync(d1)).toBe(false);
     const signer = issueCertificate(pki.ca, { commonName: 'records', usage: 'signing' });
     writeFileSync(join(t, 's.pem'), signer.certPem);
     writeFileSync(join(t, 's.key'), signer.keyPem);
-    await install(flags(join(t, 'b'), join(t, 's.pem'), join(t, 's.key')), createFakeKong());
+    await install(flags(join(t, 'b'), join(t, 's.pem'), join(t, 's.key')), await gatewayAdmin());
     expect(readFileSync(installPaths(join(t, 'b')).signerCert, 'utf8')).toBe(signer.certPem);
   });
 
   it('reissues the gateway certificate from the same CA when a host is added', async () => {
     const dir = join(tempDir(), 'inst');
-    await install(base(dir), createFakeKong());
+    await install(base(dir), await gatewayAdmin());
     const p = installPaths(dir);
     const ca = readFileSync(p.caCert, 'utf8');
     const gw = readFileSync(p.gatewayCert, 'utf8');
     const restarts: string[] = [];
-    await runInstall({ ...base(dir), host: ['127.0.0.1', 'fhir.hospital.example'] }, { log: () => {}, openRuntime: () => fakeRuntime(createFakeKong(), restarts) });
+    const kong = await gatewayAdmin();
+    await runInstall({ ...base(dir), host: ['127.0.0.1', 'fhir.hospital.example'] }, { log: () => {}, openRuntime: () => fakeRuntime(kong, restarts) });
     expect(restarts).toEqual(['gateway']); // the running gateway loads its new certificate
     expect(readFileSync(p.caCert, 'utf8')).toBe(ca);
     expect(readFileSync(p.gatewayCert, 'utf8')).not.toBe(gw);

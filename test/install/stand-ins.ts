@@ -1,18 +1,17 @@
 /**
  * Test stand-ins for the components verify talks to: a FHIR server answering
  * /fhir/metadata, a Hospital API answering /api/health-check, and an HTTPS
- * gateway (real certificate) that applies key-auth and basic-auth as the fake
- * admin API's state says (a plugin removed or disabled there lets requests
+ * gateway (real certificate) that applies key-auth and basic-auth as the
+ * project's gateway admin API (test/helpers/gateway-admin.ts) says (a plugin removed or disabled there lets requests
  * through). `answers` changes what the API and FHIR stand-ins return, so tests
  * see checks fail as well as pass. Real sockets on 127.0.0.1, ephemeral ports.
  */
 import { createServer as createHttp, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttps } from 'node:https';
-import { freePort } from '../../src/util/port-check.js';
 import type { InstallPorts } from '../../src/runtime/install-config.js';
 import type { ComponentState, Runtime } from '../../src/runtime/types.js';
 import type { KeyAndCert } from '../../src/tls/pki.js';
-import type { FakeKong } from './fake-kong.js';
+import { pluginEnforced, type GatewayAdmin } from '../helpers/gateway-admin.js';
 
 const CAPABILITY = { resourceType: 'CapabilityStatement', status: 'active', kind: 'instance', fhirVersion: '4.0.1' };
 
@@ -24,23 +23,8 @@ function listen(server: Server, port: number): Promise<void> {
   return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve()));
 }
 
-export async function testPorts(): Promise<InstallPorts> {
-  return {
-    api: await freePort(),
-    fhir: await freePort(),
-    gatewayHttp: await freePort(),
-    gatewayHttps: await freePort(),
-    gatewayAdmin: await freePort(),
-    metrics: await freePort(),
-  };
-}
-
-export function portFlags(p: InstallPorts): string[] {
-  return [
-    '--api-port', String(p.api), '--fhir-port', String(p.fhir), '--gateway-http-port', String(p.gatewayHttp),
-    '--gateway-https-port', String(p.gatewayHttps), '--gateway-admin-port', String(p.gatewayAdmin), '--metrics-port', String(p.metrics),
-  ];
-}
+// The installation's ports come from the shared install fixture.
+export { portFlags, testPorts } from '../helpers/native-install.js';
 
 /** What the API and FHIR stand-ins answer; change it between calls. */
 export interface Answers {
@@ -52,15 +36,12 @@ export function intactAnswers(): Answers {
   return { health: { status: 200, body: {} }, metadata: { status: 200, body: CAPABILITY } };
 }
 
-/** True when `plugin` is attached, enabled, to the service named `service` in the fake admin state. */
-function enforced(kong: FakeKong, service: string, plugin: string): boolean {
-  const svc = kong.services.find((s) => s.name === service);
-  return !!svc && kong.plugins.some((p) => p.name === plugin && (p.service as { id: string }).id === svc.id && p.enabled !== false);
-}
+/** True when `plugin` is attached, enabled, to the service named `service` in the admin API's state. */
+const enforced = (kong: GatewayAdmin, service: string, plugin: string): boolean => pluginEnforced(kong.state(), service, plugin);
 
 /** Starts the three stand-ins; the gateway serves `server` (read at start). */
 export async function startStandIns(
-  kong: FakeKong,
+  kong: GatewayAdmin,
   ports: InstallPorts,
   server: KeyAndCert,
   answers: Answers = intactAnswers(),
@@ -74,12 +55,12 @@ export async function startStandIns(
       if (enforced(kong, 'fhir-api-key-auth', 'key-auth')) {
         const key = req.headers.apikey;
         if (!key) return json(res, 401, { message: 'No API key found in request' });
-        if (!kong.keys.some((k) => k.key === key)) return json(res, 401, { message: 'Unauthorized' });
+        if (!kong.state().keyauth_credentials.some((k) => k.key === key)) return json(res, 401, { message: 'Unauthorized' });
       }
       return send(res, answers.metadata);
     }
     if (url.startsWith('/fhir-api/')) {
-      // no basic-auth credentials exist in the fake state: with the plugin on, every request is refused
+      // no basic-auth credentials exist in the admin state: with the plugin on, every request is refused
       if (enforced(kong, 'fhir-api', 'basic-auth')) return json(res, 401, { message: 'Unauthorized' });
       return send(res, answers.metadata);
     }
@@ -99,8 +80,8 @@ export function intactComponents(): ComponentState[] {
   return ['fhir', 'gateway', 'api'].map((name) => ({ name, state: 'up' as const, detail: 'stand-in' }));
 }
 
-/** A Runtime over the fake admin API whose components are the stand-ins (as `components` says). */
-export function fakeRuntime(kong: FakeKong, restarts: string[] = [], components: ComponentState[] = intactComponents()): Runtime {
+/** A Runtime over the admin API whose components are the stand-ins (as `components` says). */
+export function fakeRuntime(kong: GatewayAdmin, restarts: string[] = [], components: ComponentState[] = intactComponents()): Runtime {
   return {
     name: 'native',
     up: async () => {},

@@ -19,16 +19,18 @@ import { generateCa } from '../../src/tls/pki.js';
 import { HospitalApiError } from '../../src/errors/index.js';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { createFakeKong } from './fake-kong.js';
+import { closeGatewayAdmins, gatewayAdmin, type GatewayAdmin } from '../helpers/gateway-admin.js';
 import { fakeRuntime, startStandIns, testPorts } from './stand-ins.js';
 
-const kong = createFakeKong();
-const runtime = fakeRuntime(kong);
+let kong: GatewayAdmin;
+let runtime: ReturnType<typeof fakeRuntime>;
 let dir = '';
 let key = '';
 let stack: { close(): Promise<void> };
 
 beforeAll(async () => {
+  kong = await gatewayAdmin();
+  runtime = fakeRuntime(kong);
   dir = join(tempDir(), 'inst');
   const ports = await testPorts();
   const flags = Object.fromEntries(Object.entries(ports).map(([k, v]) => [`${k}Port`, String(v)]));
@@ -42,6 +44,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.close();
+  await closeGatewayAdmins();
   removeTempDirs();
 });
 
@@ -65,21 +68,21 @@ describe('verify (stand-in stack)', () => {
     expect(key).toMatch(/^[A-Za-z0-9]{32}$/);
     expect(readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY).toBe(key);
     expect(restarts).toEqual(['api']);
-    expect(kong.consumers).toHaveLength(1);
+    expect(kong.state().consumers).toHaveLength(1);
     await expect(createConsumer(runtime, dir, { username: 'hospital-a' }, () => {})).rejects.toMatchObject({ code: 'ERR_INSTALL_CONSUMER_EXISTS' });
     // a --key already used by another consumer: refused without echoing the key
     const taken = createConsumer(runtime, dir, { username: 'hospital-b', key }, () => {});
     await expect(taken).rejects.toMatchObject({ code: 'ERR_INSTALL_KEY_TAKEN' });
     const err = (await taken.catch((e: unknown) => e)) as HospitalApiError;
     expect(`${err.message} ${err.hint}`).not.toContain(key);
-    expect(kong.keys).toHaveLength(1);
+    expect(kong.state().keyauth_credentials).toHaveLength(1);
     // all or nothing: hospital-b, created by that failed run, is gone again
-    expect(kong.consumers.map((c) => c.username)).toEqual(['hospital-a']);
+    expect(kong.state().consumers.map((c) => c.username)).toEqual(['hospital-a']);
     // a consumer that existed before (without a key) is reused, and kept when the key fails
-    kong.consumers.push({ id: '00000000-0000-4000-8000-000000000001', username: 'kept' });
+    expect((await kong.admin('PUT', '/consumers/kept', {})).status).toBe(200);
     await expect(createConsumer(runtime, dir, { username: 'kept', key }, () => {})).rejects.toMatchObject({ code: 'ERR_INSTALL_KEY_TAKEN' });
-    expect(kong.consumers.map((c) => c.username)).toEqual(['hospital-a', 'kept']);
-    kong.consumers.pop();
+    expect(kong.state().consumers.map((c) => c.username)).toEqual(['hospital-a', 'kept']);
+    expect((await kong.admin('DELETE', '/consumers/kept')).status).toBe(204);
   });
 
   it('passes every check in issue 5 order and writes a signed record without the key', async () => {

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { answers, decide, formatState, mainProcess, parseState, watch, watchedContainer, type WatchedContainer } from '../../../src/runtime/docker/hung-probe.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { until } from '../../helpers/until.js';
 
 const limits = { failures: 3, startGraceS: 60 };
 const servers: Array<Server | TcpServer> = [];
@@ -170,16 +171,9 @@ describe('hung-probe', () => {
         url: `http://127.0.0.1:${flaky}/fhir/metadata`, timeoutMs: 100, intervalMs: 20, limits: { failures: 2, startGraceS: 3600 },
         find: () => target, log: (l) => lines.push(l), kill: (pid) => killed.push(pid), signal: stop.signal,
       });
-      const until = async (what: () => boolean) => {
-        const deadline = Date.now() + 10_000;
-        while (!what()) {
-          if (Date.now() > deadline) throw new Error('waited 10 s');
-          await new Promise((r) => setTimeout(r, 20));
-        }
-      };
-      await until(() => lines.some((l) => l.includes('4 probe(s) in a row')));
+      await until(() => lines.some((l) => l.includes('4 probe(s) in a row')), { what: 'four failed probes in a row logged', intervalMs: 20 });
       answering = true;
-      await until(() => lines.some((l) => / answers, after \d+ probe\(s\) without an answer$/.test(l)));
+      await until(() => lines.some((l) => / answers, after \d+ probe\(s\) without an answer$/.test(l)), { what: 'the answer logged', intervalMs: 20 });
       stop.abort();
       await loop;
       expect(killed).toEqual([]);

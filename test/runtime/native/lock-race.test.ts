@@ -20,6 +20,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { installPaths } from '../../../src/runtime/layout.js';
 import { acquireSupervisorLock, releaseSupervisorLock } from '../../../src/runtime/native/lock.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { until } from '../../helpers/until.js';
 
 const CONTENDERS = 10;
 const ROUNDS = 40;
@@ -56,8 +57,6 @@ describe('supervisor lock takeover under a real race (issue 12)', () => {
       await execa('mkfifo', [join(base, `gate-${r}`)]);
     }
     const lines: string[][] = [];
-    const waiters: Array<() => void> = [];
-    const seen = (): void => { for (const w of waiters.splice(0)) w(); };
     const procs: ResultPromise[] = Array.from({ length: CONTENDERS }, (_, i) => {
       lines[i] = [];
       const p = execa('node', ['--input-type=module', '-e', child, base, String(ROUNDS)], { reject: false });
@@ -67,29 +66,21 @@ describe('supervisor lock takeover under a real race (issue 12)', () => {
         const parts = buf.split('\n');
         buf = parts.pop()!;
         lines[i]!.push(...parts);
-        seen();
       });
-      void p.then(seen);
       return p;
     });
-    const until = async (ok: () => boolean, what: string): Promise<void> => {
-      const deadline = Date.now() + 30_000;
-      while (!ok()) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(lines)}`);
-        await new Promise<void>((resolve) => { waiters.push(resolve); setTimeout(resolve, 200); });
-      }
-    };
+    const linesUntil = (ok: () => boolean, what: string) => until(() => (ok() ? true : JSON.stringify(lines)), { what, timeoutMs: 30_000, intervalMs: 20, ok: (v) => v === true });
     const failures: string[] = [];
     try {
       for (let r = 0; r < ROUNDS; r++) {
         const stale = await deadPid();
         const lock = join(installPaths(join(base, `round-${r}`)).run, 'supervisor.lock');
         writeFileSync(lock, `${stale}\n`);
-        await until(() => lines.every((l) => l.includes(`ready ${r}`)), `round ${r} ready`);
+        await linesUntil(() => lines.every((l) => l.includes(`ready ${r}`)), `round ${r} ready`);
         await new Promise((resolve) => setTimeout(resolve, 30)); // let each child enter open(2)
         const gate = await open(join(base, `gate-${r}`), 'w'); // wakes every reader at once
         try {
-          await until(() => lines.every((l) => l.some((x) => x.startsWith(`result ${r} `))), `round ${r} results`);
+          await linesUntil(() => lines.every((l) => l.some((x) => x.startsWith(`result ${r} `))), `round ${r} results`);
         } finally {
           await gate.close();
         }

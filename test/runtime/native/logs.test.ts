@@ -3,6 +3,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli, startCli } from '../../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { until } from '../../helpers/until.js';
 import { installPaths } from '../../../src/runtime/layout.js';
 import { makeNativeInstall } from './install-fixture.js';
 
@@ -32,10 +33,7 @@ describe('hospital-api logs', () => {
     const child = startCli(['logs', 'gateway', '-f', '--dir', dir]);
     let seen = '';
     child.stdout?.on('data', (d: Buffer) => (seen += d.toString()));
-    const waitFor = async (text: string) => {
-      const deadline = Date.now() + 15_000;
-      while (!seen.includes(text) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    };
+    const waitFor = (text: string) => until(() => seen.includes(text), { what: `${JSON.stringify(text)} on logs -f's stdout`, timeoutMs: 15_000 });
     try {
       await waitFor('before');
       appendFileSync(log, 'after\n');

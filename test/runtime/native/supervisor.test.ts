@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { until } from '../../helpers/until.js';
 import { isPortFree } from '../../../src/util/port-check.js';
 import { installPaths } from '../../../src/runtime/layout.js';
 import { createNativeRuntime } from '../../../src/runtime/native/index.js';
@@ -70,15 +71,6 @@ async function status(dir: string): Promise<ComponentState[]> {
   return (JSON.parse(String(r.stdout)) as { result: { components: ComponentState[] } }).result.components;
 }
 
-async function until<T>(what: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await what();
-    if (ok(v) || Date.now() > deadline) return v;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 afterEach(async () => {
   for (const dir of started.splice(0)) await runCli(['down', '--dir', dir], { env });
 });
@@ -101,9 +93,14 @@ describe('native supervisor (real CLI, stand-in components)', { timeout: STACK_S
     expect(isAlive(fhirPid)).toBe(true);
 
     process.kill(fhirPid, 'SIGKILL');
-    const after = await until(() => status(dir), (cs) => {
-      const f = cs.find((c) => c.name === 'fhir')!;
-      return f.state === 'up' && f.pid !== fhirPid;
+    const after = await until(() => status(dir), {
+      what: 'fhir up again under a new pid',
+      timeoutMs: 20_000,
+      intervalMs: 200,
+      ok: (cs) => {
+        const f = cs.find((c) => c.name === 'fhir')!;
+        return f.state === 'up' && f.pid !== fhirPid;
+      },
     });
     const fhir = after.find((c) => c.name === 'fhir')!;
     expect(fhir.state).toBe('up');
@@ -188,7 +185,7 @@ describe('native supervisor (real CLI, stand-in components)', { timeout: STACK_S
     const state = JSON.parse(readFileSync(join(installPaths(dir).run, 'state.json'), 'utf8')) as { supervisorPid: number };
     const pids = (await status(dir)).map((c) => c.pid!);
     process.kill(state.supervisorPid, 'SIGKILL');
-    await until(async () => isAlive(state.supervisorPid), (alive) => !alive, 5_000);
+    await until(() => !isAlive(state.supervisorPid), { what: 'the supervisor gone', timeoutMs: 5_000, intervalMs: 200 });
     const orphans = await status(dir);
     expect(orphans.every((c) => c.state === 'down' && c.detail.includes('unsupervised'))).toBe(true);
     expect(pids.every(isAlive)).toBe(true);
@@ -262,15 +259,20 @@ describe('native supervisor (real CLI, stand-in components)', { timeout: STACK_S
     const before = (await status(dir)).find((c) => c.name === 'fhir')!;
     process.kill(before.pid!, 'SIGSTOP');
     try {
-      const after = await until(() => status(dir), (cs) => {
-        const f = cs.find((c) => c.name === 'fhir')!;
-        return f.state === 'up' && f.pid !== before.pid;
-      }, 30_000);
+      const after = await until(() => status(dir), {
+        what: 'the hung fhir replaced by a new one, up',
+        timeoutMs: 30_000,
+        intervalMs: 200,
+        ok: (cs) => {
+          const f = cs.find((c) => c.name === 'fhir')!;
+          return f.state === 'up' && f.pid !== before.pid;
+        },
+      });
       const fhir = after.find((c) => c.name === 'fhir')!;
       expect(fhir.state).toBe('up');
       expect(fhir.pid).not.toBe(before.pid);
       expect(fhir.restarts).toBe(1);
-      await until(async () => isAlive(before.pid), (alive) => !alive, 5_000);
+      await until(() => !isAlive(before.pid), { what: 'the hung fhir gone', timeoutMs: 5_000, intervalMs: 200 });
       expect(isAlive(before.pid)).toBe(false);
       expect(readFileSync(join(installPaths(dir).logs, 'supervisor.log'), 'utf8')).toMatch(/fhir \(pid \d+\) alive but did not answer .* killed/);
     } finally {
@@ -285,7 +287,7 @@ describe('native supervisor (real CLI, stand-in components)', { timeout: STACK_S
     const pid = (await status(dir)).find((c) => c.name === 'gateway')!.pid;
     const log = join(installPaths(dir).logs, 'gateway.log');
     const exists = (p: string) => { try { statSync(p); return true; } catch { return false; } };
-    await until(async () => exists(`${log}.2`), (yes) => yes, 20_000);
+    await until(() => exists(`${log}.2`), { what: `${log}.2 rotated`, timeoutMs: 20_000, intervalMs: 200 });
     expect(exists(`${log}.1`)).toBe(true);
     expect(exists(`${log}.3`)).toBe(false); // logKeep generations only
     expect(statSync(`${log}.1`).size).toBeGreaterThan(256 * 1024);
