@@ -4,6 +4,7 @@
  * like the same request sent alone.
  */
 import { HospitalApiError } from '../../errors/index.js';
+import { search as runSearch } from '../search/execute.js';
 import { pageLink, searchsetBundle } from './bundle.js';
 import { metadata } from './capability.js';
 import { etagOf, httpDate, type FhirContext, type FhirRequest, type FhirResponse } from './context.js';
@@ -147,7 +148,7 @@ function history(ctx: FhirContext, type: string, id: string, params: Array<[stri
 }
 
 export function search(ctx: FhirContext, type: string, params: Array<[string, string]>): FhirResponse {
-  const result = ctx.store.search({ resourceType: type, params });
+  const result = runSearch(ctx.store, { resourceType: type, params });
   const cursor = params.find(([k]) => k === '_cursor')?.[1];
   const first = cursor === undefined;
   return {
