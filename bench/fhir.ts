@@ -15,12 +15,13 @@ import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
-import { toTransactionBundles } from '../src/fhir/generate/bundles.js';
-import { generateDataset } from '../src/fhir/generate/dataset.js';
-import { PLATFORM_CARE_ID_SYSTEM } from '../src/fhir/generate/model.js';
-import { postBundle } from '../src/fhir/load/post.js';
+import { toTransactionBundles } from '../src/fhir-data/generate/bundles.js';
+import { generateDataset } from '../src/fhir-data/generate/dataset.js';
+import { PLATFORM_CARE_ID_SYSTEM } from '../src/fhir-data/generate/model.js';
+import { postBundle } from '../src/fhir-data/load/post.js';
 import { freePort } from '../src/util/port-check.js';
 import { startCli } from '../test/helpers/cli.js';
+import { matchIds } from '../src/fhir/search/match-ids.js';
 import { openFhirStore } from '../src/fhir/store/sqlite-store.js';
 import { extractIndex } from '../src/fhir/store/index-rows.js';
 import type { Resource } from '../src/fhir/store/types.js';
@@ -185,7 +186,7 @@ export async function run(): Promise<BenchSection> {
         { measure: 'ingest without ifNoneExist', value: plainRate, unit: 'resources/s', detail: `${plainCreated} resources, 10 patients, 2 in flight` },
         { measure: 'in-process: index extraction', value: split.extractMs, unit: 'ms/resource', detail: 'extractIndex (store/index-rows.ts)' },
         { measure: 'in-process: store.create', value: split.createMs, unit: 'ms/resource', detail: 'in SQLite transactions of 100, indexing included' },
-        { measure: 'in-process: ifNoneExist lookup', value: split.matchMs, unit: 'ms/lookup', detail: 'store.matchIds(identifier=S|V)' },
+        { measure: 'in-process: ifNoneExist lookup', value: split.matchMs, unit: 'ms/lookup', detail: 'matchIds(store, identifier=S|V)' },
         { measure: 'in-process: R4 validation', value: split.validateMs, unit: 'ms/resource', detail: `validateResource on write (${split.validateShare}% of the server CPU per resource at the measured ingest rate)` },
         { measure: 'in-process: store.create, synchronous=FULL', value: split.createMs, unit: 'ms/resource', detail: 'the default: every COMMIT syncs the WAL' },
         { measure: 'in-process: store.create, synchronous=NORMAL', value: split.createNormalMs, unit: 'ms/resource', detail: '--synchronous normal' },
@@ -275,7 +276,7 @@ function storeBreakdown(resources: Resource[], ingestRate: number): { extractMs:
     const validateMs = (performance.now() - t) / resources.length;
     const ids = resources.map((r) => (r as unknown as { identifier?: Array<{ system: string; value: string }> }).identifier?.at(-1));
     t = performance.now();
-    resources.forEach((r, i) => store.matchIds(r.resourceType, `identifier=${encodeURIComponent(ids[i]?.system ?? '')}|${ids[i]?.value ?? ''}`));
+    resources.forEach((r, i) => matchIds(store, r.resourceType, `identifier=${encodeURIComponent(ids[i]?.system ?? '')}|${ids[i]?.value ?? ''}`));
     const matchMs = (performance.now() - t) / resources.length;
     // share of the server's time per resource at the measured ingest rate (1 / rate seconds each)
     const validateShare = round((validateMs / (1000 / ingestRate)) * 100, 1);

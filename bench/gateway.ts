@@ -2,7 +2,7 @@
  * The gateway benchmark (issue #3): the same 2 KB JSON upstream direct,
  * through `hospital-api gateway` with key-auth on the route, and through
  * nginx with an equivalent proxy config (upstream keepalive, access log off,
- * the same number of workers), each 10 s at 50 connections with wrk
+ * one worker: the gateway is one process), each 10 s at 50 connections with wrk
  * (-t1 -c50 --latency). nginx and wrk come from Debian: used from PATH, else
  * `apt-get download` + `dpkg-deb -x` into a cache dir (never `apt-get install`:
  * nginx's postinst starts a daemon on 0.0.0.0:80). Everything binds 127.0.0.1.
@@ -14,8 +14,7 @@
  * while a second wrk sends basic-auth requests with a different wrong
  * password each on 10 connections (every one a scrypt check without the
  * bounds of plugins/basic-auth/verify.ts).
- * Env: BENCH_GATEWAY_WORKERS (default: CPU count), BENCH_GATEWAY_SECONDS (10),
- * BENCH_GATEWAY_ROUNDS (3).
+ * Env: BENCH_GATEWAY_SECONDS (10), BENCH_GATEWAY_ROUNDS (3).
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -28,7 +27,6 @@ import { round, type BenchSection } from './report.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const SECONDS = Number(process.env.BENCH_GATEWAY_SECONDS ?? 10);
-const WORKERS = Number(process.env.BENCH_GATEWAY_WORKERS ?? cpus().length);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_GATEWAY_ROUNDS ?? 3));
 const CACHE = join(tmpdir(), 'hospital-api-bench-debs');
 const KEY = 'bench-key-0123456789abcdefghijkl';
@@ -91,8 +89,8 @@ async function admin(base: string, path: string, body: Record<string, unknown>):
   if (res.statusCode !== 201) throw new Error(`admin ${path}: ${res.statusCode} ${text}`);
 }
 
-function nginxConf(dir: string, port: number, upstream: number, workers: number): string {
-  return `worker_processes ${workers};
+function nginxConf(dir: string, port: number, upstream: number): string {
+  return `worker_processes 1;
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
 daemon off;
@@ -149,7 +147,7 @@ async function wrk(t: Tools, url: string, seconds: number, headers: string[] = [
   };
 }
 
-/** CPU ticks (1/100 s) used so far by a process and its children (cluster or nginx workers). */
+/** CPU ticks (1/100 s) used so far by a process and its children (nginx's workers). */
 function cpuTicks(pid: number): number {
   let total = 0;
   const pids = [pid];
@@ -232,7 +230,7 @@ export async function run(): Promise<BenchSection> {
 
     const [adminPort, proxyPort, nginxPort] = [await freePort(), await freePort(), await freePort()];
     const gw = execa('node', [join(root, 'bin/hospital-api.js'), 'gateway', '--admin-listen', `127.0.0.1:${adminPort}`,
-      '--proxy-listen', `127.0.0.1:${proxyPort}`, '--proxy-ssl-listen', 'off', '--state', join(dir, 'state.json'), '--workers', String(WORKERS)],
+      '--proxy-listen', `127.0.0.1:${proxyPort}`, '--proxy-ssl-listen', 'off', '--state', join(dir, 'state.json')],
       { reject: false, env: { NO_COLOR: '1' } });
     children.push(gw);
     const adminUrl = `http://127.0.0.1:${adminPort}`;
@@ -248,7 +246,7 @@ export async function run(): Promise<BenchSection> {
     const viaGateway = `http://127.0.0.1:${proxyPort}/bench/x`;
     await waitFor(viaGateway, { apikey: KEY });
 
-    writeFileSync(join(dir, 'nginx.conf'), nginxConf(dir, nginxPort, upPort, WORKERS));
+    writeFileSync(join(dir, 'nginx.conf'), nginxConf(dir, nginxPort, upPort));
     const nginx = execa(t.nginx, ['-p', dir, '-c', join(dir, 'nginx.conf')], { reject: false, env: { LD_LIBRARY_PATH: t.libPath } });
     children.push(nginx);
     const viaNginx = `http://127.0.0.1:${nginxPort}/bench/x`;
@@ -282,7 +280,7 @@ export async function run(): Promise<BenchSection> {
       name: 'gateway',
       description:
         `2 KB JSON upstream (node:http); wrk -t1 -c50 -d${SECONDS}s --latency after a 2 s warm-up; gateway with key-auth on the route, ` +
-        `${WORKERS} proxy worker(s); nginx ${WORKERS} worker(s), upstream keepalive 64; ${cpus().length} CPUs shared by all processes. ` +
+        `the gateway one process; nginx 1 worker, upstream keepalive 64; ${cpus().length} CPUs shared by all processes. ` +
         'CPU µs/req = CPU time of the front process tree (upstream row: the upstream itself) per request served. ' +
         `Gateway and nginx rows: median of ${ROUNDS} alternating run(s) by req/s; targets: median of the per-round ratios ` +
         `(gateway/nginx req/s per round: ${rounds}). ` +

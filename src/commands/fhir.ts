@@ -1,6 +1,6 @@
 /**
  * `hospital-api fhir`: run the native FHIR R4 server; `fhir load` and `fhir generate`
- * (src/fhir/load, src/fhir/generate) are loaded lazily so `--help` stays fast.
+ * (src/fhir-data/load, src/fhir-data/generate) are loaded lazily so `--help` stays fast.
  */
 import type { Command } from 'commander';
 import { resolve } from 'node:path';
@@ -99,7 +99,7 @@ export function register(program: Command): void {
     .option('--state <file>', 'resume state file')
     .action(
       action<GlobalOptions & { url?: string; concurrency?: string; state?: string }>('fhir load', async (options, io, args) => {
-        const { runLoad } = await import('../fhir/load/command.js');
+        const { runLoad } = await import('../fhir-data/load/command.js');
         const files = args.length ? args : [];
         return runLoad({ files, ...pick(options, ['url', 'concurrency', 'state']) }, io);
       }),
@@ -117,7 +117,7 @@ export function register(program: Command): void {
       action<GlobalOptions & { patients: string; seed: string; sizes?: string; out?: string; format?: 'bundles' | 'ndjson' | 'both' }>(
         'fhir generate',
         async (options, io) => {
-          const { runGenerate } = await import('../fhir/generate/command.js');
+          const { runGenerate } = await import('../fhir-data/generate/command.js');
           return runGenerate({ patients: options.patients, seed: options.seed, ...pick(options, ['sizes', 'out', 'format']) }, io);
         },
       ),

@@ -14,7 +14,6 @@ interface GatewayFlags extends GlobalOptions {
   cert?: string;
   key?: string;
   state?: string;
-  workers: string;
   trustedIps?: string;
   headers?: string;
 }
@@ -30,12 +29,6 @@ function listen(value: string, name: string): ListenAddress | null {
 
 function statePath(flag: string | undefined): string {
   return flag ?? installPaths(defaultInstallDir()).gatewayState;
-}
-
-function workers(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 64) throw new HospitalApiError('ERR_USAGE', { detail: `--workers must be an integer from 1 to 64, got "${value}"` });
-  return n;
 }
 
 function trustedIps(value: string | undefined): string | null {
@@ -81,16 +74,11 @@ export function register(program: Command): void {
     .option('--cert <file>', 'PEM server certificate for the HTTPS proxy')
     .option('--key <file>', 'PEM private key for the HTTPS proxy')
     .option('--state <file>', 'configuration state file (default <install dir>/gateway/state.json)')
-    .option('--workers <n>', 'proxy worker processes (node:cluster)', '1')
     .option('--headers <list>', "Kong's headers: off, or a list; without server_tokens no Server/Via names kong/x.y.z (default: on)")
     .option('--trusted-ips <list>', "Kong's trusted_ips: comma-separated IPs/CIDRs whose X-Forwarded-* and X-Real-IP are believed (default: none)")
     .action(
       action<GatewayFlags>('gateway', async (flags, io) => {
         const server = await import('../gateway/server.js');
-        if (server.isGatewayWorker()) {
-          await server.runGatewayWorker();
-          return 0;
-        }
         const admin = listen(flags.adminListen, '--admin-listen');
         const sslDefault = flags.cert && flags.key ? '0.0.0.0:8443' : 'off';
         const running = await server.runGateway({
@@ -100,7 +88,6 @@ export function register(program: Command): void {
           certPath: flags.cert ?? null,
           keyPath: flags.key ?? null,
           statePath: statePath(flags.state),
-          workers: workers(flags.workers),
           trustedIps: trustedIps(flags.trustedIps),
           serverTokens: serverTokens(flags.headers),
           version: VERSION,

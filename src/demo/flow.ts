@@ -12,7 +12,7 @@ import type { Io } from '../output/io.js';
 import { readInstallConfig } from '../runtime/install-config.js';
 import { installPaths } from '../runtime/layout.js';
 import { openRuntime } from '../runtime/index.js';
-import { parseSizes } from '../fhir/generate/dataset.js';
+import { parseSizes } from '../fhir-data/generate/dataset.js';
 import { patientsCurl } from './curl.js';
 import { readTokens, writeTokens, type DemoToken } from './tokens.js';
 import * as step from './steps.js';

@@ -75,11 +75,11 @@ export async function loadDataOnce(dir: string, config: InstallConfig, patients:
   const p = demoPaths(dir);
   if (!existsSync(p.loaded)) {
     mkdirSync(p.data, { recursive: true });
-    const { runGenerate } = await import('../fhir/generate/command.js');
+    const { runGenerate } = await import('../fhir-data/generate/command.js');
     // The generator's own hints ("Load with: …") would only confuse a demo run.
     const quiet = createIo({ quiet: true, stdout: new Writable({ write: (_c, _e, done) => done() }) });
     await runGenerate({ patients, seed: 'hospital-api-demo', sizes, out: p.data }, quiet);
-    const { load } = await import('../fhir/load/command.js');
+    const { load } = await import('../fhir-data/load/command.js');
     const summary = await load(
       { files: [join(p.data, '00-shared.json'), join(p.data, '01-patients.ndjson')], url: `http://127.0.0.1:${config.ports.fhir}/fhir` },
       createIo({ stdout: process.stderr }),

@@ -11,8 +11,8 @@ import { installNative, testPorts } from '../helpers/native-install.js';
 import { tempDir } from '../helpers/tmp.js';
 import { buildPlatformStandIn } from '../../src/demo/platform-stand-in.js';
 import { writeTokens, type DemoToken } from '../../src/demo/tokens.js';
-import { generateDataset } from '../../src/fhir/generate/dataset.js';
-import type { GeneratedPatient } from '../../src/fhir/generate/model.js';
+import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
+import type { GeneratedPatient } from '../../src/fhir-data/generate/model.js';
 
 export interface NativeSite {
   dir: string;

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { request } from 'undici';
-import { SYNTHETIC_ID_SYSTEM } from '../../src/fhir/generate/model.js';
+import { SYNTHETIC_ID_SYSTEM } from '../../src/fhir-data/generate/model.js';
 import { COMPOSE_HTTP_TIMEOUT_S, findCompose } from '../../src/runtime/docker/compose.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
 import { builtApiImage, projectName } from '../../src/runtime/docker/render.js';

@@ -30,7 +30,7 @@ import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { freePort } from '../../src/util/port-check.js';
 import { writeTokens } from '../../src/demo/tokens.js';
-import { generateDataset } from '../../src/fhir/generate/dataset.js';
+import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
 import { API_IMAGE, formatTimings, postPatientTo, prepareImages, REAL, type RecordEntry, REPO, startSystemdHost, syntheticIds, type Timings, unitShowIn, until } from './site.js';
 

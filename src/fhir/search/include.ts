@@ -3,10 +3,10 @@
  * Results leave out anything already among the matches and appear once each.
  */
 import { HospitalApiError } from '../../errors/index.js';
-import type { SqliteFhirStore } from '../store/sqlite-store.js';
 import { columnAll } from '../store/sqlite.js';
 import type { Resource } from '../store/types.js';
 import { paramDef, paramsFor } from './params.js';
+import type { SearchSource } from './source.js';
 
 function parseSpec(spec: string): { source: string; code: string; target: string | undefined } {
   const [source, code, target] = spec.split(':');
@@ -14,7 +14,7 @@ function parseSpec(spec: string): { source: string; code: string; target: string
   return { source, code, target };
 }
 
-function refPids(store: SqliteFhirStore, source: string, code: string): number[] {
+function refPids(store: SearchSource, source: string, code: string): number[] {
   const codes = code === '*' ? [...paramsFor(source).values()].filter((d) => d.type === 'reference').map((d) => d.code) : [code];
   const pids: number[] = [];
   for (const c of codes) {
@@ -27,7 +27,7 @@ function refPids(store: SqliteFhirStore, source: string, code: string): number[]
   return pids;
 }
 
-export function includes(store: SqliteFhirStore, type: string, rids: number[], matches: Resource[], include: string[], revinclude: string[]): Resource[] {
+export function includes(store: SearchSource, type: string, rids: number[], matches: Resource[], include: string[], revinclude: string[]): Resource[] {
   if (rids.length === 0 || (include.length === 0 && revinclude.length === 0)) return [];
   const seen = new Set(matches.map((m) => `${m.resourceType}/${m.id}`));
   const out: Resource[] = [];

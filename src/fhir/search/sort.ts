@@ -4,8 +4,8 @@
  */
 import { HospitalApiError } from '../../errors/index.js';
 import type { SqlValue } from '../store/sqlite.js';
-import type { SqliteFhirStore } from '../store/sqlite-store.js';
 import { paramDef } from './params.js';
+import type { SearchSource } from './source.js';
 
 export interface SortKey {
   expr: string;
@@ -22,7 +22,7 @@ const COLUMN: Record<string, [table: string, column: string, missing: string]> =
   number: ['sp_number', 'value', '9e300'],
 };
 
-export function sortKeys(store: SqliteFhirStore, type: string, spec: string): SortKey[] {
+export function sortKeys(store: SearchSource, type: string, spec: string): SortKey[] {
   return spec
     .split(',')
     .filter(Boolean)

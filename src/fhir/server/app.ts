@@ -7,7 +7,6 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HospitalApiError } from '../../errors/index.js';
 import { isLoopback } from '../../util/listen-address.js';
-import { everythingOperation } from '../everything/operation.js';
 import type { SqliteFhirStore } from '../store/sqlite-store.js';
 import { publicBaseUrl, type BaseUrlOptions } from './base-url.js';
 import { DEFAULT_POLICY, type FhirContext, type FhirRequest, type FhirResponse, type WritePolicy } from './context.js';
@@ -159,10 +158,6 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
     }
     const prefer = /return=(minimal|representation|OperationOutcome)/.exec(String(request.headers.prefer ?? ''))?.[1];
     if (segments.length === 0 && method === 'POST') return send(reply, processBundle(ctx, body, prefer));
-    if (segments[0] === 'Patient' && segments[2] === '$everything' && segments.length === 3 && (method === 'GET' || method === 'POST')) {
-      const bundle = await everythingOperation({ store: ctx.store, patientId: segments[1] as string, params, body, publicBase: ctx.base });
-      return send(reply, { status: 200, body: bundle });
-    }
     const req: FhirRequest = { method, segments, params, body };
     const ifMatch = request.headers['if-match'];
     const ifNoneExist = request.headers['if-none-exist'];

@@ -1,9 +1,11 @@
 /**
  * The FHIR REST router, independent of HTTP: the Fastify app and Bundle
  * entries both come through `dispatch`, so a transaction entry behaves exactly
- * like the same request sent alone.
+ * like the same request sent alone. Operations are registered in OPERATIONS.
  */
 import { HospitalApiError } from '../../errors/index.js';
+import { everythingHandler } from '../everything/operation.js';
+import { search as runSearch } from '../search/execute.js';
 import { pageLink, searchsetBundle } from './bundle.js';
 import { metadata } from './capability.js';
 import { etagOf, httpDate, type FhirContext, type FhirRequest, type FhirResponse } from './context.js';
@@ -34,6 +36,24 @@ function filters(params: Array<[string, string]>): Array<[string, string]> {
 
 const isOperation = (segment: string | undefined): segment is string => segment !== undefined && segment.startsWith('$');
 
+/** An instance-level operation (`[type]/[id]/$name`): the methods it takes and its handler. */
+interface Operation {
+  type: string;
+  name: string;
+  methods: readonly string[];
+  handler: (ctx: FhirContext, req: FhirRequest) => FhirResponse;
+}
+
+/**
+ * The operations this server implements (the CapabilityStatement names the same). Served to requests sent
+ * alone: a Bundle entry naming one is refused by `unsupported` (405), as is a method the operation does not take.
+ */
+const OPERATIONS: readonly Operation[] = [{ type: 'Patient', name: '$everything', methods: ['GET', 'POST'], handler: everythingHandler }];
+
+function operationAt(type: string, name: string): Operation | undefined {
+  return OPERATIONS.find((o) => o.type === type && o.name === name);
+}
+
 /**
  * Requests R4 defines (http.html, operations) that are not implemented here, by their shape; checked
  * before the type so that `/$export` or `/ValueSet/$expand` never reads as an unknown type or id.
@@ -51,7 +71,7 @@ export function unsupported(req: FhirRequest): void {
   if (type === 'metadata') return;
   if (id === '_history') notSupported(`type-level history (GET [base]/${type}/_history)`);
   if (isOperation(id)) notSupported(`operation ${type}/${id}${type === 'Patient' && id === '$everything' ? ' at type level (use Patient/[id]/$everything)' : ''}`);
-  if (type === 'Patient' && op === '$everything') notAllowed(req); // served for GET and POST only (app.ts)
+  if (isOperation(op) && operationAt(type, op)) notAllowed(req); // served by dispatch for its methods only
   if (isOperation(op)) notSupported(`operation ${type}/[id]/${op}`);
   if (op !== undefined && op !== '_history') {
     notSupported(isResourceType(op) ? `compartment search (GET [base]/${type}/[id]/${op})` : `[base]/${type}/[id]/${op}`);
@@ -62,8 +82,10 @@ export function unsupported(req: FhirRequest): void {
 }
 
 export function dispatch(ctx: FhirContext, req: FhirRequest): FhirResponse {
-  unsupported(req);
   const [type, id, op, vid, ...rest] = req.segments;
+  const operation = type !== undefined && id !== undefined && isOperation(op) && vid === undefined ? operationAt(type, op) : undefined;
+  if (operation?.methods.includes(req.method)) return operation.handler(ctx, req);
+  unsupported(req);
   const m = req.method;
   if (rest.length > 0) notAllowed(req);
   if (type === undefined) notAllowed(req); // POST [base] (Bundles) is handled by the caller
@@ -147,7 +169,7 @@ function history(ctx: FhirContext, type: string, id: string, params: Array<[stri
 }
 
 export function search(ctx: FhirContext, type: string, params: Array<[string, string]>): FhirResponse {
-  const result = ctx.store.search({ resourceType: type, params });
+  const result = runSearch(ctx.store, { resourceType: type, params });
   const cursor = params.find(([k]) => k === '_cursor')?.[1];
   const first = cursor === undefined;
   return {

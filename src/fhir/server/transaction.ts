@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { HospitalApiError, toHospitalApiError } from '../../errors/index.js';
+import { matchIds } from '../search/match-ids.js';
 import type { Resource } from '../store/types.js';
 import type { FhirContext, FhirRequest, FhirResponse } from './context.js';
 import { dispatch, unsupported } from './dispatch.js';
@@ -129,7 +130,7 @@ function resolveConditional(ctx: FhirContext, ref: string, ids: Map<string, stri
   let resolved = ids.get(ref);
   if (resolved === undefined) {
     const [type, query] = ref.split('?', 2) as [string, string];
-    const found = ctx.store.matchIds(type, query, 2);
+    const found = matchIds(ctx.store, type, query, 2);
     if (found.length !== 1) throw new HospitalApiError('ERR_FHIR_MULTIPLE_MATCHES', { query: ref, count: found.length });
     resolved = `${type}/${found[0]}`;
     ids.set(ref, resolved);

@@ -5,6 +5,7 @@
  * delete 0 or 1 → 200, >1 → 412; If-Match mismatch → 412.
  */
 import { HospitalApiError } from '../../errors/index.js';
+import { matchIds } from '../search/match-ids.js';
 import type { Resource } from '../store/types.js';
 import { etagOf, httpDate, versionFromEtag, type FhirContext, type FhirRequest, type FhirResponse } from './context.js';
 import { checkResource } from '../validation/validate.js';
@@ -68,7 +69,7 @@ export function written(ctx: FhirContext, resource: Resource, status: number, pr
 
 /** Ids matching a conditional query; throws 412 when more than one matches. */
 export function conditionalMatch(ctx: FhirContext, type: string, query: string): string | undefined {
-  const ids = ctx.store.matchIds(type, query, 2);
+  const ids = matchIds(ctx.store, type, query, 2);
   if (ids.length > 1) throw new HospitalApiError('ERR_FHIR_MULTIPLE_MATCHES', { query, count: 'several' });
   return ids[0];
 }

@@ -11,10 +11,8 @@ import { columnAll, columnStatement, inTransaction, openDatabase, type Database,
 import { applySchema, clearIndexTables, indexFingerprint, setFingerprint } from './schema.js';
 import { Indexer } from './indexer.js';
 import { collectReferences } from './references.js';
-import { executeSearch, matchIds } from '../search/execute.js';
 import type {
-  CompartmentPageOptions, FhirStore, HistoryEntry, Page, ReadResult, Resource, ResourceRef,
-  SearchRequest, SearchResult, WriteOptions, WriteResult,
+  CompartmentPageOptions, FhirStore, HistoryEntry, Page, ReadResult, Resource, ResourceRef, WriteOptions, WriteResult,
 } from './types.js';
 
 interface Row {
@@ -246,14 +244,6 @@ export class SqliteFhirStore implements FhirStore {
       this.q.update!.run(version, lastUpdated, 1, null, existing.rid);
       return true;
     });
-  }
-
-  search(request: SearchRequest): SearchResult {
-    return executeSearch(this, request);
-  }
-
-  matchIds(type: string, query: string, limit = 2): string[] {
-    return matchIds(this, type, query, limit);
   }
 
   compartmentPage(patientId: string, options: CompartmentPageOptions): Page {

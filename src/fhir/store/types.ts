@@ -2,6 +2,8 @@
  * The FHIR store contract. The REST server, transactions and `$everything`
  * (src/fhir/everything) all go through this interface; the implementation is
  * `SqliteFhirStore` (./sqlite-store.ts), opened with `openFhirStore(dir)`.
+ * Searches are a layer above it (src/fhir/search), reading the store's tables
+ * through the query primitives it also provides (search/source.ts).
  */
 import type { Resource } from '@medplum/fhirtypes';
 
@@ -46,26 +48,6 @@ export interface WriteResult {
   created: boolean;
 }
 
-/** A parsed search: see src/fhir/search/query.ts for how the URL becomes one. */
-export interface SearchRequest {
-  resourceType: string;
-  /** The URL query as name/value pairs, in order, still URL-decoded but not FHIR-unescaped. */
-  params: Array<[string, string]>;
-}
-
-export interface SearchResult {
-  /** Matches of the page, in order. */
-  matches: Resource[];
-  /** `_include`/`_revinclude` results for this page (each once, none repeating a match). */
-  included: Resource[];
-  /** Opaque cursor for the next page, or null. */
-  nextCursor: string | null;
-  /** The number of all matches, when it was asked for (`_total=accurate`, `_summary=count`, `_count=0`). */
-  total?: number;
-  /** The parameters actually used (for link.self). */
-  used: Array<[string, string]>;
-}
-
 export interface HistoryEntry {
   resource?: Resource;
   type: string;
@@ -87,10 +69,6 @@ export interface FhirStore {
   update(resource: Resource, options?: WriteOptions): WriteResult;
   /** Marks the resource deleted; returns false when there was nothing to delete. */
   delete(type: string, id: string): boolean;
-
-  search(request: SearchRequest): SearchResult;
-  /** Ids of the (non-deleted) resources matching a conditional query (`identifier=S|1`), at most `limit`. */
-  matchIds(type: string, query: string, limit?: number): string[];
 
   /**
    * The Patient compartment (HL7 R4 CompartmentDefinition, unmodified; the Patient itself is

@@ -54,8 +54,6 @@ export class GatewayProxy {
   private certificates: CertificateTable | null = null;
   private readonly caches: CompileCaches = { pools: new UpstreamPools(), health: new HealthRegistry() };
   private status: ProxyHealth = { appliedVersion: null, latestVersion: 0, degraded: false, error: null };
-  /** Called when health changes (the worker forwards it to the primary). */
-  onHealth: ((h: ProxyHealth) => void) | null = null;
 
   private readonly trustedIps: TrustedIps;
 
@@ -78,12 +76,12 @@ export class GatewayProxy {
         for (const b of next.balancers) b.start();
         this.compiled = next;
         this.certificates = certificates;
-        this.setHealth({ appliedVersion: snap.version, latestVersion: snap.version, degraded: false, error: null });
+        this.status = { appliedVersion: snap.version, latestVersion: snap.version, degraded: false, error: null };
       } catch (err) {
         // Keep serving the last good configuration rather than failing every request.
         const error = `configuration version ${snap.version} not applied: ${(err as Error).message}`;
         process.stderr.write(`gateway: ${error}\n`);
-        this.setHealth({ appliedVersion: this.compiled?.version ?? null, latestVersion: snap.version, degraded: true, error });
+        this.status = { appliedVersion: this.compiled?.version ?? null, latestVersion: snap.version, degraded: true, error };
       }
     }
     return this.compiled;
@@ -94,21 +92,6 @@ export class GatewayProxy {
     return { ...this.status };
   }
 
-  /**
-   * A newer configuration was refused before it reached the proxy (a worker's
-   * state file failed validateState): the current one keeps serving, health
-   * says degraded and why, until a good version arrives.
-   */
-  rejected(error: string): void {
-    this.current();
-    process.stderr.write(`gateway: ${error}\n`);
-    this.setHealth({ ...this.status, degraded: true, error });
-  }
-
-  private setHealth(h: ProxyHealth): void {
-    this.status = h;
-    this.onHealth?.({ ...h });
-  }
 
   /** The certificate for a TLS server name (SNICallback), or null for the listener's default. */
   secureContext(servername: string): SecureContext | null {

@@ -4,7 +4,7 @@
  * atomically"). A change runs on a private copy and commits only if it
  * validates AND the file write succeeds; then `version` goes up by one and
  * subscribers (the in-process proxy) see the new snapshot on their next request.
- * Proxy worker processes read the file instead: loadSnapshotFromFile + watchStateFile.
+ * Other processes read the file instead: loadSnapshotFromFile (watchStateFile follows it).
  */
 import { existsSync } from 'node:fs';
 import { deepFreeze } from '../model/config.js';
@@ -37,7 +37,7 @@ export interface GatewayStore {
 /** Opens (or creates, empty) the state file. @throws ERR_GATEWAY_STATE_INVALID, ERR_FILE_READ, ERR_FILE_WRITE */
 export async function openStore(statePath: string): Promise<GatewayStore> {
   let current = loadSnapshotFromFile(statePath);
-  // Create the file up front so proxy workers watching it find something to read.
+  // Create the file up front so other processes reading it (export, health checks) find something to read.
   if (!existsSync(statePath)) writeState(statePath, current.version, current.config);
   const listeners = new Set<SnapshotListener>();
 

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
+import { search } from '../../../src/fhir/search/execute.js';
 import { openFhirStore } from '../../../src/fhir/store/sqlite-store.js';
 import { pragmaValue, queryValue } from '../../../src/fhir/store/sqlite.js';
 import { runCli, startCli } from '../../helpers/cli.js';
@@ -108,7 +109,7 @@ describe('hospital-api fhir (CLI child)', () => {
       const count = queryValue(store.db, "SELECT count(*) FROM resource WHERE type = 'Observation'");
       expect(count).toBe(0);
       expect(store.compartmentPage(pid, { limit: 10 }).resources.map((r) => r.resourceType)).toEqual(['Patient']);
-      expect(store.search({ resourceType: 'Patient', params: [['_tag', `${TAG.system}|${TAG.code}`]] }).matches).toEqual([]);
+      expect(search(store, { resourceType: 'Patient', params: [['_tag', `${TAG.system}|${TAG.code}`]] }).matches).toEqual([]);
     } finally {
       store.close();
     }

@@ -7,10 +7,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { runLoad } from '../../../src/fhir/load/command.js';
+import { runLoad } from '../../../src/fhir-data/load/command.js';
 import { createIo } from '../../../src/output/io.js';
 import { tempDir } from '../../helpers/tmp.js';
-import { startFhir, type RunningFhir } from '../data/server.js';
+import { startFhir, type RunningFhir } from '../../fhir-data/server.js';
 import { call, ids, useFhirServer } from './helpers.js';
 
 const fhir = useFhirServer();

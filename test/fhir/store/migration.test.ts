@@ -6,6 +6,7 @@
 import { openDatabase, pragmaValue, queryValue } from '../../../src/fhir/store/sqlite.js';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { search } from '../../../src/fhir/search/execute.js';
 import { openFhirStore } from '../../../src/fhir/store/sqlite-store.js';
 import { canOpenSchema, SCHEMA_VERSION } from '../../../src/fhir/store/schema.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
@@ -29,8 +30,8 @@ function found(dir: string, patientId: string): { identifier: number; subject: n
   const store = openFhirStore(dir);
   try {
     return {
-      identifier: store.search({ resourceType: 'Patient', params: [['identifier', `${S}|p`]] }).matches.length,
-      subject: store.search({ resourceType: 'Observation', params: [['subject', `Patient/${patientId}`]] }).matches.length,
+      identifier: search(store, { resourceType: 'Patient', params: [['identifier', `${S}|p`]] }).matches.length,
+      subject: search(store, { resourceType: 'Observation', params: [['subject', `Patient/${patientId}`]] }).matches.length,
       compartment: store.compartmentPage(patientId, { limit: 10 }).resources.length,
       versions: store.history('Patient', patientId).map((h) => h.versionId),
     };

@@ -2,7 +2,7 @@
  * `hospital-api gateway --headers` (Kong's `headers`, kong.conf.default): by
  * default Kong's own answers carry `Server: kong/x.y.z` and proxied ones
  * `Via: 1.1 kong/x.y.z`; with `off` (the docker runtime's KONG_HEADERS) neither
- * names Kong's version, in one process or with node:cluster workers.
+ * names Kong's version.
  */
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -49,7 +49,6 @@ describe('gateway --headers', () => {
   it.each([
     ['default (server_tokens on)', [] as string[], true],
     ['off', ['--headers', 'off'], false],
-    ['off, 2 workers', ['--headers', 'off', '--workers', '2'], false],
     ['latency_tokens only', ['--headers', 'latency_tokens'], false],
   ])('%s', async (_name, extra, tokens) => {
     const state = join(tempDir(), 'state.json');

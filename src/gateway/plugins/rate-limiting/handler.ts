@@ -1,13 +1,12 @@
 /**
  * rate-limiting, local policy (Kong's kong/plugins/rate-limiting/handler.lua): fixed windows, counted once per
- * gateway (counters.ts: in this process, or in the primary when the proxy
- * runs in workers), keyed like Kong's by route, service, identifier and
+ * gateway (counters.ts), keyed like Kong's by route, service, identifier and
  * period. X-RateLimit-Limit/Remaining-<Period> for each configured window
  * and RateLimit-Limit/Remaining/Reset for the tightest; over the limit → 429
  * with Retry-After.
  */
 import type { AccessResult, CompileEnv, Exit, PluginHandler, PluginRunner, RequestState } from '../types.js';
-import { rateCounterStore, type TakeResult } from './counters.js';
+import { take, type TakeResult } from './counters.js';
 import { windowOf } from './windows.js';
 import { PERIODS, type Period, type RateLimitingConfig } from './schema.js';
 
@@ -62,14 +61,13 @@ function compile(raw: Readonly<Record<string, unknown>>, _env: CompileEnv): Plug
 
   return {
     name: 'rate-limiting',
-    access(state): AccessResult | Promise<AccessResult> {
+    access(state): AccessResult {
       const id = identifier(conf, state);
       const now = Date.now();
       const base = `${state.routeId}:${state.serviceId}:${id}:`;
       const keys = periods.map((p) => base + p);
       const starts = periods.map((p) => windowOf(p, now)[0]);
-      const r = rateCounterStore().take({ keys, starts, limits });
-      return r instanceof Promise ? r.then((res) => respond(state, now, res)) : respond(state, now, r);
+      return respond(state, now, take({ keys, starts, limits }));
     },
   };
 }

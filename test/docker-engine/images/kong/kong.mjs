@@ -77,8 +77,6 @@ async function start() {
     if (key) writeFileSync(keyPath, key, { mode: 0o600 });
     args.push('--cert', certPath, '--key', keyPath);
   }
-  const workers = env.KONG_NGINX_WORKER_PROCESSES;
-  if (workers && workers !== 'auto') args.push('--workers', workers);
   process.stderr.write(`kong stand-in ${VERSION}: anonymous_reports=${env.KONG_ANONYMOUS_REPORTS ?? 'on'} headers=${env.KONG_HEADERS ?? 'default'}\n`);
   const child = spawn(process.execPath, args, { stdio: 'inherit' });
   mkdirSync(join(PID_FILE, '..'), { recursive: true, mode: 0o700 });

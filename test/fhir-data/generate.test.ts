@@ -1,13 +1,13 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { toNdjsonLines, toTransactionBundles, MAX_BUNDLE_ENTRIES } from '../../../src/fhir/generate/bundles.js';
-import { runGenerate } from '../../../src/fhir/generate/command.js';
-import { countByType, generateDataset, parseSizes } from '../../../src/fhir/generate/dataset.js';
-import { PLATFORM_CARE_ID_SYSTEM, HN_SYSTEM, NATIONAL_ID_SYSTEM } from '../../../src/fhir/generate/model.js';
-import { Rng } from '../../../src/fhir/generate/random.js';
-import { createIo } from '../../../src/output/io.js';
-import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { toNdjsonLines, toTransactionBundles, MAX_BUNDLE_ENTRIES } from '../../src/fhir-data/generate/bundles.js';
+import { runGenerate } from '../../src/fhir-data/generate/command.js';
+import { countByType, generateDataset, parseSizes } from '../../src/fhir-data/generate/dataset.js';
+import { PLATFORM_CARE_ID_SYSTEM, HN_SYSTEM, NATIONAL_ID_SYSTEM } from '../../src/fhir-data/generate/model.js';
+import { Rng } from '../../src/fhir-data/generate/random.js';
+import { createIo } from '../../src/output/io.js';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { Writable } from 'node:stream';
 
 afterAll(removeTempDirs);

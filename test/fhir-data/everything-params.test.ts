@@ -1,8 +1,8 @@
 /** The pure parts of $everything: care dates, parameters, cursors. */
 import { describe, expect, it } from 'vitest';
-import { careRange, inCareWindow } from '../../../src/fhir/everything/care-date.js';
-import { decodeCursor, encodeCursor } from '../../../src/fhir/everything/cursor.js';
-import { MAX_COUNT, pairsFromParameters, parseEverythingParams } from '../../../src/fhir/everything/params.js';
+import { careRange, inCareWindow } from '../../src/fhir/everything/care-date.js';
+import { decodeCursor, encodeCursor } from '../../src/fhir/everything/cursor.js';
+import { MAX_COUNT, pairsFromParameters, parseEverythingParams } from '../../src/fhir/everything/params.js';
 
 const day = (s: string) => Date.parse(`${s}T00:00:00Z`);
 

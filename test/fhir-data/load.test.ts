@@ -7,12 +7,12 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runGenerate } from '../../../src/fhir/generate/command.js';
-import { generateDataset } from '../../../src/fhir/generate/dataset.js';
-import { runCli } from '../../helpers/cli.js';
-import { load, runLoad } from '../../../src/fhir/load/command.js';
-import { createIo } from '../../../src/output/io.js';
-import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { runGenerate } from '../../src/fhir-data/generate/command.js';
+import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
+import { runCli } from '../helpers/cli.js';
+import { load, runLoad } from '../../src/fhir-data/load/command.js';
+import { createIo } from '../../src/output/io.js';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { fhirJson, startFhir, type RunningFhir } from './server.js';
 
 let fhir: RunningFhir;

@@ -3,8 +3,8 @@
  * port with a temporary --data, waits for /fhir/metadata, and stops it.
  */
 import { request } from 'undici';
-import { freePort } from '../../../src/util/port-check.js';
-import { startCli } from '../../helpers/cli.js';
+import { freePort } from '../../src/util/port-check.js';
+import { startCli } from '../helpers/cli.js';
 
 export interface RunningFhir {
   base: string;

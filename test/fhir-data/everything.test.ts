@@ -5,7 +5,7 @@
  * start/end, next links through a public base, 404/410, POST Parameters.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { fhirJson, startFhir, type RunningFhir } from './server.js';
 
 let fhir: RunningFhir;
