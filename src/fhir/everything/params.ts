@@ -5,7 +5,7 @@
  * (GET) and/or a Parameters body (POST).
  */
 import { HospitalApiError } from '../../errors/index.js';
-import { dateRange } from '../search/dates.js';
+import { dateRange } from '../definitions/dates.js';
 
 /** Default and maximum page size. Large on purpose: the Hospital API fetches whole records. */
 export const DEFAULT_COUNT = 1000;

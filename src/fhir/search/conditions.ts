@@ -6,9 +6,9 @@
 import type { SqlValue } from '../store/sqlite.js';
 import { HospitalApiError } from '../../errors/index.js';
 import { normalizeString, parseReference } from '../store/index-rows.js';
-import { dateRange } from './dates.js';
+import { dateRange } from '../definitions/dates.js';
 import { parseToken, splitEscaped, unescapeValue } from './escape.js';
-import type { ParamDef } from './params.js';
+import type { ParamDef } from '../definitions/search-params.js';
 
 export interface Sql {
   sql: string;

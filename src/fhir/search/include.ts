@@ -5,7 +5,7 @@
 import { HospitalApiError } from '../../errors/index.js';
 import { columnAll } from '../store/sqlite.js';
 import type { Resource } from '../store/types.js';
-import { paramDef, paramsFor } from './params.js';
+import { paramDef, paramsFor } from '../definitions/search-params.js';
 import type { SearchSource } from './source.js';
 
 function parseSpec(spec: string): { source: string; code: string; target: string | undefined } {

@@ -5,7 +5,7 @@
  */
 import { HospitalApiError } from '../../errors/index.js';
 import { idCondition, lastUpdatedCondition, paramCondition, type Sql } from './conditions.js';
-import { paramDef } from './params.js';
+import { paramDef } from '../definitions/search-params.js';
 import { sortKeys, type SortKey } from './sort.js';
 import type { SearchSource } from './source.js';
 import type { SearchRequest } from './types.js';

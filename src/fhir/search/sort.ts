@@ -4,7 +4,7 @@
  */
 import { HospitalApiError } from '../../errors/index.js';
 import type { SqlValue } from '../store/sqlite.js';
-import { paramDef } from './params.js';
+import { paramDef } from '../definitions/search-params.js';
 import type { SearchSource } from './source.js';
 
 export interface SortKey {

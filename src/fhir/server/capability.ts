@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { VERSION } from '../../version.js';
 import type { FhirResponse } from './context.js';
-import { paramsFor } from '../search/params.js';
+import { paramsFor } from '../definitions/search-params.js';
 import { resourceTypes } from './resource-types.js';
 
 const INTERACTIONS = ['read', 'vread', 'update', 'patch', 'delete', 'history-instance', 'create', 'search-type'];

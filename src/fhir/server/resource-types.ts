@@ -1,5 +1,5 @@
 /** The R4 resource types this server stores: every type with search parameters plus those without. */
-import { searchableTypes } from '../search/params.js';
+import { searchableTypes } from '../definitions/search-params.js';
 
 // R4 resource types that have no search parameter of their own in search-parameters.json. Parameters
 // is left out on purpose: R4 parameters.html, "there is no RESTful endpoint associated with it".

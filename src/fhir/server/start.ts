@@ -1,7 +1,7 @@
 /** Opens the store and serves it; `close()` stops listening, then closes the database cleanly. */
 import type { FastifyInstance } from 'fastify';
 import { HospitalApiError } from '../../errors/index.js';
-import { searchableTypes } from '../search/params.js';
+import { searchableTypes } from '../definitions/search-params.js';
 import { openFhirStore, type SqliteFhirStore, type StoreOptions } from '../store/sqlite-store.js';
 import { loadStructureDefinitions } from '../validation/validate.js';
 import { buildFhirApp, type FhirLimits } from './app.js';

@@ -3,8 +3,8 @@
  * (store/schema.ts). Values are recognised by their JSON shape, which is
  * enough for the R4 datatypes the indexed parameters select.
  */
-import { paramsFor } from '../search/params.js';
-import { dateRange } from '../search/dates.js';
+import { paramsFor } from '../definitions/search-params.js';
+import { dateRange } from '../definitions/dates.js';
 
 export interface IndexRows {
   token: Array<[code: string, system: string | null, value: string]>;

@@ -87,7 +87,7 @@ export function canOpenSchema(version: number): boolean {
 export function indexFingerprint(): string {
   const h = createHash('sha256');
   h.update(`index-format:${INDEX_FORMAT}\n`);
-  h.update(readFileSync(new URL('../search/search-parameters.r4.json', import.meta.url)));
+  h.update(readFileSync(new URL('../definitions/search-parameters.r4.json', import.meta.url)));
   h.update(readFileSync(new URL('./patient-compartment.json', import.meta.url)));
   return h.digest('hex');
 }
