@@ -11,7 +11,7 @@
  */
 import { lstatSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { installPaths } from '../runtime/layout.js';
+import { installPaths } from '../install-dir/layout.js';
 import type { Check } from './types.js';
 
 const MAX_LISTED = 5;

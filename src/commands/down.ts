@@ -14,7 +14,7 @@ export function register(program: Command): void {
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .action(
       action<DownOptions>('down', async (options, io) => {
-        const { defaultInstallDir, installPaths } = await import('../runtime/layout.js');
+        const { defaultInstallDir, installPaths } = await import('../install-dir/layout.js');
         const { openRuntime } = await import('../runtime/index.js');
         const { existsSync } = await import('node:fs');
         const dir = options.dir ?? defaultInstallDir();

@@ -19,8 +19,8 @@ export function register(program: Command): void {
     .option('-n, --lines <n>', 'lines of history to print', '100')
     .action(
       action<LogsOptions>('logs', async (options, io, args) => {
-        const { defaultInstallDir } = await import('../runtime/layout.js');
-        const { readInstallConfig } = await import('../runtime/install-config.js');
+        const { defaultInstallDir } = await import('../install-dir/layout.js');
+        const { readInstallConfig } = await import('../install-dir/install-config.js');
         const { componentSpecs } = await import('../runtime/native/components.js');
         const { followLogs, logPath, tailLog } = await import('../runtime/native/logs.js');
         const { HospitalApiError } = await import('../errors/index.js');

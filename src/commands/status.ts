@@ -40,7 +40,7 @@ export function register(program: Command): void {
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .action(
       action<StatusOptions>('status', async (options, io) => {
-        const { defaultInstallDir } = await import('../runtime/layout.js');
+        const { defaultInstallDir } = await import('../install-dir/layout.js');
         const { openRuntime } = await import('../runtime/index.js');
         const dir = options.dir ?? defaultInstallDir();
         const runtime = openRuntime(dir);
@@ -55,7 +55,7 @@ export function register(program: Command): void {
           if (state) supervisor = { pid: state.supervisorPid, startedAt: state.startedAt };
         }
         // Days left on each certificate (issue 15); `cert renew` renews them.
-        const { installPaths } = await import('../runtime/layout.js');
+        const { installPaths } = await import('../install-dir/layout.js');
         const { certificateLifetimes, CERT_WARN_DAYS } = await import('../install/tls.js');
         const certificates = certificateLifetimes(installPaths(dir));
         if (io.json) {
@@ -66,7 +66,7 @@ export function register(program: Command): void {
           const { renderCertificates } = await import('./cert.js');
           await renderCertificates(io, certificates, CERT_WARN_DAYS);
           if (runtime.name === 'native') {
-            const { readInstallConfig } = await import('../runtime/install-config.js');
+            const { readInstallConfig } = await import('../install-dir/install-config.js');
             const bySystemd = readInstallConfig(dir).supervisor === 'systemd';
             io.out(supervisor ? `supervisor pid ${supervisor.pid}, started ${supervisor.startedAt}` : bySystemd ? 'run by systemd (hospital-api.target)' : 'supervisor not running');
           }

@@ -19,8 +19,8 @@ export function register(program: Command): void {
     .addOption(program.createOption('--foreground', 'run the supervisor in this process').hideHelp())
     .action(
       action<UpOptions>('up', async (options, io) => {
-        const { defaultInstallDir } = await import('../runtime/layout.js');
-        const { readInstallConfig } = await import('../runtime/install-config.js');
+        const { defaultInstallDir } = await import('../install-dir/layout.js');
+        const { readInstallConfig } = await import('../install-dir/install-config.js');
         const { HospitalApiError } = await import('../errors/index.js');
         const dir = options.dir ?? defaultInstallDir();
         const config = readInstallConfig(dir);

@@ -1,29 +1,16 @@
 /**
- * Writes the install directory (layout.ts). Each file is written atomically and
+ * Writes the install directory (src/install-dir/layout.ts). Each file is written atomically and
  * only when its content changes, so a second identical install changes nothing.
  */
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { formatEnvFile, readEnvFile } from '../util/env-file.js';
-import { writeFileAtomic, writeSecretFile } from '../util/atomic-write.js';
-import { endpoints, type InstallConfig } from '../runtime/install-config.js';
-import type { InstallPaths } from '../runtime/layout.js';
+import { writeSecretFile } from '../util/atomic-write.js';
+import { endpoints, type InstallConfig } from '../install-dir/install-config.js';
+import type { InstallPaths } from '../install-dir/layout.js';
 import type { TlsMaterial } from './tls.js';
-
-export type FileChange = { path: string; change: 'created' | 'updated' | 'unchanged' };
-
-/** Writes when different; secrets get 0600 (and keep it even when unchanged). */
-export function writeIfChanged(path: string, content: string, secret = false): FileChange {
-  const before = existsSync(path) ? readFileSync(path, 'utf8') : null;
-  if (before === content) {
-    if (secret) chmodSync(path, 0o600);
-    return { path, change: 'unchanged' };
-  }
-  if (secret) writeSecretFile(path, content);
-  else writeFileAtomic(path, content);
-  return { path, change: before === null ? 'created' : 'updated' };
-}
+import { writeIfChanged, type FileChange } from '../install-dir/write-if-changed.js';
 
 /** Paths the docker containers see (templates/compose.yaml mounts them there). */
 export const CONTAINER_PATHS = {

@@ -6,7 +6,7 @@ import { isIP } from 'node:net';
 import { existsSync } from 'node:fs';
 import { HospitalApiError } from '../errors/index.js';
 import type { DockerFlags, PortFlags } from './port-flags.js';
-import { DEFAULT_PORTS, type InstallConfig, type InstallPorts, type RuntimeName } from '../runtime/install-config.js';
+import { DEFAULT_PORTS, type InstallConfig, type InstallPorts, type RuntimeName } from '../install-dir/install-config.js';
 
 export interface InstallFlags extends PortFlags, DockerFlags {
   runtime?: string;

@@ -10,7 +10,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { HospitalApiError } from '../errors/index.js';
-import type { InstallConfig } from '../runtime/install-config.js';
+import type { InstallConfig } from '../install-dir/install-config.js';
 import type { AdminResponse, Runtime } from '../runtime/types.js';
 
 export type Admin = Runtime['admin'];

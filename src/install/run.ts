@@ -9,15 +9,16 @@ import { dirname } from 'node:path';
 import { VERSION } from '../version.js';
 import { readEnvFile } from '../util/env-file.js';
 import { HospitalApiError } from '../errors/index.js';
-import { defaultInstallDir, installPaths } from '../runtime/layout.js';
-import { endpoints, INSTALL_FORMAT, readInstallConfig, type InstallConfig, type RuntimeName } from '../runtime/install-config.js';
+import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
+import { endpoints, INSTALL_FORMAT, readInstallConfig, type InstallConfig, type RuntimeName } from '../install-dir/install-config.js';
 import { openRuntime } from '../runtime/index.js';
 import type { Runtime } from '../runtime/types.js';
 import { dockerEngineAnswers, findCompose } from '../runtime/docker/compose.js';
 import { composeFile, dockerSettings, renderCompose } from '../runtime/docker/render.js';
 import { parseInstallFlags, parseSupervisor, type InstallFlags } from './options.js';
 import { prepareTls } from './tls.js';
-import { writeIfChanged, writeInstallFiles, type FileChange } from './files.js';
+import { writeInstallFiles } from './files.js';
+import { writeIfChanged, type FileChange } from '../install-dir/write-if-changed.js';
 import { provisionGateway, type ProvisionStep } from './provision.js';
 
 export interface InstallResult {

@@ -3,7 +3,7 @@
  * The docker module is imported lazily, on the first call, so native commands
  * never load it.
  */
-import { readInstallConfig, type InstallConfig } from './install-config.js';
+import { readInstallConfig, type InstallConfig } from '../install-dir/install-config.js';
 import type { Runtime } from './types.js';
 import { dayTwo } from './not-supported.js';
 import { createSystemdRuntime } from '../systemd/runtime.js';

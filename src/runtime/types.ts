@@ -3,9 +3,9 @@
  * (embedded gateway and FHIR server as supervised processes) implement the same
  * interface, so install, verify and status run one code path for both.
  */
-import type { RuntimeName } from './install-config.js';
+import type { RuntimeName } from '../install-dir/install-config.js';
 
-export type { RuntimeName } from './install-config.js';
+export type { RuntimeName } from '../install-dir/install-config.js';
 
 export interface ComponentState {
   /** e.g. fhir, gateway, api (native) or the compose service name (docker). */

@@ -10,10 +10,10 @@
 import { existsSync, lchownSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { writeIfChanged } from '../install/files.js';
+import { writeIfChanged } from '../install-dir/write-if-changed.js';
 import { HospitalApiError } from '../errors/index.js';
-import type { InstallConfig } from '../runtime/install-config.js';
-import { installPaths } from '../runtime/layout.js';
+import type { InstallConfig } from '../install-dir/install-config.js';
+import { installPaths } from '../install-dir/layout.js';
 import { componentSpecs } from '../runtime/native/components.js';
 import { componentHealth } from '../runtime/native/health.js';
 import { createNativeRuntime } from '../runtime/native/index.js';

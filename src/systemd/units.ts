@@ -12,8 +12,8 @@
 import { isAbsolute } from 'node:path';
 import { HospitalApiError } from '../errors/index.js';
 import { BIN_PATH, COMPONENT_NODE_ARGS, componentSpecs, type ComponentSpec } from '../runtime/native/components.js';
-import type { InstallConfig } from '../runtime/install-config.js';
-import { installPaths } from '../runtime/layout.js';
+import type { InstallConfig } from '../install-dir/install-config.js';
+import { installPaths } from '../install-dir/layout.js';
 
 export const TARGET = 'hospital-api.target';
 

@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyRecordFile } from '../../src/record/check-file.js';
-import { installPaths } from '../../src/runtime/layout.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { requestRestart } from '../../src/runtime/native/control.js';
 import { isAlive, readRunState } from '../../src/runtime/native/state.js';
 import { generateCa, issueCertificate, type KeyAndCert } from '../../src/tls/pki.js';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Client, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { installPaths } from '../../src/runtime/layout.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { presentedFingerprint, renewCertificates } from '../../src/install/cert-renew.js';
 import { openRuntime } from '../../src/runtime/index.js';

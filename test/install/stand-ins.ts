@@ -9,7 +9,7 @@
 import { createServer as createHttp, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttps } from 'node:https';
 import { freePort } from '../../src/util/port-check.js';
-import type { InstallPorts } from '../../src/runtime/install-config.js';
+import type { InstallPorts } from '../../src/install-dir/install-config.js';
 import type { ComponentState, Runtime } from '../../src/runtime/types.js';
 import type { KeyAndCert } from '../../src/tls/pki.js';
 import type { FakeKong } from './fake-kong.js';

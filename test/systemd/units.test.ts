@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { BIN_PATH, COMPONENT_NODE_ARGS, componentSpecs } from '../../src/runtime/native/components.js';
-import { readInstallConfig, writeInstallConfig } from '../../src/runtime/install-config.js';
+import { readInstallConfig, writeInstallConfig } from '../../src/install-dir/install-config.js';
 import { quoteArg } from '../../src/systemd/units.js';
 
 const analyze = spawnSync('systemd-analyze', ['--version']).status === 0;

@@ -40,7 +40,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
 import { formatEnvFile, readEnvFile } from '../../util/env-file.js';
 import { writeFileAtomic, writeSecretFile } from '../../util/atomic-write.js';
-import { installPaths } from '../layout.js';
+import { installPaths } from '../../install-dir/layout.js';
 import type { DockerCli } from './compose.js';
 import { apiUser, projectName } from './render.js';
 

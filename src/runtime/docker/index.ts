@@ -8,8 +8,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { HospitalApiError } from '../../errors/index.js';
-import { missingApiSettings } from '../api-settings.js';
-import type { InstallConfig } from '../install-config.js';
+import { missingApiSettings } from '../../install-dir/api-settings.js';
+import type { InstallConfig } from '../../install-dir/install-config.js';
 import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '../types.js';
 import { adminCall } from './admin.js';
 import { dockerCli, requireCompose, type DockerBinaries, type DockerCli } from './compose.js';

@@ -4,8 +4,8 @@
  * interface as docker.
  */
 import { request } from 'undici';
-import { endpoints, type InstallConfig } from '../install-config.js';
-import { installPaths } from '../layout.js';
+import { endpoints, type InstallConfig } from '../../install-dir/install-config.js';
+import { installPaths } from '../../install-dir/layout.js';
 import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '../types.js';
 import { HospitalApiError } from '../../errors/index.js';
 import { componentSpecs } from './components.js';

@@ -1,7 +1,7 @@
 /** Reads and follows the per-component logs in <dir>/logs/. */
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { installPaths } from '../layout.js';
+import { installPaths } from '../../install-dir/layout.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export function logPath(dir: string, component: string): string {

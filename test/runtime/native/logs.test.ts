@@ -3,7 +3,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli, startCli } from '../../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
-import { installPaths } from '../../../src/runtime/layout.js';
+import { installPaths } from '../../../src/install-dir/layout.js';
 import { makeNativeInstall } from './install-fixture.js';
 
 afterAll(removeTempDirs);
