@@ -6,7 +6,7 @@
 import { readInstallConfig, type InstallConfig } from '../install-dir/install-config.js';
 import type { Runtime } from './types.js';
 import { dayTwo } from './not-supported.js';
-import { createSystemdRuntime } from '../systemd/runtime.js';
+import { createSystemdRuntime } from './systemd/runtime.js';
 import { createNativeRuntime } from './native/index.js';
 
 type DockerFactory = (dir: string, config: InstallConfig) => Runtime;

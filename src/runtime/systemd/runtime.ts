@@ -10,15 +10,15 @@
 import { existsSync, lchownSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { writeIfChanged } from '../install-dir/write-if-changed.js';
-import { HospitalApiError } from '../errors/index.js';
-import type { InstallConfig } from '../install-dir/install-config.js';
-import { installPaths } from '../install-dir/layout.js';
-import { componentSpecs } from '../runtime/native/components.js';
-import { componentHealth } from '../runtime/native/health.js';
-import { createNativeRuntime } from '../runtime/native/index.js';
-import { reloadApiKeyOf } from '../runtime/native/maintenance.js';
-import type { ComponentState, Runtime } from '../runtime/types.js';
+import { writeIfChanged } from '../../install-dir/write-if-changed.js';
+import { HospitalApiError } from '../../errors/index.js';
+import type { InstallConfig } from '../../install-dir/install-config.js';
+import { installPaths } from '../../install-dir/layout.js';
+import { componentSpecs } from '../native/components.js';
+import { componentHealth } from '../native/health.js';
+import { createNativeRuntime } from '../native/index.js';
+import { reloadApiKeyOf } from '../native/maintenance.js';
+import type { ComponentState, Runtime } from '../types.js';
 import { defaultUnitOptions, renderUnits, TARGET, unitName } from './units.js';
 
 /** Where the units of an install go: systemd's directory for the administrator's units (systemd.unit(5)). */

@@ -10,10 +10,10 @@
  * cert renew).
  */
 import { isAbsolute } from 'node:path';
-import { HospitalApiError } from '../errors/index.js';
-import { BIN_PATH, COMPONENT_NODE_ARGS, componentSpecs, type ComponentSpec } from '../runtime/native/components.js';
-import type { InstallConfig } from '../install-dir/install-config.js';
-import { installPaths } from '../install-dir/layout.js';
+import { HospitalApiError } from '../../errors/index.js';
+import { BIN_PATH, COMPONENT_NODE_ARGS, componentSpecs, type ComponentSpec } from '../native/components.js';
+import type { InstallConfig } from '../../install-dir/install-config.js';
+import { installPaths } from '../../install-dir/layout.js';
 
 export const TARGET = 'hospital-api.target';
 
