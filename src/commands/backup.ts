@@ -26,7 +26,7 @@ export function register(program: Command): void {
         const { createBackup } = await import('../backup/create.js');
         const dir = options.dir ?? defaultInstallDir();
         const result = await createBackup(
-          openRuntime(dir),
+          await openRuntime(dir),
           dir,
           { ...(options.out ? { out: options.out } : {}), ...(options.keyFile ? { keyFile: options.keyFile } : {}) },
           (t) => io.log(t),

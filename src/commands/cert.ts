@@ -71,7 +71,7 @@ export function register(program: Command): void {
           ? { ...(options.renewCa ? { generate: true } : { certPath: options.caCert as string }), ...(caDays === undefined ? {} : { days: caDays }), ...(options.caOnly ? { only: true } : {}) }
           : undefined;
         const result = await renewCertificates(
-          openRuntime(dir),
+          await openRuntime(dir),
           dir,
           {
             ...(days === undefined ? {} : { days }),

@@ -20,7 +20,7 @@ async function open(dir: string | undefined) {
   const { defaultInstallDir } = await import('../install-dir/layout.js');
   const { openRuntime } = await import('../runtime/index.js');
   const root = dir ?? defaultInstallDir();
-  return { dir: root, runtime: openRuntime(root), consumer: await import('../install/consumer.js') };
+  return { dir: root, runtime: await openRuntime(root), consumer: await import('../install/consumer.js') };
 }
 
 /**
@@ -42,7 +42,7 @@ export function register(program: Command): void {
         const { createConsumer } = await import('../install/consumer.js');
         const dir = options.dir ?? defaultInstallDir();
         const result = await createConsumer(
-          openRuntime(dir),
+          await openRuntime(dir),
           dir,
           { username: args[0] as string, ...(options.key ? { key: options.key } : {}), writeEnv: options.writeEnv === true },
           (t) => io.log(t),

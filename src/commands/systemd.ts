@@ -28,7 +28,7 @@ export function register(program: Command): void {
       action<SystemdFlags>('systemd', async (options, io) => {
         const { defaultInstallDir, installPaths } = await import('../install-dir/layout.js');
         const { readInstallConfig } = await import('../install-dir/install-config.js');
-        const { renderUnits, defaultUnitOptions, TARGET } = await import('../runtime/systemd/units.js');
+        const { renderUnits, defaultUnitOptions, SYSTEMD_TARGET: TARGET } = await import('../runtime/index.js');
         const { writeIfChanged } = await import('../install-dir/write-if-changed.js');
         const { join, resolve } = await import('node:path');
         const dir = installPaths(options.dir ?? defaultInstallDir()).root;

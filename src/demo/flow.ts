@@ -69,7 +69,7 @@ export async function runDemo(options: DemoOptions, io: Io): Promise<DemoResult>
     await timed('install (native, generated CA)', () => step.install(dir, settings, portsOf(options), (t) => io.log(t)));
   }
   const config = readInstallConfig(dir);
-  const runtime = openRuntime(dir);
+  const runtime = await openRuntime(dir);
   await timed('up (supervised components + DEMO platform stand-in)', () => runtime.up({ demo: true }));
   // Loading (FHIR server) and the consumer (gateway + API restart) touch different components: run both at once.
   const [patients] = await Promise.all([

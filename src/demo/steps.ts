@@ -13,6 +13,7 @@ import { endpoints, type InstallConfig } from '../install-dir/install-config.js'
 import type { Runtime } from '../runtime/types.js';
 import { installPaths } from '../install-dir/layout.js';
 import { demoSettingsPath, readDemoSettings, type DemoSettings } from '../install-dir/demo-settings.js';
+import { DEMO_RUNTIME } from '../runtime/profiles.js';
 import { readEnvFile } from '../util/env-file.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { freePort } from '../util/port-check.js';
@@ -59,7 +60,7 @@ export async function install(dir: string, settings: DemoSettings, ports: DemoPo
   await runInstall(
     {
       ...installPorts,
-      runtime: 'native',
+      runtime: DEMO_RUNTIME,
       generateCa: true,
       demo: true,
       dir: installPaths(dir).root,

@@ -51,7 +51,7 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyResult> {
   const config = readInstallConfig(dir);
   const caPath = resolve(options.ca ?? paths.caCert);
   const ca = readCa(caPath);
-  const runtime = options.runtime ?? openRuntime(dir);
+  const runtime = options.runtime ?? (await openRuntime(dir));
   const apiKey = readEnvFile(paths.apiEnv).FHIR_API_KEY || null;
   // undici verifies the chain and the host name against exactly this CA;
   // explicit, so no environment variable can switch verification off.

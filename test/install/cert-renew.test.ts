@@ -220,7 +220,7 @@ describe('a new CA (issue 15: the CA nears expiry, or the hospital changes PKI)'
 
   it('keeps the CA key in use on disk until the API has confirmed the new CA and the certificates are issued (a crash in between loses no key)', async () => {
     const keyBefore = readFileSync(paths.caKey, 'utf8');
-    const native = openRuntime(site.dir);
+    const native = await openRuntime(site.dir);
     const seen: string[] = [];
     // the real native runtime; its reload is observed at the moment the API answers, before any key could change
     const observed: Runtime = { ...native, reloadApiKey: async () => {

@@ -109,5 +109,17 @@ export function fakeRuntime(kong: FakeKong, restarts: string[] = [], components:
     components: async () => components.map((c) => ({ ...c })),
     versions: async () => [{ name: 'gateway', version: 'stand-in' }],
     admin: kong.admin,
+    // not what the stand-ins are for: a test that needs one passes its own
+    reloadApiKey: () => unused('reloadApiKey'),
+    reloadGatewayTls: () => unused('reloadGatewayTls'),
+    snapshotData: () => unused('snapshotData'),
+    restoreData: () => unused('restoreData'),
+    logs: () => unused('logs'),
+    supervision: () => unused('supervision'),
+    supervise: () => unused('supervise'),
   };
+}
+
+function unused(what: string): never {
+  throw new Error(`the fake runtime has no ${what}`);
 }
