@@ -39,7 +39,7 @@ async function certificateDays(sources: CertificateSources): Promise<Certificate
   const list: CertificateDays[] = [];
   if (sources.installDir) {
     try {
-      const [{ certificateLifetimes }, { installPaths }] = await Promise.all([import('../install/tls.js'), import('../runtime/layout.js')]);
+      const [{ certificateLifetimes }, { installPaths }] = await Promise.all([import('../install/tls.js'), import('../install-dir/layout.js')]);
       for (const c of certificateLifetimes(installPaths(sources.installDir), now)) {
         list.push({ name: c.name, notAfterMs: Date.parse(c.validTo), daysLeft: c.daysLeft });
       }

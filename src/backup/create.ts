@@ -14,9 +14,9 @@ import { pipeline } from 'node:stream/promises';
 import { create as tarCreate } from 'tar';
 import { HospitalApiError, toHospitalApiError } from '../errors/index.js';
 import { inspectFhirStore } from '../fhir/store/online-backup.js';
-import { readInstallConfig, type InstallConfig } from '../runtime/install-config.js';
-import { installPaths } from '../runtime/layout.js';
-import { dayTwo } from '../runtime/not-supported.js';
+import { readInstallConfig, type InstallConfig, type RuntimeName } from '../install-dir/install-config.js';
+import { installPaths } from '../install-dir/layout.js';
+import { profileOf } from '../runtime/profiles.js';
 import type { Runtime } from '../runtime/types.js';
 import { VERSION } from '../version.js';
 import { deriveKey, encryptFile, keyCheck, mac, newKdfParams } from './crypto.js';
@@ -40,7 +40,7 @@ export interface BackupResult {
 }
 
 /** Files of the install directory that go in, by kind; run/, logs (but the audit log), backups/ stay out. */
-function configFiles(root: string): Array<{ path: string; kind: PartKind }> {
+function configFiles(root: string, runtime: RuntimeName): Array<{ path: string; kind: PartKind }> {
   const out: Array<{ path: string; kind: PartKind }> = [];
   const add = (rel: string, kind: PartKind): void => {
     const abs = join(root, rel);
@@ -63,7 +63,7 @@ function configFiles(root: string): Array<{ path: string; kind: PartKind }> {
   walk('tls', (n) => (n.endsWith('.key') ? 'tls-key' : 'tls'));
   walk('reports', () => 'report');
   walk('demo', () => 'demo');
-  walk('docker', () => 'docker');
+  for (const f of profileOf(runtime).folders) walk(f.folder, () => f.kind);
   for (const name of existsSync(join(root, 'logs')) ? readdirSync(join(root, 'logs')).sort() : []) {
     if (/^audit\.log(\.\d+)?$/.test(name)) add(`logs/${name}`, 'audit-log');
   }
@@ -93,9 +93,9 @@ export async function createBackup(runtime: Runtime, dir: string, options: Backu
     mkdirSync(join(sealedDir, 'parts'), { recursive: true });
     log('copying the live data (the stack keeps serving)');
     const dataDir = join(staging, 'data');
-    const dataParts = await dayTwo(runtime).snapshotData(dataDir, log);
+    const dataParts = await runtime.snapshotData(dataDir, log);
     const items: Array<{ path: string; kind: PartKind; src: string; mode: number }> = [
-      ...configFiles(paths.root).map((f) => ({ ...f, src: join(paths.root, f.path), mode: statSync(join(paths.root, f.path)).mode & 0o777 })),
+      ...configFiles(paths.root, config.runtime).map((f) => ({ ...f, src: join(paths.root, f.path), mode: statSync(join(paths.root, f.path)).mode & 0o777 })),
       ...dataParts.map((d) => ({
         path: d.path, kind: d.kind as PartKind, src: join(dataDir, d.path),
         // keep the live file's mode; the gateway state holds credentials: never wider than 0600

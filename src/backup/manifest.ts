@@ -4,13 +4,14 @@
  * file per part under `parts/`. The manifest is authenticated with an HMAC
  * under the backup key, each part by its GCM tag.
  */
+import type { RuntimeFolder } from '../runtime/profile.js';
 import type { KdfParams } from './crypto.js';
 
 export const ARCHIVE_FORMAT = 'hospital-api-backup';
 export const ARCHIVE_FORMAT_VERSION = 1;
 
 export type PartKind =
-  | 'install-config' | 'api-settings' | 'secret' | 'tls' | 'tls-key' | 'report' | 'demo' | 'docker' | 'audit-log'
+  | 'install-config' | 'api-settings' | 'secret' | 'tls' | 'tls-key' | 'report' | 'demo' | RuntimeFolder['kind'] | 'audit-log'
   | 'fhir-store' | 'gateway-state'
   // docker: pg_dump custom-format archives of HAPI's and Kong's databases
   | 'fhir-database' | 'gateway-database';

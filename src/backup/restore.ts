@@ -14,12 +14,11 @@ import { dirname, join } from 'node:path';
 import { extract as tarExtract } from 'tar';
 import { HospitalApiError, isHospitalApiError } from '../errors/index.js';
 import { inspectFhirStore } from '../fhir/store/online-backup.js';
-import { renderApiEnv, writeIfChanged } from '../install/files.js';
-import { openRuntime } from '../runtime/index.js';
-import { INSTALL_FORMAT, readInstallConfig, type InstallConfig } from '../runtime/install-config.js';
-import { createNativeRuntime } from '../runtime/native/index.js';
-import { installPaths } from '../runtime/layout.js';
-import { dayTwo } from '../runtime/not-supported.js';
+import { renderApiEnv } from '../install/files.js';
+import { writeIfChanged } from '../install-dir/write-if-changed.js';
+import { openRuntime, runtimeFor } from '../runtime/index.js';
+import { INSTALL_FORMAT, readInstallConfig, type InstallConfig } from '../install-dir/install-config.js';
+import { installPaths } from '../install-dir/layout.js';
 import type { DataPart } from '../runtime/types.js';
 import { decryptFile, deriveKey, digestFile, keyCheck, mac, sameText } from './crypto.js';
 import { macText, manifestProblem, MEMBER, type Manifest } from './manifest.js';
@@ -137,7 +136,7 @@ export async function restoreBackup(file: string, dir: string, options: RestoreO
       // A backup of an older install format is restored as it was; `hospital-api upgrade` then migrates it.
       const raw = JSON.parse(readFileSync(paths.installJson, 'utf8')) as InstallConfig;
       const current = raw.formatVersion === INSTALL_FORMAT;
-      await dayTwo(current || raw.runtime !== 'native' ? openRuntime(root) : createNativeRuntime(root, raw)).restoreData(data, dataParts);
+      await (current ? await openRuntime(root) : await runtimeFor(root, raw)).restoreData(data, dataParts);
       if (current) {
         // Settings name files by absolute path: point them at this directory.
         writeIfChanged(paths.apiEnv, renderApiEnv(paths, readInstallConfig(root)), true);

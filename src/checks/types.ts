@@ -5,7 +5,7 @@
  * runner turns a throw or a time-out into `error`.
  */
 import type { Dispatcher } from 'undici';
-import type { endpoints, InstallConfig } from '../runtime/install-config.js';
+import type { endpoints, InstallConfig } from '../install-dir/install-config.js';
 import type { Runtime } from '../runtime/types.js';
 import type { CertificateInfo } from '../tls/inspect.js';
 

@@ -21,12 +21,12 @@ export function register(program: Command): void {
     .option('--key-file <file>', 'encrypt with this key file (32+ bytes) instead of HOSPITAL_API_BACKUP_PASSPHRASE or a typed passphrase')
     .action(
       action<BackupFlags>('backup', async (options, io) => {
-        const { defaultInstallDir } = await import('../runtime/layout.js');
+        const { defaultInstallDir } = await import('../install-dir/layout.js');
         const { openRuntime } = await import('../runtime/index.js');
         const { createBackup } = await import('../backup/create.js');
         const dir = options.dir ?? defaultInstallDir();
         const result = await createBackup(
-          openRuntime(dir),
+          await openRuntime(dir),
           dir,
           { ...(options.out ? { out: options.out } : {}), ...(options.keyFile ? { keyFile: options.keyFile } : {}) },
           (t) => io.log(t),

@@ -30,7 +30,7 @@ export function register(program: Command): void {
     .option('--dir <dir>', DIR_HELP)
     .action(
       action<CertOptions>('cert status', async (options, io) => {
-        const { defaultInstallDir, installPaths } = await import('../runtime/layout.js');
+        const { defaultInstallDir, installPaths } = await import('../install-dir/layout.js');
         const { certificateLifetimes, CERT_WARN_DAYS } = await import('../install/tls.js');
         const certificates = certificateLifetimes(installPaths(options.dir ?? defaultInstallDir()));
         const short = certificates.filter((c) => c.daysLeft < CERT_WARN_DAYS);
@@ -55,7 +55,7 @@ export function register(program: Command): void {
     .option('--signer-key <file>', 'its private key')
     .action(
       action<CertOptions>('cert renew', async (options, io) => {
-        const { defaultInstallDir } = await import('../runtime/layout.js');
+        const { defaultInstallDir } = await import('../install-dir/layout.js');
         const { openRuntime } = await import('../runtime/index.js');
         const { renewCertificates } = await import('../install/cert-renew.js');
         const { CERT_WARN_DAYS } = await import('../install/tls.js');
@@ -71,7 +71,7 @@ export function register(program: Command): void {
           ? { ...(options.renewCa ? { generate: true } : { certPath: options.caCert as string }), ...(caDays === undefined ? {} : { days: caDays }), ...(options.caOnly ? { only: true } : {}) }
           : undefined;
         const result = await renewCertificates(
-          openRuntime(dir),
+          await openRuntime(dir),
           dir,
           {
             ...(days === undefined ? {} : { days }),

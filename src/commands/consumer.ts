@@ -17,10 +17,10 @@ interface RevokeOptions extends GlobalOptions {
 const DIR_HELP = 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)';
 
 async function open(dir: string | undefined) {
-  const { defaultInstallDir } = await import('../runtime/layout.js');
+  const { defaultInstallDir } = await import('../install-dir/layout.js');
   const { openRuntime } = await import('../runtime/index.js');
   const root = dir ?? defaultInstallDir();
-  return { dir: root, runtime: openRuntime(root), consumer: await import('../install/consumer.js') };
+  return { dir: root, runtime: await openRuntime(root), consumer: await import('../install/consumer.js') };
 }
 
 /**
@@ -37,12 +37,12 @@ export function register(program: Command): void {
     .option('--write-env', "write the key as FHIR_API_KEY into the Hospital API's settings and restart it")
     .action(
       action<ConsumerOptions>('consumer create', async (options, io, args) => {
-        const { defaultInstallDir } = await import('../runtime/layout.js');
+        const { defaultInstallDir } = await import('../install-dir/layout.js');
         const { openRuntime } = await import('../runtime/index.js');
         const { createConsumer } = await import('../install/consumer.js');
         const dir = options.dir ?? defaultInstallDir();
         const result = await createConsumer(
-          openRuntime(dir),
+          await openRuntime(dir),
           dir,
           { username: args[0] as string, ...(options.key ? { key: options.key } : {}), writeEnv: options.writeEnv === true },
           (t) => io.log(t),

@@ -27,7 +27,7 @@ export function register(program: Command): void {
     .addOption(command.createOption('--listen <host:port>', 'stand-in address').hideHelp())
     .action(
       action<DemoCommandOptions>('demo', async (options, io) => {
-        const { defaultInstallDir } = await import('../runtime/layout.js');
+        const { defaultInstallDir } = await import('../install-dir/layout.js');
         const dir = options.dir ?? defaultInstallDir();
         if (options.platformStandIn) {
           const { parseListen } = await import('../util/listen-address.js');

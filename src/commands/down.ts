@@ -14,32 +14,31 @@ export function register(program: Command): void {
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .action(
       action<DownOptions>('down', async (options, io) => {
-        const { defaultInstallDir, installPaths } = await import('../runtime/layout.js');
-        const { openRuntime } = await import('../runtime/index.js');
+        const { defaultInstallDir, installPaths } = await import('../install-dir/layout.js');
+        const { openRuntime, recordedStack } = await import('../runtime/index.js');
         const { existsSync } = await import('node:fs');
+        const { relative } = await import('node:path');
         const dir = options.dir ?? defaultInstallDir();
         const paths = installPaths(dir);
-        const { statePath } = await import('../runtime/native/state.js');
-        const hasState = existsSync(statePath(dir));
+        const recorded = recordedStack(dir);
         // `npm stop` on a fresh clone: nothing was installed, so nothing runs.
-        if (!existsSync(paths.installJson) && !hasState) {
+        if (!existsSync(paths.installJson) && !recorded) {
           if (io.json) io.out(JSON.stringify({ ok: true, command: 'down', result: { dir, runtime: null } }));
           else io.out(`Nothing installed in ${dir}; nothing to stop.`);
           return 0;
         }
         let runtime;
         try {
-          runtime = openRuntime(dir);
+          runtime = await openRuntime(dir);
         } catch (err) {
-          // A damaged (or missing) install.json must not keep a running stack up: run/state.json
-          // records every pid the native supervisor started, and that is all stopping needs.
-          if (!hasState) throw err;
+          // A damaged (or missing) install.json must not keep a running stack up: the runtime's
+          // own record of what it started (native: run/state.json) is all stopping needs.
+          if (!recorded) throw err;
           const { toHospitalApiError } = await import('../errors/index.js');
-          io.warn(`${toHospitalApiError(err).message}; stopping the processes recorded in ${statePath(dir)}`);
-          const { stopStack } = await import('../runtime/native/control.js');
-          const stopped = await stopStack(dir);
-          if (io.json) io.out(JSON.stringify({ ok: true, command: 'down', result: { dir, runtime: 'native', fromState: true, stopped } }));
-          else io.out(`Stopped the native stack in ${dir} (from run/state.json).`);
+          io.warn(`${toHospitalApiError(err).message}; stopping the processes recorded in ${recorded.file}`);
+          const stopped = await recorded.stop();
+          if (io.json) io.out(JSON.stringify({ ok: true, command: 'down', result: { dir, runtime: recorded.runtime, fromState: true, stopped } }));
+          else io.out(`Stopped the ${recorded.runtime} stack in ${dir} (from ${relative(paths.root, recorded.file)}).`);
           return 0;
         }
         await runtime.down();

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { HospitalApiError } from '../errors/index.js';
-import { defaultInstallDir, installPaths } from '../runtime/layout.js';
+import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
 import { parseIpOrCidr } from '../util/ip-list.js';
 import { isLoopback, parseListen, type ListenAddress } from '../util/listen-address.js';
 import { VERSION } from '../version.js';

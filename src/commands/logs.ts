@@ -8,7 +8,7 @@ interface LogsOptions extends GlobalOptions {
   lines?: string;
 }
 
-/** `hospital-api logs [component] [-f]`: the native components' logs from <dir>/logs/. */
+/** `hospital-api logs [component] [-f]`: the components' logs, as the install's runtime keeps them. */
 export function register(program: Command): void {
   program
     .command('logs')
@@ -19,35 +19,28 @@ export function register(program: Command): void {
     .option('-n, --lines <n>', 'lines of history to print', '100')
     .action(
       action<LogsOptions>('logs', async (options, io, args) => {
-        const { defaultInstallDir } = await import('../runtime/layout.js');
-        const { readInstallConfig } = await import('../runtime/install-config.js');
-        const { componentSpecs } = await import('../runtime/native/components.js');
-        const { followLogs, logPath, tailLog } = await import('../runtime/native/logs.js');
+        const { defaultInstallDir } = await import('../install-dir/layout.js');
+        const { openRuntime } = await import('../runtime/index.js');
         const { HospitalApiError } = await import('../errors/index.js');
         const dir = options.dir ?? defaultInstallDir();
-        const config = readInstallConfig(dir);
+        const runtime = await openRuntime(dir);
         const lines = Number(options.lines ?? '100');
         if (!Number.isInteger(lines) || lines < 0) throw new HospitalApiError('ERR_USAGE', { detail: `--lines must be a whole number, got "${options.lines}"` });
-        if (config.runtime === 'docker') {
-          throw new HospitalApiError('ERR_USAGE', { detail: `the docker runtime keeps its logs in Docker: run \`docker compose --project-directory ${dir}/docker logs\`` });
-        }
-        const known = [...componentSpecs(dir, config).map((s) => s.name), 'supervisor'];
-        const wanted = args[0] ? [args[0]] : known;
-        for (const name of wanted) {
-          if (!known.includes(name)) throw new HospitalApiError('ERR_RUNTIME_UNKNOWN_COMPONENT', { component: name, known: known.join(', ') });
-        }
-        const paths = Object.fromEntries(wanted.map((n) => [n, logPath(dir, n)]));
+        // one component's lines as they are; several, each line prefixed with its component
         const prefix = (name: string, text: string): string =>
-          wanted.length === 1 ? text : text.replace(/^(?=.)/gm, io.colour.cyan(`${name.padEnd(10)}| `));
-        for (const [name, path] of Object.entries(paths)) {
-          const text = tailLog(path, lines);
-          if (text) process.stdout.write(prefix(name, text));
-        }
-        if (!options.follow) return 0;
+          args[0] ? text : text.replace(/^(?=.)/gm, io.colour.cyan(`${name.padEnd(10)}| `));
         const abort = new AbortController();
-        process.once('SIGINT', () => abort.abort());
-        process.once('SIGTERM', () => abort.abort());
-        await followLogs(paths, (name, text) => void process.stdout.write(prefix(name, text)), abort.signal);
+        if (options.follow) {
+          process.once('SIGINT', () => abort.abort());
+          process.once('SIGTERM', () => abort.abort());
+        }
+        await runtime.logs({
+          ...(args[0] ? { component: args[0] } : {}),
+          lines,
+          follow: options.follow === true,
+          signal: abort.signal,
+          write: (name, text) => void process.stdout.write(prefix(name, text)),
+        });
         return 0;
       }),
     );

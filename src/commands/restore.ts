@@ -19,7 +19,7 @@ export function register(program: Command): void {
     .option('--key-file <file>', 'the key file the backup was made with (else HOSPITAL_API_BACKUP_PASSPHRASE or a typed passphrase)')
     .action(
       action<RestoreFlags>('restore', async (options, io, args) => {
-        const { defaultInstallDir } = await import('../runtime/layout.js');
+        const { defaultInstallDir } = await import('../install-dir/layout.js');
         const { restoreBackup } = await import('../backup/restore.js');
         const { resolve } = await import('node:path');
         const dir = options.dir ?? defaultInstallDir();

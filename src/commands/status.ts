@@ -40,22 +40,17 @@ export function register(program: Command): void {
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .action(
       action<StatusOptions>('status', async (options, io) => {
-        const { defaultInstallDir } = await import('../runtime/layout.js');
+        const { defaultInstallDir } = await import('../install-dir/layout.js');
         const { openRuntime } = await import('../runtime/index.js');
         const dir = options.dir ?? defaultInstallDir();
-        const runtime = openRuntime(dir);
+        const runtime = await openRuntime(dir);
         const components = await runtime.components();
         const allUp = components.every((c) => c.state === 'up');
         // Degraded components (the gateway serving its last good configuration) with the reason, for scripts and monitoring.
         const degraded = components.filter((c) => c.state === 'degraded').map((c) => ({ name: c.name, reason: c.detail }));
-        let supervisor: { pid: number; startedAt: string } | null = null;
-        if (runtime.name === 'native') {
-          const { runningSupervisor } = await import('../runtime/native/state.js');
-          const state = runningSupervisor(dir);
-          if (state) supervisor = { pid: state.supervisorPid, startedAt: state.startedAt };
-        }
+        const { supervisor, summary } = await runtime.supervision();
         // Days left on each certificate (issue 15); `cert renew` renews them.
-        const { installPaths } = await import('../runtime/layout.js');
+        const { installPaths } = await import('../install-dir/layout.js');
         const { certificateLifetimes, CERT_WARN_DAYS } = await import('../install/tls.js');
         const certificates = certificateLifetimes(installPaths(dir));
         if (io.json) {
@@ -65,11 +60,7 @@ export function register(program: Command): void {
           for (const d of degraded) io.out(io.colour.yellow(`${d.name} is degraded: ${d.reason.replace(/^degraded: /, '')}`));
           const { renderCertificates } = await import('./cert.js');
           await renderCertificates(io, certificates, CERT_WARN_DAYS);
-          if (runtime.name === 'native') {
-            const { readInstallConfig } = await import('../runtime/install-config.js');
-            const bySystemd = readInstallConfig(dir).supervisor === 'systemd';
-            io.out(supervisor ? `supervisor pid ${supervisor.pid}, started ${supervisor.startedAt}` : bySystemd ? 'run by systemd (hospital-api.target)' : 'supervisor not running');
-          }
+          if (summary) io.out(summary);
         }
         return 0;
       }),

@@ -26,10 +26,10 @@ export function register(program: Command): void {
     .option('--builtin', 'record that the built-in supervisor (`up`) runs it again')
     .action(
       action<SystemdFlags>('systemd', async (options, io) => {
-        const { defaultInstallDir, installPaths } = await import('../runtime/layout.js');
-        const { readInstallConfig } = await import('../runtime/install-config.js');
-        const { renderUnits, defaultUnitOptions, TARGET } = await import('../systemd/units.js');
-        const { writeIfChanged } = await import('../install/files.js');
+        const { defaultInstallDir, installPaths } = await import('../install-dir/layout.js');
+        const { readInstallConfig } = await import('../install-dir/install-config.js');
+        const { renderUnits, defaultUnitOptions, SYSTEMD_TARGET: TARGET } = await import('../runtime/index.js');
+        const { writeIfChanged } = await import('../install-dir/write-if-changed.js');
         const { join, resolve } = await import('node:path');
         const dir = installPaths(options.dir ?? defaultInstallDir()).root;
         const out = resolve(options.out ?? join(dir, 'systemd'));
@@ -37,7 +37,7 @@ export function register(program: Command): void {
         const units = renderUnits(dir, config, defaultUnitOptions(options.user));
         const files = units.map((u) => writeIfChanged(join(out, u.name), u.text));
         if (options.managed || options.builtin) {
-          const { writeInstallConfig } = await import('../runtime/install-config.js');
+          const { writeInstallConfig } = await import('../install-dir/install-config.js');
           writeInstallConfig(dir, { ...config, supervisor: options.managed ? 'systemd' : 'builtin' });
           io.log(options.managed ? `${dir}: status, verify, up, down and reloads now go through systemctl` : `${dir}: run by the built-in supervisor (\`hospital-api up\`) again`);
         }

@@ -8,7 +8,7 @@ interface UpOptions extends GlobalOptions {
   foreground?: boolean;
 }
 
-/** `hospital-api up`: start the native stack under a supervisor and wait until it answers. */
+/** `hospital-api up`: start the stack (native: under a supervisor) and wait until it answers. */
 export function register(program: Command): void {
   program
     .command('up')
@@ -19,18 +19,15 @@ export function register(program: Command): void {
     .addOption(program.createOption('--foreground', 'run the supervisor in this process').hideHelp())
     .action(
       action<UpOptions>('up', async (options, io) => {
-        const { defaultInstallDir } = await import('../runtime/layout.js');
-        const { readInstallConfig } = await import('../runtime/install-config.js');
+        const { defaultInstallDir } = await import('../install-dir/layout.js');
+        const { readInstallConfig } = await import('../install-dir/install-config.js');
         const { HospitalApiError } = await import('../errors/index.js');
         const dir = options.dir ?? defaultInstallDir();
         const config = readInstallConfig(dir);
         if (options.demo && !config.demo) throw new HospitalApiError('ERR_RUNTIME_DEMO_REFUSED', { dir });
-        if (options.foreground) {
-          const { runSupervisor } = await import('../runtime/native/supervisor.js');
-          return runSupervisor(dir, config);
-        }
         const { openRuntime } = await import('../runtime/index.js');
-        const runtime = openRuntime(dir);
+        const runtime = await openRuntime(dir);
+        if (options.foreground) return runtime.supervise();
         const started = Date.now();
         io.log(`Starting the ${runtime.name} stack in ${dir}${config.demo ? ' (DEMO installation)' : ''}…`);
         await runtime.up({ demo: options.demo === true });

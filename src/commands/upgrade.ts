@@ -18,7 +18,7 @@ export function register(program: Command): void {
     .option('--rollback', 'only roll back an upgrade that was interrupted')
     .action(
       action<UpgradeFlags>('upgrade', async (options, io) => {
-        const { defaultInstallDir } = await import('../runtime/layout.js');
+        const { defaultInstallDir } = await import('../install-dir/layout.js');
         const { upgradeInstall } = await import('../maintenance/upgrade.js');
         const result = await upgradeInstall(
           options.dir ?? defaultInstallDir(),

@@ -9,8 +9,8 @@ import { existsSync } from 'node:fs';
 import { HospitalApiError } from '../errors/index.js';
 import { PORT_FLAGS } from '../install/port-flags.js';
 import type { Io } from '../output/io.js';
-import { readInstallConfig } from '../runtime/install-config.js';
-import { installPaths } from '../runtime/layout.js';
+import { readInstallConfig } from '../install-dir/install-config.js';
+import { installPaths } from '../install-dir/layout.js';
 import { openRuntime } from '../runtime/index.js';
 import { parseSizes } from '../fhir-data/generate/dataset.js';
 import { patientsCurl } from './curl.js';
@@ -69,7 +69,7 @@ export async function runDemo(options: DemoOptions, io: Io): Promise<DemoResult>
     await timed('install (native, generated CA)', () => step.install(dir, settings, portsOf(options), (t) => io.log(t)));
   }
   const config = readInstallConfig(dir);
-  const runtime = openRuntime(dir);
+  const runtime = await openRuntime(dir);
   await timed('up (supervised components + DEMO platform stand-in)', () => runtime.up({ demo: true }));
   // Loading (FHIR server) and the consumer (gateway + API restart) touch different components: run both at once.
   const [patients] = await Promise.all([

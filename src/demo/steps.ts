@@ -9,10 +9,11 @@ import { Writable } from 'node:stream';
 import { request } from 'undici';
 import { HospitalApiError } from '../errors/index.js';
 import { createIo } from '../output/io.js';
-import { endpoints, type InstallConfig } from '../runtime/install-config.js';
+import { endpoints, type InstallConfig } from '../install-dir/install-config.js';
 import type { Runtime } from '../runtime/types.js';
-import { installPaths } from '../runtime/layout.js';
-import { demoSettingsPath, readDemoSettings, type DemoSettings } from '../runtime/native/components.js';
+import { installPaths } from '../install-dir/layout.js';
+import { demoSettingsPath, readDemoSettings, type DemoSettings } from '../install-dir/demo-settings.js';
+import { DEMO_RUNTIME } from '../runtime/profiles.js';
 import { readEnvFile } from '../util/env-file.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { freePort } from '../util/port-check.js';
@@ -59,7 +60,7 @@ export async function install(dir: string, settings: DemoSettings, ports: DemoPo
   await runInstall(
     {
       ...installPorts,
-      runtime: 'native',
+      runtime: DEMO_RUNTIME,
       generateCa: true,
       demo: true,
       dir: installPaths(dir).root,

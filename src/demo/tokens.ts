@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { installPaths } from '../runtime/layout.js';
+import { installPaths } from '../install-dir/layout.js';
 import { writeSecretFile } from '../util/atomic-write.js';
 import { safeEqual } from '../util/constant-time.js';
 

@@ -5,12 +5,6 @@ import type { ErrorTable } from './types.js';
  * backup and restore, upgrade in place, systemd units.
  */
 export const maintenanceErrors = {
-  ERR_MAINT_NOT_SUPPORTED: {
-    message: '{what} is not supported on the {runtime} runtime yet',
-    status: 501,
-    exit: 3,
-    hint: '{hint}',
-  },
   ERR_KEY_NO_CONSUMER: {
     message: 'There is no gateway consumer "{username}"',
     status: 404,

@@ -24,11 +24,10 @@ import { isIP } from 'node:net';
 import { connect } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HospitalApiError } from '../errors/index.js';
-import { readInstallConfig, writeInstallConfig, type InstallConfig } from '../runtime/install-config.js';
+import { readInstallConfig, writeInstallConfig, type InstallConfig } from '../install-dir/install-config.js';
 import { generateCa, type KeyAndCert } from '../tls/pki.js';
 import { parsePemBundle } from '../tls/inspect.js';
-import { installPaths, type InstallPaths } from '../runtime/layout.js';
-import { dayTwo } from '../runtime/not-supported.js';
+import { installPaths, type InstallPaths } from '../install-dir/layout.js';
 import { roleIsUp } from '../runtime/component-role.js';
 import type { Runtime } from '../runtime/types.js';
 import { writeFileAtomic, writeSecretFile } from '../util/atomic-write.js';
@@ -168,14 +167,14 @@ async function installNewCa(runtime: Runtime, paths: InstallPaths, next: { ca: K
   const before: Files = [[paths.caCert, currentBundle, false]];
   const undo = async (): Promise<void> => {
     restoreAll(before);
-    if (apiUp) await dayTwo(runtime).reloadApiKey().catch(() => undefined);
+    if (apiUp) await runtime.reloadApiKey().catch(() => undefined);
   };
   const want = new X509Certificate(next.ca.certPem).fingerprint256;
   try {
     writeFileAtomic(paths.caCert, caBundle(next.ca.certPem, currentBundle));
     log(`Installed the new CA in ${paths.caCert} (before the previous one, which stays trusted so earlier records still verify)`);
     if (apiUp) {
-      const r = await dayTwo(runtime).reloadApiKey();
+      const r = await runtime.reloadApiKey();
       if (r.caFingerprint !== want || r.gateway !== 'ok' || r.error) {
         throw renewError(
           `the Hospital API did not take the new CA (it trusts ${r.caFingerprint ?? 'the system store'}; gateway ${r.gateway}${r.error ? `; ${r.error}` : ''})`,
@@ -249,7 +248,7 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
     const want = new X509Certificate(renewed.gateway.certPem).fingerprint256;
     const caPem = readFileSync(paths.caCert, 'utf8');
     const host = config.hosts[0] ?? 'localhost';
-    await dayTwo(runtime).reloadGatewayTls();
+    await runtime.reloadGatewayTls();
     const deadline = Date.now() + PICKUP_TIMEOUT_MS;
     let seen = '';
     let lastError = '';
@@ -264,7 +263,7 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
     }
     if (seen !== want) {
       restoreAll(before);
-      await dayTwo(runtime).reloadGatewayTls().catch(() => undefined);
+      await runtime.reloadGatewayTls().catch(() => undefined);
       log(`the gateway did not take the new certificate${lastError ? ` (${lastError})` : ''}; the previous files are back`);
       throw new HospitalApiError('ERR_CERT_NOT_PICKED_UP', { seconds: PICKUP_TIMEOUT_MS / 1000 });
     }

@@ -11,9 +11,8 @@ import { HospitalApiError } from '../errors/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { READY_CACHE_MS } from '../api/routes/health.js';
-import { readInstallConfig, type InstallConfig } from '../runtime/install-config.js';
-import { installPaths } from '../runtime/layout.js';
-import { dayTwo } from '../runtime/not-supported.js';
+import { readInstallConfig, type InstallConfig } from '../install-dir/install-config.js';
+import { installPaths } from '../install-dir/layout.js';
 import { safeEqual } from '../util/constant-time.js';
 import { readEnvFile } from '../util/env-file.js';
 import { updateEnvValues } from './files.js';
@@ -171,7 +170,6 @@ export async function rotateKey(
 ): Promise<RotateResult> {
   const { username } = options;
   const config = readInstallConfig(dir);
-  const ops = dayTwo(runtime);
   const admin = runtime.admin.bind(runtime);
   const { id: consumerId, creds } = await consumerAndKeys(runtime, username);
   const oldKey = envKey(dir);
@@ -215,7 +213,7 @@ export async function rotateKey(
   log(`FHIR_API_KEY replaced in ${envPath}; the Hospital API rereads it (no restart)`);
   let reload: ApiKeyReload;
   try {
-    reload = await ops.reloadApiKey();
+    reload = await runtime.reloadApiKey();
     if (reload.keyFingerprint !== expected || reload.gateway !== 'ok') {
       throw new HospitalApiError('ERR_KEY_RELOAD_FAILED', {
         detail: reload.keyFingerprint !== expected ? `it still uses another key${reload.error ? ` (${reload.error})` : ''}` : `the gateway answered it with ${reload.gateway}`,
@@ -224,7 +222,7 @@ export async function rotateKey(
   } catch (err) {
     // Back to the old key everywhere; it was never revoked.
     updateEnvValues(envPath, { FHIR_API_KEY: oldKey as string });
-    await ops.reloadApiKey().catch(() => undefined);
+    await runtime.reloadApiKey().catch(() => undefined);
     await removeNew();
     throw fail('switch the Hospital API', (err as Error).message, err);
   }

@@ -1,49 +1,25 @@
 /**
- * Writes the install directory (layout.ts). Each file is written atomically and
+ * Writes the install directory (src/install-dir/layout.ts). Each file is written atomically and
  * only when its content changes, so a second identical install changes nothing.
  */
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { formatEnvFile, readEnvFile } from '../util/env-file.js';
-import { writeFileAtomic, writeSecretFile } from '../util/atomic-write.js';
-import { endpoints, type InstallConfig } from '../runtime/install-config.js';
-import type { InstallPaths } from '../runtime/layout.js';
+import { writeSecretFile } from '../util/atomic-write.js';
+import type { InstallConfig } from '../install-dir/install-config.js';
+import type { InstallPaths } from '../install-dir/layout.js';
 import type { TlsMaterial } from './tls.js';
-
-export type FileChange = { path: string; change: 'created' | 'updated' | 'unchanged' };
-
-/** Writes when different; secrets get 0600 (and keep it even when unchanged). */
-export function writeIfChanged(path: string, content: string, secret = false): FileChange {
-  const before = existsSync(path) ? readFileSync(path, 'utf8') : null;
-  if (before === content) {
-    if (secret) chmodSync(path, 0o600);
-    return { path, change: 'unchanged' };
-  }
-  if (secret) writeSecretFile(path, content);
-  else writeFileAtomic(path, content);
-  return { path, change: before === null ? 'created' : 'updated' };
-}
-
-/** Paths the docker containers see (templates/compose.yaml mounts them there). */
-export const CONTAINER_PATHS = {
-  ca: '/run/hospital-api/tls/ca.pem',
-  auditLog: '/var/log/hospital-api/audit.log',
-} as const;
+import { writeIfChanged, type FileChange } from '../install-dir/write-if-changed.js';
+import { profileOf } from '../runtime/profiles.js';
 
 /**
- * hospital-api.env: the settings install manages, plus whatever the hospital
- * already put there (FHIR_API_KEY from `consumer create`, a hand-filled
- * PLATFORM_API_URL). Docker's API container reaches Kong by its service name.
+ * hospital-api.env: the settings install manages (as the runtime's profile
+ * gives them), plus whatever the hospital already put there (FHIR_API_KEY from
+ * `consumer create`, a hand-filled PLATFORM_API_URL).
  */
 export function renderApiEnv(paths: InstallPaths, config: InstallConfig): string {
   const existing = readEnvFile(paths.apiEnv);
-  const docker = config.runtime === 'docker';
-  const managed: Record<string, string> = {
-    FHIR_BASE_URL: docker ? 'https://kong:8443/fhir-api-key-auth' : endpoints(config).keyAuthBase,
-    FHIR_CA_FILE: docker ? CONTAINER_PATHS.ca : paths.caCert,
-    AUDIT_LOG: docker ? CONTAINER_PATHS.auditLog : join(paths.logs, 'audit.log'),
-  };
+  const managed: Record<string, string> = { ...profileOf(config.runtime).apiEnv(paths, config) };
   const platform = config.platformApiUrl ?? existing.PLATFORM_API_URL;
   if (platform) managed.PLATFORM_API_URL = platform;
   // managed keys first, then the hospital's own, so the order is stable across reruns
@@ -57,32 +33,10 @@ export function renderApiEnv(paths: InstallPaths, config: InstallConfig): string
   return formatEnvFile(values, notes.join('\n'));
 }
 
-function password(): string {
-  return randomBytes(24).toString('base64url');
-}
-
-/** Docker: database passwords, generated once per install (no default password anywhere). */
-function dockerSecrets(paths: InstallPaths): Record<string, string> {
-  const keep = (name: string): string => {
-    const p = join(paths.secrets, name);
-    return existsSync(p) ? readFileSync(p, 'utf8').trim() : password();
-  };
-  const kong = keep('kong-pg-password');
-  const hapi = keep('hapi-pg-password');
-  return {
-    'kong-pg-password': kong + '\n',
-    'hapi-pg-password': hapi + '\n',
-    // Kong and HAPI read these passwords from files (KONG_PG_PASSWORD_FILE, a Spring
-    // configtree) that the docker runtime copies under <dir>/docker/ before each start.
-  };
-}
-
 /** Everything install writes, before the runtime starts. */
 export function writeInstallFiles(paths: InstallPaths, config: InstallConfig, tls: TlsMaterial): FileChange[] {
   mkdirSync(paths.root, { recursive: true });
-  // Native: the install directory and its logs are private to the service's user (issue #12).
-  const privateDirs = config.runtime === 'native' ? [paths.secrets, paths.tls, paths.root, paths.logs] : [paths.secrets, paths.tls];
-  for (const d of privateDirs) {
+  for (const d of profileOf(config.runtime).privateFolders(paths)) {
     mkdirSync(d, { recursive: true, mode: 0o700 });
     chmodSync(d, 0o700);
   }
@@ -101,10 +55,8 @@ export function writeInstallFiles(paths: InstallPaths, config: InstallConfig, tl
     rmSync(paths.caKey);
     changes.push({ path: paths.caKey, change: 'updated' });
   }
-  if (config.runtime === 'docker') {
-    for (const [name, value] of Object.entries(dockerSecrets(paths))) {
-      changes.push(writeIfChanged(join(paths.secrets, name), value, true));
-    }
+  for (const [name, value] of Object.entries(profileOf(config.runtime).secrets(paths))) {
+    changes.push(writeIfChanged(join(paths.secrets, name), value, true));
   }
   changes.push(writeIfChanged(paths.apiEnv, renderApiEnv(paths, config), true));
   changes.push(writeIfChanged(paths.installJson, JSON.stringify(config, null, 2) + '\n', true));

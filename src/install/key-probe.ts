@@ -5,8 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'undici';
-import { endpoints, type InstallConfig } from '../runtime/install-config.js';
-import { installPaths } from '../runtime/layout.js';
+import { endpoints, type InstallConfig } from '../install-dir/install-config.js';
+import { installPaths } from '../install-dir/layout.js';
 
 export interface KeyProbe {
   status: number;

@@ -6,7 +6,8 @@ import { isIP } from 'node:net';
 import { existsSync } from 'node:fs';
 import { HospitalApiError } from '../errors/index.js';
 import type { DockerFlags, PortFlags } from './port-flags.js';
-import { DEFAULT_PORTS, type InstallConfig, type InstallPorts, type RuntimeName } from '../runtime/install-config.js';
+import { DEFAULT_PORTS, type InstallConfig, type InstallPorts, type RuntimeName } from '../install-dir/install-config.js';
+import { isRuntimeName, RUNTIME_NAMES } from '../runtime/profiles.js';
 
 export interface InstallFlags extends PortFlags, DockerFlags {
   runtime?: string;
@@ -163,7 +164,7 @@ function list(values: string[] | undefined): string[] | null {
 export function parseInstallFlags(f: InstallFlags, previous: InstallConfig | null = null): InstallPlan {
   let runtime: RuntimeName | null = null;
   if (f.runtime !== undefined) {
-    if (f.runtime !== 'docker' && f.runtime !== 'native') throw bad('--runtime', 'expected docker or native');
+    if (!isRuntimeName(f.runtime)) throw bad('--runtime', `expected ${RUNTIME_NAMES.join(' or ')}`);
     runtime = f.runtime;
   }
   const prevCors = previous?.cors;

@@ -3,7 +3,7 @@
  * both commands offer the same names with the same defaults.
  */
 import type { Command } from 'commander';
-import { DEFAULT_PORTS, type InstallPorts } from '../runtime/install-config.js';
+import { DEFAULT_PORTS, type InstallPorts } from '../install-dir/install-config.js';
 
 export const PORT_FLAGS = [
   { key: 'apiPort', flag: '--api-port', port: 'api', help: 'Hospital API port' },

@@ -10,8 +10,9 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { HospitalApiError } from '../errors/index.js';
-import type { InstallConfig } from '../runtime/install-config.js';
+import type { InstallConfig } from '../install-dir/install-config.js';
 import type { AdminResponse, Runtime } from '../runtime/types.js';
+import { profileOf } from '../runtime/profiles.js';
 
 export type Admin = Runtime['admin'];
 export type Change = 'created' | 'updated' | 'unchanged';
@@ -100,9 +101,9 @@ async function upsertPlugin(
   return res.status === 409 ? upsertPlugin(admin, serviceId, plugin, config) : 'created';
 }
 
-/** Where the gateway reaches the FHIR server: the compose service, or loopback. */
+/** Where the gateway reaches the FHIR server (the runtime's profile: the compose service, or loopback). */
 export function fhirUpstream(config: InstallConfig): string {
-  return config.runtime === 'docker' ? 'http://hapi:8080/fhir' : `http://127.0.0.1:${config.ports.fhir}/fhir`;
+  return profileOf(config.runtime).fhirUpstream(config);
 }
 
 /** @throws ERR_INSTALL_ADMIN, ERR_INSTALL_ADMIN_UNREACHABLE */

@@ -9,15 +9,14 @@ import { dirname } from 'node:path';
 import { VERSION } from '../version.js';
 import { readEnvFile } from '../util/env-file.js';
 import { HospitalApiError } from '../errors/index.js';
-import { defaultInstallDir, installPaths } from '../runtime/layout.js';
-import { endpoints, INSTALL_FORMAT, readInstallConfig, type InstallConfig, type RuntimeName } from '../runtime/install-config.js';
-import { openRuntime } from '../runtime/index.js';
+import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
+import { endpoints, INSTALL_FORMAT, readInstallConfig, type InstallConfig, type RuntimeName } from '../install-dir/install-config.js';
+import { defaultRuntime, openRuntime, profileOf } from '../runtime/index.js';
 import type { Runtime } from '../runtime/types.js';
-import { dockerEngineAnswers, findCompose } from '../runtime/docker/compose.js';
-import { composeFile, dockerSettings, renderCompose } from '../runtime/docker/render.js';
 import { parseInstallFlags, parseSupervisor, type InstallFlags } from './options.js';
 import { prepareTls } from './tls.js';
-import { writeIfChanged, writeInstallFiles, type FileChange } from './files.js';
+import { writeInstallFiles } from './files.js';
+import { writeIfChanged, type FileChange } from '../install-dir/write-if-changed.js';
 import { provisionGateway, type ProvisionStep } from './provision.js';
 
 export interface InstallResult {
@@ -34,7 +33,7 @@ export interface InstallResult {
 export interface InstallHooks {
   log(text: string): void;
   /** For tests: the runtime to use instead of openRuntime(dir). */
-  openRuntime?: (dir: string) => Runtime;
+  openRuntime?: (dir: string) => Runtime | Promise<Runtime>;
 }
 
 async function chooseRuntime(flag: RuntimeName | null, previous: InstallConfig | null, dir: string): Promise<RuntimeName> {
@@ -43,19 +42,18 @@ async function chooseRuntime(flag: RuntimeName | null, previous: InstallConfig |
   }
   if (flag) return flag;
   if (previous) return previous.runtime;
-  // docker only when both the engine and a working Compose answer; with --runtime
-  // docker and no Compose, the runtime's first start says so (ERR_INSTALL_DOCKER_NO_COMPOSE)
-  return (await dockerEngineAnswers()) && (await findCompose()) ? 'docker' : 'native';
+  return defaultRuntime();
 }
 
-/** Who runs a native install's components (install.json `supervisor`); docker's are run by the engine. */
+/** Who runs the components where the runtime lets the hospital choose (install.json `supervisor`); docker's are run by the engine. */
 function supervisorOf(runtime: RuntimeName, flag: 'builtin' | 'systemd' | null, previous: InstallConfig | null, demo: boolean): Pick<InstallConfig, 'supervisor'> {
-  if (flag !== null && runtime !== 'native') {
+  const choice = profileOf(runtime).supervisorChoice;
+  if (flag !== null && !choice) {
     throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--supervisor', detail: `the ${runtime} runtime is run by its container engine` });
   }
   // a new native install takes the environment's default (the Debian package's wrapper sets systemd where it
   // runs); a DEMO install never runs as system services (units refuse it)
-  const fallback = previous || runtime !== 'native' || demo ? null : parseSupervisor('HOSPITAL_API_SUPERVISOR', process.env.HOSPITAL_API_SUPERVISOR);
+  const fallback = previous || !choice || demo ? null : parseSupervisor('HOSPITAL_API_SUPERVISOR', process.env.HOSPITAL_API_SUPERVISOR);
   const chosen = flag ?? previous?.supervisor ?? fallback;
   return chosen ? { supervisor: chosen } : {};
 }
@@ -67,10 +65,9 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
   const plan = parseInstallFlags(flags, previous);
   const runtime = await chooseRuntime(plan.runtime, previous, dir);
   hooks.log(`install: ${runtime} runtime in ${dir}`);
-  const extraHosts = ['localhost', '127.0.0.1', ...(runtime === 'docker' ? ['kong'] : [])];
-  // files.ts: the docker API container reaches the gateway as https://kong:8443, so the certificate must name kong.
-  const required = runtime === 'docker' ? [{ runtime, name: 'kong', why: 'the Hospital API container reaches the gateway as https://kong:8443' }] : [];
-  const tls = prepareTls(plan.tls, paths, plan.hosts, extraHosts, required);
+  const profile = profileOf(runtime);
+  const required = profile.requiredHosts.map((h) => ({ runtime, ...h }));
+  const tls = prepareTls(plan.tls, paths, plan.hosts, [...profile.certificateHosts], required);
   const config: InstallConfig = {
     formatVersion: INSTALL_FORMAT,
     runtime,
@@ -84,14 +81,14 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
     demo: plan.demo,
     ...(previous?.upgrades ? { upgrades: previous.upgrades } : {}),
     ...supervisorOf(runtime, plan.supervisor, previous, plan.demo),
-    ...(runtime === 'docker' ? { docker: dockerSettings(plan.hosts, previous?.docker, plan.docker) } : {}),
+    ...(await profile.installSettings(plan.hosts, previous, plan.docker)),
   };
-  const compose = runtime === 'docker' ? renderCompose(dir, config) : null;
+  const rendered = await profile.renderFiles(dir, config);
 
   // Everything is validated: write.
   mkdirSync(dirname(dir), { recursive: true });
   const files = writeInstallFiles(paths, config, tls);
-  if (compose) files.push(writeIfChanged(composeFile(dir), compose));
+  for (const f of rendered) files.push(writeIfChanged(f.path, f.text));
   for (const f of files) if (f.change !== 'unchanged') hooks.log(`  ${f.change} ${f.path}`);
   const platformSet = Boolean(readEnvFile(paths.apiEnv).PLATFORM_API_URL);
   if (!platformSet) {
@@ -100,14 +97,14 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
 
   let provisioning: ProvisionStep[] = [];
   if (plan.start) {
-    const rt = (hooks.openRuntime ?? openRuntime)(dir);
+    const rt = await (hooks.openRuntime ?? openRuntime)(dir);
     hooks.log(`install: starting the ${runtime} runtime`);
     await rt.up();
     // a reissued certificate is read by the gateway only when it starts
     const certChanged = files.some((f) => f.change === 'updated' && (f.path === paths.gatewayCert || f.path === paths.gatewayKey));
-    if (certChanged && runtime === 'native') {
-      hooks.log('install: restarting the gateway for its new certificate');
-      await rt.restart('gateway');
+    for (const role of certChanged ? profile.restartForNewCertificate : []) {
+      hooks.log(`install: restarting the ${role} for its new certificate`);
+      await rt.restart(profile.componentNames[role]);
     }
     hooks.log('install: provisioning the gateway');
     provisioning = await provisionGateway(rt.admin.bind(rt), config, (s) => hooks.log(`  ${s.kind} ${s.name}: ${s.change}`));

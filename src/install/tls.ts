@@ -10,7 +10,7 @@ import { HospitalApiError } from '../errors/index.js';
 import { generateCa, issueCertificate, type KeyAndCert } from '../tls/pki.js';
 import { parsePemBundle } from '../tls/inspect.js';
 import { signerUsageProblem } from '../record/verify.js';
-import type { InstallPaths } from '../runtime/layout.js';
+import type { InstallPaths } from '../install-dir/layout.js';
 import type { TlsChoice } from './options.js';
 
 export interface TlsMaterial {

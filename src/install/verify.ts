@@ -9,8 +9,8 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Agent } from 'undici';
 import { HospitalApiError } from '../errors/index.js';
-import { endpoints, readInstallConfig } from '../runtime/install-config.js';
-import { defaultInstallDir, installPaths } from '../runtime/layout.js';
+import { endpoints, readInstallConfig } from '../install-dir/install-config.js';
+import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
 import { openRuntime } from '../runtime/index.js';
 import type { ComponentVersion, Runtime } from '../runtime/types.js';
 import { describeCertificate, parsePemBundle } from '../tls/inspect.js';
@@ -51,7 +51,7 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyResult> {
   const config = readInstallConfig(dir);
   const caPath = resolve(options.ca ?? paths.caCert);
   const ca = readCa(caPath);
-  const runtime = options.runtime ?? openRuntime(dir);
+  const runtime = options.runtime ?? (await openRuntime(dir));
   const apiKey = readEnvFile(paths.apiEnv).FHIR_API_KEY || null;
   // undici verifies the chain and the host name against exactly this CA;
   // explicit, so no environment variable can switch verification off.

@@ -17,10 +17,9 @@ import { canOpenSchema, SCHEMA_VERSION } from '../fhir/store/schema.js';
 import { loadSnapshotFromFile } from '../gateway/store/state-file.js';
 import { renderApiEnv } from '../install/files.js';
 import { createBackup } from '../backup/create.js';
-import { INSTALL_FORMAT, writeInstallConfig, type InstallConfig } from '../runtime/install-config.js';
-import { installPaths } from '../runtime/layout.js';
-import { createNativeRuntime } from '../runtime/native/index.js';
-import { runningSupervisor } from '../runtime/native/state.js';
+import { INSTALL_FORMAT, writeInstallConfig, type InstallConfig } from '../install-dir/install-config.js';
+import { installPaths } from '../install-dir/layout.js';
+import { recordedStack, runtimeFor } from '../runtime/index.js';
 import { writeSecretFile } from '../util/atomic-write.js';
 import { VERSION } from '../version.js';
 
@@ -141,7 +140,7 @@ export async function upgradeInstall(
   const root = paths.root;
   const env = options.env ?? process.env;
   if (!existsSync(paths.installJson)) throw new HospitalApiError('ERR_RUNTIME_NOT_INSTALLED', { dir: root });
-  if (runningSupervisor(root)) throw new HospitalApiError('ERR_UPGRADE_RUNNING', { dir: root });
+  if (recordedStack(root)?.running()) throw new HospitalApiError('ERR_UPGRADE_RUNNING', { dir: root });
   const interrupted = existsSync(upgradeDir(root));
   if (interrupted) {
     log('an earlier upgrade did not finish: rolling it back first');
@@ -182,10 +181,8 @@ export async function upgradeInstall(
   // The backup comes first: with no key source, nothing is changed.
   log(`format ${from} → ${INSTALL_FORMAT}: taking a backup first`);
   const config = { ...raw };
-  // docker: pg_dump inside the database containers (src/runtime/docker/day-two.ts), loaded only here
-  const runtime = raw.runtime === 'native'
-    ? createNativeRuntime(root, config)
-    : (await import('../runtime/docker/index.js')).createDockerRuntime(root, config);
+  // docker: pg_dump inside the database containers (src/runtime/docker/day-two.ts)
+  const runtime = await runtimeFor(root, config);
   const backup = await createBackup(runtime, root, {
     config, env,
     // Milliseconds in the name: a rerun right after a killed run (same second) must not meet that run's backup.

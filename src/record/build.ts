@@ -5,7 +5,7 @@
  */
 import { hostname } from 'node:os';
 import { VERSION } from '../version.js';
-import { endpoints, type InstallConfig } from '../runtime/install-config.js';
+import { endpoints, type InstallConfig } from '../install-dir/install-config.js';
 import type { ComponentVersion } from '../runtime/types.js';
 import type { CertificateInfo } from '../tls/inspect.js';
 import type { CheckResult } from '../checks/types.js';

@@ -2,7 +2,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { HospitalApiError } from '../errors/index.js';
-import { defaultInstallDir, installPaths } from '../runtime/layout.js';
+import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
 import type { CertificateInfo } from '../tls/inspect.js';
 import { verifyDetached } from './verify.js';
 

@@ -1,16 +1,17 @@
 /**
- * The three roles every runtime runs, by the names its `components()` reports:
- * native (and systemd) name them by role, docker by compose service
- * (docker/index.ts SERVICE_OF). Callers outside src/runtime/ ask by role.
+ * The three roles every runtime runs, by the names its `components()` reports
+ * (its profile's componentNames: native and systemd name them by role, docker
+ * by compose service). Callers outside src/runtime/ ask by role.
  */
-import { SERVICE_OF } from './docker/services.js';
+import type { ComponentRole } from './profile.js';
+import { profileOf } from './profiles.js';
 import type { Runtime } from './types.js';
 
-export type ComponentRole = 'api' | 'gateway' | 'fhir';
+export type { ComponentRole } from './profile.js';
 
 /** The name `runtime.components()` gives the component that plays `role`. */
 export function componentNameOf(runtime: Pick<Runtime, 'name'>, role: ComponentRole): string {
-  return runtime.name === 'docker' ? SERVICE_OF[role] : role;
+  return profileOf(runtime.name).componentNames[role];
 }
 
 /** Whether the component playing `role` is running and answering (up, or degraded). */

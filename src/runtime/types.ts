@@ -3,9 +3,9 @@
  * (embedded gateway and FHIR server as supervised processes) implement the same
  * interface, so install, verify and status run one code path for both.
  */
-import type { RuntimeName } from './install-config.js';
+import type { RuntimeName } from '../install-dir/install-config.js';
 
-export type { RuntimeName } from './install-config.js';
+export type { RuntimeName } from '../install-dir/install-config.js';
 
 export interface ComponentState {
   /** e.g. fhir, gateway, api (native) or the compose service name (docker). */
@@ -76,21 +76,49 @@ export interface Runtime {
    * kong container (docker) or on loopback (native). Body is JSON.
    */
   admin(method: 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<AdminResponse>;
-  // Day two (issue 15). Optional so a runtime can add them one at a time; callers go
-  // through dayTwo() (not-supported.ts), which names what is missing (ERR_MAINT_NOT_SUPPORTED).
+  // Day two (issue 15).
   /**
    * The Hospital API rereads FHIR_API_KEY from its settings
    * without a restart or a dropped request, checks the gateway accepts it, and
    * reports which key it now uses.
    */
-  reloadApiKey?(): Promise<ApiKeyReload>;
+  reloadApiKey(): Promise<ApiKeyReload>;
   /** The gateway loads <dir>/tls/gateway.{pem,key} again for new connections, dropping none. */
-  reloadGatewayTls?(): Promise<void>;
+  reloadGatewayTls(): Promise<void>;
   /**
    * Copies the live data (FHIR store, gateway state) into `into` while the
    * stack serves (native: SQLite's online backup), consistent per part.
    */
-  snapshotData?(into: string, progress: (text: string) => void): Promise<DataPart[]>;
+  snapshotData(into: string, progress: (text: string) => void): Promise<DataPart[]>;
   /** Puts data parts made by snapshotData back; the stack is not running. */
-  restoreData?(from: string, parts: DataPart[]): Promise<void>;
+  restoreData(from: string, parts: DataPart[]): Promise<void>;
+  /**
+   * The components' own logs (`hospital-api logs`): the last `lines` of one
+   * component's log, or of each, then with `follow` what is appended until
+   * `signal` aborts. A runtime whose logs live elsewhere says where (ERR_USAGE).
+   */
+  logs(options: LogsOptions): Promise<void>;
+  /** Who supervises the components now, for `status`. */
+  supervision(): Promise<Supervision>;
+  /**
+   * Runs this runtime's own supervisor in this process until it is stopped
+   * (`up --foreground`, started detached by `up`); resolves to its exit code.
+   */
+  supervise(): Promise<number>;
+}
+
+export interface LogsOptions {
+  /** One component; every one when absent. */
+  component?: string;
+  lines: number;
+  follow: boolean;
+  signal: AbortSignal;
+  write(component: string, text: string): void;
+}
+
+export interface Supervision {
+  /** The supervisor process the runtime started, when one runs. */
+  supervisor: { pid: number; startedAt: string } | null;
+  /** One line for `status` saying who runs the components; null when the container engine does. */
+  summary: string | null;
 }

@@ -12,7 +12,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { runCli } from '../helpers/cli.js';
-import { installPaths } from '../../src/runtime/layout.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { inspectFhirStore } from '../../src/fhir/store/online-backup.js';
 import { loadLoop, startNativeSite, type NativeSite, type PatientsBody } from './native-site.js';

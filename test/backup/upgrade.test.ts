@@ -14,7 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeTempDirs } from '../helpers/tmp.js';
 import { startCli } from '../helpers/cli.js';
-import { installPaths } from '../../src/runtime/layout.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { updateEnvValues } from '../../src/install/files.js';
 import { startNativeSite, type NativeSite, type PatientsBody } from './native-site.js';

@@ -37,7 +37,7 @@ import { until } from '../helpers/until.js';
 import { freePort } from '../../src/util/port-check.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
-import { installPaths } from '../../src/runtime/layout.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { builtApiImage, HAPI_IMAGE_USER, HUNG_PROBE, projectName } from '../../src/runtime/docker/render.js';
 import { VERSION } from '../../src/version.js';
 import { findCompose } from '../../src/runtime/docker/compose.js';

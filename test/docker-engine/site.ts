@@ -15,7 +15,7 @@ import { SYNTHETIC_ID_SYSTEM } from '../../src/fhir-data/generate/model.js';
 import { COMPOSE_HTTP_TIMEOUT_S, findCompose } from '../../src/runtime/docker/compose.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
 import { builtApiImage, projectName } from '../../src/runtime/docker/render.js';
-import { installPaths } from '../../src/runtime/layout.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { VERSION } from '../../src/version.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { freePort } from '../../src/util/port-check.js';

@@ -13,7 +13,7 @@ import { connect, createServer as createNet, type Server as NetServer, type Sock
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
-import { installPaths } from '../../src/runtime/layout.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { requestRestart } from '../../src/runtime/native/control.js';
 import { readRunState } from '../../src/runtime/native/state.js';
 import { brokenInstallCases, hostAddresses, type BrokenInstallSite } from '../helpers/broken-install-cases.js';

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { freePort, isPortFree } from '../../src/util/port-check.js';
-import { readInstallConfig } from '../../src/runtime/install-config.js';
+import { readInstallConfig } from '../../src/install-dir/install-config.js';
 import { makeNativeInstall } from '../runtime/native/install-fixture.js';
 
 const dir = tempDir('hapi-demo-');

@@ -21,7 +21,7 @@ import { SYNTHETIC_ID_SYSTEM, type GeneratedPatient } from '../../src/fhir-data/
 import { isAlive } from '../../src/runtime/native/state.js';
 import { API_MALLOC_ENV, COMPONENT_NODE_ARGS } from '../../src/runtime/native/components.js';
 import type { ComponentState } from '../../src/runtime/types.js';
-import { installPaths } from '../../src/runtime/layout.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 
 const SEED = 'e2e-native-stack';

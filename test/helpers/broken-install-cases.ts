@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { expect, it } from 'vitest';
 import { verifyRecordFile } from '../../src/record/check-file.js';
-import { installPaths } from '../../src/runtime/layout.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { generateCa, issueCertificate, type KeyAndCert } from '../../src/tls/pki.js';
 import { runCli } from './cli.js';
 

@@ -5,7 +5,7 @@
  * the Hospital API uses (`consumer create --write-env`, which starts the stack).
  */
 import { expect } from 'vitest';
-import type { InstallPorts } from '../../src/runtime/install-config.js';
+import type { InstallPorts } from '../../src/install-dir/install-config.js';
 import { freePort } from '../../src/util/port-check.js';
 import { runCli } from './cli.js';
 

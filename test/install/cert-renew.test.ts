@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Client, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { installPaths } from '../../src/runtime/layout.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { presentedFingerprint, renewCertificates } from '../../src/install/cert-renew.js';
 import { openRuntime } from '../../src/runtime/index.js';
@@ -220,7 +220,7 @@ describe('a new CA (issue 15: the CA nears expiry, or the hospital changes PKI)'
 
   it('keeps the CA key in use on disk until the API has confirmed the new CA and the certificates are issued (a crash in between loses no key)', async () => {
     const keyBefore = readFileSync(paths.caKey, 'utf8');
-    const native = openRuntime(site.dir);
+    const native = await openRuntime(site.dir);
     const seen: string[] = [];
     // the real native runtime; its reload is observed at the moment the API answers, before any key could change
     const observed: Runtime = { ...native, reloadApiKey: async () => {

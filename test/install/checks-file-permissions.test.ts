@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { filePermissions } from '../../src/checks/file-permissions.js';
 import type { CheckContext, CheckOutcome } from '../../src/checks/types.js';
-import { installPaths } from '../../src/runtime/layout.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 
 afterAll(removeTempDirs);

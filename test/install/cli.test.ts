@@ -3,7 +3,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runInstall } from '../../src/install/run.js';
-import { installPaths } from '../../src/runtime/layout.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { runCli as run } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 

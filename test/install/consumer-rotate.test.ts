@@ -9,9 +9,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeTempDirs } from '../helpers/tmp.js';
-import { installPaths } from '../../src/runtime/layout.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
-import { readInstallConfig } from '../../src/runtime/install-config.js';
+import { readInstallConfig } from '../../src/install-dir/install-config.js';
 import { probeKey } from '../../src/install/key-probe.js';
 import { loadLoop, startNativeSite, type NativeSite } from '../backup/native-site.js';
 

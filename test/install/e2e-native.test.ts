@@ -12,7 +12,7 @@ import { parseEnv } from 'node:util';
 import { execa } from 'execa';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installPaths } from '../../src/runtime/layout.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { generateCa } from '../../src/tls/pki.js';
 import { freePort } from '../../src/util/port-check.js';
 import { runCli } from '../helpers/cli.js';

@@ -13,8 +13,8 @@ import { buildRecord, RECORD_FORMAT, serializeRecord, type RecordInput } from '.
 import { verifyRecordFile } from '../../src/record/check-file.js';
 import { renderRecordMarkdown } from '../../src/record/markdown.js';
 import { writeSignedRecord } from '../../src/record/write.js';
-import type { InstallConfig } from '../../src/runtime/install-config.js';
-import { installPaths } from '../../src/runtime/layout.js';
+import type { InstallConfig } from '../../src/install-dir/install-config.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import type { CheckResult } from '../../src/checks/types.js';
 import { describeCertificate } from '../../src/tls/inspect.js';
 import { generateCa, issueCertificate } from '../../src/tls/pki.js';

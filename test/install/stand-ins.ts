@@ -8,7 +8,7 @@
  */
 import { createServer as createHttp, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttps } from 'node:https';
-import type { InstallPorts } from '../../src/runtime/install-config.js';
+import type { InstallPorts } from '../../src/install-dir/install-config.js';
 import type { ComponentState, Runtime } from '../../src/runtime/types.js';
 import type { KeyAndCert } from '../../src/tls/pki.js';
 import { pluginEnforced, type GatewayAdmin } from '../helpers/gateway-admin.js';
@@ -90,5 +90,17 @@ export function fakeRuntime(kong: GatewayAdmin, restarts: string[] = [], compone
     components: async () => components.map((c) => ({ ...c })),
     versions: async () => [{ name: 'gateway', version: 'stand-in' }],
     admin: kong.admin,
+    // not what the stand-ins are for: a test that needs one passes its own
+    reloadApiKey: () => unused('reloadApiKey'),
+    reloadGatewayTls: () => unused('reloadGatewayTls'),
+    snapshotData: () => unused('snapshotData'),
+    restoreData: () => unused('restoreData'),
+    logs: () => unused('logs'),
+    supervision: () => unused('supervision'),
+    supervise: () => unused('supervise'),
   };
+}
+
+function unused(what: string): never {
+  throw new Error(`the fake runtime has no ${what}`);
 }

@@ -13,7 +13,7 @@ import { createConsumer } from '../../src/install/consumer.js';
 import { runVerify } from '../../src/install/verify.js';
 import { verifyRecordFile } from '../../src/record/check-file.js';
 import { CHECKS } from '../../src/checks/index.js';
-import { installPaths } from '../../src/runtime/layout.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { generateCa } from '../../src/tls/pki.js';
 import { HospitalApiError } from '../../src/errors/index.js';

@@ -40,9 +40,10 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
 import { formatEnvFile, readEnvFile } from '../../util/env-file.js';
 import { writeFileAtomic, writeSecretFile } from '../../util/atomic-write.js';
-import { installPaths } from '../layout.js';
+import { installPaths } from '../../install-dir/layout.js';
 import type { DockerCli } from './compose.js';
 import { apiUser, projectName } from './render.js';
+import { API_CONTAINER_PATHS } from './container-paths.js';
 
 /** A uid:gid a container's processes run as. */
 export interface ImageUser {
@@ -152,16 +153,7 @@ function writeReadable(folder: string, reader: ImageUser | null, files: Array<{ 
   }
 }
 
-/** Where the API container sees its files (templates/compose.yaml mounts docker/api there). */
-export const API_MOUNT = '/run/hospital-api';
-export const API_CONTAINER_PATHS = Object.freeze({
-  env: `${API_MOUNT}/hospital-api.env`,
-  ca: `${API_MOUNT}/tls/ca.pem`,
-  platformCa: `${API_MOUNT}/tls/platform-ca.pem`,
-  auditLog: '/var/log/hospital-api/audit.log',
-  /** serve --reload-status: the API's answer to SIGHUP (src/api/key-reload.ts), in docker/api-status/ on the host. */
-  reloadStatus: '/run/hospital-api-status/api-reload.json',
-});
+export { API_CONTAINER_PATHS, API_MOUNT } from './container-paths.js';
 
 /** The host side of API_CONTAINER_PATHS.reloadStatus. */
 export function apiReloadStatusFile(dir: string): string {

@@ -30,7 +30,7 @@ import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { HospitalApiError } from '../../errors/index.js';
 import { awaitReloadStatus } from '../api-reload-status.js';
-import { installPaths } from '../layout.js';
+import { installPaths } from '../../install-dir/layout.js';
 import type { ApiKeyReload, DataPart } from '../types.js';
 import type { DockerCli } from './compose.js';
 import { API_CONTAINER_PATHS, apiReloadStatusFile } from './container-files.js';

@@ -8,8 +8,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { HospitalApiError } from '../../errors/index.js';
-import { missingApiSettings } from '../api-settings.js';
-import type { InstallConfig } from '../install-config.js';
+import { missingApiSettings } from '../../install-dir/api-settings.js';
+import type { InstallConfig } from '../../install-dir/install-config.js';
 import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '../types.js';
 import { adminCall } from './admin.js';
 import { dockerCli, requireCompose, type DockerBinaries, type DockerCli } from './compose.js';
@@ -204,5 +204,13 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     reloadGatewayTls: () => reloadDockerGatewayTls(dayTwo),
     snapshotData: (into, log) => snapshotDockerData(dayTwo, into, log),
     restoreData: (from, parts) => restoreDockerData(dayTwo, from, parts, progress),
+    async logs() {
+      throw new HospitalApiError('ERR_USAGE', { detail: `the docker runtime keeps its logs in Docker: run \`docker compose --project-directory ${dir}/docker logs\`` });
+    },
+    // the engine restarts the containers (restart policies, health checks, hapi-watchdog)
+    supervision: async () => ({ supervisor: null, summary: null }),
+    async supervise() {
+      throw new HospitalApiError('ERR_USAGE', { detail: 'the docker runtime is supervised by the Docker engine: run `hospital-api up`' });
+    },
   };
 }

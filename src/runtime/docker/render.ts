@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { parse } from 'yaml';
 import { PROJECT_ROOT } from '../../version.js';
-import type { DockerSettings, InstallConfig } from '../install-config.js';
-import { installPaths } from '../layout.js';
+import type { DockerSettings, InstallConfig } from '../../install-dir/install-config.js';
+import { installPaths } from '../../install-dir/layout.js';
 
 /**
  * Default images (issue 10), current and pinned: Kong 3.9.3 (nginx CVE fixes,

@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
-import { installPaths } from '../layout.js';
+import { installPaths } from '../../install-dir/layout.js';
 import type { DockerCli } from './compose.js';
 
 const DATABASES = [

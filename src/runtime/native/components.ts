@@ -8,15 +8,14 @@
  * every name in install.json `hosts` is loopback, else all interfaces, since
  * spec §1 makes them reachable "on the node host".
  */
-import { existsSync } from 'node:fs';
-import { readJsonFile } from '../../util/json-file.js';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import type { InstallConfig } from '../install-config.js';
-import { installPaths } from '../layout.js';
+import type { InstallConfig } from '../../install-dir/install-config.js';
+import { installPaths } from '../../install-dir/layout.js';
 import { isLoopback, parseListen } from '../../util/listen-address.js';
 import { readEnvFile } from '../../util/env-file.js';
-import { missingApiSettings } from '../api-settings.js';
+import { missingApiSettings } from '../../install-dir/api-settings.js';
+import { readDemoSettings } from '../../install-dir/demo-settings.js';
 import { VERSION } from '../../version.js';
 import { gatewayDegradation } from './gateway-health.js';
 
@@ -77,28 +76,6 @@ export interface ComponentSpec {
    * `status` and `verify` show it; the supervisor does not restart for it.
    */
   degradation?: (healthBody: unknown) => string | null;
-}
-
-/** Demo-only settings kept beside the install (never in install.json). */
-export interface DemoSettings {
-  platformPort: number;
-}
-
-export function demoSettingsPath(dir: string): string {
-  return join(installPaths(dir).root, 'demo', 'demo.json');
-}
-
-const DEMO_SETTINGS_SCHEMA = {
-  type: 'object',
-  required: ['platformPort'],
-  properties: { platformPort: { type: 'integer', minimum: 1, maximum: 65535 } },
-} as const;
-
-/** @throws ERR_FILE_READ naming the file and the field when demo.json is damaged */
-export function readDemoSettings(dir: string): DemoSettings | null {
-  const path = demoSettingsPath(dir);
-  if (!existsSync(path)) return null;
-  return readJsonFile<DemoSettings>(path, DEMO_SETTINGS_SCHEMA);
 }
 
 /** 127.0.0.1 when every configured host name is loopback, else all interfaces. */

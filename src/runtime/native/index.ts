@@ -4,8 +4,8 @@
  * interface as docker.
  */
 import { request } from 'undici';
-import { endpoints, type InstallConfig } from '../install-config.js';
-import { installPaths } from '../layout.js';
+import { endpoints, type InstallConfig } from '../../install-dir/install-config.js';
+import { installPaths } from '../../install-dir/layout.js';
 import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '../types.js';
 import { HospitalApiError } from '../../errors/index.js';
 import { componentSpecs } from './components.js';
@@ -13,6 +13,7 @@ import { requestRestart, startStack, stopStack } from './control.js';
 import { componentHealth } from './health.js';
 import { isOurs, readRunState, runningSupervisor } from './state.js';
 import { reloadApiKey, reloadGatewayTls, restoreNativeData, snapshotNativeData } from './maintenance.js';
+import { nativeLogs } from './logs.js';
 
 /** Live view: the recorded state, checked against the process table and each health URL. */
 export async function nativeComponents(dir: string, config: InstallConfig): Promise<ComponentState[]> {
@@ -42,6 +43,11 @@ export async function nativeComponents(dir: string, config: InstallConfig): Prom
   );
 }
 
+/** The `status` line for a running built-in supervisor. */
+export function supervisorSummary(s: { pid: number; startedAt: string }): string {
+  return `supervisor pid ${s.pid}, started ${s.startedAt}`;
+}
+
 export function createNativeRuntime(dir: string, config: InstallConfig): Runtime {
   const root = installPaths(dir).root;
   return {
@@ -58,6 +64,17 @@ export function createNativeRuntime(dir: string, config: InstallConfig): Runtime
     reloadGatewayTls: () => reloadGatewayTls(root),
     snapshotData: (into, progress) => snapshotNativeData(root, into, progress),
     restoreData: (from, parts) => restoreNativeData(root, from, parts),
+    logs: (options) => nativeLogs(root, config, options),
+    async supervision() {
+      const state = runningSupervisor(root);
+      const supervisor = state ? { pid: state.supervisorPid, startedAt: state.startedAt } : null;
+      return { supervisor, summary: supervisor ? supervisorSummary(supervisor) : 'supervisor not running' };
+    },
+    async supervise() {
+      // Loaded here only: the detached `up --foreground` is the one process that runs it.
+      const { runSupervisor } = await import('./supervisor.js');
+      return runSupervisor(root, config);
+    },
     async versions(): Promise<ComponentVersion[]> {
       const recorded = readRunState(root)?.components ?? [];
       return componentSpecs(root, config).map((s) => ({

@@ -16,7 +16,7 @@
  */
 import { linkSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { installPaths } from '../layout.js';
+import { installPaths } from '../../install-dir/layout.js';
 import { isAlive } from './state.js';
 
 function lockPath(dir: string): string {

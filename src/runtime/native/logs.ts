@@ -1,7 +1,11 @@
-/** Reads and follows the per-component logs in <dir>/logs/. */
+/** Reads and follows the per-component logs in <dir>/logs/ (`hospital-api logs`). */
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { installPaths } from '../layout.js';
+import { HospitalApiError } from '../../errors/index.js';
+import type { InstallConfig } from '../../install-dir/install-config.js';
+import { installPaths } from '../../install-dir/layout.js';
+import type { LogsOptions } from '../types.js';
+import { componentSpecs } from './components.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export function logPath(dir: string, component: string): string {
@@ -49,4 +53,19 @@ export async function followLogs(paths: Record<string, string>, write: (name: st
     }
     await sleep(250);
   }
+}
+
+/** The native runtime's logs(): each component's file and the supervisor's. */
+export async function nativeLogs(dir: string, config: InstallConfig, o: LogsOptions): Promise<void> {
+  const known = [...componentSpecs(dir, config).map((s) => s.name), 'supervisor'];
+  const wanted = o.component ? [o.component] : known;
+  for (const name of wanted) {
+    if (!known.includes(name)) throw new HospitalApiError('ERR_RUNTIME_UNKNOWN_COMPONENT', { component: name, known: known.join(', ') });
+  }
+  const paths = Object.fromEntries(wanted.map((n) => [n, logPath(dir, n)]));
+  for (const [name, path] of Object.entries(paths)) {
+    const text = tailLog(path, o.lines);
+    if (text) o.write(name, text);
+  }
+  if (o.follow) await followLogs(paths, o.write, o.signal);
 }

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
 import { backupFhirStore, FHIR_STORE_FILE } from '../../fhir/store/online-backup.js';
 import { awaitReloadStatus } from '../api-reload-status.js';
-import { installPaths } from '../layout.js';
+import { installPaths } from '../../install-dir/layout.js';
 import type { ApiKeyReload, DataPart } from '../types.js';
 import { isOurs, runningSupervisor } from './state.js';
 

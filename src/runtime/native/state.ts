@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { installPaths } from '../layout.js';
+import { installPaths } from '../../install-dir/layout.js';
 import { writeFileAtomic } from '../../util/atomic-write.js';
 import { readJsonFile } from '../../util/json-file.js';
 import type { ComponentState } from '../types.js';

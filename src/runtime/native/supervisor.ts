@@ -14,8 +14,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, copyFileSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
-import type { InstallConfig } from '../install-config.js';
-import { installPaths } from '../layout.js';
+import type { InstallConfig } from '../../install-dir/install-config.js';
+import { installPaths } from '../../install-dir/layout.js';
 import { HospitalApiError, toHospitalApiError } from '../../errors/index.js';
 import { BIN_PATH, COMPONENT_NODE_ARGS, componentSpecs, type ComponentSpec } from './components.js';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -13,7 +13,7 @@ import { filePermissions } from '../../../src/checks/file-permissions.js';
 import type { CheckContext } from '../../../src/checks/types.js';
 import type { DockerCli } from '../../../src/runtime/docker/compose.js';
 import { numericUser, parseId, resolveImageUsers, writeContainerFiles } from '../../../src/runtime/docker/container-files.js';
-import { installPaths } from '../../../src/runtime/layout.js';
+import { installPaths } from '../../../src/install-dir/layout.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 const ROOT = process.getuid?.() === 0;

@@ -16,8 +16,8 @@ import {
   apiHupArgv, DATABASE_PARTS, kongReloadArgv, pgDumpArgv, pgRestoreArgv, restoreDockerData, type DayTwoContext,
 } from '../../../src/runtime/docker/day-two.js';
 import { renderCompose } from '../../../src/runtime/docker/render.js';
-import { DEFAULT_PORTS, INSTALL_FORMAT, type InstallConfig } from '../../../src/runtime/install-config.js';
-import { installPaths } from '../../../src/runtime/layout.js';
+import { DEFAULT_PORTS, INSTALL_FORMAT, type InstallConfig } from '../../../src/install-dir/install-config.js';
+import { installPaths } from '../../../src/install-dir/layout.js';
 import { isHospitalApiError } from '../../../src/errors/index.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 

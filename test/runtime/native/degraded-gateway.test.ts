@@ -8,7 +8,7 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installPaths } from '../../../src/runtime/layout.js';
+import { installPaths } from '../../../src/install-dir/layout.js';
 import { readEnvFile } from '../../../src/util/env-file.js';
 import { removeTempDirs } from '../../helpers/tmp.js';
 import { startNativeSite, type NativeSite } from '../../backup/native-site.js';

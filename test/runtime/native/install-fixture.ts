@@ -1,8 +1,8 @@
 /** A minimal native install directory (install.json + env file) on ephemeral ports. */
 import { writeFileSync } from 'node:fs';
 import { freePort } from '../../../src/util/port-check.js';
-import { INSTALL_FORMAT, writeInstallConfig, type InstallConfig } from '../../../src/runtime/install-config.js';
-import { installPaths } from '../../../src/runtime/layout.js';
+import { INSTALL_FORMAT, writeInstallConfig, type InstallConfig } from '../../../src/install-dir/install-config.js';
+import { installPaths } from '../../../src/install-dir/layout.js';
 
 export async function makeNativeInstall(dir: string, options: { withKey?: boolean } = {}): Promise<InstallConfig> {
   const config: InstallConfig = {

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
-import { installPaths } from '../../../src/runtime/layout.js';
+import { installPaths } from '../../../src/install-dir/layout.js';
 import { acquireSupervisorLock, releaseSupervisorLock } from '../../../src/runtime/native/lock.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 import { until } from '../../helpers/until.js';

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runCli, startCli } from '../../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 import { until } from '../../helpers/until.js';
-import { installPaths } from '../../../src/runtime/layout.js';
+import { installPaths } from '../../../src/install-dir/layout.js';
 import { makeNativeInstall } from './install-fixture.js';
 
 afterAll(removeTempDirs);

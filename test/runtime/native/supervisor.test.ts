@@ -16,12 +16,12 @@ import { runCli } from '../../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 import { until } from '../../helpers/until.js';
 import { isPortFree } from '../../../src/util/port-check.js';
-import { installPaths } from '../../../src/runtime/layout.js';
+import { installPaths } from '../../../src/install-dir/layout.js';
 import { createNativeRuntime } from '../../../src/runtime/native/index.js';
 import { isAlive } from '../../../src/runtime/native/state.js';
 import type { ComponentState } from '../../../src/runtime/types.js';
 import { makeNativeInstall } from './install-fixture.js';
-import { readInstallConfig } from '../../../src/runtime/install-config.js';
+import { readInstallConfig } from '../../../src/install-dir/install-config.js';
 import { requestRestart, startStack } from '../../../src/runtime/native/control.js';
 import type { SupervisorOptions } from '../../../src/runtime/native/supervisor.js';
 

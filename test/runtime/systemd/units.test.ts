@@ -9,15 +9,15 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
-import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { BIN_PATH, COMPONENT_NODE_ARGS, componentSpecs } from '../../src/runtime/native/components.js';
-import { readInstallConfig, writeInstallConfig } from '../../src/runtime/install-config.js';
-import { quoteArg } from '../../src/systemd/units.js';
+import { runCli } from '../../helpers/cli.js';
+import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { BIN_PATH, COMPONENT_NODE_ARGS, componentSpecs } from '../../../src/runtime/native/components.js';
+import { readInstallConfig, writeInstallConfig } from '../../../src/install-dir/install-config.js';
+import { quoteArg } from '../../../src/runtime/systemd/units.js';
 
 const analyze = spawnSync('systemd-analyze', ['--version']).status === 0;
 if (!analyze) {
-  process.stderr.write('test/systemd/units.test.ts: systemd-analyze not found: the systemd checks are SKIPPED (apt-get install systemd; .ci/run installs it)\n');
+  process.stderr.write('test/runtime/systemd/units.test.ts: systemd-analyze not found: the systemd checks are SKIPPED (apt-get install systemd; .ci/run installs it)\n');
 }
 /** systemd's exposure score, in tenths (systemd-analyze security --threshold): today's units score 3.2. */
 const EXPOSURE_LIMIT = 35;

@@ -8,7 +8,10 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import { parseJsonFile } from '../util/json-file.js';
 import { installPaths } from './layout.js';
 
-export type RuntimeName = 'docker' | 'native';
+/** The runtimes an install can be made with (src/runtime/ gives each one's profile). */
+export const RUNTIME_NAMES = ['docker', 'native'] as const;
+
+export type RuntimeName = (typeof RUNTIME_NAMES)[number];
 
 /** Ports on the node host (spec §1: API 9000, FHIR 8080, gateway HTTPS; admin 8001 stays inside). */
 export interface InstallPorts {
@@ -81,7 +84,7 @@ export const INSTALL_CONFIG_SCHEMA = {
   required: ['formatVersion', 'runtime', 'hosts', 'ports', 'platformApiUrl', 'caGenerated', 'cors', 'toolkitVersion', 'installedAt', 'demo'],
   properties: {
     formatVersion: { type: 'integer' },
-    runtime: { enum: ['docker', 'native'] },
+    runtime: { enum: RUNTIME_NAMES },
     hosts: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1, maxLength: 253 } },
     ports: {
       type: 'object',

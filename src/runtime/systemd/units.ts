@@ -10,10 +10,11 @@
  * cert renew).
  */
 import { isAbsolute } from 'node:path';
-import { HospitalApiError } from '../errors/index.js';
-import { BIN_PATH, COMPONENT_NODE_ARGS, componentSpecs, type ComponentSpec } from '../runtime/native/components.js';
-import type { InstallConfig } from '../runtime/install-config.js';
-import { installPaths } from '../runtime/layout.js';
+import { HospitalApiError } from '../../errors/index.js';
+import { BIN_PATH, COMPONENT_NODE_ARGS, componentSpecs, type ComponentSpec } from '../native/components.js';
+import type { InstallConfig } from '../../install-dir/install-config.js';
+import { installPaths } from '../../install-dir/layout.js';
+import { profileOf } from '../profiles.js';
 
 export const TARGET = 'hospital-api.target';
 
@@ -121,7 +122,7 @@ function service(spec: ComponentSpec, dir: string, o: UnitOptions, after: string
 
 /** The units of a native install: one service per long-running component, and the target. */
 export function renderUnits(dir: string, config: InstallConfig, o: UnitOptions): UnitFile[] {
-  if (config.runtime !== 'native') {
+  if (!profileOf(config.runtime).supervisorChoice) {
     throw new HospitalApiError('ERR_SYSTEMD_OPTIONS', { detail: `the ${config.runtime} runtime is run by its container engine, not systemd units` });
   }
   if (config.demo) throw new HospitalApiError('ERR_SYSTEMD_OPTIONS', { detail: 'a DEMO install is not for production; install without --demo' });

@@ -10,15 +10,15 @@
 import { existsSync, lchownSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { writeIfChanged } from '../install/files.js';
-import { HospitalApiError } from '../errors/index.js';
-import type { InstallConfig } from '../runtime/install-config.js';
-import { installPaths } from '../runtime/layout.js';
-import { componentSpecs } from '../runtime/native/components.js';
-import { componentHealth } from '../runtime/native/health.js';
-import { createNativeRuntime } from '../runtime/native/index.js';
-import { reloadApiKeyOf } from '../runtime/native/maintenance.js';
-import type { ComponentState, Runtime } from '../runtime/types.js';
+import { writeIfChanged } from '../../install-dir/write-if-changed.js';
+import { HospitalApiError } from '../../errors/index.js';
+import type { InstallConfig } from '../../install-dir/install-config.js';
+import { installPaths } from '../../install-dir/layout.js';
+import { componentSpecs } from '../native/components.js';
+import { componentHealth } from '../native/health.js';
+import { createNativeRuntime, supervisorSummary } from '../native/index.js';
+import { reloadApiKeyOf } from '../native/maintenance.js';
+import type { ComponentState, Runtime } from '../types.js';
 import { defaultUnitOptions, renderUnits, TARGET, unitName } from './units.js';
 
 /** Where the units of an install go: systemd's directory for the administrator's units (systemd.unit(5)). */
@@ -166,7 +166,14 @@ export function createSystemdRuntime(dir: string, config: InstallConfig): Runtim
       await mainPid('gateway');
       await systemctl(['reload', unitName('gateway')]); // ExecReload: SIGHUP
     },
-    snapshotData: (into, progress) => native.snapshotData!(into, progress),
-    restoreData: (from, parts) => native.restoreData!(from, parts),
+    snapshotData: (into, progress) => native.snapshotData(into, progress),
+    restoreData: (from, parts) => native.restoreData(from, parts),
+    logs: (options) => native.logs(options),
+    async supervision() {
+      // a built-in supervisor started before `systemd --managed` still runs until `down`
+      const { supervisor } = await native.supervision();
+      return { supervisor, summary: supervisor ? supervisorSummary(supervisor) : `run by systemd (${TARGET})` };
+    },
+    supervise: () => native.supervise(),
   };
 }

@@ -10,10 +10,10 @@
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { installPaths } from '../../src/runtime/layout.js';
-import { readRunState } from '../../src/runtime/native/state.js';
-import { loadLoop, startNativeSite, type NativeSite } from '../backup/native-site.js';
+import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { installPaths } from '../../../src/install-dir/layout.js';
+import { readRunState } from '../../../src/runtime/native/state.js';
+import { loadLoop, startNativeSite, type NativeSite } from '../../backup/native-site.js';
 
 let site: NativeSite;
 let env: Record<string, string>;

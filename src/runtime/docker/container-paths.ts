@@ -1,0 +1,15 @@
+/**
+ * Where the API container sees its files (templates/compose.yaml mounts
+ * docker/api there): the paths install writes into its settings and the
+ * runtime copies the files to. Kept apart from container-files.ts so the
+ * docker profile can name them without loading the renderer.
+ */
+export const API_MOUNT = '/run/hospital-api';
+export const API_CONTAINER_PATHS = Object.freeze({
+  env: `${API_MOUNT}/hospital-api.env`,
+  ca: `${API_MOUNT}/tls/ca.pem`,
+  platformCa: `${API_MOUNT}/tls/platform-ca.pem`,
+  auditLog: '/var/log/hospital-api/audit.log',
+  /** serve --reload-status: the API's answer to SIGHUP (src/api/key-reload.ts), in docker/api-status/ on the host. */
+  reloadStatus: '/run/hospital-api-status/api-reload.json',
+});

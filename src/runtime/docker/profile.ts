@@ -1,0 +1,74 @@
+/**
+ * The docker runtime's profile (src/runtime/profile.ts): its components are
+ * compose services on one project network, so the API reaches the gateway as
+ * https://kong:8443 (which the certificate must name) and the gateway reaches
+ * HAPI as http://hapi:8080; Kong's and HAPI's databases get generated
+ * passwords; the install directory holds the compose project (docker/). The
+ * renderer and the engine probe are loaded only when install asks for them.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import type { RuntimeProfile } from '../profile.js';
+import { API_CONTAINER_PATHS } from './container-paths.js';
+import { SERVICE_OF } from './services.js';
+
+function password(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+export const dockerProfile: RuntimeProfile = {
+  name: 'docker',
+  // only when both the engine and a working Compose answer; with --runtime docker and
+  // no Compose, the runtime's first start says so (ERR_INSTALL_DOCKER_NO_COMPOSE)
+  async available() {
+    const { dockerEngineAnswers, findCompose } = await import('./compose.js');
+    return (await dockerEngineAnswers()) && (await findCompose()) !== null;
+  },
+  supervisorChoice: false,
+  componentNames: SERVICE_OF,
+  certificateHosts: ['localhost', '127.0.0.1', 'kong'],
+  requiredHosts: [{ name: 'kong', why: 'the Hospital API container reaches the gateway as https://kong:8443' }],
+  async installSettings(hosts, previous, flags) {
+    const { dockerSettings } = await import('./render.js');
+    return { docker: dockerSettings(hosts, previous?.docker, flags) };
+  },
+  apiEnv: () => ({
+    FHIR_BASE_URL: 'https://kong:8443/fhir-api-key-auth',
+    FHIR_CA_FILE: API_CONTAINER_PATHS.ca,
+    AUDIT_LOG: API_CONTAINER_PATHS.auditLog,
+  }),
+  privateFolders: (paths) => [paths.secrets, paths.tls],
+  secrets(paths) {
+    const keep = (name: string): string => {
+      const p = join(paths.secrets, name);
+      return existsSync(p) ? readFileSync(p, 'utf8').trim() : password();
+    };
+    const kong = keep('kong-pg-password');
+    const hapi = keep('hapi-pg-password');
+    return {
+      'kong-pg-password': kong + '\n',
+      'hapi-pg-password': hapi + '\n',
+      // Kong and HAPI read these passwords from files (KONG_PG_PASSWORD_FILE, a Spring
+      // configtree) that the docker runtime copies under <dir>/docker/ before each start.
+    };
+  },
+  async renderFiles(dir, config) {
+    const { composeFile, renderCompose } = await import('./render.js');
+    return [{ path: composeFile(dir), text: renderCompose(dir, config) }];
+  },
+  folders: [{ folder: 'docker', kind: 'docker' }],
+  fhirUpstream: () => 'http://hapi:8080/fhir',
+  restartForNewCertificate: [],
+  privacy: (p) => ({
+    // secrets/ and the containers' copies: the folders private, what holds a secret or patient names private file by file
+    paths: [
+      { path: p.secrets, recursive: true },
+      ...[p.tls, p.docker, join(p.docker, 'api'), join(p.docker, 'api', 'tls')].map((path) => ({ path, recursive: false })),
+      ...[join(p.docker, 'secrets'), join(p.docker, 'hapi-config'), join(p.docker, 'api-logs')].map((path) => ({ path, recursive: true })),
+      { path: join(p.docker, 'api', 'hospital-api.env'), recursive: false },
+    ],
+    summary: 'settings and keys 0600',
+    hint: `\`hospital-api up\` rewrites the containers' copies under ${p.docker} 0600, owned by each container's user; that needs root (sudo) unless the installer's uid is the container's. Other paths: \`chmod go-rwx <path>\`.`,
+  }),
+};

@@ -1,0 +1,41 @@
+/**
+ * The native runtime's profile (src/runtime/profile.ts): its components run on
+ * this host by role name, so the API and the gateway reach each other on
+ * loopback, the whole install directory is private, and the gateway reads a
+ * new certificate only when it starts.
+ */
+import { join } from 'node:path';
+import { endpoints } from '../../install-dir/install-config.js';
+import type { RuntimeProfile } from '../profile.js';
+
+export const nativeProfile: RuntimeProfile = {
+  name: 'native',
+  available: async () => true,
+  supervisorChoice: true,
+  componentNames: { api: 'api', gateway: 'gateway', fhir: 'fhir' },
+  certificateHosts: ['localhost', '127.0.0.1'],
+  requiredHosts: [],
+  installSettings: async () => ({}),
+  apiEnv: (paths, config) => ({
+    FHIR_BASE_URL: endpoints(config).keyAuthBase,
+    FHIR_CA_FILE: paths.caCert,
+    AUDIT_LOG: join(paths.logs, 'audit.log'),
+  }),
+  // the install directory and its logs are private to the service's user (issue #12)
+  privateFolders: (paths) => [paths.secrets, paths.tls, paths.root, paths.logs],
+  secrets: () => ({}),
+  renderFiles: async () => [],
+  folders: [],
+  fhirUpstream: (config) => `http://127.0.0.1:${config.ports.fhir}/fhir`,
+  restartForNewCertificate: ['gateway'],
+  privacy: (p) => ({
+    // What the stack itself writes (under its umask 077) must be private file by file; elsewhere a
+    // private folder is what keeps its contents from other users (demo data, certificates).
+    paths: [
+      ...[p.root, p.tls, join(p.root, 'demo')].map((path) => ({ path, recursive: false })),
+      ...[p.fhirData, p.logs, p.run, p.secrets, join(p.root, 'gateway')].map((path) => ({ path, recursive: true })),
+    ],
+    summary: 'folders 0700, data, logs and keys 0600',
+    hint: `Restart the stack (\`hospital-api down && hospital-api up\` fixes the modes of a native install), or \`chmod -R go-rwx ${p.root}\`.`,
+  }),
+};

@@ -1,0 +1,60 @@
+/**
+ * A runtime's profile: the facts in which the runtimes differ that code outside
+ * src/runtime/ needs, install before install.json exists above all (what it
+ * writes, which certificate names, where the gateway finds the FHIR server),
+ * and `verify` and `backup` after. Callers ask profileOf(name) (profiles.ts)
+ * and never compare runtime names themselves.
+ */
+import type { InstallConfig, RuntimeName } from '../install-dir/install-config.js';
+import type { InstallPaths } from '../install-dir/layout.js';
+
+/** The role every runtime runs, whatever it names the component. */
+export type ComponentRole = 'api' | 'gateway' | 'fhir';
+
+/** A path of the install directory that must be private to the service user (no group or other bits). */
+export interface PrivatePath {
+  path: string;
+  /** Everything under it too, file by file. */
+  recursive: boolean;
+}
+
+/** A folder of the install directory that only this runtime has, carried by backups under its own manifest kind. */
+export interface RuntimeFolder {
+  folder: string;
+  kind: 'docker';
+}
+
+/** The install flags a runtime's own settings come from (`install --kong-image …`). */
+export type RuntimeFlags = Partial<Record<'kongImage' | 'hapiImage' | 'postgresImage' | 'apiImage' | 'bindAddress' | 'fhirBindAddress', string>>;
+
+export interface RuntimeProfile {
+  readonly name: RuntimeName;
+  /** Whether it can run on this host: `install` without --runtime takes the first that can. */
+  available(): Promise<boolean>;
+  /** Whether the hospital chooses who runs the components (install --supervisor: built-in or systemd). */
+  readonly supervisorChoice: boolean;
+  /** The name `components()` gives the component that plays each role. */
+  readonly componentNames: Readonly<Record<ComponentRole, string>>;
+  /** Names the gateway certificate carries besides the hospital's own hosts. */
+  readonly certificateHosts: readonly string[];
+  /** Of those, the ones a certificate the hospital brings must name too, and why. */
+  readonly requiredHosts: ReadonlyArray<{ name: string; why: string }>;
+  /** What install records in install.json for this runtime alone (docker: images and bind addresses). */
+  installSettings(hosts: string[], previous: InstallConfig | null, flags: RuntimeFlags): Promise<Partial<InstallConfig>>;
+  /** The settings install manages in hospital-api.env: how the API reaches the gateway, its CA and audit log. */
+  apiEnv(paths: InstallPaths, config: InstallConfig): { FHIR_BASE_URL: string; FHIR_CA_FILE: string; AUDIT_LOG: string };
+  /** The folders install makes 0700, in that order. */
+  privateFolders(paths: InstallPaths): string[];
+  /** Generated secrets, file name under secrets/ → content; an existing one is kept. */
+  secrets(paths: InstallPaths): Record<string, string>;
+  /** Files of the install directory rendered from install.json after the common ones (docker: the compose project). Throws before anything is written. */
+  renderFiles(dir: string, config: InstallConfig): Promise<Array<{ path: string; text: string }>>;
+  /** Folders only this runtime has, for backups. */
+  readonly folders: readonly RuntimeFolder[];
+  /** Where the gateway's services send FHIR requests. */
+  fhirUpstream(config: InstallConfig): string;
+  /** Components that read a new gateway certificate only when they start: install restarts them after replacing it. */
+  readonly restartForNewCertificate: readonly ComponentRole[];
+  /** What verify's file-permissions check holds private, in the order it reports, and what it says. */
+  privacy(paths: InstallPaths): { paths: PrivatePath[]; summary: string; hint: string };
+}

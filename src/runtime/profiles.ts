@@ -1,0 +1,31 @@
+/**
+ * Each runtime's profile by name, for code that has a runtime name but no
+ * runtime to open (install before install.json exists, backup, verify), and the
+ * names install accepts. Light on purpose: neither profile loads its runtime.
+ */
+import { RUNTIME_NAMES, type RuntimeName } from '../install-dir/install-config.js';
+import { dockerProfile } from './docker/profile.js';
+import { nativeProfile } from './native/profile.js';
+import type { RuntimeProfile } from './profile.js';
+
+export { RUNTIME_NAMES, type RuntimeName };
+
+/** In the order install prefers them when --runtime is not given. */
+const PROFILES: Readonly<Record<RuntimeName, RuntimeProfile>> = { docker: dockerProfile, native: nativeProfile };
+
+/** The runtime the DEMO (`npm start`) installs: the one that needs nothing but Node. */
+export const DEMO_RUNTIME: RuntimeName = 'native';
+
+export function isRuntimeName(name: string): name is RuntimeName {
+  return (RUNTIME_NAMES as readonly string[]).includes(name);
+}
+
+export function profileOf(name: RuntimeName): RuntimeProfile {
+  return PROFILES[name];
+}
+
+/** The first runtime, in order of preference, that can run on this host (native always can). */
+export async function defaultRuntime(): Promise<RuntimeName> {
+  for (const profile of Object.values(PROFILES)) if (await profile.available()) return profile.name;
+  return 'native';
+}
