@@ -5,6 +5,8 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { certificateLifetimes } from '../install-dir/certificate-lifetimes.js';
+import { installPaths } from '../install-dir/layout.js';
 
 export interface ApiMetrics {
   registry: Registry;
@@ -39,7 +41,6 @@ async function certificateDays(sources: CertificateSources): Promise<Certificate
   const list: CertificateDays[] = [];
   if (sources.installDir) {
     try {
-      const [{ certificateLifetimes }, { installPaths }] = await Promise.all([import('../install/tls.js'), import('../install-dir/layout.js')]);
       for (const c of certificateLifetimes(installPaths(sources.installDir), now)) {
         list.push({ name: c.name, notAfterMs: Date.parse(c.validTo), daysLeft: c.daysLeft });
       }

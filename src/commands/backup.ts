@@ -1,6 +1,10 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
+import { defaultInstallDir } from '../install-dir/layout.js';
+import { openRuntime } from '../runtime/index.js';
+import { createBackup } from '../backup/create.js';
+import { renderTable } from '../output/table.js';
 
 interface BackupFlags extends GlobalOptions {
   dir?: string;
@@ -21,9 +25,6 @@ export function register(program: Command): void {
     .option('--key-file <file>', 'encrypt with this key file (32+ bytes) instead of HOSPITAL_API_BACKUP_PASSPHRASE or a typed passphrase')
     .action(
       action<BackupFlags>('backup', async (options, io) => {
-        const { defaultInstallDir } = await import('../install-dir/layout.js');
-        const { openRuntime } = await import('../runtime/index.js');
-        const { createBackup } = await import('../backup/create.js');
         const dir = options.dir ?? defaultInstallDir();
         const result = await createBackup(
           await openRuntime(dir),
@@ -32,7 +33,6 @@ export function register(program: Command): void {
           (t) => io.log(t),
         );
         if (io.json) return io.out(JSON.stringify({ ok: true, command: 'backup', result }));
-        const { renderTable } = await import('../output/table.js');
         io.out(renderTable(['PART', 'KIND', 'BYTES', 'SHA-256'], result.parts.map((p) => [p.path, p.kind, String(p.bytes), p.sha256.slice(0, 16)])).trimEnd());
         io.out(`${result.out} (${result.bytes} bytes, ${result.seconds}s${result.fhir ? `, ${result.fhir.resources} FHIR resources` : ''})`);
       }),

@@ -1,6 +1,12 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
+import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
+import { certificateLifetimes, CERT_WARN_DAYS } from '../install-dir/certificate-lifetimes.js';
+import { openRuntime } from '../runtime/index.js';
+import { renewCertificates } from '../install/cert-renew.js';
+import { HospitalApiError } from '../errors/index.js';
+import { renderTable } from '../output/table.js';
 
 interface CertOptions extends GlobalOptions {
   dir?: string;
@@ -30,8 +36,6 @@ export function register(program: Command): void {
     .option('--dir <dir>', DIR_HELP)
     .action(
       action<CertOptions>('cert status', async (options, io) => {
-        const { defaultInstallDir, installPaths } = await import('../install-dir/layout.js');
-        const { certificateLifetimes, CERT_WARN_DAYS } = await import('../install/tls.js');
         const certificates = certificateLifetimes(installPaths(options.dir ?? defaultInstallDir()));
         const short = certificates.filter((c) => c.daysLeft < CERT_WARN_DAYS);
         if (io.json) io.out(JSON.stringify({ ok: short.length === 0, command: 'cert status', result: { certificates, warnDays: CERT_WARN_DAYS } }));
@@ -55,11 +59,6 @@ export function register(program: Command): void {
     .option('--signer-key <file>', 'its private key')
     .action(
       action<CertOptions>('cert renew', async (options, io) => {
-        const { defaultInstallDir } = await import('../install-dir/layout.js');
-        const { openRuntime } = await import('../runtime/index.js');
-        const { renewCertificates } = await import('../install/cert-renew.js');
-        const { CERT_WARN_DAYS } = await import('../install/tls.js');
-        const { HospitalApiError } = await import('../errors/index.js');
         const dir = options.dir ?? defaultInstallDir();
         const days = options.days === undefined ? undefined : /^\d+$/.test(options.days) ? Number(options.days) : NaN;
         const caDays = options.caDays === undefined ? undefined : /^\d+$/.test(options.caDays) ? Number(options.caDays) : NaN;
@@ -98,7 +97,6 @@ export async function renderCertificates(
   certificates: Array<{ name: string; validTo: string; daysLeft: number; subject: string }>,
   warnDays: number,
 ): Promise<void> {
-  const { renderTable } = await import('../output/table.js');
   io.out(
     renderTable(
       ['CERTIFICATE', 'DAYS LEFT', 'VALID UNTIL', 'SUBJECT'],

@@ -1,6 +1,11 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
+import { defaultInstallDir } from '../install-dir/layout.js';
+import { openRuntime } from '../runtime/index.js';
+import * as consumerOperations from '../install/consumer.js';
+import { createConsumer } from '../install/consumer.js';
+import { renderTable } from '../output/table.js';
 
 interface ConsumerOptions extends GlobalOptions {
   dir?: string;
@@ -17,10 +22,8 @@ interface RevokeOptions extends GlobalOptions {
 const DIR_HELP = 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)';
 
 async function open(dir: string | undefined) {
-  const { defaultInstallDir } = await import('../install-dir/layout.js');
-  const { openRuntime } = await import('../runtime/index.js');
   const root = dir ?? defaultInstallDir();
-  return { dir: root, runtime: await openRuntime(root), consumer: await import('../install/consumer.js') };
+  return { dir: root, runtime: await openRuntime(root), consumer: consumerOperations };
 }
 
 /**
@@ -37,9 +40,6 @@ export function register(program: Command): void {
     .option('--write-env', "write the key as FHIR_API_KEY into the Hospital API's settings and restart it")
     .action(
       action<ConsumerOptions>('consumer create', async (options, io, args) => {
-        const { defaultInstallDir } = await import('../install-dir/layout.js');
-        const { openRuntime } = await import('../runtime/index.js');
-        const { createConsumer } = await import('../install/consumer.js');
         const dir = options.dir ?? defaultInstallDir();
         const result = await createConsumer(
           await openRuntime(dir),
@@ -69,7 +69,6 @@ export function register(program: Command): void {
         const { dir, runtime, consumer: c } = await open(options.dir);
         const keys = await c.listKeys(runtime, dir, args[0] as string);
         if (io.json) return io.out(JSON.stringify({ ok: true, command: 'consumer keys', result: { username: args[0], keys } }));
-        const { renderTable } = await import('../output/table.js');
         io.out(renderTable(['key id', 'created', 'used by the Hospital API'], keys.map((k) => [k.id, k.createdAt ?? '', k.inUse ? 'yes' : ''])).trimEnd());
       }),
     );

@@ -2,6 +2,10 @@ import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { addPortOptions, type PortFlags } from '../install/port-flags.js';
 import { SUMMARIES } from './summaries.js';
+import { defaultInstallDir } from '../install-dir/layout.js';
+import { parseListen } from '../util/listen-address.js';
+import { runPlatformStandIn } from '../demo/platform-stand-in.js';
+import { runDemo, renderDemo } from '../demo/flow.js';
 
 interface DemoCommandOptions extends GlobalOptions, PortFlags {
   dir?: string;
@@ -27,15 +31,11 @@ export function register(program: Command): void {
     .addOption(command.createOption('--listen <host:port>', 'stand-in address').hideHelp())
     .action(
       action<DemoCommandOptions>('demo', async (options, io) => {
-        const { defaultInstallDir } = await import('../install-dir/layout.js');
         const dir = options.dir ?? defaultInstallDir();
         if (options.platformStandIn) {
-          const { parseListen } = await import('../util/listen-address.js');
-          const { runPlatformStandIn } = await import('../demo/platform-stand-in.js');
           const { host, port } = parseListen(options.listen ?? '', '--listen');
           return runPlatformStandIn(dir, host, port);
         }
-        const { runDemo, renderDemo } = await import('../demo/flow.js');
         const result = await runDemo({ ...options, dir }, io);
         if (io.json) io.out(JSON.stringify({ ok: true, command: 'demo', result: { ...result, tokens: undefined, tokensFile: `${result.dir}/demo/tokens.json` } }));
         else renderDemo(result, io);

@@ -1,6 +1,11 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
+import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
+import { openRuntime, recordedStack } from '../runtime/index.js';
+import { existsSync } from 'node:fs';
+import { relative } from 'node:path';
+import { toHospitalApiError } from '../errors/index.js';
 
 interface DownOptions extends GlobalOptions {
   dir?: string;
@@ -14,10 +19,6 @@ export function register(program: Command): void {
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .action(
       action<DownOptions>('down', async (options, io) => {
-        const { defaultInstallDir, installPaths } = await import('../install-dir/layout.js');
-        const { openRuntime, recordedStack } = await import('../runtime/index.js');
-        const { existsSync } = await import('node:fs');
-        const { relative } = await import('node:path');
         const dir = options.dir ?? defaultInstallDir();
         const paths = installPaths(dir);
         const recorded = recordedStack(dir);
@@ -34,7 +35,6 @@ export function register(program: Command): void {
           // A damaged (or missing) install.json must not keep a running stack up: the runtime's
           // own record of what it started (native: run/state.json) is all stopping needs.
           if (!recorded) throw err;
-          const { toHospitalApiError } = await import('../errors/index.js');
           io.warn(`${toHospitalApiError(err).message}; stopping the processes recorded in ${recorded.file}`);
           const stopped = await recorded.stop();
           if (io.json) io.out(JSON.stringify({ ok: true, command: 'down', result: { dir, runtime: recorded.runtime, fromState: true, stopped } }));

@@ -1,6 +1,9 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
+import { defaultInstallDir } from '../install-dir/layout.js';
+import { openRuntime } from '../runtime/index.js';
+import { HospitalApiError } from '../errors/index.js';
 
 interface LogsOptions extends GlobalOptions {
   dir?: string;
@@ -19,9 +22,6 @@ export function register(program: Command): void {
     .option('-n, --lines <n>', 'lines of history to print', '100')
     .action(
       action<LogsOptions>('logs', async (options, io, args) => {
-        const { defaultInstallDir } = await import('../install-dir/layout.js');
-        const { openRuntime } = await import('../runtime/index.js');
-        const { HospitalApiError } = await import('../errors/index.js');
         const dir = options.dir ?? defaultInstallDir();
         const runtime = await openRuntime(dir);
         const lines = Number(options.lines ?? '100');

@@ -1,6 +1,9 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
+import { defaultInstallDir } from '../install-dir/layout.js';
+import { restoreBackup } from '../backup/restore.js';
+import { resolve } from 'node:path';
 
 interface RestoreFlags extends GlobalOptions {
   dir?: string;
@@ -19,9 +22,6 @@ export function register(program: Command): void {
     .option('--key-file <file>', 'the key file the backup was made with (else HOSPITAL_API_BACKUP_PASSPHRASE or a typed passphrase)')
     .action(
       action<RestoreFlags>('restore', async (options, io, args) => {
-        const { defaultInstallDir } = await import('../install-dir/layout.js');
-        const { restoreBackup } = await import('../backup/restore.js');
-        const { resolve } = await import('node:path');
         const dir = options.dir ?? defaultInstallDir();
         const result = await restoreBackup(resolve(args[0] as string), dir, options.keyFile ? { keyFile: options.keyFile } : {}, (t) => io.log(t));
         if (io.json) return io.out(JSON.stringify({ ok: true, command: 'restore', result }));

@@ -3,6 +3,11 @@ import type { Io } from '../output/io.js';
 import type { ComponentState } from '../runtime/types.js';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
+import { renderTable } from '../output/table.js';
+import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
+import { openRuntime } from '../runtime/index.js';
+import { certificateLifetimes, CERT_WARN_DAYS } from '../install-dir/certificate-lifetimes.js';
+import { renderCertificates } from './cert.js';
 
 interface StatusOptions extends GlobalOptions {
   dir?: string;
@@ -18,7 +23,6 @@ function uptime(seconds: number | undefined): string {
 
 /** The human table shared by `status` and `up`. */
 export async function renderComponents(io: Io, components: ComponentState[]): Promise<void> {
-  const { renderTable } = await import('../output/table.js');
   const colour = (state: ComponentState['state']): string =>
     state === 'up' ? io.colour.green(state) : state === 'down' || state === 'exited' ? io.colour.red(state) : io.colour.yellow(state);
   io.out(
@@ -40,8 +44,6 @@ export function register(program: Command): void {
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .action(
       action<StatusOptions>('status', async (options, io) => {
-        const { defaultInstallDir } = await import('../install-dir/layout.js');
-        const { openRuntime } = await import('../runtime/index.js');
         const dir = options.dir ?? defaultInstallDir();
         const runtime = await openRuntime(dir);
         const components = await runtime.components();
@@ -50,15 +52,12 @@ export function register(program: Command): void {
         const degraded = components.filter((c) => c.state === 'degraded').map((c) => ({ name: c.name, reason: c.detail }));
         const { supervisor, summary } = await runtime.supervision();
         // Days left on each certificate (issue 15); `cert renew` renews them.
-        const { installPaths } = await import('../install-dir/layout.js');
-        const { certificateLifetimes, CERT_WARN_DAYS } = await import('../install/tls.js');
         const certificates = certificateLifetimes(installPaths(dir));
         if (io.json) {
           io.out(JSON.stringify({ ok: true, command: 'status', result: { dir, runtime: runtime.name, allUp, degraded, supervisor, components, certificates } }));
         } else {
           await renderComponents(io, components);
           for (const d of degraded) io.out(io.colour.yellow(`${d.name} is degraded: ${d.reason.replace(/^degraded: /, '')}`));
-          const { renderCertificates } = await import('./cert.js');
           await renderCertificates(io, certificates, CERT_WARN_DAYS);
           if (summary) io.out(summary);
         }

@@ -1,6 +1,11 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
+import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
+import { readInstallConfig, writeInstallConfig } from '../install-dir/install-config.js';
+import { renderUnits, defaultUnitOptions, SYSTEMD_TARGET as TARGET } from '../runtime/index.js';
+import { writeIfChanged } from '../install-dir/write-if-changed.js';
+import { join, resolve } from 'node:path';
 
 interface SystemdFlags extends GlobalOptions {
   dir?: string;
@@ -26,18 +31,12 @@ export function register(program: Command): void {
     .option('--builtin', 'record that the built-in supervisor (`up`) runs it again')
     .action(
       action<SystemdFlags>('systemd', async (options, io) => {
-        const { defaultInstallDir, installPaths } = await import('../install-dir/layout.js');
-        const { readInstallConfig } = await import('../install-dir/install-config.js');
-        const { renderUnits, defaultUnitOptions, SYSTEMD_TARGET: TARGET } = await import('../runtime/index.js');
-        const { writeIfChanged } = await import('../install-dir/write-if-changed.js');
-        const { join, resolve } = await import('node:path');
         const dir = installPaths(options.dir ?? defaultInstallDir()).root;
         const out = resolve(options.out ?? join(dir, 'systemd'));
         const config = readInstallConfig(dir);
         const units = renderUnits(dir, config, defaultUnitOptions(options.user));
         const files = units.map((u) => writeIfChanged(join(out, u.name), u.text));
         if (options.managed || options.builtin) {
-          const { writeInstallConfig } = await import('../install-dir/install-config.js');
           writeInstallConfig(dir, { ...config, supervisor: options.managed ? 'systemd' : 'builtin' });
           io.log(options.managed ? `${dir}: status, verify, up, down and reloads now go through systemctl` : `${dir}: run by the built-in supervisor (\`hospital-api up\`) again`);
         }

@@ -1,6 +1,11 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
+import { defaultInstallDir } from '../install-dir/layout.js';
+import { readInstallConfig } from '../install-dir/install-config.js';
+import { HospitalApiError } from '../errors/index.js';
+import { openRuntime } from '../runtime/index.js';
+import { renderComponents } from './status.js';
 
 interface UpOptions extends GlobalOptions {
   dir?: string;
@@ -19,13 +24,9 @@ export function register(program: Command): void {
     .addOption(program.createOption('--foreground', 'run the supervisor in this process').hideHelp())
     .action(
       action<UpOptions>('up', async (options, io) => {
-        const { defaultInstallDir } = await import('../install-dir/layout.js');
-        const { readInstallConfig } = await import('../install-dir/install-config.js');
-        const { HospitalApiError } = await import('../errors/index.js');
         const dir = options.dir ?? defaultInstallDir();
         const config = readInstallConfig(dir);
         if (options.demo && !config.demo) throw new HospitalApiError('ERR_RUNTIME_DEMO_REFUSED', { dir });
-        const { openRuntime } = await import('../runtime/index.js');
         const runtime = await openRuntime(dir);
         if (options.foreground) return runtime.supervise();
         const started = Date.now();
@@ -35,7 +36,6 @@ export function register(program: Command): void {
         if (io.json) {
           io.out(JSON.stringify({ ok: true, command: 'up', result: { dir, runtime: runtime.name, components } }));
         } else {
-          const { renderComponents } = await import('./status.js');
           await renderComponents(io, components);
           io.log(`Ready in ${((Date.now() - started) / 1000).toFixed(1)}s. Stop with \`hospital-api down\`.`);
         }

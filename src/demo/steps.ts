@@ -18,6 +18,12 @@ import { readEnvFile } from '../util/env-file.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { freePort } from '../util/port-check.js';
 import type { PortFlags } from '../install/port-flags.js';
+import { runInstall } from '../install/run.js';
+import { runGenerate } from '../fhir-data/generate/command.js';
+import { load } from '../fhir-data/load/command.js';
+import { createConsumer } from '../install/consumer.js';
+import { runVerify } from '../install/verify.js';
+import { formatCheckProgress } from '../checks/render.js';
 
 export interface DemoPorts extends PortFlags {
   platformPort?: string;
@@ -55,7 +61,6 @@ export async function ensureDemoSettings(dir: string, ports: DemoPorts): Promise
 
 /** The install engineer's own code, in process, with the demo label install.json carries. */
 export async function install(dir: string, settings: DemoSettings, ports: DemoPorts, log: (text: string) => void): Promise<void> {
-  const { runInstall } = await import('../install/run.js');
   const { platformPort: _unused, ...installPorts } = ports;
   await runInstall(
     {
@@ -76,11 +81,9 @@ export async function loadDataOnce(dir: string, config: InstallConfig, patients:
   const p = demoPaths(dir);
   if (!existsSync(p.loaded)) {
     mkdirSync(p.data, { recursive: true });
-    const { runGenerate } = await import('../fhir-data/generate/command.js');
     // The generator's own hints ("Load with: …") would only confuse a demo run.
     const quiet = createIo({ quiet: true, stdout: new Writable({ write: (_c, _e, done) => done() }) });
     await runGenerate({ patients, seed: 'hospital-api-demo', sizes, out: p.data }, quiet);
-    const { load } = await import('../fhir-data/load/command.js');
     const summary = await load(
       { files: [join(p.data, '00-shared.json'), join(p.data, '01-patients.ndjson')], url: `http://127.0.0.1:${config.ports.fhir}/fhir` },
       createIo({ stdout: process.stderr }),
@@ -95,15 +98,12 @@ export async function loadDataOnce(dir: string, config: InstallConfig, patients:
 export async function ensureConsumer(dir: string, runtime: Runtime, log: (text: string) => void): Promise<boolean> {
   if (readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY) return false;
   // The install engineer's own code; the key goes to hospital-api.env (0600) and is never printed here.
-  const { createConsumer } = await import('../install/consumer.js');
   await createConsumer(runtime, installPaths(dir).root, { username: 'demo', writeEnv: true }, log);
   return true;
 }
 
 /** Every §4.5 check, with a signed record, through the install engineer's verify. */
 export async function verify(dir: string, runtime: Runtime, log: (text: string) => void): Promise<string> {
-  const { runVerify } = await import('../install/verify.js');
-  const { formatCheckProgress } = await import('../checks/render.js');
   const result = await runVerify({
     dir: installPaths(dir).root,
     runtime,

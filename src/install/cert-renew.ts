@@ -31,7 +31,8 @@ import { installPaths, type InstallPaths } from '../install-dir/layout.js';
 import { roleIsUp } from '../runtime/component-role.js';
 import type { Runtime } from '../runtime/types.js';
 import { writeFileAtomic, writeSecretFile } from '../util/atomic-write.js';
-import { certificateLifetimes, keyMatches, prepareRenewal, type CertificateLifetime, type RenewChoice } from './tls.js';
+import { certificateLifetimes, type CertificateLifetime } from '../install-dir/certificate-lifetimes.js';
+import { keyMatches, prepareRenewal, type RenewChoice } from './tls.js';
 
 const PICKUP_TIMEOUT_MS = 15_000;
 

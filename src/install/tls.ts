@@ -170,30 +170,6 @@ export function prepareTls(choice: TlsChoice, paths: InstallPaths, hosts: string
 // ---------------------------------------------------------------------------
 // Day two (issue 15): days left on each certificate, and `cert renew`.
 
-export const CERT_WARN_DAYS = 30;
-
-export interface CertificateLifetime {
-  name: 'ca' | 'gateway' | 'record-signer';
-  path: string;
-  subject: string;
-  validTo: string;
-  /** Whole days until validTo (negative once expired). */
-  daysLeft: number;
-  fingerprint256: string;
-}
-
-/** The install's certificates and the days each has left (status, cert status). */
-export function certificateLifetimes(paths: InstallPaths, now = Date.now()): CertificateLifetime[] {
-  const list: Array<[CertificateLifetime['name'], string]> = [['ca', paths.caCert], ['gateway', paths.gatewayCert], ['record-signer', paths.signerCert]];
-  return list.flatMap(([name, path]) => {
-    const pem = read(path);
-    if (!pem) return [];
-    const c = cert(pem, path);
-    const validTo = new Date(c.validTo);
-    return [{ name, path, subject: c.subject.replace(/\n/g, ', '), validTo: validTo.toISOString(), daysLeft: Math.floor((validTo.getTime() - now) / 86_400_000), fingerprint256: c.fingerprint256 }];
-  });
-}
-
 export interface RenewChoice {
   /** Validity of re-issued certificates (ignored for provided ones). */
   days?: number;
