@@ -17,9 +17,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: [
-      'test/install/record.test.ts',
-      'test/install/checks*.test.ts',
-      'test/install/record*.test.ts',
+      'test/record/*.test.ts',
+      'test/checks/*.test.ts',
       'test/api/access.test.ts',
       'test/api/records.test.ts',
       'test/api/units.test.ts',

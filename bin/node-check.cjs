@@ -13,7 +13,7 @@
 
 const EXIT_UNSUPPORTED = 3;
 
-/** Node 22.18 or later, or 24.2 or later (package.json "engines"; test/unit/node-check.test.ts keeps them equal). */
+/** Node 22.18 or later, or 24.2 or later (package.json "engines"; test/bin/node-check.test.ts keeps them equal). */
 function supported(version) {
   const m = /^v?(\d+)\.(\d+)\./.exec(version);
   if (!m) return false;

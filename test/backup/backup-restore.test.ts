@@ -15,7 +15,7 @@ import { runCli } from '../helpers/cli.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { inspectFhirStore } from '../../src/fhir/store/online-backup.js';
-import { loadLoop, startNativeSite, type NativeSite, type PatientsBody } from './native-site.js';
+import { loadLoop, startNativeSite, type NativeSite, type PatientsBody } from '../helpers/native-site.js';
 
 const PASS = { HOSPITAL_API_BACKUP_PASSPHRASE: 'correct horse battery staple 15' };
 let site: NativeSite;

@@ -19,7 +19,7 @@ import { openRuntime } from '../../src/runtime/index.js';
 import type { Runtime } from '../../src/runtime/types.js';
 import { generateCa, issueCertificate } from '../../src/tls/pki.js';
 import { parsePemBundle } from '../../src/tls/inspect.js';
-import { loadLoop, startNativeSite, type NativeSite } from '../backup/native-site.js';
+import { loadLoop, startNativeSite, type NativeSite } from '../helpers/native-site.js';
 
 let site: NativeSite;
 let paths: ReturnType<typeof installPaths>;

@@ -13,7 +13,7 @@ import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { readInstallConfig } from '../../src/install-dir/install-config.js';
 import { probeKey } from '../../src/install/key-probe.js';
-import { loadLoop, startNativeSite, type NativeSite } from '../backup/native-site.js';
+import { loadLoop, startNativeSite, type NativeSite } from '../helpers/native-site.js';
 
 let site: NativeSite;
 

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installPaths } from '../../../src/install-dir/layout.js';
 import { readEnvFile } from '../../../src/util/env-file.js';
 import { removeTempDirs } from '../../helpers/tmp.js';
-import { startNativeSite, type NativeSite } from '../../backup/native-site.js';
+import { startNativeSite, type NativeSite } from '../../helpers/native-site.js';
 
 let site: NativeSite;
 let statePath = '';

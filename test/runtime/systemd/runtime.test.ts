@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 import { installPaths } from '../../../src/install-dir/layout.js';
 import { readRunState } from '../../../src/runtime/native/state.js';
-import { loadLoop, startNativeSite, type NativeSite } from '../../backup/native-site.js';
+import { loadLoop, startNativeSite, type NativeSite } from '../../helpers/native-site.js';
 
 let site: NativeSite;
 let env: Record<string, string>;

@@ -6,9 +6,9 @@
 import { join } from 'node:path';
 import { request } from 'undici';
 import { expect } from 'vitest';
-import { runCli } from '../helpers/cli.js';
-import { installNative, testPorts } from '../helpers/native-install.js';
-import { tempDir } from '../helpers/tmp.js';
+import { runCli } from './cli.js';
+import { installNative, testPorts } from './native-install.js';
+import { tempDir } from './tmp.js';
 import { buildPlatformStandIn } from '../../src/demo/platform-stand-in.js';
 import { writeTokens, type DemoToken } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';

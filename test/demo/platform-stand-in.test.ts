@@ -2,10 +2,10 @@
 import { statSync } from 'node:fs';
 import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildPlatformStandIn } from '../../../src/demo/platform-stand-in.js';
-import { tokensPath, writeTokens } from '../../../src/demo/tokens.js';
-import { patientsCurl, shellQuote } from '../../../src/demo/curl.js';
-import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { buildPlatformStandIn } from '../../src/demo/platform-stand-in.js';
+import { tokensPath, writeTokens } from '../../src/demo/tokens.js';
+import { patientsCurl, shellQuote } from '../../src/demo/curl.js';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 
 afterAll(removeTempDirs);
 

@@ -17,7 +17,7 @@ import { startCli } from '../helpers/cli.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { updateEnvValues } from '../../src/install/files.js';
-import { startNativeSite, type NativeSite, type PatientsBody } from './native-site.js';
+import { startNativeSite, type NativeSite, type PatientsBody } from '../helpers/native-site.js';
 
 const PASS = { HOSPITAL_API_BACKUP_PASSPHRASE: 'upgrade passphrase for the test' };
 const STOP_AT_LINE = pathToFileURL(join(import.meta.dirname, 'stop-at-line.mjs')).href;

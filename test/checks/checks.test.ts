@@ -40,7 +40,7 @@ import { colourFor } from '../../src/output/colour.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { closeGatewayAdmins, gatewayAdmin, type GatewayAdmin } from '../helpers/gateway-admin.js';
 import type { GatewayConfig, Plugin, Route } from '../../src/gateway/model/types.js';
-import { fakeRuntime, intactAnswers, intactComponents, startStandIns, testPorts, type Answers } from './stand-ins.js';
+import { fakeRuntime, intactAnswers, intactComponents, startStandIns, testPorts, type Answers } from '../install/stand-ins.js';
 
 const KEY = 'k'.repeat(32);
 let kong: GatewayAdmin;
