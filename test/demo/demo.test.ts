@@ -13,7 +13,7 @@ import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { freePort, isPortFree } from '../../src/util/port-check.js';
 import { readInstallConfig } from '../../src/install-dir/install-config.js';
-import { makeNativeInstall } from '../runtime/native/install-fixture.js';
+import { makeNativeInstall } from '../helpers/native-install.js';
 
 const dir = tempDir('hapi-demo-');
 afterAll(async () => {

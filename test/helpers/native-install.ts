@@ -2,10 +2,14 @@
  * The one way tests make a real native installation: ephemeral ports on
  * loopback, and the real CLI's `install --runtime native --generate-ca` (its
  * CA, gateway and signer certificates), then optionally the consumer whose key
- * the Hospital API uses (`consumer create --write-env`, which starts the stack).
+ * the Hospital API uses (`consumer create --write-env`, which starts the stack);
+ * or, for tests of the supervisor, logs and install-directory handling that need
+ * no certificates, only the two files those read (makeNativeInstall).
  */
+import { writeFileSync } from 'node:fs';
 import { expect } from 'vitest';
-import type { InstallPorts } from '../../src/install-dir/install-config.js';
+import { INSTALL_FORMAT, writeInstallConfig, type InstallConfig, type InstallPorts } from '../../src/install-dir/install-config.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { freePort } from '../../src/util/port-check.js';
 import { runCli } from './cli.js';
 
@@ -57,4 +61,24 @@ export async function installNative(options: { dir: string; platformUrl?: string
     key = String(consumer.stdout).trim();
   }
   return { dir, ports, installArgs, key };
+}
+
+/** A minimal native install directory, install.json and the API's env file, on ephemeral ports: no CLI, no certificates. */
+export async function makeNativeInstall(dir: string, options: { withKey?: boolean } = {}): Promise<InstallConfig> {
+  const config: InstallConfig = {
+    formatVersion: INSTALL_FORMAT,
+    runtime: 'native',
+    hosts: ['127.0.0.1', 'localhost'],
+    ports: await testPorts(),
+    platformApiUrl: 'http://127.0.0.1:9/platform',
+    caGenerated: true,
+    cors: { origins: ['*'], headers: null, exposedHeaders: null },
+    toolkitVersion: '0.0.0-test',
+    installedAt: new Date().toISOString(),
+    demo: false,
+  };
+  writeInstallConfig(dir, config);
+  const key = options.withKey === false ? '' : 'FHIR_API_KEY="test-key-not-secret"\n';
+  writeFileSync(installPaths(dir).apiEnv, `PLATFORM_API_URL="http://127.0.0.1:9/platform"\nMETRICS_LISTEN="127.0.0.1:${config.ports.metrics}"\n${key}`, { mode: 0o600 });
+  return config;
 }

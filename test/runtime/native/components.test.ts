@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { API_MALLOC_ENV, componentSpecs, publicBindHost } from '../../../src/runtime/native/components.js';
 import { installPaths } from '../../../src/install-dir/layout.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
-import { makeNativeInstall } from './install-fixture.js';
+import { makeNativeInstall } from '../../helpers/native-install.js';
 
 afterAll(removeTempDirs);
 

@@ -19,7 +19,7 @@ import { isAlive, statePath } from '../../../src/runtime/native/state.js';
 import { filePermissions } from '../../../src/checks/file-permissions.js';
 import type { CheckContext } from '../../../src/checks/types.js';
 import { createNativeRuntime } from '../../../src/runtime/native/index.js';
-import { makeNativeInstall } from './install-fixture.js';
+import { makeNativeInstall } from '../../helpers/native-install.js';
 
 const FAKE = fileURLToPath(new URL('./fixtures/fake-components.mjs', import.meta.url));
 const SUPERVISOR = fileURLToPath(new URL('./fixtures/supervisor.mjs', import.meta.url));

@@ -5,7 +5,7 @@ import { runCli, startCli } from '../../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 import { until } from '../../helpers/until.js';
 import { installPaths } from '../../../src/install-dir/layout.js';
-import { makeNativeInstall } from './install-fixture.js';
+import { makeNativeInstall } from '../../helpers/native-install.js';
 
 afterAll(removeTempDirs);
 

@@ -20,7 +20,7 @@ import { installPaths } from '../../../src/install-dir/layout.js';
 import { createNativeRuntime } from '../../../src/runtime/native/index.js';
 import { isAlive } from '../../../src/runtime/native/state.js';
 import type { ComponentState } from '../../../src/runtime/types.js';
-import { makeNativeInstall } from './install-fixture.js';
+import { makeNativeInstall } from '../../helpers/native-install.js';
 import { readInstallConfig } from '../../../src/install-dir/install-config.js';
 import { requestRestart, startStack } from '../../../src/runtime/native/control.js';
 import type { SupervisorOptions } from '../../../src/runtime/native/supervisor.js';
