@@ -12,7 +12,7 @@
  * rotated while the components run (copy-truncate past `logRotateBytes`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, copyFileSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, truncateSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type { InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';
@@ -21,6 +21,8 @@ import { BIN_PATH, COMPONENT_NODE_ARGS, componentSpecs, type ComponentSpec } fro
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertPortsFree, probe } from './health.js';
 import { acquireSupervisorLock, releaseSupervisorLock } from './lock.js';
+import { rotateLog } from './log-rotation.js';
+import { takeRestartRequests } from './restart-requests.js';
 import { processStartTime, writeRunState, type ComponentRecord, type RunState } from './state.js';
 
 const HEALTH_TIMEOUT_MS = 60_000;
@@ -34,8 +36,6 @@ const SCRUBBED_ENV = ['FHIR_API_KEY', 'PLATFORM_API_URL', 'FHIR_BASE_URL', 'FHIR
 /** Never passed on, whoever sets it: it would turn off every component's certificate checks. */
 const TLS_OFF_SWITCH = 'NODE_TLS_REJECT_UNAUTHORIZED';
 
-/** Restart requests are `restart-<component>.<token>.request` in run/. */
-export const RESTART_REQUEST = /^restart-([a-z]+)\.([A-Za-z0-9-]{1,80})\.request$/;
 /** Tokens of handled restart requests kept in state.json for their requesters. */
 const HANDLED_KEPT = 50;
 
@@ -64,31 +64,6 @@ const DEFAULTS: Required<SupervisorOptions> = {
   logKeep: 3,
 };
 
-/**
- * Rotates a log the components keep open: copy it to `.1` (older ones shift
- * up to `.keep`), then truncate it in place. The components write with
- * O_APPEND, so they go on at the new end without being restarted. Lines written
- * between the copy and the truncation are lost (logrotate's copytruncate has the
- * same window, of a few milliseconds).
- */
-export function rotateLog(path: string, maxBytes: number, keep: number): boolean {
-  try {
-    if (statSync(path).size <= maxBytes) return false;
-  } catch {
-    return false; // no log yet
-  }
-  for (let i = keep - 1; i >= 1; i--) {
-    try {
-      renameSync(`${path}.${i}`, `${path}.${i + 1}`);
-    } catch {
-      // that generation does not exist
-    }
-  }
-  copyFileSync(path, `${path}.1`);
-  truncateSync(path, 0);
-  return true;
-}
-
 interface Supervised {
   record: ComponentRecord;
   child: ChildProcess | null;
@@ -104,6 +79,10 @@ interface Supervised {
   hung: string | null;
 }
 
+/**
+ * Runs the stack until SIGTERM/SIGINT/SIGHUP: takes the supervisor lock, checks
+ * the ports, then hands the components to a Supervisor. Returns the exit code.
+ */
 export async function runSupervisor(dir: string, config: InstallConfig, options: SupervisorOptions = {}): Promise<number> {
   const opts: Required<SupervisorOptions> = { ...DEFAULTS, ...options };
   const paths = installPaths(dir);
@@ -121,7 +100,6 @@ export async function runSupervisor(dir: string, config: InstallConfig, options:
   const state: RunState = {
     supervisorPid: process.pid, supervisorStart: processStartTime(process.pid), startedAt: new Date().toISOString(), demo: config.demo, components: [],
   };
-  const save = (): void => writeRunState(dir, state);
   const initial = componentSpecs(dir, config);
   try {
     await assertPortsFree(initial);
@@ -129,38 +107,99 @@ export async function runSupervisor(dir: string, config: InstallConfig, options:
     const e = toHospitalApiError(err);
     state.fatal = { code: e.code, params: e.params };
     state.stoppedAt = new Date().toISOString();
-    save();
+    writeRunState(dir, state);
     process.stderr.write(`supervisor: ${e.message}\n`);
     releaseSupervisorLock(dir);
     return e.exit;
   }
-  const units = new Map<string, Supervised>();
-  for (const spec of initial) {
-    const record: ComponentRecord = {
-      name: spec.name, state: 'starting', detail: 'about to start', pid: null,
-      ports: spec.ports.map((p) => p.port), startedAt: null, restarts: 0, version: spec.version,
-      log: join(paths.logs, `${spec.name}.log`),
-    };
-    state.components.push(record);
-    units.set(spec.name, { record, child: null, stopping: false, failures: 0, timer: null, starting: false, lastHealthy: Date.now(), hung: null });
-  }
-  let shuttingDown = false;
-  const specOf = (name: string): ComponentSpec | undefined => componentSpecs(dir, config).find((s) => s.name === name);
+  return new Supervisor(dir, config, opts, state, initial).run();
+}
 
-  const start = async (unit: Supervised): Promise<void> => {
-    const spec = specOf(unit.record.name);
-    if (!spec || shuttingDown) return;
+/**
+ * One running stack: each component's child process and record, the health
+ * watch, crash restarts with backoff, restart requests, log rotation and the
+ * shutdown. Every change to a record is saved to run/state.json at once.
+ */
+class Supervisor {
+  private readonly units = new Map<string, Supervised>();
+  private readonly logs: string;
+  private readonly runDir: string;
+  private shuttingDown = false;
+  /** The restart-request scan in progress, and whether a signal came during it. */
+  private scanning: Promise<void> | null = null;
+  private rescan = false;
+
+  private readonly dir: string;
+  private readonly config: InstallConfig;
+  private readonly opts: Required<SupervisorOptions>;
+  private readonly state: RunState;
+
+  constructor(dir: string, config: InstallConfig, opts: Required<SupervisorOptions>, state: RunState, specs: ComponentSpec[]) {
+    this.dir = dir;
+    this.config = config;
+    this.opts = opts;
+    this.state = state;
+    const paths = installPaths(dir);
+    this.logs = paths.logs;
+    this.runDir = paths.run;
+    for (const spec of specs) {
+      const record: ComponentRecord = {
+        name: spec.name, state: 'starting', detail: 'about to start', pid: null,
+        ports: spec.ports.map((p) => p.port), startedAt: null, restarts: 0, version: spec.version,
+        log: join(this.logs, `${spec.name}.log`),
+      };
+      state.components.push(record);
+      this.units.set(spec.name, { record, child: null, stopping: false, failures: 0, timer: null, starting: false, lastHealthy: Date.now(), hung: null });
+    }
+  }
+
+  /** Starts every component, then watches until a signal stops the stack; resolves to the exit code. */
+  async run(): Promise<number> {
+    const done = new Promise<number>((resolve) => {
+      const stopOn = (): void => void this.shutdown().then((code) => code === null || resolve(code));
+      process.on('SIGTERM', stopOn);
+      process.on('SIGINT', stopOn);
+      process.on('SIGHUP', stopOn);
+    });
+    process.on('SIGUSR2', () => void this.restartRequested());
+    this.save();
+    await Promise.all([...this.units.values()].map((u) => this.start(u)));
+    // The watch: health of running components, restart requests whose signal was missed, log sizes.
+    let watching = false;
+    const healthTimer = setInterval(() => {
+      if (watching || this.shuttingDown) return;
+      watching = true;
+      void Promise.all([this.watchHealth(), this.restartRequested()]).finally(() => { watching = false; });
+    }, this.opts.healthEveryMs);
+    const logTimer = setInterval(() => this.rotateLogs(), this.opts.logCheckEveryMs);
+    const code = await done;
+    clearInterval(healthTimer);
+    clearInterval(logTimer);
+    return code;
+  }
+
+  private save(): void {
+    writeRunState(this.dir, this.state);
+  }
+
+  private specOf(name: string): ComponentSpec | undefined {
+    return componentSpecs(this.dir, this.config).find((s) => s.name === name);
+  }
+
+  private async start(unit: Supervised): Promise<void> {
+    const spec = this.specOf(unit.record.name);
+    if (!spec || this.shuttingDown) return;
     if (spec.blocked) {
       Object.assign(unit.record, { state: 'down', detail: spec.blocked, pid: null, startedAt: null });
-      return save();
+      return this.save();
     }
-    rotateLog(unit.record.log, opts.logRotateBytes, opts.logKeep);
+    rotateLog(unit.record.log, this.opts.logRotateBytes, this.opts.logKeep);
     const fd = openSync(unit.record.log, 'a', 0o600);
     const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
     for (const key of SCRUBBED_ENV) delete env[key];
     Object.assign(env, spec.env);
     delete env[TLS_OFF_SWITCH];
-    const child = spawn(process.execPath, [...COMPONENT_NODE_ARGS, opts.componentBin, ...spec.args], { stdio: ['ignore', fd, fd], env });
+    const child = spawn(process.execPath, [...COMPONENT_NODE_ARGS, this.opts.componentBin, ...spec.args], { stdio: ['ignore', fd, fd], env });
     closeSync(fd);
     unit.child = child;
     unit.stopping = false;
@@ -169,15 +208,15 @@ export async function runSupervisor(dir: string, config: InstallConfig, options:
     Object.assign(unit.record, {
       state: 'starting', detail: `waiting for ${spec.healthUrl}`, pid: child.pid ?? null, pidStart: processStartTime(child.pid), startedAt: new Date().toISOString(),
     });
-    save();
-    child.once('exit', (code, signal) => onExit(unit, child, code, signal));
+    this.save();
+    child.once('exit', (code, signal) => this.onExit(unit, child, code, signal));
     // A failed spawn also emits 'exit' (or never started): record why instead of crashing the supervisor.
-    child.once('error', (err) => { unit.record.detail = `cannot start: ${err.message}`; save(); });
+    child.once('error', (err) => { unit.record.detail = `cannot start: ${err.message}`; this.save(); });
     const deadline = Date.now() + HEALTH_TIMEOUT_MS;
     try {
       while (unit.child === child && child.exitCode === null && Date.now() < deadline) {
         if (await probe(spec.healthUrl)) {
-          markUp(unit, spec);
+          this.markUp(unit, spec);
           const since = Date.now();
           setTimeout(() => { if (unit.child === child && Date.now() - since >= STABLE_MS) unit.failures = 0; }, STABLE_MS).unref();
           return;
@@ -186,7 +225,7 @@ export async function runSupervisor(dir: string, config: InstallConfig, options:
       }
       if (unit.child === child && child.exitCode === null) {
         unit.record.detail = `running but not answering ${spec.healthUrl} after ${HEALTH_TIMEOUT_MS / 1000}s`;
-        save();
+        this.save();
       }
     } finally {
       if (unit.child === child) {
@@ -194,36 +233,36 @@ export async function runSupervisor(dir: string, config: InstallConfig, options:
         unit.lastHealthy = Date.now();
       }
     }
-  };
+  }
 
-  const markUp = (unit: Supervised, spec: ComponentSpec): void => {
+  private markUp(unit: Supervised, spec: ComponentSpec): void {
     unit.lastHealthy = Date.now();
     if (unit.record.state === 'up') return;
     Object.assign(unit.record, { state: 'up', detail: `answering ${spec.healthUrl}` });
-    save();
-  };
+    this.save();
+  }
 
   /**
    * The watch: every running component that has finished starting is probed;
    * one that has not answered for hungAfterMs is killed (SIGKILL: a stopped
    * process ignores SIGTERM) and restarted by onExit like a crashed one.
    */
-  const watchHealth = async (): Promise<void> => {
-    await Promise.all([...units.values()].map(async (unit) => {
+  private async watchHealth(): Promise<void> {
+    await Promise.all([...this.units.values()].map(async (unit) => {
       const child = unit.child;
-      if (!child || unit.starting || unit.stopping || shuttingDown || child.exitCode !== null) return;
-      const spec = specOf(unit.record.name);
+      if (!child || unit.starting || unit.stopping || this.shuttingDown || child.exitCode !== null) return;
+      const spec = this.specOf(unit.record.name);
       if (!spec) return;
-      if (await probe(spec.healthUrl, Math.min(1_500, opts.hungAfterMs))) {
-        if (unit.child === child) markUp(unit, spec);
+      if (await probe(spec.healthUrl, Math.min(1_500, this.opts.hungAfterMs))) {
+        if (unit.child === child) this.markUp(unit, spec);
         return;
       }
-      if (unit.child !== child || unit.stopping || shuttingDown) return;
+      if (unit.child !== child || unit.stopping || this.shuttingDown) return;
       const silent = Date.now() - unit.lastHealthy;
-      if (silent < opts.hungAfterMs) {
+      if (silent < this.opts.hungAfterMs) {
         if (unit.record.state === 'up') {
           Object.assign(unit.record, { state: 'starting', detail: `alive but not answering ${spec.healthUrl} for ${Math.round(silent / 1000)}s` });
-          save();
+          this.save();
         }
         return;
       }
@@ -231,57 +270,57 @@ export async function runSupervisor(dir: string, config: InstallConfig, options:
       process.stderr.write(`supervisor: ${unit.record.name} (pid ${child.pid}) ${unit.hung}\n`);
       child.kill('SIGKILL');
     }));
-  };
+  }
 
-  const rotateLogs = (): void => {
-    const logs = [...units.values()].map((u) => u.record.log);
-    logs.push(join(paths.logs, 'supervisor.log'));
+  private rotateLogs(): void {
+    const logs = [...this.units.values()].map((u) => u.record.log);
+    logs.push(join(this.logs, 'supervisor.log'));
     for (const log of logs) {
       try {
-        if (rotateLog(log, opts.logRotateBytes, opts.logKeep)) process.stderr.write(`supervisor: rotated ${log}\n`);
+        if (rotateLog(log, this.opts.logRotateBytes, this.opts.logKeep)) process.stderr.write(`supervisor: rotated ${log}\n`);
       } catch (err) {
         process.stderr.write(`supervisor: cannot rotate ${log}: ${(err as Error).message}\n`);
       }
     }
-  };
+  }
 
-  const onExit = (unit: Supervised, child: ChildProcess, code: number | null, signal: string | null): void => {
+  private onExit(unit: Supervised, child: ChildProcess, code: number | null, signal: string | null): void {
     if (unit.child !== child) return;
     unit.child = null;
     const how = unit.hung ?? (signal ? `killed by ${signal}` : `exited with code ${code}`);
     unit.hung = null;
-    if (unit.stopping || shuttingDown) {
+    if (unit.stopping || this.shuttingDown) {
       Object.assign(unit.record, { state: 'down', detail: 'stopped', pid: null });
-      return save();
+      return this.save();
     }
     const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** unit.failures);
     unit.failures += 1;
     unit.record.restarts += 1;
     Object.assign(unit.record, { state: 'restarting', detail: `${how}; restarting in ${delay} ms (see ${unit.record.log})`, pid: null });
-    save();
+    this.save();
     unit.timer = setTimeout(() => {
       unit.timer = null;
-      void restartAfterCrash(unit);
+      void this.restartAfterCrash(unit);
     }, delay);
-  };
+  }
 
-  const restartAfterCrash = async (unit: Supervised): Promise<void> => {
-    const spec = specOf(unit.record.name);
-    if (!spec || shuttingDown) return;
+  private async restartAfterCrash(unit: Supervised): Promise<void> {
+    const spec = this.specOf(unit.record.name);
+    if (!spec || this.shuttingDown) return;
     try {
       await assertPortsFree([spec]);
     } catch (err) {
       // Someone else took the port meanwhile: say so, and try again later.
       unit.record.detail = `${(err as Error).message}; retrying`;
-      save();
+      this.save();
       const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** unit.failures++);
-      unit.timer = setTimeout(() => void restartAfterCrash(unit), delay);
+      unit.timer = setTimeout(() => void this.restartAfterCrash(unit), delay);
       return;
     }
-    await start(unit);
-  };
+    await this.start(unit);
+  }
 
-  const stop = async (unit: Supervised): Promise<void> => {
+  private async stop(unit: Supervised): Promise<void> {
     if (unit.timer) clearTimeout(unit.timer);
     unit.timer = null;
     const child = unit.child;
@@ -298,98 +337,57 @@ export async function runSupervisor(dir: string, config: InstallConfig, options:
       child.kill('SIGKILL');
       await exited;
     }
-  };
+  }
 
   /**
-   * Handles every restart request file present, one scan at a time. A file can
-   * vanish between the listing and the read (another scan took it): skipped,
-   * never fatal. Requests for the same component found in one scan share one
-   * restart; each token is recorded in handledRequests for its requester.
+   * Handles every restart request file present, one scan at a time. Requests
+   * for the same component found in one scan share one restart; each token is
+   * recorded in handledRequests for its requester.
    */
-  const handleRestartRequests = async (): Promise<void> => {
-    const byComponent = new Map<string, string[]>();
-    let files: string[];
-    try {
-      files = readdirSync(paths.run);
-    } catch {
-      return;
-    }
-    for (const file of files) {
-      const m = RESTART_REQUEST.exec(file);
-      if (!m) continue;
-      const path = join(paths.run, file);
-      try {
-        readFileSync(path);
-        rmSync(path);
-      } catch {
-        continue; // already taken
-      }
-      const name = m[1] as string;
-      byComponent.set(name, [...(byComponent.get(name) ?? []), m[2] as string]);
-    }
-    for (const [name, tokens] of byComponent) {
-      const unit = units.get(name);
-      if (!unit || shuttingDown) continue;
-      await stop(unit);
+  private async handleRestartRequests(): Promise<void> {
+    for (const [name, tokens] of takeRestartRequests(this.runDir)) {
+      const unit = this.units.get(name);
+      if (!unit || this.shuttingDown) continue;
+      await this.stop(unit);
       unit.failures = 0;
-      await start(unit);
+      await this.start(unit);
       unit.record.handledRequests = [...(unit.record.handledRequests ?? []), ...tokens].slice(-HANDLED_KEPT);
       unit.record.handledRequest = tokens[tokens.length - 1] as string;
-      save();
+      this.save();
     }
-  };
-  let scanning: Promise<void> | null = null;
-  let rescan = false;
-  const restartRequested = (): Promise<void> => {
-    if (scanning) {
-      rescan = true;
-      return scanning;
+  }
+
+  /** One scan at a time; a signal during a scan makes it scan again when done. */
+  private restartRequested(): Promise<void> {
+    if (this.scanning) {
+      this.rescan = true;
+      return this.scanning;
     }
-    scanning = (async () => {
+    this.scanning = (async () => {
       do {
-        rescan = false;
+        this.rescan = false;
         try {
-          await handleRestartRequests();
+          await this.handleRestartRequests();
         } catch (err) {
           process.stderr.write(`supervisor: restart request failed: ${(err as Error).message}\n`);
         }
-      } while (rescan && !shuttingDown);
-      scanning = null;
+      } while (this.rescan && !this.shuttingDown);
+      this.scanning = null;
     })();
-    return scanning;
-  };
+    return this.scanning;
+  }
 
-  const done = new Promise<number>((resolve) => {
-    const shutdown = async (): Promise<void> => {
-      if (shuttingDown) return;
-      shuttingDown = true;
-      await Promise.all([...units.values()].map(stop));
-      for (const unit of units.values()) Object.assign(unit.record, { state: 'down', detail: 'stopped', pid: null });
-      state.stoppedAt = new Date().toISOString();
-      save();
-      releaseSupervisorLock(dir);
-      resolve(0);
-    };
-    process.on('SIGTERM', () => void shutdown());
-    process.on('SIGINT', () => void shutdown());
-    process.on('SIGHUP', () => void shutdown());
-  });
-  process.on('SIGUSR2', () => void restartRequested());
-
-  save();
-  await Promise.all([...units.values()].map(start));
-  // The watch: health of running components, restart requests whose signal was missed, log sizes.
-  let watching = false;
-  const healthTimer = setInterval(() => {
-    if (watching || shuttingDown) return;
-    watching = true;
-    void Promise.all([watchHealth(), restartRequested()]).finally(() => { watching = false; });
-  }, opts.healthEveryMs);
-  const logTimer = setInterval(rotateLogs, opts.logCheckEveryMs);
-  const code = await done;
-  clearInterval(healthTimer);
-  clearInterval(logTimer);
-  return code;
+  /** Stops every component (children first), records the stop and frees the lock: 0, or null when already shutting down. */
+  private async shutdown(): Promise<number | null> {
+    if (this.shuttingDown) return null;
+    this.shuttingDown = true;
+    await Promise.all([...this.units.values()].map((u) => this.stop(u)));
+    for (const unit of this.units.values()) Object.assign(unit.record, { state: 'down', detail: 'stopped', pid: null });
+    this.state.stoppedAt = new Date().toISOString();
+    this.save();
+    releaseSupervisorLock(this.dir);
+    return 0;
+  }
 }
 
 /** Thrown by callers that find the supervisor's fatal record. */
