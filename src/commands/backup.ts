@@ -2,8 +2,6 @@ import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
 import { defaultInstallDir } from '../install-dir/layout.js';
-import { openRuntime } from '../runtime/index.js';
-import { createBackup } from '../backup/create.js';
 import { renderTable } from '../output/table.js';
 
 interface BackupFlags extends GlobalOptions {
@@ -25,6 +23,8 @@ export function register(program: Command): void {
     .option('--key-file <file>', 'encrypt with this key file (32+ bytes) instead of HOSPITAL_API_BACKUP_PASSPHRASE or a typed passphrase')
     .action(
       action<BackupFlags>('backup', async (options, io) => {
+        const { openRuntime } = await import('../runtime/index.js');
+        const { createBackup } = await import('../backup/create.js');
         const dir = options.dir ?? defaultInstallDir();
         const result = await createBackup(
           await openRuntime(dir),

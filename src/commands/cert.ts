@@ -3,8 +3,6 @@ import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
 import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
 import { certificateLifetimes, CERT_WARN_DAYS } from '../install-dir/certificate-lifetimes.js';
-import { openRuntime } from '../runtime/index.js';
-import { renewCertificates } from '../install/cert-renew.js';
 import { HospitalApiError } from '../errors/index.js';
 import { renderTable } from '../output/table.js';
 
@@ -59,6 +57,8 @@ export function register(program: Command): void {
     .option('--signer-key <file>', 'its private key')
     .action(
       action<CertOptions>('cert renew', async (options, io) => {
+        const { openRuntime } = await import('../runtime/index.js');
+        const { renewCertificates } = await import('../install/cert-renew.js');
         const dir = options.dir ?? defaultInstallDir();
         const days = options.days === undefined ? undefined : /^\d+$/.test(options.days) ? Number(options.days) : NaN;
         const caDays = options.caDays === undefined ? undefined : /^\d+$/.test(options.caDays) ? Number(options.caDays) : NaN;

@@ -2,9 +2,6 @@ import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
 import { defaultInstallDir } from '../install-dir/layout.js';
-import { openRuntime } from '../runtime/index.js';
-import * as consumerOperations from '../install/consumer.js';
-import { createConsumer } from '../install/consumer.js';
 import { renderTable } from '../output/table.js';
 
 interface ConsumerOptions extends GlobalOptions {
@@ -22,8 +19,9 @@ interface RevokeOptions extends GlobalOptions {
 const DIR_HELP = 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)';
 
 async function open(dir: string | undefined) {
+  const { openRuntime } = await import('../runtime/index.js');
   const root = dir ?? defaultInstallDir();
-  return { dir: root, runtime: await openRuntime(root), consumer: consumerOperations };
+  return { dir: root, runtime: await openRuntime(root), consumer: await import('../install/consumer.js') };
 }
 
 /**
@@ -40,6 +38,8 @@ export function register(program: Command): void {
     .option('--write-env', "write the key as FHIR_API_KEY into the Hospital API's settings and restart it")
     .action(
       action<ConsumerOptions>('consumer create', async (options, io, args) => {
+        const { openRuntime } = await import('../runtime/index.js');
+        const { createConsumer } = await import('../install/consumer.js');
         const dir = options.dir ?? defaultInstallDir();
         const result = await createConsumer(
           await openRuntime(dir),

@@ -4,8 +4,6 @@ import { addPortOptions, type PortFlags } from '../install/port-flags.js';
 import { SUMMARIES } from './summaries.js';
 import { defaultInstallDir } from '../install-dir/layout.js';
 import { parseListen } from '../util/listen-address.js';
-import { runPlatformStandIn } from '../demo/platform-stand-in.js';
-import { runDemo, renderDemo } from '../demo/flow.js';
 
 interface DemoCommandOptions extends GlobalOptions, PortFlags {
   dir?: string;
@@ -33,9 +31,11 @@ export function register(program: Command): void {
       action<DemoCommandOptions>('demo', async (options, io) => {
         const dir = options.dir ?? defaultInstallDir();
         if (options.platformStandIn) {
+          const { runPlatformStandIn } = await import('../demo/platform-stand-in.js');
           const { host, port } = parseListen(options.listen ?? '', '--listen');
           return runPlatformStandIn(dir, host, port);
         }
+        const { runDemo, renderDemo } = await import('../demo/flow.js');
         const result = await runDemo({ ...options, dir }, io);
         if (io.json) io.out(JSON.stringify({ ok: true, command: 'demo', result: { ...result, tokens: undefined, tokensFile: `${result.dir}/demo/tokens.json` } }));
         else renderDemo(result, io);

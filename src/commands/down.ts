@@ -2,7 +2,6 @@ import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
 import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
-import { openRuntime, recordedStack } from '../runtime/index.js';
 import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import { toHospitalApiError } from '../errors/index.js';
@@ -19,6 +18,7 @@ export function register(program: Command): void {
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .action(
       action<DownOptions>('down', async (options, io) => {
+        const { openRuntime, recordedStack } = await import('../runtime/index.js');
         const dir = options.dir ?? defaultInstallDir();
         const paths = installPaths(dir);
         const recorded = recordedStack(dir);

@@ -8,9 +8,6 @@ import { HospitalApiError } from '../errors/index.js';
 import type { Io } from '../output/io.js';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
-import { startFhirServer } from '../fhir/server/start.js';
-import { runLoad } from '../fhir-data/load/command.js';
-import { runGenerate } from '../fhir-data/generate/command.js';
 
 interface ServeOptions extends GlobalOptions {
   host: string;
@@ -52,6 +49,7 @@ function parseBase(value: string | undefined): string | undefined {
 async function serve(options: ServeOptions, io: Io): Promise<number> {
   const port = parsePort(options.port);
   const publicBase = parseBase(options.publicBase);
+  const { startFhirServer } = await import('../fhir/server/start.js');
   if (options.synchronous !== 'full' && options.synchronous !== 'normal') {
     throw new HospitalApiError('ERR_USAGE', { detail: `--synchronous must be full or normal, got "${options.synchronous}"` });
   }
@@ -101,6 +99,7 @@ export function register(program: Command): void {
     .option('--state <file>', 'resume state file')
     .action(
       action<GlobalOptions & { url?: string; concurrency?: string; state?: string }>('fhir load', async (options, io, args) => {
+        const { runLoad } = await import('../fhir-data/load/command.js');
         const files = args.length ? args : [];
         return runLoad({ files, ...pick(options, ['url', 'concurrency', 'state']) }, io);
       }),
@@ -118,6 +117,7 @@ export function register(program: Command): void {
       action<GlobalOptions & { patients: string; seed: string; sizes?: string; out?: string; format?: 'bundles' | 'ndjson' | 'both' }>(
         'fhir generate',
         async (options, io) => {
+          const { runGenerate } = await import('../fhir-data/generate/command.js');
           return runGenerate({ patients: options.patients, seed: options.seed, ...pick(options, ['sizes', 'out', 'format']) }, io);
         },
       ),

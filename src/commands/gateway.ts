@@ -6,11 +6,7 @@ import { isLoopback, parseListen, type ListenAddress } from '../util/listen-addr
 import { VERSION } from '../version.js';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
-import { loadSnapshotFromFile } from '../gateway/store/index.js';
-import { exportDeclarative } from '../gateway/declarative/index.js';
-import { stringify } from 'yaml';
 import { writeSecretFile } from '../util/atomic-write.js';
-import { runGateway } from '../gateway/server.js';
 
 interface GatewayFlags extends GlobalOptions {
   adminListen: string;
@@ -83,9 +79,10 @@ export function register(program: Command): void {
     .option('--trusted-ips <list>', "Kong's trusted_ips: comma-separated IPs/CIDRs whose X-Forwarded-* and X-Real-IP are believed (default: none)")
     .action(
       action<GatewayFlags>('gateway', async (flags, io) => {
+        const server = await import('../gateway/server.js');
         const admin = listen(flags.adminListen, '--admin-listen');
         const sslDefault = flags.cert && flags.key ? '0.0.0.0:8443' : 'off';
-        const running = await runGateway({
+        const running = await server.runGateway({
           admin,
           proxy: listen(flags.proxyListen, '--proxy-listen'),
           proxySsl: listen(flags.proxySslListen ?? sslDefault, '--proxy-ssl-listen'),
@@ -117,6 +114,9 @@ export function register(program: Command): void {
     .option('--output <file>', 'write here (mode 0600: it holds keys) instead of stdout')
     .action(
       action<ExportFlags>('gateway export', async (flags, io) => {
+        const { loadSnapshotFromFile } = await import('../gateway/store/index.js');
+        const { exportDeclarative } = await import('../gateway/declarative/index.js');
+        const { stringify } = await import('yaml');
         const yaml = stringify(exportDeclarative(loadSnapshotFromFile(statePath(flags.state)).config));
         if (flags.output) {
           writeSecretFile(flags.output, yaml);

@@ -3,8 +3,6 @@ import { action, type GlobalOptions } from './action.js';
 import type { InstallFlags } from '../install/options.js';
 import { addDockerOptions, addPortOptions } from '../install/port-flags.js';
 import { SUMMARIES } from './summaries.js';
-import { runInstall } from '../install/run.js';
-import { renderInstallResult } from '../install/render.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -32,6 +30,8 @@ export function register(program: Command): void {
     .option('--supervisor <name>', 'native: builtin (`hospital-api up`) or systemd (units in /etc/systemd/system, enabled and started); default $HOSPITAL_API_SUPERVISOR, which the Debian package sets where systemd runs, else builtin')
     .action(
       action<GlobalOptions & InstallFlags>('install', async (options, io) => {
+        const { runInstall } = await import('../install/run.js');
+        const { renderInstallResult } = await import('../install/render.js');
         const result = await runInstall(options, { log: (t) => io.log(t) });
         if (io.json) io.out(JSON.stringify({ ok: true, command: 'install', result }));
         else io.out(renderInstallResult(result));

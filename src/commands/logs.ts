@@ -2,7 +2,6 @@ import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
 import { defaultInstallDir } from '../install-dir/layout.js';
-import { openRuntime } from '../runtime/index.js';
 import { HospitalApiError } from '../errors/index.js';
 
 interface LogsOptions extends GlobalOptions {
@@ -22,6 +21,7 @@ export function register(program: Command): void {
     .option('-n, --lines <n>', 'lines of history to print', '100')
     .action(
       action<LogsOptions>('logs', async (options, io, args) => {
+        const { openRuntime } = await import('../runtime/index.js');
         const dir = options.dir ?? defaultInstallDir();
         const runtime = await openRuntime(dir);
         const lines = Number(options.lines ?? '100');

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
-import { verifyRecordFile } from '../record/check-file.js';
 
 interface RecordFlags extends GlobalOptions {
   ca?: string;
@@ -18,6 +17,7 @@ export function register(program: Command): void {
     .option('--dir <dir>', 'install directory whose CA to use')
     .action(
       action<RecordFlags>('record verify', async (options, io, args) => {
+        const { verifyRecordFile } = await import('../record/check-file.js');
         const result = verifyRecordFile(args[0] as string, options);
         if (io.json) io.out(JSON.stringify({ ok: true, command: 'record verify', result }));
         else io.out(`OK: ${result.record} signed by ${result.signer.subject} at ${result.signingTime ?? 'unknown time'} (CA ${result.ca})`);

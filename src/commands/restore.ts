@@ -2,7 +2,6 @@ import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
 import { defaultInstallDir } from '../install-dir/layout.js';
-import { restoreBackup } from '../backup/restore.js';
 import { resolve } from 'node:path';
 
 interface RestoreFlags extends GlobalOptions {
@@ -22,6 +21,7 @@ export function register(program: Command): void {
     .option('--key-file <file>', 'the key file the backup was made with (else HOSPITAL_API_BACKUP_PASSPHRASE or a typed passphrase)')
     .action(
       action<RestoreFlags>('restore', async (options, io, args) => {
+        const { restoreBackup } = await import('../backup/restore.js');
         const dir = options.dir ?? defaultInstallDir();
         const result = await restoreBackup(resolve(args[0] as string), dir, options.keyFile ? { keyFile: options.keyFile } : {}, (t) => io.log(t));
         if (io.json) return io.out(JSON.stringify({ ok: true, command: 'restore', result }));

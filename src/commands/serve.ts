@@ -2,9 +2,6 @@ import type { Command } from 'commander';
 import { isLoopback } from '../util/listen-address.js';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
-import { loadConfig } from '../api/config.js';
-import { startApi, stopOnSignals } from '../api/server.js';
-import { reloadKeyOnSignal } from '../api/key-reload.js';
 
 interface ServeOptions extends GlobalOptions {
   host?: string;
@@ -28,6 +25,8 @@ export function register(program: Command): void {
     .action(
       action<ServeOptions>('serve', async (options, io) => {
         // Loaded lazily so `--help` stays fast.
+        const { loadConfig } = await import('../api/config.js');
+        const { startApi, stopOnSignals } = await import('../api/server.js');
         const config = loadConfig({ host: options.host, port: options.port, envFile: options.envFile });
         const logger = config.logLevel === 'silent' ? false : { level: config.logLevel, stream: process.stderr };
         // Configuration warnings come before the listening lines, so a reader (or a test) that
@@ -46,6 +45,7 @@ export function register(program: Command): void {
         io.log(`hospital-api serve: listening on ${running.url}`);
         io.log(`  FHIR base ${config.fhirBaseUrl.href}, platform ${config.platformApiUrl.href}`);
         io.log(`  audit log ${config.auditLog}; metrics ${running.metricsUrl ? `${running.metricsUrl}/metrics` : 'off'}`);
+        const { reloadKeyOnSignal } = await import('../api/key-reload.js');
         reloadKeyOnSignal(running, { host: options.host, port: options.port, envFile: options.envFile }, options.reloadStatus, (t) => io.log(t));
         await stopOnSignals(running, (signal) => io.log(`hospital-api serve: ${signal}, finishing in-flight requests`));
         io.log('hospital-api serve: stopped');

@@ -5,9 +5,7 @@ import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
 import { renderTable } from '../output/table.js';
 import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
-import { openRuntime } from '../runtime/index.js';
 import { certificateLifetimes, CERT_WARN_DAYS } from '../install-dir/certificate-lifetimes.js';
-import { renderCertificates } from './cert.js';
 
 interface StatusOptions extends GlobalOptions {
   dir?: string;
@@ -44,6 +42,7 @@ export function register(program: Command): void {
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .action(
       action<StatusOptions>('status', async (options, io) => {
+        const { openRuntime } = await import('../runtime/index.js');
         const dir = options.dir ?? defaultInstallDir();
         const runtime = await openRuntime(dir);
         const components = await runtime.components();
@@ -58,6 +57,7 @@ export function register(program: Command): void {
         } else {
           await renderComponents(io, components);
           for (const d of degraded) io.out(io.colour.yellow(`${d.name} is degraded: ${d.reason.replace(/^degraded: /, '')}`));
+          const { renderCertificates } = await import('./cert.js');
           await renderCertificates(io, certificates, CERT_WARN_DAYS);
           if (summary) io.out(summary);
         }

@@ -3,7 +3,6 @@ import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
 import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
 import { readInstallConfig, writeInstallConfig } from '../install-dir/install-config.js';
-import { renderUnits, defaultUnitOptions, SYSTEMD_TARGET as TARGET } from '../runtime/index.js';
 import { writeIfChanged } from '../install-dir/write-if-changed.js';
 import { join, resolve } from 'node:path';
 
@@ -31,6 +30,7 @@ export function register(program: Command): void {
     .option('--builtin', 'record that the built-in supervisor (`up`) runs it again')
     .action(
       action<SystemdFlags>('systemd', async (options, io) => {
+        const { renderUnits, defaultUnitOptions, SYSTEMD_TARGET: TARGET } = await import('../runtime/index.js');
         const dir = installPaths(options.dir ?? defaultInstallDir()).root;
         const out = resolve(options.out ?? join(dir, 'systemd'));
         const config = readInstallConfig(dir);

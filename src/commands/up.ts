@@ -4,8 +4,6 @@ import { SUMMARIES } from './summaries.js';
 import { defaultInstallDir } from '../install-dir/layout.js';
 import { readInstallConfig } from '../install-dir/install-config.js';
 import { HospitalApiError } from '../errors/index.js';
-import { openRuntime } from '../runtime/index.js';
-import { renderComponents } from './status.js';
 
 interface UpOptions extends GlobalOptions {
   dir?: string;
@@ -27,6 +25,7 @@ export function register(program: Command): void {
         const dir = options.dir ?? defaultInstallDir();
         const config = readInstallConfig(dir);
         if (options.demo && !config.demo) throw new HospitalApiError('ERR_RUNTIME_DEMO_REFUSED', { dir });
+        const { openRuntime } = await import('../runtime/index.js');
         const runtime = await openRuntime(dir);
         if (options.foreground) return runtime.supervise();
         const started = Date.now();
@@ -36,6 +35,7 @@ export function register(program: Command): void {
         if (io.json) {
           io.out(JSON.stringify({ ok: true, command: 'up', result: { dir, runtime: runtime.name, components } }));
         } else {
+          const { renderComponents } = await import('./status.js');
           await renderComponents(io, components);
           io.log(`Ready in ${((Date.now() - started) / 1000).toFixed(1)}s. Stop with \`hospital-api down\`.`);
         }

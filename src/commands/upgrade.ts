@@ -2,7 +2,6 @@ import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
 import { defaultInstallDir } from '../install-dir/layout.js';
-import { upgradeInstall } from '../maintenance/upgrade.js';
 
 interface UpgradeFlags extends GlobalOptions {
   dir?: string;
@@ -20,6 +19,7 @@ export function register(program: Command): void {
     .option('--rollback', 'only roll back an upgrade that was interrupted')
     .action(
       action<UpgradeFlags>('upgrade', async (options, io) => {
+        const { upgradeInstall } = await import('../maintenance/upgrade.js');
         const result = await upgradeInstall(
           options.dir ?? defaultInstallDir(),
           { ...(options.keyFile ? { keyFile: options.keyFile } : {}), rollbackOnly: options.rollback === true },

@@ -1,8 +1,6 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
-import { runVerify } from '../install/verify.js';
-import { formatCheckProgress, renderChecks } from '../checks/render.js';
 
 interface VerifyFlags extends GlobalOptions {
   dir?: string;
@@ -18,6 +16,8 @@ export function register(program: Command): void {
     .option('--ca <file>', 'CA certificate to verify the gateway against (default: the install directory\'s)')
     .action(
       action<VerifyFlags>('verify', async (options, io) => {
+        const { runVerify } = await import('../install/verify.js');
+        const { formatCheckProgress, renderChecks } = await import('../checks/render.js');
         const result = await runVerify({
           ...(options.dir ? { dir: options.dir } : {}),
           ...(options.ca ? { ca: options.ca } : {}),
