@@ -7,7 +7,7 @@ import { VERSION } from '../version.js';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
 import { loadSnapshotFromFile } from '../gateway/store/index.js';
-import { exportDeclarative } from '../gateway/declarative/index.js';
+import { EXPORT_FORMATS, exportDeclarative, kongHashedCredentials, type ExportFormat } from '../gateway/declarative/index.js';
 import { stringify } from 'yaml';
 import { writeSecretFile } from '../util/atomic-write.js';
 import { runGateway } from '../gateway/server.js';
@@ -26,6 +26,7 @@ interface GatewayFlags extends GlobalOptions {
 interface ExportFlags extends GlobalOptions {
   state?: string;
   output?: string;
+  format: string;
 }
 
 function listen(value: string, name: string): ListenAddress | null {
@@ -115,9 +116,25 @@ export function register(program: Command): void {
     .description('write the current configuration as a Kong declarative document (YAML)')
     .option('--state <file>', 'configuration state file (default <install dir>/gateway/state.json)')
     .option('--output <file>', 'write here (mode 0600: it holds keys) instead of stdout')
+    .option(
+      '--format <deck|kong>',
+      "deck: what decK 1.4.0 and later accept (no _transform, no service enabled; a disabled service is refused); kong: Kong's own export (_transform: false, enabled)",
+      'deck',
+    )
     .action(
       action<ExportFlags>('gateway export', async (flags, io) => {
-        const yaml = stringify(exportDeclarative(loadSnapshotFromFile(statePath(flags.state)).config));
+        if (!(EXPORT_FORMATS as readonly string[]).includes(flags.format)) {
+          throw new HospitalApiError('ERR_USAGE', { detail: `--format: "${flags.format}" is not one of ${EXPORT_FORMATS.join(', ')}` });
+        }
+        const format = flags.format as ExportFormat;
+        const config = loadSnapshotFromFile(statePath(flags.state)).config;
+        const yaml = stringify(exportDeclarative(config, format));
+        const kongHashes = format === 'deck' ? kongHashedCredentials(config) : [];
+        if (kongHashes.length > 0) {
+          io.warn(
+            `basic-auth ${kongHashes.join(', ')}: Kong SHA-1 password hashes are hashed again when this file is loaded (it has no _transform: false); export with --format kong to keep them`,
+          );
+        }
         if (flags.output) {
           writeSecretFile(flags.output, yaml);
           io.log(`hospital-api gateway export: wrote ${flags.output}`);
