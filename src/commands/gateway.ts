@@ -6,6 +6,7 @@ import { isLoopback, parseListen, type ListenAddress } from '../util/listen-addr
 import { VERSION } from '../version.js';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
+import type { ExportFormat } from '../gateway/declarative/index.js';
 import { writeSecretFile } from '../util/atomic-write.js';
 
 interface GatewayFlags extends GlobalOptions {
@@ -22,6 +23,7 @@ interface GatewayFlags extends GlobalOptions {
 interface ExportFlags extends GlobalOptions {
   state?: string;
   output?: string;
+  format: string;
 }
 
 function listen(value: string, name: string): ListenAddress | null {
@@ -112,12 +114,28 @@ export function register(program: Command): void {
     .description('write the current configuration as a Kong declarative document (YAML)')
     .option('--state <file>', 'configuration state file (default <install dir>/gateway/state.json)')
     .option('--output <file>', 'write here (mode 0600: it holds keys) instead of stdout')
+    .option(
+      '--format <deck|kong>',
+      "deck: what decK 1.4.0 and later accept (no _transform, no service enabled; a disabled service is refused); kong: Kong's own export (_transform: false, enabled)",
+      'deck',
+    )
     .action(
       action<ExportFlags>('gateway export', async (flags, io) => {
         const { loadSnapshotFromFile } = await import('../gateway/store/index.js');
-        const { exportDeclarative } = await import('../gateway/declarative/index.js');
+        const { EXPORT_FORMATS, exportDeclarative, kongHashedCredentials } = await import('../gateway/declarative/index.js');
         const { stringify } = await import('yaml');
-        const yaml = stringify(exportDeclarative(loadSnapshotFromFile(statePath(flags.state)).config));
+        if (!(EXPORT_FORMATS as readonly string[]).includes(flags.format)) {
+          throw new HospitalApiError('ERR_USAGE', { detail: `--format: "${flags.format}" is not one of ${EXPORT_FORMATS.join(', ')}` });
+        }
+        const format = flags.format as ExportFormat;
+        const config = loadSnapshotFromFile(statePath(flags.state)).config;
+        const yaml = stringify(exportDeclarative(config, format));
+        const kongHashes = format === 'deck' ? kongHashedCredentials(config) : [];
+        if (kongHashes.length > 0) {
+          io.warn(
+            `basic-auth ${kongHashes.join(', ')}: Kong SHA-1 password hashes are hashed again when this file is loaded (it has no _transform: false); export with --format kong to keep them`,
+          );
+        }
         if (flags.output) {
           writeSecretFile(flags.output, yaml);
           io.log(`hospital-api gateway export: wrote ${flags.output}`);

@@ -29,6 +29,12 @@ export const gatewayAdminErrors = {
     exit: 1,
     hint: 'Fix the declarative configuration (_format_version "3.0") and load it again.',
   },
+  ERR_GATEWAY_EXPORT_DISABLED_SERVICE: {
+    message: 'Disabled services cannot be exported for decK: {services} (decK 1.4.0 has no "enabled" field, so they would come back enabled)',
+    status: 400,
+    exit: 1,
+    hint: 'Export with --format kong (Kong\'s own form: keeps enabled: false and _transform: false; newer decK and Kong read it), or enable or delete the services first.',
+  },
   ERR_GATEWAY_STATE_INVALID: {
     message: 'Gateway state file {path} is not valid: {detail}',
     status: 500,

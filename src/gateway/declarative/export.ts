@@ -1,12 +1,27 @@
 /**
- * GatewayConfig → declarative document (`_format_version: "3.0"`, Kong's kong/db/declarative/export.lua)
- * that validates against decK's schema (test/fixtures/schemas/kong-declarative-config.json, with its source):
- * nulls and timestamps dropped (the schema has no nulls), routes nested under
- * their service, credentials under their consumer, plugins top-level with
- * id references. `_transform: false` because basic-auth passwords are
- * exported as stored hashes (docs/gateway-admin.md: scrypt hashes do not
- * verify on real Kong; Kong SHA-1 hashes imported earlier do).
+ * GatewayConfig → declarative document (`_format_version: "3.0"`), in one of two forms:
+ *
+ * - `kong`: Kong's own export (kong/db/declarative/export.lua emits `_transform = false`
+ *   and every column, a service's `enabled` included). `GET /config` serves this, as Kong's does.
+ * - `deck` (what `hospital-api gateway export` writes by default): the same without
+ *   `_transform` and without a service's `enabled`, because decK 1.4.0 (Debian's) refuses
+ *   both: its schema (github.com/Kong/deck v1.4.0 file/schema.go, generated from
+ *   file/types.go) has `additionalProperties: false` at the root (only `_format_version`,
+ *   `_info`, `_plugin_configs`, `_workspace`) and on FService (no `enabled`). A disabled
+ *   service cannot be written in this form (it would come back enabled), so it is refused
+ *   (ERR_GATEWAY_EXPORT_DISABLED_SERVICE). Basic-auth passwords stay the stored hashes:
+ *   our parser keeps its own scrypt form without `_transform: false` (parse.ts); Kong
+ *   SHA-1 hashes need the `kong` form to survive a reload (kongHashedCredentials).
+ *
+ * Both validate against the current decK release's schema
+ * (test/fixtures/schemas/kong-declarative-config.json, with its source): nulls and
+ * timestamps dropped (the schema has no nulls), routes nested under their service,
+ * credentials under their consumer, plugins top-level with id references.
+ * Basic-auth passwords are exported as stored hashes (docs/gateway-admin.md: scrypt
+ * hashes do not verify on real Kong; Kong SHA-1 hashes imported earlier do).
  */
+import { HospitalApiError } from '../../errors/index.js';
+import { isScryptPasswordHash } from '../model/password.js';
 import type { GatewayConfig } from '../model/types.js';
 
 type Entity = Record<string, unknown>;
@@ -30,8 +45,28 @@ function dropNulls(v: unknown): unknown {
   return Object.fromEntries(Object.entries(v).filter(([, x]) => x !== null).map(([k, x]) => [k, dropNulls(x)]));
 }
 
-export function exportDeclarative(config: Readonly<GatewayConfig>): Record<string, unknown> {
-  const doc: Record<string, unknown> = { _format_version: '3.0', _transform: false };
+export type ExportFormat = 'deck' | 'kong';
+export const EXPORT_FORMATS: readonly ExportFormat[] = ['deck', 'kong'];
+
+/**
+ * Basic-auth credentials (consumer username/credential username) holding a hash that
+ * is not our scrypt form (Kong's SHA-1, imported with `_transform: false`): in the
+ * `deck` form they are re-hashed when the file is loaded again, as Kong would.
+ */
+export function kongHashedCredentials(config: Readonly<GatewayConfig>): string[] {
+  return config.basicauth_credentials
+    .filter((c) => !isScryptPasswordHash(c.password))
+    .map((c) => `${config.consumers.find((u) => u.id === c.consumer.id)?.username ?? c.consumer.id}/${c.username}`);
+}
+
+/** @throws HospitalApiError ERR_GATEWAY_EXPORT_DISABLED_SERVICE in the `deck` form when a service is disabled */
+export function exportDeclarative(config: Readonly<GatewayConfig>, format: ExportFormat = 'kong'): Record<string, unknown> {
+  const deck = format === 'deck';
+  if (deck) {
+    const disabled = config.services.filter((s) => s.enabled === false).map((s) => s.name ?? s.id);
+    if (disabled.length > 0) throw new HospitalApiError('ERR_GATEWAY_EXPORT_DISABLED_SERVICE', { services: disabled.join(', ') });
+  }
+  const doc: Record<string, unknown> = deck ? { _format_version: '3.0' } : { _format_version: '3.0', _transform: false };
   const byService = new Map<string, Entity[]>();
   const loose: Entity[] = [];
   for (const route of config.routes) {
@@ -61,7 +96,8 @@ export function exportDeclarative(config: Readonly<GatewayConfig>): Record<strin
   }
   if (config.services.length > 0) {
     doc.services = config.services.map((s) => {
-      const out = clean(s);
+      // decK 1.4.0 has no `enabled` (every service here is enabled: checked above); Kong's default is true.
+      const out = clean(s, deck ? ['enabled'] : []);
       if (s.client_certificate) out.client_certificate = s.client_certificate.id;
       const routes = byService.get(s.id);
       if (routes) out.routes = routes;

@@ -100,7 +100,16 @@ class Builder {
 
 /**
  * Parses a declarative document. `_transform: false` takes basic-auth
- * passwords as already hashed (Kong's SHA-1 hex or our scrypt form).
+ * passwords as already hashed (Kong's SHA-1 hex or our scrypt form). Without
+ * it (Kong's default `_transform: true`, kong/db/schema/others/declarative_config.lua)
+ * Kong runs the basic-auth transformation on every password
+ * (kong/db/declarative/import.lua `should_transform`; kong/plugins/basic-auth/daos.lua
+ * hashes with no check for an existing hash), and so do we, with one
+ * exception: our own `scrypt$N$r$p$salt$hash` form is kept as stored. Kong has
+ * no such form, so nothing Kong loads changes meaning; the decK-format export
+ * (`gateway export`, which may not carry `_transform`: decK 1.4.0's schema
+ * refuses it) carries these hashes, and re-hashing one would make a credential
+ * nobody can use. A 40-hex Kong SHA-1 value is hashed like any password, as Kong does.
  * @throws KongError ERR_GATEWAY_DECLARATIVE_INVALID with Kong's code-14 body
  */
 export function parseDeclarative(doc: unknown, plugins: ReadonlyMap<string, PluginSchemaDefinition> = PLUGIN_SCHEMAS): GatewayConfig {
@@ -117,7 +126,7 @@ export function parseDeclarative(doc: unknown, plugins: ReadonlyMap<string, Plug
     if (!(Array.isArray(v) && v.length === 0)) errors[key] = 'unknown field (not supported by the native gateway)';
   }
   if (Object.keys(errors).length > 0) throw declarativeInvalid(errors);
-  const builder = new Builder({ plugins, coerce: false, passwords: transform === false ? 'stored' : 'hash' });
+  const builder = new Builder({ plugins, coerce: false, passwords: transform === false ? 'stored' : 'declarative' });
   for (const name of TOP) builder.list(name, name, doc[name], {});
   if (Object.keys(builder.errors).length > 0) throw declarativeInvalid(builder.errors);
   return builder.config;

@@ -4,7 +4,9 @@
  * leaked state file is cheap to brute-force. We store
  * `scrypt$N$r$p$<salt b64>$<hash b64>` instead (per-credential random salt,
  * N=2^14 r=8 p=1: about 35 ms per hash here). Kong's SHA-1 form is accepted only
- * when imported from a declarative config with `_transform: false`.
+ * when imported from a declarative config with `_transform: false`; our scrypt
+ * form is also recognised in a declarative config without it (the decK-format
+ * export, see src/gateway/declarative/parse.ts).
  *
  * The proxy verifies on every request, so a successful verification is cached
  * in memory as HMAC(process key, password) per stored hash: the next request
@@ -36,6 +38,11 @@ export function kongSha1Password(password: string, consumerId: string): string {
 /** True when `stored` is a hash this module can verify (scrypt form or Kong's SHA-1 hex). */
 export function isStoredPasswordHash(stored: string): boolean {
   return SHA1_HEX.test(stored) || parseScrypt(stored) !== null;
+}
+
+/** True when `stored` is this module's own scrypt form (self-describing: never mistaken for Kong's SHA-1 hex). */
+export function isScryptPasswordHash(stored: string): boolean {
+  return parseScrypt(stored) !== null;
 }
 
 interface ScryptParams {

@@ -32,7 +32,7 @@ import { normalizeHealthchecks } from '../model/healthchecks.js';
 import { normalizeIp } from '../model/hostname.js';
 import { generateApiKey } from '../model/keys.js';
 import type { FlatErrors } from '../model/kong-error.js';
-import { hashBasicAuthPassword, isStoredPasswordHash } from '../model/password.js';
+import { hashBasicAuthPassword, isScryptPasswordHash, isStoredPasswordHash } from '../model/password.js';
 import type { PluginSchemaDefinition } from '../model/types.js';
 import { certificateSnisAfterWrite, certificateView } from './certificate-snis.js';
 
@@ -41,10 +41,12 @@ export interface RepoContext {
   /** Form-encoded input: coerce "80" → 80, "true" → true. */
   coerce: boolean;
   /**
-   * How basic-auth passwords arrive: 'hash' hashes them (admin API, `_transform: true`),
-   * 'stored' takes them as already hashed (declarative `_transform: false`).
+   * How basic-auth passwords arrive: 'hash' hashes them (admin API),
+   * 'stored' takes them as already hashed (declarative `_transform: false`),
+   * 'declarative' hashes them unless they are our own scrypt form (declarative
+   * without `_transform: false`: the decK-format export; src/gateway/declarative/parse.ts).
    */
-  passwords: 'hash' | 'stored';
+  passwords: 'hash' | 'stored' | 'declarative';
   /**
    * The caller checks ids and unique fields itself with indexes (validateState
    * over a whole state file); skips the per-entity scans that make bulk loads quadratic.
@@ -191,7 +193,9 @@ export const KINDS: Readonly<Record<CollectionName, KindDef>> = {
     transform(value, ctx, supplied, existing) {
       const consumerId = (value.consumer as { id: string }).id;
       if (!supplied.has('password') && existing) value.password = existing.password;
-      else if (ctx.passwords === 'hash') value.password = hashBasicAuthPassword(value.password as string, consumerId);
+      else if (ctx.passwords === 'hash' || (ctx.passwords === 'declarative' && !(typeof value.password === 'string' && isScryptPasswordHash(value.password)))) {
+        value.password = hashBasicAuthPassword(value.password as string, consumerId);
+      }
     },
   },
   acls: {

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import AjvDraft04Module from 'ajv-draft-04';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { exportDeclarative, parseDeclarative } from '../../../src/gateway/declarative/index.js';
+import { exportDeclarative, kongHashedCredentials, parseDeclarative } from '../../../src/gateway/declarative/index.js';
 import type { KongError } from '../../../src/gateway/model/kong-error.js';
-import { kongSha1Password, verifyBasicAuthPassword } from '../../../src/gateway/model/password.js';
+import { hashBasicAuthPassword, kongSha1Password, verifyBasicAuthPassword } from '../../../src/gateway/model/password.js';
 import { PLUGIN_SCHEMAS } from '../../../src/gateway/plugins/index.js';
 import { removeTempDirs } from '../../helpers/tmp.js';
 import { startAdmin, type Admin } from './harness.js';
@@ -13,6 +13,8 @@ const schema = JSON.parse(readFileSync(new URL('../../fixtures/schemas/kong-decl
 const AjvDraft04 = (AjvDraft04Module as unknown as { default?: typeof AjvDraft04Module.default }).default ?? AjvDraft04Module.default;
 const ajv = new AjvDraft04({ allErrors: true, strict: false });
 const validateKongFile = ajv.compile(schema);
+const deck14Schema = JSON.parse(readFileSync(new URL('../../fixtures/schemas/deck-1.4.0-content.json', import.meta.url), 'utf8'));
+const validateDeck14File = new AjvDraft04({ allErrors: true, strict: false }).compile(deck14Schema);
 
 const DOC = {
   _format_version: '3.0',
@@ -80,6 +82,16 @@ describe('POST /config (kong/api/routes/config.lua)', () => {
     // The same password still verifies after the round trip (stored hash carried as-is).
     const cred = admin.store.snapshot().config.basicauth_credentials[0];
     expect(cred && verifyBasicAuthPassword('pw-1', cred.consumer.id, cred.password)).toBe(true);
+    // The decK form (what `gateway export` writes): decK 1.4.0's schema and the current one accept it,
+    // and it reloads to the same entities, the scrypt password hash kept as stored.
+    const deckForm = exportDeclarative(before, 'deck');
+    expect(validateDeck14File(deckForm), JSON.stringify(validateDeck14File.errors)).toBe(true);
+    expect(validateKongFile(deckForm), JSON.stringify(validateKongFile.errors)).toBe(true);
+    expect(validateDeck14File(exported)).toBe(false); // Kong's own form carries _transform and enabled
+    expect(deckForm).not.toHaveProperty('_transform');
+    const fromDeck = await admin.call('POST', '/config', deckForm);
+    expect(fromDeck.status).toBe(201);
+    expect(strip(admin.store.snapshot().config)).toEqual(strip(before));
     // GET /config serves the same document as YAML.
     const yaml = await admin.call('GET', '/config');
     expect(yaml.json.config).toContain("_format_version: \"3.0\"");
@@ -132,6 +144,41 @@ describe('parseDeclarative (kong/db/schema/others/declarative_config.lua)', () =
     expect(() =>
       parseDeclarative({ _format_version: '3.0', _transform: false, consumers: [{ username: 'k', basicauth_credentials: [{ username: 'k', password: 'plain' }] }] }),
     ).toThrow(/declarative config is invalid/);
+  });
+
+  it('without _transform: false hashes passwords, a Kong SHA-1 value too (kong/db/declarative/import.lua), but keeps our scrypt form', () => {
+    const consumerId = '0c8e1a3e-8a1f-4e1e-9a52-3a8f5b2d7c10';
+    const sha1 = kongSha1Password('kong-pw', consumerId);
+    const scrypt = hashBasicAuthPassword('native-pw', consumerId);
+    const config = parseDeclarative({
+      _format_version: '3.0',
+      consumers: [
+        {
+          id: consumerId,
+          username: 'k',
+          basicauth_credentials: [
+            { username: 'sha', password: sha1 },
+            { username: 'scr', password: scrypt },
+            { username: 'plain', password: 'plain-pw' },
+          ],
+        },
+      ],
+    });
+    const [sha, scr, plain] = config.basicauth_credentials;
+    expect(sha?.password).not.toBe(sha1);
+    expect(verifyBasicAuthPassword(sha1, consumerId, sha?.password as string)).toBe(true); // the hex was taken as a password
+    expect(scr?.password).toBe(scrypt);
+    expect(verifyBasicAuthPassword('native-pw', consumerId, scr?.password as string)).toBe(true);
+    expect(verifyBasicAuthPassword('plain-pw', consumerId, plain?.password as string)).toBe(true);
+    // What `gateway export` warns about: a Kong SHA-1 hash does not survive the decK form.
+    const fromKong = parseDeclarative({ _format_version: '3.0', _transform: false, consumers: [{ id: consumerId, username: 'k', basicauth_credentials: [{ username: 'sha', password: sha1 }, { username: 'scr', password: scrypt }] }] });
+    expect(kongHashedCredentials(fromKong)).toEqual(['k/sha']);
+  });
+
+  it('the decK form refuses a disabled service with a coded error; Kong\'s form keeps enabled: false', () => {
+    const config = parseDeclarative({ _format_version: '3.0', services: [{ name: 'off', host: 'h', enabled: false }, { name: 'on', host: 'h' }] });
+    expect(() => exportDeclarative(config, 'deck')).toThrow(expect.objectContaining({ code: 'ERR_GATEWAY_EXPORT_DISABLED_SERVICE', message: expect.stringContaining('off') }));
+    expect(exportDeclarative(config, 'kong')).toMatchObject({ _transform: false, services: [{ name: 'off', enabled: false }, { name: 'on', enabled: true }] });
   });
 
   it('refers across top-level entities by name and rejects unsupported entity lists', () => {
