@@ -59,6 +59,18 @@ export const fhirServerErrors = {
     exit: 1,
     hint: 'Each issue names the element path (FHIRPath) that failed against the R4 StructureDefinition.',
   },
+  ERR_FHIR_FORBIDDEN_KEY: {
+    message: 'The body has a key no FHIR element is named, at {path} (__proto__, constructor and prototype are refused)',
+    status: 400,
+    exit: 1,
+    hint: 'Remove the key: R4 element names never take these forms, and the server stores nothing that carries one.',
+  },
+  ERR_FHIR_INVALID_ID: {
+    message: '"{id}" is not a valid id',
+    status: 400,
+    exit: 1,
+    hint: 'R4 ids are 1 to 64 of A-Z a-z 0-9 - and . (http://hl7.org/fhir/R4/datatypes.html#id); "." and ".." are refused too.',
+  },
   ERR_FHIR_REFERENCE_NOT_FOUND: {
     message: 'Reference to a resource that does not exist: {detail}',
     status: 400,

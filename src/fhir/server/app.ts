@@ -7,6 +7,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HospitalApiError } from '../../errors/index.js';
 import { isLoopback } from '../../util/listen-address.js';
+import { FORBIDDEN_KEYS, forbiddenKeyPath } from '../validation/forbidden-keys.js';
 import type { SqliteFhirStore } from '../store/sqlite-store.js';
 import { publicBaseUrl, type BaseUrlOptions } from './base-url.js';
 import { DEFAULT_POLICY, type FhirContext, type FhirRequest, type FhirResponse, type WritePolicy } from './context.js';
@@ -56,16 +57,29 @@ export interface FhirAppOptions extends BaseUrlOptions {
 
 const JSON_TYPES = ['application/json', 'application/fhir+json', 'application/json+fhir', 'application/json-patch+json'];
 
-/** Nesting depth of parsed JSON, walked iteratively (a recursive walk is what overflows the stack). */
-function tooDeep(value: unknown, max: number): boolean {
+/**
+ * One iterative walk of the parsed body (a recursive walk is what overflows the stack): nesting deeper
+ * than `max`, or a key that reaches a prototype (`__proto__`, `constructor`, `prototype`: no FHIR
+ * element has such a name, and JSON.parse keeps `__proto__` as an own key that would be stored and
+ * served back). The path of a forbidden key is worked out only when there is one.
+ */
+function inspect(value: unknown, max: number): 'too-deep' | 'forbidden-key' | undefined {
   const stack: Array<[unknown, number]> = [[value, 1]];
   while (stack.length) {
     const [node, depth] = stack.pop()!;
     if (!node || typeof node !== 'object') continue;
-    if (depth > max) return true;
-    for (const v of Array.isArray(node) ? node : Object.values(node)) if (v && typeof v === 'object') stack.push([v, depth + 1]);
+    if (depth > max) return 'too-deep';
+    if (Array.isArray(node)) {
+      for (const v of node) if (v && typeof v === 'object') stack.push([v, depth + 1]);
+      continue;
+    }
+    for (const k of Object.keys(node)) {
+      if (FORBIDDEN_KEYS.has(k)) return 'forbidden-key';
+      const v = (node as Record<string, unknown>)[k];
+      if (v && typeof v === 'object') stack.push([v, depth + 1]);
+    }
   }
-  return false;
+  return undefined;
 }
 
 function jsonParser(maxDepth: number) {
@@ -77,7 +91,13 @@ function jsonParser(maxDepth: number) {
     } catch (err) {
       return done(new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail: `body is not JSON: ${(err as Error).message}` }));
     }
-    if (tooDeep(value, maxDepth)) return done(new HospitalApiError('ERR_FHIR_TOO_COMPLEX', { detail: `JSON nested deeper than ${maxDepth} levels` }));
+    const found = inspect(value, maxDepth);
+    if (found === 'too-deep') return done(new HospitalApiError('ERR_FHIR_TOO_COMPLEX', { detail: `JSON nested deeper than ${maxDepth} levels` }));
+    if (found === 'forbidden-key') {
+      const path = forbiddenKeyPath(value) ?? '$';
+      const text = `"${path.slice(path.lastIndexOf('.') + 1)}" is not a FHIR element`;
+      return done(new HospitalApiError('ERR_FHIR_FORBIDDEN_KEY', { path }, { cause: { issues: [{ code: 'structure', details: { text }, expression: [path] }] } }));
+    }
     done(null, value);
   };
 }

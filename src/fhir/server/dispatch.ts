@@ -10,7 +10,7 @@ import { pageLink, searchsetBundle } from './bundle.js';
 import { metadata } from './capability.js';
 import { etagOf, httpDate, type FhirContext, type FhirRequest, type FhirResponse } from './context.js';
 import { isResourceType } from './resource-types.js';
-import { conditionalRemove, conditionalUpdate, create, patch, remove, update } from './writes.js';
+import { checkId, conditionalRemove, conditionalUpdate, create, patch, remove, update } from './writes.js';
 
 function notAllowed(req: FhirRequest): never {
   throw new HospitalApiError('ERR_FHIR_METHOD_NOT_ALLOWED', { method: req.method, path: `/${req.segments.join('/')}` });
@@ -103,6 +103,7 @@ export function dispatch(ctx: FhirContext, req: FhirRequest): FhirResponse {
     notAllowed(req);
   }
   if (id === '_search' && op === undefined && m === 'POST') return search(ctx, type, req.params);
+  checkId(id);
   if (op === undefined) {
     if (m === 'GET') return read(ctx, type, id);
     if (m === 'PUT') return update(ctx, type, id, req);
@@ -110,7 +111,11 @@ export function dispatch(ctx: FhirContext, req: FhirRequest): FhirResponse {
     if (m === 'DELETE') return remove(ctx, type, id);
     notAllowed(req);
   }
-  if (op === '_history' && m === 'GET') return vid === undefined ? history(ctx, type, id, req.params) : vread(ctx, type, id, vid);
+  if (op === '_history' && m === 'GET') {
+    if (vid === undefined) return history(ctx, type, id, req.params);
+    checkId(vid);
+    return vread(ctx, type, id, vid);
+  }
   notAllowed(req);
 }
 

@@ -1,6 +1,7 @@
 /** RFC 6902 JSON Patch (add, remove, replace, move, copy, test) on a copy of the document. */
 import { isDeepStrictEqual } from 'node:util';
 import { HospitalApiError } from '../../errors/index.js';
+import { FORBIDDEN_KEYS } from '../validation/forbidden-keys.js';
 
 interface Op {
   op: string;
@@ -18,7 +19,11 @@ function fail(detail: string): never {
 function pointer(path: string): string[] {
   if (path === '') return [];
   if (!path.startsWith('/')) fail(`"${path}" is not a JSON pointer`);
-  return path.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const tokens = path.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  // `/__proto__/x` would walk into Object.prototype and write there; no FHIR element has these names
+  const bad = tokens.find((t) => FORBIDDEN_KEYS.has(t));
+  if (bad !== undefined) fail(`"${bad}" in ${path} is not a FHIR element`);
+  return tokens;
 }
 
 /** The container of the last token and that token; throws when the parent does not exist. */

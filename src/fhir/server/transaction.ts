@@ -13,6 +13,7 @@ import { matchIds } from '../search/match-ids.js';
 import type { Resource } from '../store/types.js';
 import type { FhirContext, FhirRequest, FhirResponse } from './context.js';
 import { dispatch, unsupported } from './dispatch.js';
+import { checkResource } from '../validation/validate.js';
 import { checkReferences } from './integrity.js';
 import { errorOutcome, outcome } from './outcome.js';
 import { isResourceType } from './resource-types.js';
@@ -36,6 +37,8 @@ interface Parsed {
   noop?: boolean;
   /** A conditional PUT/DELETE, settled to the id in `segments`. */
   conditional?: boolean;
+  /** Its resource was validated before anything was written. */
+  validated?: boolean;
 }
 
 const ORDER: Record<string, number> = { DELETE: 0, POST: 1, PUT: 2, PATCH: 2, GET: 3, HEAD: 3 };
@@ -197,12 +200,21 @@ function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: string):
         current = i;
         return parseEntry(e, i);
       });
-      const ids = new Map<string, string>();
-      const targets = new Set<string>();
-      // 1. check each entry as if sent alone, and settle identities before anything is written
+      // 1. check each entry as if sent alone, its resource validated, before any lookup or write: the first
+      // invalid entry refuses the whole Bundle at once (20,000 invalid entries cost one validation)
       for (const p of parsed) {
         current = p.index;
         checkEntry(p);
+        if (ctx.policy.validate && ((p.method === 'POST' && p.segments[1] === undefined) || p.method === 'PUT')) {
+          checkResource(p.entry.resource, `Bundle.entry[${p.index}]`, { conditionalReferences: true });
+          p.validated = true;
+        }
+      }
+      const ids = new Map<string, string>();
+      const targets = new Set<string>();
+      // 2. settle identities before anything is written
+      for (const p of parsed) {
+        current = p.index;
         const [type, id] = p.segments as [string, string | undefined];
         let target: string | undefined;
         if (p.method === 'POST' && id === undefined) {
@@ -235,7 +247,7 @@ function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: string):
           if (restful && restful[1] === type) ids.set(`${restful[1]}/${restful[2]}`, target);
         }
       }
-      // 2. run in processing order, answer in request order
+      // 3. run in processing order, answer in request order
       const results: Array<Record<string, unknown>> = new Array(parsed.length);
       const order = [...parsed].sort((a, b) => (ORDER[a.method] as number) - (ORDER[b.method] as number) || a.index - b.index);
       for (const p of order) {
@@ -244,7 +256,9 @@ function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: string):
           results[p.index] = { response: { status: '200 OK', outcome: outcome(200, 'the condition matched nothing: nothing deleted') } };
           continue;
         }
-        const entryCtx: FhirContext = { ...txCtx, entry: `Bundle.entry[${p.index}]` };
+        // an entry validated in step 1 is not validated again (rewriting its urn:uuid and conditional references
+        // to Type/id keeps it valid); a PATCH is validated once applied
+        const entryCtx: FhirContext = { ...txCtx, entry: `Bundle.entry[${p.index}]`, ...(p.validated ? { policy: { ...ctx.policy, validate: false } } : {}) };
         const resource = p.entry.resource && typeof p.entry.resource === 'object' ? p.entry.resource : undefined;
         if (resource && p.method !== 'GET' && p.method !== 'HEAD') rewrite(ctx, resource, ids);
         let res: FhirResponse;
@@ -264,7 +278,7 @@ function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: string):
         }
         results[p.index] = responseEntry(res, preferReturn);
       }
-      // 3. referential integrity once every entry is written (entries may point at each other)
+      // 4. referential integrity once every entry is written (entries may point at each other)
       for (const d of deferred) {
         current = Number(/\[(\d+)\]/.exec(d.where)?.[1] ?? current);
         checkReferences(ctx, d.resource, d.where);

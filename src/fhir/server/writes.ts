@@ -8,12 +8,16 @@ import { HospitalApiError } from '../../errors/index.js';
 import { matchIds } from '../search/match-ids.js';
 import type { Resource } from '../store/types.js';
 import { etagOf, httpDate, versionFromEtag, type FhirContext, type FhirRequest, type FhirResponse } from './context.js';
+import { isR4Id } from '../validation/ids.js';
 import { checkResource } from '../validation/validate.js';
 import { checkReferences } from './integrity.js';
 import { applyJsonPatch } from './json-patch.js';
 import { outcome } from './outcome.js';
 
-const ID = /^[A-Za-z0-9\-.]{1,64}$/;
+/** An id or version id in the URL is R4's id form (validation/ids.ts), else 400 before the store is asked. */
+export function checkId(id: string): void {
+  if (!isR4Id(id)) throw new HospitalApiError('ERR_FHIR_INVALID_ID', { id: id.slice(0, 80) });
+}
 
 /** The body is a resource of the URL's type, valid against R4 when the policy says so (400 naming each failing path). */
 export function checkBody(ctx: FhirContext, type: string, body: unknown): Resource {
@@ -89,8 +93,8 @@ export function create(ctx: FhirContext, type: string, req: FhirRequest): FhirRe
 }
 
 export function update(ctx: FhirContext, type: string, id: string, req: FhirRequest): FhirResponse {
+  checkId(id);
   const resource = checkBody(ctx, type, req.body);
-  if (!ID.test(id)) throw new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail: `"${id}" is not a valid id` });
   if (resource.id === undefined) throw new HospitalApiError('ERR_FHIR_INVALID_RESOURCE', { detail: 'an update needs the id in the body' });
   if (resource.id !== id) throw new HospitalApiError('ERR_FHIR_INVALID_RESOURCE', { detail: `body id "${resource.id}" does not match the URL id "${id}"` });
   const options = req.ifMatch ? { ifMatchVersion: versionFromEtag(req.ifMatch) } : {};
@@ -134,7 +138,7 @@ export function patch(ctx: FhirContext, type: string, id: string, req: FhirReque
  * should return either a 200 OK … or a 204 No Content": 200 with an OperationOutcome saying which.
  */
 export function remove(ctx: FhirContext, type: string, id: string): FhirResponse {
-  if (!ID.test(id)) throw new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail: `"${id.slice(0, 80)}" is not a valid id` });
+  checkId(id);
   const deleted = ctx.store.delete(type, id);
   return { status: 200, body: outcome(200, deleted ? `${type}/${id} deleted` : `${type}/${id} does not exist (or was already deleted): nothing to delete`) };
 }

