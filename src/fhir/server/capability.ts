@@ -61,10 +61,10 @@ function resourceEntries(): unknown[] {
       conditionalDelete: 'single',
       searchInclude: refs.length ? ['*', ...refs] : undefined,
       searchParam,
-      operation:
-        type === 'Patient'
-          ? [{ name: 'everything', definition: 'http://hl7.org/fhir/OperationDefinition/Patient-everything' }]
-          : undefined,
+      operation: [
+        ...(type === 'Patient' ? [{ name: 'everything', definition: 'http://hl7.org/fhir/OperationDefinition/Patient-everything' }] : []),
+        { name: 'validate', definition: 'http://hl7.org/fhir/OperationDefinition/Resource-validate' },
+      ],
     };
   });
   return resources;

@@ -10,6 +10,7 @@ import { pageLink, searchsetBundle } from './bundle.js';
 import { metadata } from './capability.js';
 import { etagOf, httpDate, type FhirContext, type FhirRequest, type FhirResponse } from './context.js';
 import { isResourceType } from './resource-types.js';
+import { validateHandler } from './validate-operation.js';
 import { checkId, conditionalRemove, conditionalUpdate, create, patch, remove, update } from './writes.js';
 
 function notAllowed(req: FhirRequest): never {
@@ -36,10 +37,12 @@ function filters(params: Array<[string, string]>): Array<[string, string]> {
 
 const isOperation = (segment: string | undefined): segment is string => segment !== undefined && segment.startsWith('$');
 
-/** An instance-level operation (`[type]/[id]/$name`): the methods it takes and its handler. */
+/** An operation this server serves: where (`[type]/$name`, `[type]/[id]/$name`), the methods it takes, its handler. */
 interface Operation {
+  /** A resource type, or '*' for every type. */
   type: string;
   name: string;
+  levels: ReadonlyArray<'type' | 'instance'>;
   methods: readonly string[];
   handler: (ctx: FhirContext, req: FhirRequest) => FhirResponse;
 }
@@ -48,10 +51,14 @@ interface Operation {
  * The operations this server implements (the CapabilityStatement names the same). Served to requests sent
  * alone: a Bundle entry naming one is refused by `unsupported` (405), as is a method the operation does not take.
  */
-const OPERATIONS: readonly Operation[] = [{ type: 'Patient', name: '$everything', methods: ['GET', 'POST'], handler: everythingHandler }];
+const OPERATIONS: readonly Operation[] = [
+  { type: 'Patient', name: '$everything', levels: ['instance'], methods: ['GET', 'POST'], handler: everythingHandler },
+  // R4 resource-operation-validate.html: type and instance level; POST only here (its resource is a body)
+  { type: '*', name: '$validate', levels: ['type', 'instance'], methods: ['POST'], handler: validateHandler },
+];
 
-function operationAt(type: string, name: string): Operation | undefined {
-  return OPERATIONS.find((o) => o.type === type && o.name === name);
+function operationAt(type: string, name: string, level: 'type' | 'instance'): Operation | undefined {
+  return OPERATIONS.find((o) => (o.type === type || o.type === '*') && o.name === name && o.levels.includes(level));
 }
 
 /**
@@ -70,8 +77,9 @@ export function unsupported(req: FhirRequest): void {
   if (type === '_search') notSupported('system-level search (POST [base]/_search)');
   if (type === 'metadata') return;
   if (id === '_history') notSupported(`type-level history (GET [base]/${type}/_history)`);
+  if (isOperation(id) && op === undefined && operationAt(type, id, 'type')) notAllowed(req); // served by dispatch for its methods only
   if (isOperation(id)) notSupported(`operation ${type}/${id}${type === 'Patient' && id === '$everything' ? ' at type level (use Patient/[id]/$everything)' : ''}`);
-  if (isOperation(op) && operationAt(type, op)) notAllowed(req); // served by dispatch for its methods only
+  if (isOperation(op) && vid === undefined && operationAt(type, op, 'instance')) notAllowed(req); // served by dispatch for its methods only
   if (isOperation(op)) notSupported(`operation ${type}/[id]/${op}`);
   if (op !== undefined && op !== '_history') {
     notSupported(isResourceType(op) ? `compartment search (GET [base]/${type}/[id]/${op})` : `[base]/${type}/[id]/${op}`);
@@ -83,7 +91,11 @@ export function unsupported(req: FhirRequest): void {
 
 export function dispatch(ctx: FhirContext, req: FhirRequest): FhirResponse {
   const [type, id, op, vid, ...rest] = req.segments;
-  const operation = type !== undefined && id !== undefined && isOperation(op) && vid === undefined ? operationAt(type, op) : undefined;
+  const operation =
+    type === undefined || id === undefined ? undefined
+    : isOperation(id) && op === undefined ? operationAt(type, id, 'type')
+    : isOperation(op) && vid === undefined ? operationAt(type, op, 'instance')
+    : undefined;
   if (operation?.methods.includes(req.method)) return operation.handler(ctx, req);
   unsupported(req);
   const m = req.method;

@@ -18,7 +18,8 @@ describe('unsupported interactions', () => {
     ['POST', '$graphql', '$graphql'],
     ['GET', 'ValueSet/$expand?url=http://hl7.org/fhir/ValueSet/administrative-gender', 'ValueSet/$expand'],
     ['GET', 'Patient/$everything', 'type level'],
-    ['GET', 'Patient/p1/$validate', '$validate'],
+    ['GET', 'Patient/p1/$meta', '$meta'],
+    ['POST', 'Patient/$meta-add', '$meta-add'],
     ['GET', 'Patient/p1/Observation', 'compartment search'],
     ['GET', '', 'system-level search'],
   ];
@@ -38,7 +39,7 @@ describe('unsupported interactions', () => {
     for (const r of rest.resource) {
       expect(r.interaction.map((i: any) => i.code).sort()).toEqual(['create', 'delete', 'history-instance', 'patch', 'read', 'search-type', 'update', 'vread']);
       expect(r.conditionalRead).toBe('not-supported');
-      if (r.operation) expect(r.type === 'Patient' && r.operation.map((o: any) => o.name)).toEqual(['everything']);
+      expect(r.operation.map((o: any) => o.name)).toEqual(r.type === 'Patient' ? ['everything', 'validate'] : ['validate']);
     }
     expect(rest.resource.map((r: any) => r.type)).toContain('OperationOutcome');
     expect(rest.resource.map((r: any) => r.type)).not.toContain('Parameters');

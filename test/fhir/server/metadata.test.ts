@@ -36,7 +36,12 @@ describe('GET /fhir/metadata (http://hl7.org/fhir/R4/http.html#capabilities)', (
     }
     const patient = rest.resource.find((x: any) => x.type === 'Patient');
     expect(patient.searchParam.map((p: any) => p.name)).toEqual(expect.arrayContaining(['_id', '_lastUpdated', 'identifier', 'name', 'birthdate']));
-    expect(patient.operation).toEqual([{ name: 'everything', definition: 'http://hl7.org/fhir/OperationDefinition/Patient-everything' }]);
+    expect(patient.operation).toEqual([
+      { name: 'everything', definition: 'http://hl7.org/fhir/OperationDefinition/Patient-everything' },
+      { name: 'validate', definition: 'http://hl7.org/fhir/OperationDefinition/Resource-validate' },
+    ]);
+    const basic = rest.resource.find((x: any) => x.type === 'Basic');
+    expect(basic.operation).toEqual([{ name: 'validate', definition: 'http://hl7.org/fhir/OperationDefinition/Resource-validate' }]);
   });
 
   it('names the public base given by a trusted proxy (host and port apart, as our gateway sends them)', async () => {
