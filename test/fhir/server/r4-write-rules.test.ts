@@ -61,7 +61,7 @@ describe('wrong JSON types on every element', () => {
       contained: [{ resourceType: 'Basic', id: 'b', code: true }],
     });
     expect(r.status).toBe(400);
-    expect(paths(r.body)).toEqual(expect.arrayContaining(['Patient.contact[0].name', 'Patient.extension[0].value[x]', 'Patient.contained[0].code']));
+    expect(paths(r.body)).toEqual(expect.arrayContaining(['Patient.contact[0].name', 'Patient.extension[0].valueCodeableConcept', 'Patient.contained[0].code']));
     expect(await count(`Patient?identifier=${S}|deep`)).toBe(0);
 
     const b = (await call(fhir.base, 'POST', 'Basic', { resourceType: 'Basic', code: { text: 'ok' } })).body;
