@@ -33,9 +33,17 @@ export type AuditPhase = 'started' | 'end';
 export interface AuditRecord {
   time: string;
   phase: AuditPhase;
+  /** The server's own id of the request (its X-Request-Id response header). */
   requestId: string;
+  /** The caller's X-Request-Id, when it sent a well-formed one: recorded, never trusted as the id. */
+  callerRequestId: string | null;
   caller: string;
   platformCareId: string | null;
+  /**
+   * The identifier system the care id was searched in (PLATFORM_IDENTIFIER_SYSTEM);
+   * with any system allowed, the system of the identifier that matched (null before or without a match).
+   */
+  identifierSystem: string | null;
   fhirPatientId: string | null;
   decision: AuditDecision;
   /** Error code when the request did not succeed, else null. */
@@ -75,6 +83,13 @@ interface Pending {
   reject: (err: Error) => void;
 }
 
+/** The log fields of an audit write failure: the code, the message and, for the operator only, the file. */
+export function auditFailureLog(err: unknown): { code: string; message: string; auditLog?: string } {
+  const e = err as HospitalApiError;
+  const path = e?.params?.path;
+  return { code: e?.code ?? 'ERR_API_AUDIT_UNAVAILABLE', message: (err as Error)?.message ?? String(err), ...(typeof path === 'string' ? { auditLog: path } : {}) };
+}
+
 export function openAuditLog(path: string, onChange: (health: AuditHealth) => void = () => {}): AuditLog {
   try {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
@@ -111,6 +126,7 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
         for (const p of batch) p.resolve();
       } catch (err) {
         const reason = (err as NodeJS.ErrnoException).code ?? 'write failed';
+        // `path` is for the operator's log (auditFailureLog), not the message: that goes to callers.
         setHealth({ ok: false, reason });
         const error = new HospitalApiError('ERR_API_AUDIT_UNAVAILABLE', { path, detail: reason }, { cause: err });
         for (const p of batch) p.reject(error);

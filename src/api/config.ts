@@ -28,6 +28,11 @@ export interface ApiConfig {
   readonly fhirCa: string | null;
   readonly fhirTimeoutMs: number;
   readonly fhirPageSize: number;
+  /**
+   * The platform's identifier system (PLATFORM_IDENTIFIER_SYSTEM): the Patient
+   * search is `identifier=<system>|<value>`. null only when the operator said
+   * any system may match (--any-identifier-system, PLATFORM_ANY_IDENTIFIER_SYSTEM=true).
+   */
   readonly identifierSystem: string | null;
   /** Caller allow-list; null allows every caller. */
   readonly allowedCallers: BlockList | null;
@@ -59,6 +64,8 @@ export interface ConfigFlags {
   host?: string;
   port?: string | number;
   envFile?: string;
+  /** --any-identifier-system: a care id may match an identifier of any system (explicit, never the default). */
+  anyIdentifierSystem?: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -141,9 +148,43 @@ function trustProxy(env: Env): TrustProxy {
   return entries;
 }
 
+function bool(env: Env, name: string): boolean {
+  const v = text(env, name)?.toLowerCase();
+  if (v === undefined || v === 'false') return false;
+  if (v === 'true') return true;
+  throw invalid(name, `expected true or false, got "${v}"`);
+}
+
+/** An absolute URI (RFC 3986 scheme, then anything but spaces and control characters), as FHIR Identifier.system is. */
+const SYSTEM_URI = /^[A-Za-z][A-Za-z0-9+.-]*:[^\s\x00-\x1f\x7f]+$/;
+
+/**
+ * PLATFORM_IDENTIFIER_SYSTEM, required: without it a care id equal to another
+ * patient's hospital number or national id would match that patient. Only an
+ * explicit --any-identifier-system (or PLATFORM_ANY_IDENTIFIER_SYSTEM=true,
+ * which `install --any-identifier-system` writes) lets any system match.
+ * @throws ERR_API_IDENTIFIER_SYSTEM_MISSING, ERR_CONFIG_INVALID
+ */
+function identifierSystem(env: Env, flags: ConfigFlags, envFile: string): string | null {
+  const system = text(env, 'PLATFORM_IDENTIFIER_SYSTEM');
+  const any = flags.anyIdentifierSystem === true || bool(env, 'PLATFORM_ANY_IDENTIFIER_SYSTEM');
+  if (system !== undefined) {
+    if (system.length > 1024 || !SYSTEM_URI.test(system)) throw invalid('PLATFORM_IDENTIFIER_SYSTEM', 'expected an absolute URI such as urn:oid:… or https://…');
+    return system;
+  }
+  if (any) return null;
+  const dir = env.HOSPITAL_API_DIR?.trim();
+  throw new HospitalApiError('ERR_API_IDENTIFIER_SYSTEM_MISSING', {
+    fix: dir
+      ? `hospital-api install --dir ${dir} --identifier-system <the platform's identifier system URI>`
+      : `set PLATFORM_IDENTIFIER_SYSTEM=<the platform's identifier system URI> in ${envFile}, or run an install with \`hospital-api install --identifier-system <URI>\``,
+  });
+}
+
 /** Builds the configuration from flags, the environment and the .env file. @throws ERR_CONFIG_MISSING, ERR_CONFIG_INVALID */
 export function loadConfig(flags: ConfigFlags = {}, processEnv: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ApiConfig {
-  const env: Env = mergedEnv(resolve(cwd, flags.envFile ?? '.env'), processEnv);
+  const envFile = resolve(cwd, flags.envFile ?? '.env');
+  const env: Env = mergedEnv(envFile, processEnv);
   const portText = flags.port !== undefined ? String(flags.port) : text(env, 'PORT');
   const port = portText === undefined ? 9000 : Number(portText);
   if (!/^\d+$/.test(String(portText ?? '9000')) || port > 65535) throw invalid('PORT', `"${portText}" is not a port`);
@@ -179,7 +220,7 @@ export function loadConfig(flags: ConfigFlags = {}, processEnv: NodeJS.ProcessEn
     fhirCa: pemFile(env, 'FHIR_CA_FILE', cwd),
     fhirTimeoutMs: int(env, 'FHIR_TIMEOUT_MS', 30_000, 100, 600_000),
     fhirPageSize: int(env, 'FHIR_PAGE_SIZE', 1000, 1, 5_000),
-    identifierSystem: text(env, 'PLATFORM_IDENTIFIER_SYSTEM') ?? null,
+    identifierSystem: identifierSystem(env, flags, envFile),
     allowedCallers: list,
     allowedCallersText: entries,
     trustProxy: trustProxy(env),
