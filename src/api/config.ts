@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { isIP, type BlockList } from 'node:net';
 import { resolve } from 'node:path';
 import { HospitalApiError } from '../errors/index.js';
+import { ANY_IDENTIFIER_SYSTEM, isIdentifierSystem } from '../install-dir/api-settings.js';
 import { mergedEnv } from '../util/env-file.js';
 import { blockListOf, parseIpOrCidr } from '../util/ip-list.js';
 import { parseListen, type ListenAddress } from '../util/listen-address.js';
@@ -155,9 +156,6 @@ function bool(env: Env, name: string): boolean {
   throw invalid(name, `expected true or false, got "${v}"`);
 }
 
-/** An absolute URI (RFC 3986 scheme, then anything but spaces and control characters), as FHIR Identifier.system is. */
-const SYSTEM_URI = /^[A-Za-z][A-Za-z0-9+.-]*:[^\s\x00-\x1f\x7f]+$/;
-
 /**
  * PLATFORM_IDENTIFIER_SYSTEM, required: without it a care id equal to another
  * patient's hospital number or national id would match that patient. Only an
@@ -167,9 +165,9 @@ const SYSTEM_URI = /^[A-Za-z][A-Za-z0-9+.-]*:[^\s\x00-\x1f\x7f]+$/;
  */
 function identifierSystem(env: Env, flags: ConfigFlags, envFile: string): string | null {
   const system = text(env, 'PLATFORM_IDENTIFIER_SYSTEM');
-  const any = flags.anyIdentifierSystem === true || bool(env, 'PLATFORM_ANY_IDENTIFIER_SYSTEM');
+  const any = flags.anyIdentifierSystem === true || bool(env, ANY_IDENTIFIER_SYSTEM);
   if (system !== undefined) {
-    if (system.length > 1024 || !SYSTEM_URI.test(system)) throw invalid('PLATFORM_IDENTIFIER_SYSTEM', 'expected an absolute URI such as urn:oid:… or https://…');
+    if (!isIdentifierSystem(system)) throw invalid('PLATFORM_IDENTIFIER_SYSTEM', 'expected an absolute URI such as urn:oid:… or https://…');
     return system;
   }
   if (any) return null;

@@ -95,7 +95,7 @@ describe('native stack end to end (issue 6)', () => {
 
   it('installs, takes its consumer, comes up and verifies', async () => {
     const install = await cli([
-      'install', '--runtime', 'native', '--generate-ca', '--platform-url', platformUrl,
+      'install', '--runtime', 'native', '--generate-ca', '--platform-url', platformUrl, '--identifier-system', 'urn:hospital-api:platform-care-id',
       '--api-port', String(ports.api), '--fhir-port', String(ports.fhir),
       '--gateway-http-port', String(ports.gatewayHttp), '--gateway-https-port', String(ports.gatewayHttps),
       '--gateway-admin-port', String(ports.gatewayAdmin), '--metrics-port', String(ports.metrics),
