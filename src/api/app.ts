@@ -59,14 +59,18 @@ export async function buildApp(config: ApiConfig, options: BuildOptions = {}): P
     config,
     platform: createPlatformClient(config),
     fhir,
-    audit: openAuditLog(config.auditLog, (health) => {
-      // Once per change, not per request: the state is also in /api/ready.
-      process.stderr.write(
-        health.ok
-          ? `hospital-api serve: audit log ${config.auditLog} is writable again; serving records\n`
-          : `hospital-api serve: audit log ${config.auditLog} failed: ${health.reason}; no patient data is sent until it can be written\n`,
-      );
-    }),
+    audit: openAuditLog(
+      config.auditLog,
+      (health) => {
+        // Once per change, not per request: the state is also in /api/ready.
+        process.stderr.write(
+          health.ok
+            ? `hospital-api serve: audit log ${config.auditLog} is writable again; serving records\n`
+            : `hospital-api serve: audit log ${config.auditLog} failed: ${health.reason}; no patient data is sent until it can be written\n`,
+        );
+      },
+      { onRepair: (bytes) => process.stderr.write(`hospital-api serve: audit log ${config.auditLog}: cut an unfinished last line (${bytes} bytes) before appending\n`) },
+    ),
     // Certificate days left (issue 15): the install's certificates when run from one (HOSPITAL_API_DIR), and the CA it trusts.
     metrics: createMetrics({ installDir: process.env.HOSPITAL_API_DIR || null, fhirCaPem: () => fhir.access().ca }),
   };
