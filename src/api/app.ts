@@ -1,7 +1,8 @@
 /**
  * The Hospital API as a Fastify app built from a config object, so tests can
  * start it in-process on port 0 and `serve` runs the same thing. Every
- * response carries X-Request-Id; errors use {"error":{code,message,requestId}}.
+ * response carries X-Request-Id, always the server's own (a caller's is only
+ * recorded, src/api/caller.ts); errors use {"error":{code,message,requestId}}.
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyServerOptions, type FastifyInstance } from 'fastify';
@@ -27,8 +28,6 @@ export interface HospitalApi {
   /** Stops the app, then the upstream clients and the audit log. */
   close(): Promise<void>;
 }
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
 /**
  * Time-outs and the connection cap of every Hospital API listener (the API and
@@ -60,14 +59,18 @@ export async function buildApp(config: ApiConfig, options: BuildOptions = {}): P
     config,
     platform: createPlatformClient(config),
     fhir,
-    audit: openAuditLog(config.auditLog, (health) => {
-      // Once per change, not per request: the state is also in /api/ready.
-      process.stderr.write(
-        health.ok
-          ? `hospital-api serve: audit log ${config.auditLog} is writable again; serving records\n`
-          : `hospital-api serve: audit log ${config.auditLog} failed: ${health.reason}; no patient data is sent until it can be written\n`,
-      );
-    }),
+    audit: openAuditLog(
+      config.auditLog,
+      (health) => {
+        // Once per change, not per request: the state is also in /api/ready.
+        process.stderr.write(
+          health.ok
+            ? `hospital-api serve: audit log ${config.auditLog} is writable again; serving records\n`
+            : `hospital-api serve: audit log ${config.auditLog} failed: ${health.reason}; no patient data is sent until it can be written\n`,
+        );
+      },
+      { onRepair: (bytes) => process.stderr.write(`hospital-api serve: audit log ${config.auditLog}: cut an unfinished last line (${bytes} bytes) before appending\n`) },
+    ),
     // Certificate days left (issue 15): the install's certificates when run from one (HOSPITAL_API_DIR), and the CA it trusts.
     metrics: createMetrics({ installDir: process.env.HOSPITAL_API_DIR || null, fhirCaPem: () => fhir.access().ca }),
   };
@@ -76,10 +79,8 @@ export async function buildApp(config: ApiConfig, options: BuildOptions = {}): P
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
     bodyLimit: config.bodyLimit,
     ...listenerLimits(config),
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    },
+    // Always the server's own: the caller's X-Request-Id is kept apart (callerRequestId).
+    genReqId: () => randomUUID(),
   });
 
   app.addHook('onRequest', async (request, reply) => {

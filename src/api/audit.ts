@@ -15,9 +15,16 @@
  * and is writable again, is picked up by the next write with no restart.
  * That is the automatic recovery: the next request, or /api/ready's probe,
  * finds out that writing works again.
+ *
+ * No broken line, whatever the disk does (issue 24). A batch that fails half
+ * written (ENOSPC after some bytes, EIO at the sync) is taken back at once: the
+ * file is truncated to where the batch began. If even that fails, the next batch
+ * first cuts the file back to its last complete line, and writes nothing while
+ * it cannot; so every line on disk is a whole JSON line, each starting on a line
+ * of its own, and `hospital-api audit verify` proves it.
  */
 import { mkdirSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { HospitalApiError } from '../errors/index.js';
 
@@ -33,9 +40,17 @@ export type AuditPhase = 'started' | 'end';
 export interface AuditRecord {
   time: string;
   phase: AuditPhase;
+  /** The server's own id of the request (its X-Request-Id response header). */
   requestId: string;
+  /** The caller's X-Request-Id, when it sent a well-formed one: recorded, never trusted as the id. */
+  callerRequestId: string | null;
   caller: string;
   platformCareId: string | null;
+  /**
+   * The identifier system the care id was searched in (PLATFORM_IDENTIFIER_SYSTEM);
+   * with any system allowed, the system of the identifier that matched (null before or without a match).
+   */
+  identifierSystem: string | null;
   fhirPatientId: string | null;
   decision: AuditDecision;
   /** Error code when the request did not succeed, else null. */
@@ -75,7 +90,47 @@ interface Pending {
   reject: (err: Error) => void;
 }
 
-export function openAuditLog(path: string, onChange: (health: AuditHealth) => void = () => {}): AuditLog {
+/** The log fields of an audit write failure: the code, the message and, for the operator only, the file. */
+export function auditFailureLog(err: unknown): { code: string; message: string; auditLog?: string } {
+  const e = err as HospitalApiError;
+  const path = e?.params?.path;
+  return { code: e?.code ?? 'ERR_API_AUDIT_UNAVAILABLE', message: (err as Error)?.message ?? String(err), ...(typeof path === 'string' ? { auditLog: path } : {}) };
+}
+
+/** The file operations the log uses (tests put a disk that fails half-way behind them). */
+export interface AuditFs {
+  open(path: string, flags: string, mode: number): Promise<FileHandle>;
+}
+
+export interface AuditLogOptions {
+  fs?: AuditFs;
+  /** An unfinished line (`bytes` long) was cut off the end of the file before appending. */
+  onRepair?: (bytes: number) => void;
+}
+
+const NEWLINE = 0x0a;
+
+/**
+ * The size the file must have for its last line to be complete: `size` when
+ * it is empty or ends in a newline, else the offset after its last newline.
+ */
+async function completeSize(handle: FileHandle, size: number): Promise<number> {
+  const chunk = Buffer.alloc(64 * 1024);
+  let end = size;
+  while (end > 0) {
+    const start = Math.max(0, end - chunk.length);
+    const { bytesRead } = await handle.read(chunk, 0, end - start, start);
+    const part = chunk.subarray(0, bytesRead);
+    if (end === size && part[part.length - 1] === NEWLINE) return size;
+    const last = part.lastIndexOf(NEWLINE);
+    if (last >= 0) return start + last + 1;
+    end = start;
+  }
+  return 0;
+}
+
+export function openAuditLog(path: string, onChange: (health: AuditHealth) => void = () => {}, options: AuditLogOptions = {}): AuditLog {
+  const fs: AuditFs = options.fs ?? { open };
   try {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   } catch {
@@ -91,11 +146,44 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
     if (changed) onChange(next);
   };
 
+  // Whether the file's tail must be checked before the next batch: at the first write (an earlier
+  // process may have died mid-line) and after a failed batch (its take-back may have failed too).
+  let checkTail = true;
+
   const writeBatch = async (data: string): Promise<void> => {
-    const handle = await open(path, 'a', 0o600);
+    // Write-only, as before: opening a FIFO or a hung mount blocks here, and /api/ready's deadline reports it.
+    const handle = await fs.open(path, 'a', 0o600);
     try {
-      await handle.writeFile(data);
-      await handle.datasync();
+      const stat = await handle.stat();
+      // A FIFO or a device (/dev/full in tests) has no tail to check or take back.
+      const regular = stat.isFile();
+      let start = stat.size;
+      if (regular && checkTail && start > 0) {
+        const reader = await fs.open(path, 'r', 0o600);
+        try {
+          start = await completeSize(reader, stat.size);
+        } finally {
+          await reader.close();
+        }
+        if (start < stat.size) {
+          // a line left unfinished (a failed batch that could not be taken back, or a crash mid-write)
+          await handle.truncate(start);
+          options.onRepair?.(stat.size - start);
+        }
+      }
+      try {
+        await handle.writeFile(data);
+        await handle.datasync();
+        checkTail = false;
+      } catch (err) {
+        checkTail = true;
+        // Take back whatever part of the batch reached the file; if that fails too, the next batch cuts it.
+        if (regular) await handle.truncate(start).then(() => handle.datasync()).catch(() => undefined);
+        throw err;
+      }
+    } catch (err) {
+      checkTail = true;
+      throw err;
     } finally {
       await handle.close();
     }
@@ -111,6 +199,7 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
         for (const p of batch) p.resolve();
       } catch (err) {
         const reason = (err as NodeJS.ErrnoException).code ?? 'write failed';
+        // `path` is for the operator's log (auditFailureLog), not the message: that goes to callers.
         setHealth({ ok: false, reason });
         const error = new HospitalApiError('ERR_API_AUDIT_UNAVAILABLE', { path, detail: reason }, { cause: err });
         for (const p of batch) p.reject(error);

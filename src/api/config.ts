@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { isIP, type BlockList } from 'node:net';
 import { resolve } from 'node:path';
 import { HospitalApiError } from '../errors/index.js';
+import { ANY_IDENTIFIER_SYSTEM, isIdentifierSystem } from '../install-dir/api-settings.js';
 import { mergedEnv } from '../util/env-file.js';
 import { blockListOf, parseIpOrCidr } from '../util/ip-list.js';
 import { parseListen, type ListenAddress } from '../util/listen-address.js';
@@ -28,6 +29,11 @@ export interface ApiConfig {
   readonly fhirCa: string | null;
   readonly fhirTimeoutMs: number;
   readonly fhirPageSize: number;
+  /**
+   * The platform's identifier system (PLATFORM_IDENTIFIER_SYSTEM): the Patient
+   * search is `identifier=<system>|<value>`. null only when the operator said
+   * any system may match (--any-identifier-system, PLATFORM_ANY_IDENTIFIER_SYSTEM=true).
+   */
   readonly identifierSystem: string | null;
   /** Caller allow-list; null allows every caller. */
   readonly allowedCallers: BlockList | null;
@@ -59,6 +65,8 @@ export interface ConfigFlags {
   host?: string;
   port?: string | number;
   envFile?: string;
+  /** --any-identifier-system: a care id may match an identifier of any system (explicit, never the default). */
+  anyIdentifierSystem?: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -141,9 +149,40 @@ function trustProxy(env: Env): TrustProxy {
   return entries;
 }
 
+function bool(env: Env, name: string): boolean {
+  const v = text(env, name)?.toLowerCase();
+  if (v === undefined || v === 'false') return false;
+  if (v === 'true') return true;
+  throw invalid(name, `expected true or false, got "${v}"`);
+}
+
+/**
+ * PLATFORM_IDENTIFIER_SYSTEM, required: without it a care id equal to another
+ * patient's hospital number or national id would match that patient. Only an
+ * explicit --any-identifier-system (or PLATFORM_ANY_IDENTIFIER_SYSTEM=true,
+ * which `install --any-identifier-system` writes) lets any system match.
+ * @throws ERR_API_IDENTIFIER_SYSTEM_MISSING, ERR_CONFIG_INVALID
+ */
+function identifierSystem(env: Env, flags: ConfigFlags, envFile: string): string | null {
+  const system = text(env, 'PLATFORM_IDENTIFIER_SYSTEM');
+  const any = flags.anyIdentifierSystem === true || bool(env, ANY_IDENTIFIER_SYSTEM);
+  if (system !== undefined) {
+    if (!isIdentifierSystem(system)) throw invalid('PLATFORM_IDENTIFIER_SYSTEM', 'expected an absolute URI such as urn:oid:… or https://…');
+    return system;
+  }
+  if (any) return null;
+  const dir = env.HOSPITAL_API_DIR?.trim();
+  throw new HospitalApiError('ERR_API_IDENTIFIER_SYSTEM_MISSING', {
+    fix: dir
+      ? `hospital-api install --dir ${dir} --identifier-system <the platform's identifier system URI>`
+      : `set PLATFORM_IDENTIFIER_SYSTEM=<the platform's identifier system URI> in ${envFile}, or run an install with \`hospital-api install --identifier-system <URI>\``,
+  });
+}
+
 /** Builds the configuration from flags, the environment and the .env file. @throws ERR_CONFIG_MISSING, ERR_CONFIG_INVALID */
 export function loadConfig(flags: ConfigFlags = {}, processEnv: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ApiConfig {
-  const env: Env = mergedEnv(resolve(cwd, flags.envFile ?? '.env'), processEnv);
+  const envFile = resolve(cwd, flags.envFile ?? '.env');
+  const env: Env = mergedEnv(envFile, processEnv);
   const portText = flags.port !== undefined ? String(flags.port) : text(env, 'PORT');
   const port = portText === undefined ? 9000 : Number(portText);
   if (!/^\d+$/.test(String(portText ?? '9000')) || port > 65535) throw invalid('PORT', `"${portText}" is not a port`);
@@ -179,7 +218,7 @@ export function loadConfig(flags: ConfigFlags = {}, processEnv: NodeJS.ProcessEn
     fhirCa: pemFile(env, 'FHIR_CA_FILE', cwd),
     fhirTimeoutMs: int(env, 'FHIR_TIMEOUT_MS', 30_000, 100, 600_000),
     fhirPageSize: int(env, 'FHIR_PAGE_SIZE', 1000, 1, 5_000),
-    identifierSystem: text(env, 'PLATFORM_IDENTIFIER_SYSTEM') ?? null,
+    identifierSystem: identifierSystem(env, flags, envFile),
     allowedCallers: list,
     allowedCallersText: entries,
     trustProxy: trustProxy(env),

@@ -25,13 +25,26 @@ export interface EverythingStats {
  * Called once per page, in order, with the page's new (not yet seen) entries
  * as comma-separated JSON bytes and their count; awaited before the next page.
  */
+/** A Patient the search matched, and the identifier system that matched it. */
+export interface PatientMatch {
+  id: string;
+  /**
+   * PLATFORM_IDENTIFIER_SYSTEM; with any system allowed, the system of the
+   * Patient's identifier whose value is the care id (null when the server's match names none).
+   */
+  system: string | null;
+}
+
 export type PageSink = (entries: Buffer, count: number) => Promise<void>;
 
 const COMMA = Buffer.from(',');
 
 export interface FhirClient {
-  /** Ids of the Patients whose identifier matches (at most 2: enough to tell one from many). */
-  findPatients(platformCareId: string): Promise<string[]>;
+  /**
+   * The Patients whose identifier matches (at most 2: enough to tell one from
+   * many), searched as `identifier=<PLATFORM_IDENTIFIER_SYSTEM>|<care id>`.
+   */
+  findPatients(platformCareId: string): Promise<PatientMatch[]>;
   /** Streams every page of $everything to `sink`. @throws ERR_API_FHIR_*, ERR_API_RECORD_TOO_LARGE */
   everything(patientId: string, sink: PageSink, stats: EverythingStats): Promise<void>;
   /** Readiness: GET metadata through the gateway with the key, bounded by `timeoutMs` (default FHIR_TIMEOUT_MS). */
@@ -92,20 +105,24 @@ export function createFhirClient(config: ApiConfig): FhirClient {
 
   return {
     async findPatients(platformCareId) {
-      const ids = new Set<string>();
+      const matches = new Map<string, PatientMatch>();
+      // http://hl7.org/fhir/R4/search.html#token: `system|value` matches only that system's identifier.
       let url: URL | null = endpoint('/Patient', `${identifierQuery(platformCareId, config.identifierSystem)}&_count=2`);
       let serverBase: URL | null = null;
       // Follow next links too: HAPI can send an empty first page (hapifhir/hapi-fhir#5198).
-      for (let page = 0; url && page < config.maxPages && ids.size < 2; page++) {
+      for (let page = 0; url && page < config.maxPages && matches.size < 2; page++) {
         const p = parseBundlePage((await getBytes(url)).toString('utf8'));
         serverBase ??= serverBaseFromSelf(p.self);
         for (const e of p.entries) {
-          if (e.resourceType === 'Patient' && e.id && e.mode !== 'include' && e.mode !== 'outcome') ids.add(e.id);
+          if (e.resourceType === 'Patient' && e.id && e.mode !== 'include' && e.mode !== 'outcome' && !matches.has(e.id)) {
+            const system = config.identifierSystem ?? e.identifiers.find((i) => i.value === platformCareId)?.system ?? null;
+            matches.set(e.id, { id: e.id, system });
+          }
         }
         url = p.next ? rebaseNextLink(p.next, base, serverBase) : null;
       }
-      const list = [...ids];
-      for (const id of list) {
+      const list = [...matches.values()];
+      for (const { id } of list) {
         // `.`/`..` would be resolved as path segments by the URL parser.
         if (!FHIR_ID.test(id) || /^\.+$/.test(id)) throw new HospitalApiError('ERR_API_FHIR_BAD_RESPONSE', { detail: 'invalid Patient id' });
       }

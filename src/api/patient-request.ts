@@ -9,7 +9,8 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyRequest } from 'fastify';
 import { HospitalApiError } from '../errors/index.js';
-import type { AuditDecision, AuditLog, AuditPhase, AuditRecord } from './audit.js';
+import { callerRequestId } from './caller.js';
+import { auditFailureLog, type AuditDecision, type AuditLog, type AuditPhase, type AuditRecord } from './audit.js';
 import type { EverythingStats } from './fhir-client.js';
 import type { ApiMetrics } from './metrics.js';
 
@@ -31,6 +32,7 @@ export class PatientRequest {
   readonly #audit: AuditLog;
   readonly #metrics: ApiMetrics;
   #platformCareId: string | null = null;
+  #identifierSystem: string | null;
   #fhirPatientId: string | null = null;
   #decision: AuditDecision | null = null;
   #code: string | null = null;
@@ -41,8 +43,9 @@ export class PatientRequest {
   #releaseSlot: (() => void) | null = null;
 
   /** Starts the request's clock; the closing of `raw` is one of its endings. */
-  constructor(request: FastifyRequest, raw: ServerResponse, out: { audit: AuditLog; metrics: ApiMetrics }) {
+  constructor(request: FastifyRequest, raw: ServerResponse, out: { audit: AuditLog; metrics: ApiMetrics; config: { identifierSystem: string | null } }) {
     this.#request = request;
+    this.#identifierSystem = out.config.identifierSystem;
     this.#raw = raw;
     this.#audit = out.audit;
     this.#metrics = out.metrics;
@@ -56,6 +59,11 @@ export class PatientRequest {
 
   forCareId(platformCareId: string): void {
     this.#platformCareId = platformCareId;
+  }
+
+  /** The identifier system the one matching Patient was found by (PLATFORM_IDENTIFIER_SYSTEM, or the matched identifier's with any system allowed). */
+  matchedBy(system: string | null): void {
+    this.#identifierSystem = system;
   }
 
   forPatient(fhirPatientId: string): void {
@@ -101,7 +109,7 @@ export class PatientRequest {
     } catch (err) {
       const error = err instanceof HospitalApiError ? err : new HospitalApiError('ERR_INTERNAL', { detail: 'audit' });
       this.#count('error', error.status, error.code);
-      this.#request.log.error({ code: error.code, message: error.message }, 'audit line not written: reply replaced');
+      this.#request.log.error(auditFailureLog(error), 'audit line not written: reply replaced');
       return error;
     }
   }
@@ -146,7 +154,7 @@ export class PatientRequest {
     const status = this.#raw.statusCode;
     this.#end(status, !this.#raw.writableFinished).catch((err: Error) => {
       this.#count('error', status, auditCode(err));
-      this.#request.log.error({ code: (err as HospitalApiError).code, message: err.message }, 'audit line not written');
+      this.#request.log.error(auditFailureLog(err), 'audit line not written');
     });
   }
 
@@ -175,8 +183,10 @@ export class PatientRequest {
       time: new Date().toISOString(),
       phase,
       requestId: this.#request.id,
+      callerRequestId: callerRequestId(this.#request.headers),
       caller: this.#request.ip,
       platformCareId: this.#platformCareId,
+      identifierSystem: this.#identifierSystem,
       fhirPatientId: this.#fhirPatientId,
       decision: outcome.decision,
       code: outcome.code,

@@ -13,6 +13,7 @@ export interface CommandEntry {
 }
 
 const loaders: Record<CommandName, CommandEntry['load']> = {
+  audit: () => import('./audit.js'),
   backup: () => import('./backup.js'),
   cert: () => import('./cert.js'),
   consumer: () => import('./consumer.js'),

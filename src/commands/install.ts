@@ -21,7 +21,9 @@ export function register(program: Command): void {
     .option('--ca-key <file>', 'with --ca: the CA key, used once to issue the record-signing certificate (not stored)')
     .option('--signer-cert <file>', 'with --ca: a record-signing certificate issued by the CA')
     .option('--signer-key <file>', 'the record-signing key')
-    .option('--platform-url <url>', 'PLATFORM_API_URL for the Hospital API');
+    .option('--platform-url <url>', 'PLATFORM_API_URL for the Hospital API')
+    .option('--identifier-system <uri>', "PLATFORM_IDENTIFIER_SYSTEM: the platform's identifier system; a care id matches only a Patient identifier in it")
+    .option('--any-identifier-system', "PLATFORM_ANY_IDENTIFIER_SYSTEM=true: a care id may match an identifier of any system (another patient's hospital number or national id too)");
   addDockerOptions(addPortOptions(command))
     .option('--cors-origin <origin>', 'allowed CORS origin on fhir-api (repeatable; default *)', collect)
     .option('--cors-header <name>', 'CORS allowed header (repeatable)', collect)

@@ -8,6 +8,7 @@ interface ServeOptions extends GlobalOptions {
   port?: string;
   envFile?: string;
   reloadStatus?: string;
+  anyIdentifierSystem?: boolean;
 }
 
 /**
@@ -21,16 +22,21 @@ export function register(program: Command): void {
     .option('--host <address>', 'address to listen on (env HOST, default 0.0.0.0)')
     .option('--port <port>', 'port to listen on (env PORT, default 9000)')
     .option('--env-file <file>', 'settings file read under the environment (default .env in the working directory)')
+    .option('--any-identifier-system', "let a care id match an identifier of any system (only when PLATFORM_IDENTIFIER_SYSTEM cannot be set: another patient's hospital number or national id could match)")
     .option('--reload-status <file>', 'on SIGHUP, reread FHIR_API_KEY and write the outcome here (consumer rotate-key)')
     .action(
       action<ServeOptions>('serve', async (options, io) => {
         // Loaded lazily so `--help` stays fast.
         const { loadConfig } = await import('../api/config.js');
         const { startApi, stopOnSignals } = await import('../api/server.js');
-        const config = loadConfig({ host: options.host, port: options.port, envFile: options.envFile });
+        const flags = { host: options.host, port: options.port, envFile: options.envFile, anyIdentifierSystem: options.anyIdentifierSystem };
+        const config = loadConfig(flags);
         const logger = config.logLevel === 'silent' ? false : { level: config.logLevel, stream: process.stderr };
         // Configuration warnings come before the listening lines, so a reader (or a test) that
         // waits for 'listening on' has them all.
+        if (config.identifierSystem === null) {
+          io.warn('PLATFORM_IDENTIFIER_SYSTEM is not set and any identifier system may match: a care id equal to another patient\'s hospital number or national id returns that patient');
+        }
         if (config.allowedCallers === null) {
           io.warn('ALLOWED_CALLERS is empty: every caller may reach POST /api/patients (restrict it in production)');
         }
@@ -44,9 +50,10 @@ export function register(program: Command): void {
         // Never the key or a token: only addresses.
         io.log(`hospital-api serve: listening on ${running.url}`);
         io.log(`  FHIR base ${config.fhirBaseUrl.href}, platform ${config.platformApiUrl.href}`);
+        io.log(`  identifier system ${config.identifierSystem ?? 'any (--any-identifier-system)'}`);
         io.log(`  audit log ${config.auditLog}; metrics ${running.metricsUrl ? `${running.metricsUrl}/metrics` : 'off'}`);
         const { reloadKeyOnSignal } = await import('../api/key-reload.js');
-        reloadKeyOnSignal(running, { host: options.host, port: options.port, envFile: options.envFile }, options.reloadStatus, (t) => io.log(t));
+        reloadKeyOnSignal(running, flags, options.reloadStatus, (t) => io.log(t));
         await stopOnSignals(running, (signal) => io.log(`hospital-api serve: ${signal}, finishing in-flight requests`));
         io.log('hospital-api serve: stopped');
         return 0;

@@ -7,6 +7,11 @@ import { renderTable } from '../output/table.js';
 import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
 import { certificateLifetimes, CERT_WARN_DAYS } from '../install-dir/certificate-lifetimes.js';
 
+/** States in which a component runs: `status` exits 0 only when every component is in one. */
+const RUNNING: ReadonlyArray<ComponentState['state']> = ['up', 'degraded'];
+/** `systemctl status`'s code for an inactive unit (LSB "program is not running"). */
+export const STATUS_NOT_RUNNING = 3;
+
 interface StatusOptions extends GlobalOptions {
   dir?: string;
 }
@@ -34,7 +39,7 @@ export async function renderComponents(io: Io, components: ComponentState[]): Pr
   );
 }
 
-/** `hospital-api status`: pid, uptime, version, ports and health of each component. */
+/** `hospital-api status`: pid, uptime, version, ports and health of each component; exit 3 when one is not running. */
 export function register(program: Command): void {
   program
     .command('status')
@@ -47,21 +52,25 @@ export function register(program: Command): void {
         const runtime = await openRuntime(dir);
         const components = await runtime.components();
         const allUp = components.every((c) => c.state === 'up');
+        // As `systemctl status` exits 3 for an inactive unit: 3 when a component is not running (down,
+        // exited, starting, restarting). Degraded still runs and answers: 0, named below.
+        const down = components.filter((c) => !RUNNING.includes(c.state)).map((c) => c.name);
         // Degraded components (the gateway serving its last good configuration) with the reason, for scripts and monitoring.
         const degraded = components.filter((c) => c.state === 'degraded').map((c) => ({ name: c.name, reason: c.detail }));
         const { supervisor, summary } = await runtime.supervision();
         // Days left on each certificate (issue 15); `cert renew` renews them.
         const certificates = certificateLifetimes(installPaths(dir));
         if (io.json) {
-          io.out(JSON.stringify({ ok: true, command: 'status', result: { dir, runtime: runtime.name, allUp, degraded, supervisor, components, certificates } }));
+          io.out(JSON.stringify({ ok: true, command: 'status', result: { dir, runtime: runtime.name, allUp, down, degraded, supervisor, components, certificates } }));
         } else {
           await renderComponents(io, components);
           for (const d of degraded) io.out(io.colour.yellow(`${d.name} is degraded: ${d.reason.replace(/^degraded: /, '')}`));
           const { renderCertificates } = await import('./cert.js');
           await renderCertificates(io, certificates, CERT_WARN_DAYS);
           if (summary) io.out(summary);
+          if (down.length > 0) io.out(io.colour.red(`not running: ${down.join(', ')} (exit 3)`));
         }
-        return 0;
+        return down.length > 0 ? STATUS_NOT_RUNNING : 0;
       }),
     );
 }

@@ -3,6 +3,7 @@ import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
 import { defaultInstallDir } from '../install-dir/layout.js';
 import { readInstallConfig } from '../install-dir/install-config.js';
+import { apiSettingsAdvice, missingApiSettings } from '../install-dir/api-settings.js';
 import { HospitalApiError } from '../errors/index.js';
 
 interface UpOptions extends GlobalOptions {
@@ -31,6 +32,12 @@ export function register(program: Command): void {
         const started = Date.now();
         io.log(`Starting the ${runtime.name} stack in ${dir}${config.demo ? ' (DEMO installation)' : ''}…`);
         await runtime.up({ demo: options.demo === true });
+        // Both runtimes hold the API back without its start settings: say so, with the command that sets them,
+        // rather than leave an upgraded install (no PLATFORM_IDENTIFIER_SYSTEM yet) without its API unexplained.
+        const missing = missingApiSettings(dir);
+        if (missing.length > 0) {
+          io.warn(`the Hospital API is held back: ${missing.join(', ')} not set in hospital-api.env; run ${apiSettingsAdvice(dir, missing).map((a) => `\`${a}\``).join(' and ')}`);
+        }
         const components = await runtime.components();
         if (io.json) {
           io.out(JSON.stringify({ ok: true, command: 'up', result: { dir, runtime: runtime.name, components } }));

@@ -20,6 +20,7 @@ import { freePort } from '../util/port-check.js';
 import type { PortFlags } from '../install/port-flags.js';
 import { runInstall } from '../install/run.js';
 import { runGenerate } from '../fhir-data/generate/command.js';
+import { PLATFORM_CARE_ID_SYSTEM } from '../fhir-data/generate/model.js';
 import { load } from '../fhir-data/load/command.js';
 import { createConsumer } from '../install/consumer.js';
 import { runVerify } from '../install/verify.js';
@@ -70,6 +71,8 @@ export async function install(dir: string, settings: DemoSettings, ports: DemoPo
       demo: true,
       dir: installPaths(dir).root,
       platformUrl: `http://127.0.0.1:${settings.platformPort}`,
+      // The generated patients carry their care id in this system (src/fhir-data/generate/model.ts).
+      identifierSystem: PLATFORM_CARE_ID_SYSTEM,
     },
     { log },
   );

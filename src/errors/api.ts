@@ -89,8 +89,15 @@ export const apiErrors = {
     status: 502,
     exit: 1,
   },
+  ERR_API_IDENTIFIER_SYSTEM_MISSING: {
+    message: "PLATFORM_IDENTIFIER_SYSTEM is not set: a care id would match any patient's identifier in any system (a hospital number, a national id)",
+    status: 500,
+    exit: 3,
+    hint: "Name the platform's identifier system: {fix}. Only if the platform's care ids cannot collide with any other identifier, start serve with --any-identifier-system instead.",
+  },
   ERR_API_AUDIT_UNAVAILABLE: {
-    message: 'The audit log {path} cannot be written ({detail}); no patient data is sent until it can',
+    // No path: this message is an HTTP reply, and error bodies name no server path (the operator's stderr does).
+    message: 'The audit log cannot be written ({detail}); no patient data is sent until it can',
     status: 503,
     exit: 1,
     hint: 'Free disk space or fix the permissions of AUDIT_LOG; the API recovers by itself on the next write that succeeds.',

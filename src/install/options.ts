@@ -8,6 +8,7 @@ import { HospitalApiError } from '../errors/index.js';
 import type { DockerFlags, PortFlags } from './port-flags.js';
 import { DEFAULT_PORTS, type InstallConfig, type InstallPorts, type RuntimeName } from '../install-dir/install-config.js';
 import { isRuntimeName, RUNTIME_NAMES } from '../runtime/profiles.js';
+import { isIdentifierSystem } from '../install-dir/api-settings.js';
 
 export interface InstallFlags extends PortFlags, DockerFlags {
   runtime?: string;
@@ -21,6 +22,10 @@ export interface InstallFlags extends PortFlags, DockerFlags {
   signerKey?: string;
   generateCa?: boolean;
   platformUrl?: string;
+  /** PLATFORM_IDENTIFIER_SYSTEM: the platform's identifier system, part of every patient match. */
+  identifierSystem?: string;
+  /** PLATFORM_ANY_IDENTIFIER_SYSTEM=true: any system may match (explicit, never the default). */
+  anyIdentifierSystem?: boolean;
   corsOrigin?: string[];
   corsHeader?: string[];
   corsExposedHeader?: string[];
@@ -29,6 +34,9 @@ export interface InstallFlags extends PortFlags, DockerFlags {
   /** native: who runs the components (a new install's default: $HOSPITAL_API_SUPERVISOR, which the Debian package sets where systemd runs, else builtin). */
   supervisor?: string;
 }
+
+/** The platform's identifier system, or the explicit choice that any system may match. */
+export type IdentifierChoice = { system: string } | { any: true };
 
 export type TlsChoice =
   | { mode: 'generate' }
@@ -40,6 +48,8 @@ export interface InstallPlan {
   hosts: string[];
   ports: InstallPorts;
   platformApiUrl: string | null;
+  /** What hospital-api.env gets for the patient match; null keeps what it holds. */
+  identifier: IdentifierChoice | null;
   cors: { origins: string[]; headers: string[] | null; exposedHeaders: string[] | null };
   tls: TlsChoice;
   start: boolean;
@@ -100,6 +110,18 @@ function parseUrl(value: string | undefined): string | null {
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw bad('--platform-url', 'must be http(s)');
   if (url.username || url.password) throw bad('--platform-url', 'must not carry credentials');
   return value.replace(/\/+$/, '');
+}
+
+function parseIdentifier(f: InstallFlags): IdentifierChoice | null {
+  if (f.identifierSystem !== undefined && f.anyIdentifierSystem) {
+    throw bad('--identifier-system', 'cannot be combined with --any-identifier-system');
+  }
+  if (f.anyIdentifierSystem) return { any: true };
+  if (f.identifierSystem === undefined) return null;
+  if (!isIdentifierSystem(f.identifierSystem)) {
+    throw bad('--identifier-system', `"${f.identifierSystem}" is not an absolute URI (such as urn:oid:… or https://…)`);
+  }
+  return { system: f.identifierSystem };
 }
 
 function readable(flag: string, path: string | undefined): string | undefined {
@@ -175,6 +197,7 @@ export function parseInstallFlags(f: InstallFlags, previous: InstallConfig | nul
     hosts: parseHosts(f.host, previous?.hosts ?? ['localhost']),
     ports: parsePorts(f, previous?.ports ?? DEFAULT_PORTS),
     platformApiUrl: parseUrl(f.platformUrl) ?? previous?.platformApiUrl ?? null,
+    identifier: parseIdentifier(f),
     cors: {
       origins,
       headers: list(f.corsHeader) ?? prevCors?.headers ?? null,

@@ -22,6 +22,7 @@ export function renderInstallResult(r: InstallResult): string {
   );
   lines.push('Next:');
   if (!r.platformApiUrlSet) lines.push(`  - set PLATFORM_API_URL in ${r.dir}/hospital-api.env`);
+  if (!r.identifierSystemSet) lines.push(`  - hospital-api install --dir ${r.dir} --identifier-system <the platform's identifier system URI>`);
   lines.push(`  - hospital-api consumer create <name> --write-env --dir ${r.dir}`);
   lines.push(`  - hospital-api verify --dir ${r.dir}`);
   // Issue #12: the generated CA's private key stays on disk; say where, and that it belongs offline.

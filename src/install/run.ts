@@ -10,6 +10,7 @@ import { VERSION } from '../version.js';
 import { readEnvFile } from '../util/env-file.js';
 import { HospitalApiError } from '../errors/index.js';
 import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
+import { missingApiSettings } from '../install-dir/api-settings.js';
 import { endpoints, INSTALL_FORMAT, readInstallConfig, type InstallConfig, type RuntimeName } from '../install-dir/install-config.js';
 import { defaultRuntime, openRuntime, profileOf } from '../runtime/index.js';
 import type { Runtime } from '../runtime/types.js';
@@ -27,6 +28,8 @@ export interface InstallResult {
   provisioning: ProvisionStep[];
   endpoints: ReturnType<typeof endpoints>;
   platformApiUrlSet: boolean;
+  /** PLATFORM_IDENTIFIER_SYSTEM, or PLATFORM_ANY_IDENTIFIER_SYSTEM=true, is in hospital-api.env. */
+  identifierSystemSet: boolean;
   caGenerated: boolean;
 }
 
@@ -87,12 +90,16 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
 
   // Everything is validated: write.
   mkdirSync(dirname(dir), { recursive: true });
-  const files = writeInstallFiles(paths, config, tls);
+  const files = writeInstallFiles(paths, config, tls, plan.identifier);
   for (const f of rendered) files.push(writeIfChanged(f.path, f.text));
   for (const f of files) if (f.change !== 'unchanged') hooks.log(`  ${f.change} ${f.path}`);
   const platformSet = Boolean(readEnvFile(paths.apiEnv).PLATFORM_API_URL);
   if (!platformSet) {
     hooks.log(`  note: PLATFORM_API_URL is not set; add it to ${paths.apiEnv} (or rerun with --platform-url)`);
+  }
+  const identifierSet = !missingApiSettings(dir).includes('PLATFORM_IDENTIFIER_SYSTEM');
+  if (!identifierSet) {
+    hooks.log("  note: PLATFORM_IDENTIFIER_SYSTEM is not set; the Hospital API is held back until you rerun with --identifier-system <the platform's identifier system URI>");
   }
 
   let provisioning: ProvisionStep[] = [];
@@ -117,6 +124,7 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
     provisioning,
     endpoints: endpoints(config),
     platformApiUrlSet: platformSet,
+    identifierSystemSet: identifierSet,
     caGenerated: tls.caGenerated,
   };
 }

@@ -43,6 +43,8 @@ export interface RuntimeProfile {
   installSettings(hosts: string[], previous: InstallConfig | null, flags: RuntimeFlags): Promise<Partial<InstallConfig>>;
   /** The settings install manages in hospital-api.env: how the API reaches the gateway, its CA and audit log. */
   apiEnv(paths: InstallPaths, config: InstallConfig): { FHIR_BASE_URL: string; FHIR_CA_FILE: string; AUDIT_LOG: string };
+  /** Where the API's audit log is on this host (the file its AUDIT_LOG names, seen from outside a container). */
+  auditLogFile(paths: InstallPaths, config: InstallConfig): string;
   /** The folders install makes 0700, in that order. */
   privateFolders(paths: InstallPaths): string[];
   /** Generated secrets, file name under secrets/ → content; an existing one is kept. */

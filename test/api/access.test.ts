@@ -11,18 +11,33 @@ const harness = useHarness();
 const ok = { platformCareId: 'care-1', token: TOKEN_OK };
 
 describe('health and routing', () => {
-  it('answers health-check with {} and an X-Request-Id, echoing a well-formed one', async () => {
+  it('answers health-check with {} and its own X-Request-Id, whatever the caller sent', async () => {
     const t = await harness();
     const res = await request(`${t.url}/api/health-check`);
     expect(res.statusCode).toBe(200);
     expect(await res.body.json()).toEqual({});
     expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
-    const echoed = await request(`${t.url}/api/health-check`, { headers: { 'x-request-id': 'abc-123' } });
-    await echoed.body.dump();
-    expect(echoed.headers['x-request-id']).toBe('abc-123');
-    const bad = await request(`${t.url}/api/health-check`, { headers: { 'x-request-id': 'a b\tc' } });
-    await bad.body.dump();
-    expect(bad.headers['x-request-id']).not.toBe('a b\tc');
+    for (const given of ['abc-123', 'a b\tc']) {
+      const sent = await request(`${t.url}/api/health-check`, { headers: { 'x-request-id': given } });
+      await sent.body.dump();
+      expect(sent.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    }
+  });
+
+  it("writes the server's own request id in the audit log, the caller's apart, so a caller cannot choose or repeat it", async () => {
+    const t = await harness();
+    const first = await t.post({ platformCareId: 'care-1', token: TOKEN_OK }, { 'x-request-id': 'same-id' });
+    const second = await t.post({ platformCareId: 'care-1', token: 'Bearer nope' }, { 'x-request-id': 'same-id' });
+    const third = await t.post({ platformCareId: 'care-1', token: TOKEN_OK }, { 'x-request-id': 'bad id with spaces' });
+    const ends = t.audit();
+    expect(ends.map((l) => [l.requestId, l.callerRequestId])).toEqual([
+      [first.headers['x-request-id'], 'same-id'],
+      [second.headers['x-request-id'], 'same-id'],
+      [third.headers['x-request-id'], null],
+    ]);
+    expect(new Set(ends.map((l) => l.requestId)).size).toBe(3);
+    for (const l of ends) expect(l.requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(second.json.error.requestId).toBe(second.headers['x-request-id']);
   });
 
   it('answers unknown routes with the error shape and the same request id', async () => {

@@ -56,6 +56,24 @@ describe('audit trail fails closed', () => {
     expect(r.body.error.message).toContain('audit ERR_API_AUDIT_UNAVAILABLE');
   });
 
+  it('names no server path in any error body (the 503 of a failing audit log included)', async () => {
+    const t = await harness({ fhir: { records: { p1: makeRecord('p1', 5) } } });
+    mkdirSync(t.auditPath); // every open fails (EISDIR), even as root
+    const bodies = [
+      (await t.post(ok)).text,
+      (await t.post({ platformCareId: 'care-1', token: 'Bearer nope' })).text,
+      (await t.post('{not json')).text,
+      (await t.post({ platformCareId: 'care-1' })).text,
+      JSON.stringify((await ready(t)).body),
+    ];
+    expect(JSON.parse(bodies[0] as string).error.code).toBe('ERR_API_AUDIT_UNAVAILABLE');
+    for (const body of bodies) {
+      expect(body).not.toContain(t.dir);
+      expect(body).not.toContain('audit.log');
+      expect(body).not.toMatch(/\/(tmp|var|home|opt|etc|root)\//);
+    }
+  });
+
   it('recovers by itself once the audit log is writable again', async () => {
     const t = await harness({ fhir: { records: { p1: makeRecord('p1', 5) } } });
     expect((await t.post(ok)).status).toBe(200);
@@ -89,12 +107,12 @@ describe('audit trail fails closed', () => {
     expect(res.status).toBe(200);
     // Read at once, no waiting: the line must already be there.
     const lines = readFileSync(t.auditPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(lines.map((l) => [l.phase, l.requestId])).toEqual([['started', 'req-flushed-1'], ['end', 'req-flushed-1']]);
+    expect(lines.map((l) => [l.phase, l.callerRequestId])).toEqual([['started', 'req-flushed-1'], ['end', 'req-flushed-1']]);
     expect(lines[1]).toMatchObject({ decision: 'granted', resources: 30, bytes: Buffer.byteLength(res.text), aborted: false });
     // a refused request too
     const denied = await t.post({ platformCareId: 'care-1', token: 'Bearer nope' }, { 'x-request-id': 'req-flushed-2' });
     expect(denied.status).toBe(400);
-    expect(readFileSync(t.auditPath, 'utf8')).toContain('"requestId":"req-flushed-2"');
+    expect(readFileSync(t.auditPath, 'utf8')).toContain('"callerRequestId":"req-flushed-2"');
   });
 
   it('leaves a started line when the process is killed (SIGKILL) in the middle of a record', async () => {
@@ -106,7 +124,7 @@ describe('audit trail fails closed', () => {
     const child = startCli(['serve', '--host', '127.0.0.1', '--port', String(port)], {
       cwd: dir,
       extendEnv: false,
-      env: { PATH: process.env.PATH ?? '', PLATFORM_API_URL: platform.url, FHIR_BASE_URL: fhir.url, FHIR_API_KEY: API_KEY, FHIR_CA_FILE: pki.files.ca, METRICS_LISTEN: 'off', AUDIT_LOG: 'audit.log', LOG_LEVEL: 'silent' },
+      env: { PATH: process.env.PATH ?? '', PLATFORM_API_URL: platform.url, FHIR_BASE_URL: fhir.url, FHIR_API_KEY: API_KEY, FHIR_CA_FILE: pki.files.ca, METRICS_LISTEN: 'off', AUDIT_LOG: 'audit.log', LOG_LEVEL: 'silent', PLATFORM_ANY_IDENTIFIER_SYSTEM: 'true' },
     });
     try {
       let up = false;
@@ -125,7 +143,7 @@ describe('audit trail fails closed', () => {
       await c.closed;
       const lines = readFileSync(join(dir, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatchObject({ phase: 'started', requestId: 'killed-1', platformCareId: 'care-1', fhirPatientId: 'p1', decision: 'granted' });
+      expect(lines[0]).toMatchObject({ phase: 'started', callerRequestId: 'killed-1', platformCareId: 'care-1', fhirPatientId: 'p1', decision: 'granted' });
     } finally {
       child.kill('SIGKILL');
       await Promise.all([platform.close(), fhir.close()]);
@@ -166,7 +184,7 @@ describe('bounded resources', () => {
     c.socket.write(`POST /api/patients HTTP/1.1\r\nHost: x\r\nX-Request-Id: stalled-1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
     for (let i = 0; i < 400 && t.audit().length === 0; i++) await new Promise((r) => setTimeout(r, 50));
     const [line] = t.audit();
-    expect(line).toMatchObject({ requestId: 'stalled-1', aborted: true, code: 'ERR_API_CLIENT_STALLED', decision: 'error' });
+    expect(line).toMatchObject({ callerRequestId: 'stalled-1', aborted: true, code: 'ERR_API_CLIENT_STALLED', decision: 'error' });
     // 30 pages in the record; only what the socket buffers took, plus one ahead, were fetched.
     expect(everythingCalls(t)).toBeLessThan(30);
     c.socket.destroy();
@@ -270,7 +288,7 @@ describe('configuration of the limits', () => {
     const dir = tempDir();
     writeFileSync(join(dir, '.env'), '');
     expect(() =>
-      loadConfig({}, { PLATFORM_API_URL: 'http://127.0.0.1:1', FHIR_BASE_URL: 'https://127.0.0.1:2/fhir', FHIR_API_KEY: 'k', HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' }, dir),
+      loadConfig({}, { PLATFORM_API_URL: 'http://127.0.0.1:1', FHIR_BASE_URL: 'https://127.0.0.1:2/fhir', FHIR_API_KEY: 'k', PLATFORM_IDENTIFIER_SYSTEM: 'urn:x', HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' }, dir),
     ).toThrow(/HEADERS_TIMEOUT_MS/);
   });
 });

@@ -77,6 +77,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     FHIR_CA_FILE: pki.files.ca,
     AUDIT_LOG: auditPath,
     METRICS_LISTEN: '127.0.0.1:0',
+    // The stand-in's patients are keyed by the bare care id; tests of the system match set PLATFORM_IDENTIFIER_SYSTEM.
+    PLATFORM_ANY_IDENTIFIER_SYSTEM: 'true',
     ...(options.platformTls ? { PLATFORM_CA_FILE: pki.files.ca } : {}),
     ...options.env,
   };

@@ -38,7 +38,7 @@ function rawPost(t: Harness, requestId: string): Socket {
 
 /** The end lines of one request, as [decision, code, status, aborted]. */
 function ends(t: Harness, requestId: string): unknown[][] {
-  return t.audit().filter((l) => l.requestId === requestId).map((l) => [l.decision, l.code, l.status, l.aborted]);
+  return t.audit().filter((l) => l.callerRequestId === requestId).map((l) => [l.decision, l.code, l.status, l.aborted]);
 }
 
 describe('one end line and one count, whatever ends the request', () => {

@@ -64,6 +64,7 @@ describe('patient lookup', () => {
     ['backslash', 'a\\b', undefined, 'a\\\\b'],
     ['plus', 'a+b', undefined, 'a+b'],
     ['all, with a system', 'x,y|z$\\+', 'https://healthtag.io', 'https://healthtag.io|x\\,y\\|z\\$\\\\+'],
+    ['system escaped too', 'c1', 'urn:x|y,z$', 'urn:x\\|y\\,z\\$|c1'],
   ];
   it.each(values)('escapes a value with a %s (http://hl7.org/fhir/R4/search.html#escaping)', async (_name, careId, system, expected) => {
     const t = await harness({
@@ -76,6 +77,46 @@ describe('patient lookup', () => {
     const search = t.fhir.seen[0]?.url ?? '';
     expect(new URL(search, 'https://x').searchParams.get('identifier')).toBe(expected);
     if (careId.includes('+')) expect(search).toContain('%2B');
+  });
+});
+
+describe('the identifier system is part of the match', () => {
+  const PLATFORM = 'https://platform.example/care-id';
+  // p1 is the platform's patient PC1; p2's hospital number and p3's national id hold values a care id could take.
+  const identified = {
+    p1: [{ system: PLATFORM, value: 'PC1' }, { system: 'urn:hospital:hn', value: 'HN1' }],
+    p2: [{ system: PLATFORM, value: 'PC2' }, { system: 'urn:hospital:hn', value: 'PC9' }],
+    p3: [{ system: 'urn:hospital:national-id', value: '1100' }],
+  };
+  const records = { p1: makeRecord('p1', 3), p2: makeRecord('p2', 4), p3: makeRecord('p3', 5) };
+
+  it("answers not-found, not that patient, for a care id equal to another patient's identifier in another system", async () => {
+    const t = await harness({ env: { PLATFORM_IDENTIFIER_SYSTEM: PLATFORM }, fhir: { patients: {}, identified, records } });
+    for (const careId of ['PC9', '1100', 'HN1']) {
+      const res = await t.post({ platformCareId: careId, token: TOKEN_OK });
+      expect(res.status).toBe(200);
+      expect(res.json).toEqual({});
+    }
+    expect(t.fhir.seen.some((s) => s.url.includes('$everything'))).toBe(false);
+    const own = await t.post({ platformCareId: 'PC1', token: TOKEN_OK });
+    expect(own.json.resources).toHaveLength(3);
+    const ends = t.audit();
+    expect(ends.map((l) => [l.platformCareId, l.decision, l.fhirPatientId, l.identifierSystem])).toEqual([
+      ['PC9', 'not-found', null, PLATFORM],
+      ['1100', 'not-found', null, PLATFORM],
+      ['HN1', 'not-found', null, PLATFORM],
+      ['PC1', 'granted', 'p1', PLATFORM],
+    ]);
+    expect(t.auditLines().find((l) => l.phase === 'started')).toMatchObject({ fhirPatientId: 'p1', identifierSystem: PLATFORM });
+    // The search named the system: identifier=<system>|<value>.
+    expect(new URL(t.fhir.seen[0]?.url ?? '', 'https://x').searchParams.get('identifier')).toBe(`${PLATFORM}|PC9`);
+  });
+
+  it('with any system allowed explicitly, the audit line names the system that matched', async () => {
+    const t = await harness({ env: { PLATFORM_ANY_IDENTIFIER_SYSTEM: 'true' }, fhir: { patients: {}, identified, records } });
+    expect((await t.post({ platformCareId: 'PC9', token: TOKEN_OK })).json.resources).toHaveLength(4);
+    const [line] = t.audit();
+    expect(line).toMatchObject({ decision: 'granted', fhirPatientId: 'p2', identifierSystem: 'urn:hospital:hn' });
   });
 });
 
@@ -94,7 +135,7 @@ describe('$everything', () => {
     expect(line).toMatchObject({ decision: 'granted', fhirPatientId: 'p1', pages: 5, resources: 46, status: 200, aborted: false });
     expect(line?.bytes).toBe(Buffer.byteLength(res.text));
     expect(Object.keys(line ?? {}).sort()).toEqual(
-      ['aborted', 'bytes', 'caller', 'code', 'decision', 'durationMs', 'fhirPatientId', 'pages', 'phase', 'platformCareId', 'requestId', 'resources', 'status', 'time'],
+      ['aborted', 'bytes', 'caller', 'callerRequestId', 'code', 'decision', 'durationMs', 'fhirPatientId', 'identifierSystem', 'pages', 'phase', 'platformCareId', 'requestId', 'resources', 'status', 'time'],
     );
   });
 

@@ -41,6 +41,40 @@ describe('serve: configuration errors', () => {
   });
 });
 
+describe('serve: the identifier system is part of the match', () => {
+  const settings = { ...clean, PLATFORM_API_URL: 'http://127.0.0.1:1', FHIR_BASE_URL: 'https://127.0.0.1:2/fhir', FHIR_API_KEY: API_KEY };
+
+  it('refuses to start without PLATFORM_IDENTIFIER_SYSTEM (exit 3), naming the install command that sets it', async () => {
+    const dir = tempDir();
+    const port = await freePort();
+    const res = await runCli(['serve', '--host', '127.0.0.1', '--port', String(port)], {
+      cwd: dir,
+      extendEnv: false,
+      env: { ...settings, HOSPITAL_API_DIR: '/srv/hospital-api' },
+    });
+    expect(res.exitCode).toBe(3);
+    expect(res.stderr).toContain('ERR_API_IDENTIFIER_SYSTEM_MISSING');
+    expect(res.stderr).toContain('hospital-api install --dir /srv/hospital-api --identifier-system');
+    expect(res.stderr).not.toContain('listening on');
+    expect(String(res.stdout) + String(res.stderr)).not.toContain(API_KEY);
+    // Outside an install: the settings file to put it in.
+    writeFileSync(join(dir, 'api.env'), 'LOG_LEVEL=info\n');
+    const bare = await runCli(['serve', '--port', String(port), '--env-file', 'api.env'], { cwd: dir, extendEnv: false, env: settings });
+    expect(bare.exitCode).toBe(3);
+    expect(bare.stderr).toContain(`PLATFORM_IDENTIFIER_SYSTEM=<the platform's identifier system URI> in ${join(dir, 'api.env')}`);
+  });
+
+  it('refuses a system that is not an absolute URI', async () => {
+    const res = await runCli(['serve', '--port', String(await freePort())], {
+      cwd: tempDir(),
+      extendEnv: false,
+      env: { ...settings, PLATFORM_IDENTIFIER_SYSTEM: 'care id' },
+    });
+    expect(res.exitCode).toBe(3);
+    expect(res.stderr).toContain('Invalid setting PLATFORM_IDENTIFIER_SYSTEM');
+  });
+});
+
 describe('serve: a full run', () => {
   it('serves, audits, stops on SIGTERM with exit 0 and never prints a secret', async () => {
     const { pki } = testPki();
@@ -50,7 +84,8 @@ describe('serve: a full run', () => {
     const [port, metricsPort] = [await freePort(), await freePort()];
     // The key lives in the .env file, as the installer writes it; the rest in the environment.
     writeFileSync(join(dir, '.env'), `FHIR_API_KEY=${API_KEY}\nFHIR_CA_FILE=${pki.files.ca}\n`, { mode: 0o600 });
-    const child = startCli(['serve', '--host', '127.0.0.1', '--port', String(port)], {
+    // --any-identifier-system, said explicitly: the stand-in's patients are keyed by the bare care id.
+    const child = startCli(['serve', '--host', '127.0.0.1', '--port', String(port), '--any-identifier-system'], {
       cwd: dir,
       extendEnv: false,
       env: { ...clean, PLATFORM_API_URL: platform.url, FHIR_BASE_URL: fhir.url, METRICS_LISTEN: `127.0.0.1:${metricsPort}`, AUDIT_LOG: 'audit/audit.log', LOG_LEVEL: 'debug' },
@@ -61,6 +96,7 @@ describe('serve: a full run', () => {
       for (let i = 0; i < 200 && !(stderr.includes('ALLOWED_CALLERS is empty') && stderr.includes('listening on')); i++) await new Promise((r) => setTimeout(r, 50));
       expect(stderr).toContain(`listening on http://127.0.0.1:${port}`);
       expect(stderr).toContain('ALLOWED_CALLERS is empty');
+      expect(stderr).toContain('any identifier system may match');
       const url = `http://127.0.0.1:${port}`;
       const post = async (token: string) => {
         const res = await request(`${url}/api/patients`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ platformCareId: 'care-1', token }) });

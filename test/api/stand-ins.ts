@@ -79,6 +79,12 @@ export interface FhirOptions {
   basePath?: string;
   /** identifier query value (URL-decoded, still FHIR-escaped) → Patient ids. */
   patients: Record<string, string[]>;
+  /**
+   * Patient id → its identifiers, matched as a FHIR server matches a token
+   * (http://hl7.org/fhir/R4/search.html#token: `system|value`, `|value`, or `value` in any system);
+   * when given, `patients` is not used.
+   */
+  identified?: Record<string, Array<{ system: string; value: string }>>;
   /** Patient id → entries of its $everything (Patient first). */
   records: Record<string, unknown[]>;
   /** Cap on entries per page whatever _count says (HAPI max_page_size). */
@@ -105,6 +111,28 @@ export function bundle(entries: unknown[], self: string, next?: string): string 
   return JSON.stringify({ resourceType: 'Bundle', type: 'searchset', link, entry: entries }).replace(/"__RAW:([^"]*)__"/g, '$1');
 }
 
+/** Splits a token search value on its unescaped `|` and unescapes both parts (http://hl7.org/fhir/R4/search.html#escaping). */
+function tokenParts(query: string): { system: string | null; value: string } {
+  let system: string | null = null;
+  let current = '';
+  for (let i = 0; i < query.length; i++) {
+    const c = query.charAt(i);
+    if (c === '\\' && i + 1 < query.length) current += query.charAt(++i);
+    else if (c === '|' && system === null) {
+      system = current;
+      current = '';
+    } else current += c;
+  }
+  return { system, value: current };
+}
+
+function tokenMatches(identified: Record<string, Array<{ system: string; value: string }>>, query: string): string[] {
+  const { system, value } = tokenParts(query);
+  return Object.keys(identified).filter((id) =>
+    (identified[id] ?? []).some((i) => i.value === value && (system === null || (system === '' ? !i.system : i.system === system))),
+  );
+}
+
 /** A HAPI-like FHIR server behind a key-auth gateway, over HTTPS. */
 export async function startFhir(opts: FhirOptions): Promise<StandIn & { options: FhirOptions }> {
   const seen: Seen[] = [];
@@ -124,8 +152,10 @@ export async function startFhir(opts: FhirOptions): Promise<StandIn & { options:
     const selfBase = opts.internalLinks === false ? `https://${req.headers.host}${basePath}` : INTERNAL;
     if (path === '/metadata') return send(200, JSON.stringify({ resourceType: 'CapabilityStatement', status: 'active' }));
     if (path === '/Patient') {
-      const ids = opts.patients[u.searchParams.get('identifier') ?? ''] ?? [];
-      const entries = ids.map((id) => ({ fullUrl: `${INTERNAL}/Patient/${id}`, resource: { resourceType: 'Patient', id }, search: { mode: 'match' } }));
+      const query = u.searchParams.get('identifier') ?? '';
+      const ids = opts.identified ? tokenMatches(opts.identified, query) : (opts.patients[query] ?? []);
+      const resource = (id: string) => ({ resourceType: 'Patient', id, ...(opts.identified?.[id] ? { identifier: opts.identified[id] } : {}) });
+      const entries = ids.map((id) => ({ fullUrl: `${INTERNAL}/Patient/${id}`, resource: resource(id), search: { mode: 'match' } }));
       return send(200, bundle(entries, `${selfBase}/Patient${u.search}`));
     }
     const ev = /^\/Patient\/([^/]+)\/\$everything$/.exec(path);

@@ -15,6 +15,7 @@ const base = {
   PLATFORM_API_URL: 'http://platform.test/api',
   FHIR_BASE_URL: 'https://gw.test:8443/fhir-api-key-auth',
   FHIR_API_KEY: 'k-123',
+  PLATFORM_IDENTIFIER_SYSTEM: 'urn:oid:2.16.764.1.1',
 };
 
 function codeOf(fn: () => unknown): { code: string; name: unknown } {
@@ -57,19 +58,33 @@ describe('loadConfig', () => {
     ['LOG_LEVEL', 'loud'],
     ['FHIR_CA_FILE', '/nonexistent/ca.pem'],
     ['FHIR_API_KEY', 'two words'],
+    ['PLATFORM_IDENTIFIER_SYSTEM', 'no-scheme'],
+    ['PLATFORM_IDENTIFIER_SYSTEM', 'urn:has space'],
+    ['PLATFORM_ANY_IDENTIFIER_SYSTEM', 'yes'],
   ];
   it.each(invalid)('names an invalid %s (%s)', (name, value) => {
     expect(codeOf(() => loadConfig({}, { ...base, [name]: value }, tempDir()))).toEqual({ code: 'ERR_CONFIG_INVALID', name });
+  });
+
+  it('requires PLATFORM_IDENTIFIER_SYSTEM unless any system is allowed explicitly', () => {
+    const { PLATFORM_IDENTIFIER_SYSTEM: _system, ...withoutSystem } = base;
+    expect(loadConfig({}, base, tempDir()).identifierSystem).toBe('urn:oid:2.16.764.1.1');
+    expect(codeOf(() => loadConfig({}, withoutSystem, tempDir())).code).toBe('ERR_API_IDENTIFIER_SYSTEM_MISSING');
+    expect(codeOf(() => loadConfig({}, { ...withoutSystem, PLATFORM_ANY_IDENTIFIER_SYSTEM: 'false' }, tempDir())).code).toBe('ERR_API_IDENTIFIER_SYSTEM_MISSING');
+    expect(loadConfig({ anyIdentifierSystem: true }, withoutSystem, tempDir()).identifierSystem).toBeNull();
+    expect(loadConfig({}, { ...withoutSystem, PLATFORM_ANY_IDENTIFIER_SYSTEM: 'true' }, tempDir()).identifierSystem).toBeNull();
+    // A system, when set, is always the match, even with any allowed.
+    expect(loadConfig({ anyIdentifierSystem: true }, base, tempDir()).identifierSystem).toBe('urn:oid:2.16.764.1.1');
   });
 
   it('reads .env (or --env-file) under the environment, and flags win over both', () => {
     const dir = tempDir();
     writeFileSync(join(dir, '.env'), 'FHIR_API_KEY=from-file\nPORT=9100\nMAX_PAGES=7\n');
     writeFileSync(join(dir, 'other.env'), 'FHIR_API_KEY=other-file\n');
-    const c = loadConfig({}, { PLATFORM_API_URL: base.PLATFORM_API_URL, FHIR_BASE_URL: base.FHIR_BASE_URL, MAX_PAGES: '9' }, dir);
+    const c = loadConfig({}, { PLATFORM_API_URL: base.PLATFORM_API_URL, FHIR_BASE_URL: base.FHIR_BASE_URL, PLATFORM_IDENTIFIER_SYSTEM: base.PLATFORM_IDENTIFIER_SYSTEM, MAX_PAGES: '9' }, dir);
     expect(c).toMatchObject({ fhirApiKey: 'from-file', port: 9100, maxPages: 9 });
     expect(loadConfig({ port: 9200, host: '127.0.0.1' }, { ...base, PORT: '9300' }, dir)).toMatchObject({ port: 9200, host: '127.0.0.1' });
-    const o = loadConfig({ envFile: 'other.env' }, { PLATFORM_API_URL: base.PLATFORM_API_URL, FHIR_BASE_URL: base.FHIR_BASE_URL }, dir);
+    const o = loadConfig({ envFile: 'other.env' }, { PLATFORM_API_URL: base.PLATFORM_API_URL, FHIR_BASE_URL: base.FHIR_BASE_URL, PLATFORM_IDENTIFIER_SYSTEM: base.PLATFORM_IDENTIFIER_SYSTEM }, dir);
     expect(o.fhirApiKey).toBe('other-file');
   });
 
@@ -126,9 +141,11 @@ describe('Bundle pages', () => {
     expect(JSON.parse(`[${page.interior.toString()}]`)).toHaveLength(2);
   });
 
-  it('parses search pages for resource type, id and mode', () => {
-    const page = parseBundlePage('{"resourceType":"Bundle","entry":[{"resource":{"resourceType":"Patient","id":"p1"},"search":{"mode":"match"}}]}');
-    expect(page.entries).toEqual([{ resourceType: 'Patient', id: 'p1', mode: 'match' }]);
+  it('parses search pages for resource type, id, mode and identifiers', () => {
+    const page = parseBundlePage('{"resourceType":"Bundle","entry":[{"resource":{"resourceType":"Patient","id":"p1","identifier":[{"system":"urn:a","value":"1"},{"value":2},null]},"search":{"mode":"match"}}]}');
+    expect(page.entries).toEqual([
+      { resourceType: 'Patient', id: 'p1', mode: 'match', identifiers: [{ system: 'urn:a', value: '1' }, { system: null, value: null }, { system: null, value: null }] },
+    ]);
   });
 
   it('scans $everything pages without parsing entries, keyed by fullUrl', () => {

@@ -14,6 +14,9 @@ import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { freePort, isPortFree } from '../../src/util/port-check.js';
 import { readInstallConfig } from '../../src/install-dir/install-config.js';
 import { makeNativeInstall } from '../helpers/native-install.js';
+import { installPaths } from '../../src/install-dir/layout.js';
+import { readEnvFile } from '../../src/util/env-file.js';
+import { PLATFORM_CARE_ID_SYSTEM } from '../../src/fhir-data/generate/model.js';
 
 const dir = tempDir('hapi-demo-');
 afterAll(async () => {
@@ -55,6 +58,8 @@ describe('hospital-api demo', () => {
     expect(out).toContain('(fresh install)');
     expect(String(r.stderr)).toContain('DEMO MODE');
     expect(readInstallConfig(dir).demo).toBe(true);
+    // The demo names the generated patients' care id system, so the record below is matched in it alone.
+    expect(readEnvFile(installPaths(dir).apiEnv).PLATFORM_IDENTIFIER_SYSTEM).toBe(PLATFORM_CARE_ID_SYSTEM);
     curl = out.split('\n').find((l) => l.startsWith('curl '))!;
     expect(curl).toMatch(/^curl -sS -X POST 'http:\/\/localhost:\d+\/api\/patients' .* -d '\{"platformCareId":"[^"]+","token":"demo-[^"]+"\}'$/);
 

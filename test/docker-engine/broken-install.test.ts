@@ -226,7 +226,7 @@ describe.skipIf(!engine)('a broken docker installation never gets an ACCEPTED re
     const install = await timed('install', () =>
       runCli(
         [
-          'install', '--runtime', 'docker', '--dir', dir, '--host', '127.0.0.1', '--generate-ca', '--platform-url', 'http://platform:8088',
+          'install', '--runtime', 'docker', '--dir', dir, '--host', '127.0.0.1', '--generate-ca', '--platform-url', 'http://platform:8088', '--identifier-system', 'urn:hospital-api:platform-care-id',
           '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
           '--gateway-admin-port', String(ports.gatewayAdmin),
           '--kong-image', TIER_IMAGES.kong, '--hapi-image', TIER_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api,

@@ -55,7 +55,7 @@ const started = Date.now();
 
 
 const installArgs = () => [
-  'install', '--runtime', 'docker', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `http://platform:${PLATFORM_PORT}`,
+  'install', '--runtime', 'docker', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `http://platform:${PLATFORM_PORT}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
   '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
   ...IMAGE_FLAGS,
 ];

@@ -213,7 +213,7 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     tokens = writeTokens(platformDir, dataset.patients.map((p) => p.careId));
     const t1 = Date.now();
     const install = await cli([
-      'install', '--runtime', 'docker', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `http://platform:${PLATFORM_PORT}`,
+      'install', '--runtime', 'docker', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `http://platform:${PLATFORM_PORT}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
       '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
       ...(REAL ? [] : ['--kong-image', TIER_IMAGES.kong, '--hapi-image', TIER_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api]),
     ]);

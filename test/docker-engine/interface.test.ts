@@ -175,7 +175,7 @@ describe.skipIf(!engine)('docker runtime interfaces on a real engine (issue 10)'
 
   it('installs with PLATFORM_API_URL on https; the rendered compose file sets what Kong and HAPI 8 read', async () => {
     const r = await cli([
-      'install', '--runtime', 'docker', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `https://platform:${PLATFORM_PORT}`,
+      'install', '--runtime', 'docker', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `https://platform:${PLATFORM_PORT}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
       '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
       ...IMAGE_FLAGS,
       '--json',

@@ -134,7 +134,7 @@ describe.skipIf(!engine)('the Debian package on a clean Debian 12 with systemd (
 
   it('install, consumer create --write-env and verify: ACCEPTED, the components systemd services under the hospital-api user, a record through the API', async () => {
     const install = await hospitalApi([
-      'install', '--runtime', 'native', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `http://127.0.0.1:${ports.platform}`,
+      'install', '--runtime', 'native', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `http://127.0.0.1:${ports.platform}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
       '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-http-port', String(ports.gatewayHttp),
       '--gateway-https-port', String(ports.gatewayHttps), '--gateway-admin-port', String(ports.gatewayAdmin), '--metrics-port', String(ports.metrics),
     ]);

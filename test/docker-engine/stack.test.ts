@@ -43,7 +43,7 @@ let ports: Record<string, number> = {};
 
 /** The first install makes the CA; reruns keep the TLS material (no TLS flag). */
 const installArgs = (first = false) => [
-  'install', '--runtime', 'docker', '--host', '127.0.0.1', ...(first ? ['--generate-ca'] : []), '--platform-url', `http://platform:${PLATFORM_PORT}`,
+  'install', '--runtime', 'docker', '--host', '127.0.0.1', ...(first ? ['--generate-ca'] : []), '--platform-url', `http://platform:${PLATFORM_PORT}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
   '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
   ...IMAGE_FLAGS,
 ];

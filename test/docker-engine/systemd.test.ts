@@ -117,7 +117,7 @@ describe.skipIf(!engine)('native install under a real systemd (issue 15)', () =>
   it('runs under systemd as PID 1: install, consumer, the units in /etc/systemd/system, the built-in supervisor handed over, hospital-api.target enabled', async () => {
     expect((await inHost(['ps', '-p', '1', '-o', 'comm='])).out.trim()).toBe('systemd');
     const install = await toolkit([
-      'install', '--runtime', 'native', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `http://127.0.0.1:${ports.platform}`,
+      'install', '--runtime', 'native', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `http://127.0.0.1:${ports.platform}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
       '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-http-port', String(ports.gatewayHttp),
       '--gateway-https-port', String(ports.gatewayHttps), '--gateway-admin-port', String(ports.gatewayAdmin), '--metrics-port', String(ports.metrics),
     ]);

@@ -11,6 +11,7 @@ import { expect } from 'vitest';
 import { INSTALL_FORMAT, writeInstallConfig, type InstallConfig, type InstallPorts } from '../../src/install-dir/install-config.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { freePort } from '../../src/util/port-check.js';
+import { PLATFORM_CARE_ID_SYSTEM } from '../../src/fhir-data/generate/model.js';
 import { runCli } from './cli.js';
 
 /** One free loopback port per component. */
@@ -51,7 +52,7 @@ export async function installNative(options: { dir: string; platformUrl?: string
   const { dir } = options;
   const ports = options.ports ?? (await testPorts());
   const installArgs = ['install', '--runtime', 'native', '--dir', dir, ...(options.host ? ['--host', options.host] : []), '--generate-ca',
-    '--platform-url', options.platformUrl ?? `http://127.0.0.1:${await freePort()}`, ...portFlags(ports), '--json'];
+    '--platform-url', options.platformUrl ?? `http://127.0.0.1:${await freePort()}`, '--identifier-system', PLATFORM_CARE_ID_SYSTEM, ...portFlags(ports), '--json'];
   const installed = await runCli(installArgs);
   expect(installed.exitCode, String(installed.stderr)).toBe(0);
   let key = '';
@@ -79,6 +80,6 @@ export async function makeNativeInstall(dir: string, options: { withKey?: boolea
   };
   writeInstallConfig(dir, config);
   const key = options.withKey === false ? '' : 'FHIR_API_KEY="test-key-not-secret"\n';
-  writeFileSync(installPaths(dir).apiEnv, `PLATFORM_API_URL="http://127.0.0.1:9/platform"\nMETRICS_LISTEN="127.0.0.1:${config.ports.metrics}"\n${key}`, { mode: 0o600 });
+  writeFileSync(installPaths(dir).apiEnv, `PLATFORM_API_URL="http://127.0.0.1:9/platform"\nPLATFORM_IDENTIFIER_SYSTEM="${PLATFORM_CARE_ID_SYSTEM}"\nMETRICS_LISTEN="127.0.0.1:${config.ports.metrics}"\n${key}`, { mode: 0o600 });
   return config;
 }

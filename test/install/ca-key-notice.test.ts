@@ -4,7 +4,7 @@ import { renderInstallResult } from '../../src/install/render.js';
 import type { InstallResult } from '../../src/install/run.js';
 
 const base: Omit<InstallResult, 'caGenerated'> = {
-  dir: '/srv/hospital-api', runtime: 'native', started: false, files: [], provisioning: [], platformApiUrlSet: true,
+  dir: '/srv/hospital-api', runtime: 'native', started: false, files: [], provisioning: [], platformApiUrlSet: true, identifierSystemSet: true,
   endpoints: {} as InstallResult['endpoints'],
 };
 

@@ -46,7 +46,7 @@ beforeAll(async () => {
   const ports = await testPorts();
   adminUrl = `http://127.0.0.1:${ports.gatewayAdmin}`;
   installArgs = ['install', '--runtime', 'native', '--dir', dir, '--host', '127.0.0.1', '--generate-ca',
-    '--platform-url', `http://127.0.0.1:${await freePort()}`, ...portFlags(ports), '--json'];
+    '--platform-url', `http://127.0.0.1:${await freePort()}`, '--identifier-system', 'urn:hospital-api:platform-care-id', ...portFlags(ports), '--json'];
 });
 
 afterAll(async () => {

@@ -63,6 +63,9 @@ describe('install (native, generated CA)', () => {
     expect(env.PLATFORM_API_URL).toBeUndefined();
     expect(readFileSync(p.apiEnv, 'utf8')).toContain('PLATFORM_API_URL is not set yet');
     expect(result.platformApiUrlSet).toBe(false);
+    expect(env.PLATFORM_IDENTIFIER_SYSTEM).toBeUndefined();
+    expect(readFileSync(p.apiEnv, 'utf8')).toContain('PLATFORM_IDENTIFIER_SYSTEM is not set yet');
+    expect(result.identifierSystemSet).toBe(false);
     const gw = readFileSync(p.gatewayCert, 'utf8');
     expect(chainsTo(gw, readFileSync(p.caCert, 'utf8'))).toBe(true);
     expect(chainsTo(readFileSync(p.signerCert, 'utf8'), readFileSync(p.caCert, 'utf8'))).toBe(true);
@@ -144,6 +147,37 @@ describe('install (native, generated CA)', () => {
   });
 });
 
+describe('install: the platform identifier system', () => {
+  it('writes --identifier-system to PLATFORM_IDENTIFIER_SYSTEM, keeps it on a rerun without it, and --any-identifier-system replaces it', async () => {
+    const dir = join(tempDir(), 'inst');
+    const kong = await gatewayAdmin();
+    const p = installPaths(dir);
+    const result = await install({ ...base(dir), identifierSystem: 'https://platform.example/care-id' }, kong);
+    expect(result.identifierSystemSet).toBe(true);
+    expect(parseEnv(readFileSync(p.apiEnv, 'utf8')).PLATFORM_IDENTIFIER_SYSTEM).toBe('https://platform.example/care-id');
+    expect(readFileSync(p.apiEnv, 'utf8')).not.toContain('is not set yet: rerun `hospital-api install --identifier-system');
+    await install(base(dir), kong);
+    expect(parseEnv(readFileSync(p.apiEnv, 'utf8')).PLATFORM_IDENTIFIER_SYSTEM).toBe('https://platform.example/care-id');
+    await install({ ...base(dir), anyIdentifierSystem: true }, kong);
+    const env = parseEnv(readFileSync(p.apiEnv, 'utf8'));
+    expect(env.PLATFORM_IDENTIFIER_SYSTEM).toBeUndefined();
+    expect(env.PLATFORM_ANY_IDENTIFIER_SYSTEM).toBe('true');
+    await install({ ...base(dir), identifierSystem: 'urn:oid:2.16.764.1' }, kong);
+    expect(parseEnv(readFileSync(p.apiEnv, 'utf8'))).toMatchObject({ PLATFORM_IDENTIFIER_SYSTEM: 'urn:oid:2.16.764.1' });
+    expect(parseEnv(readFileSync(p.apiEnv, 'utf8')).PLATFORM_ANY_IDENTIFIER_SYSTEM).toBeUndefined();
+  });
+
+  it('refuses a system that is not an absolute URI, or both flags, and changes nothing', async () => {
+    const dir = join(tempDir(), 'inst');
+    const kong = await gatewayAdmin();
+    await install({ ...base(dir), identifierSystem: 'urn:x' }, kong);
+    const before = snapshot(dir);
+    expect(await codeOf(install({ ...base(dir), identifierSystem: 'care id' }, kong))).toBe('ERR_INSTALL_BAD_OPTION');
+    expect(await codeOf(install({ ...base(dir), identifierSystem: 'urn:y', anyIdentifierSystem: true }, kong))).toBe('ERR_INSTALL_BAD_OPTION');
+    expect(snapshot(dir)).toEqual(before);
+  });
+});
+
 describe('install: bad input changes nothing', () => {
   it.each([
     [{ apiPort: '70000' }, 'ERR_INSTALL_BAD_OPTION'],
@@ -151,6 +185,7 @@ describe('install: bad input changes nothing', () => {
     [{ host: ['bad host!'] }, 'ERR_INSTALL_BAD_OPTION'],
     [{ runtime: 'podman' }, 'ERR_INSTALL_BAD_OPTION'],
     [{ platformUrl: 'ftp://x' }, 'ERR_INSTALL_BAD_OPTION'],
+    [{ identifierSystem: 'no-scheme' }, 'ERR_INSTALL_BAD_OPTION'],
     [{ generateCa: false }, 'ERR_INSTALL_TLS_OPTIONS'],
     [{ generateCa: true, ca: '/etc/hostname' }, 'ERR_INSTALL_TLS_OPTIONS'],
     [{ generateCa: false, ca: '/etc/hostname' }, 'ERR_INSTALL_TLS_OPTIONS'],

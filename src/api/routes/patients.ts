@@ -53,13 +53,15 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
       const { platformCareId, token } = readPatientsBody(request.body);
       state.forCareId(platformCareId);
       await ctx.platform.validateAccess(token, platformCareId);
-      const ids = await ctx.fhir.findPatients(platformCareId);
-      if (ids.length !== 1) {
+      const matches = await ctx.fhir.findPatients(platformCareId);
+      if (matches.length !== 1) {
         // Spec §2.2: no match → {}. Several matches → nobody's data (the original health-tag portal took entry[0]).
-        state.decide(ids.length === 0 ? 'not-found' : 'ambiguous');
+        state.decide(matches.length === 0 ? 'not-found' : 'ambiguous');
         return reply.send({}); // application/json; charset=utf-8, as Fastify serialises an object
       }
-      return streamRecord(ctx, state, reply, ids[0] as string);
+      const [match] = matches as [{ id: string; system: string | null }];
+      state.matchedBy(match.system);
+      return streamRecord(ctx, state, reply, match.id);
     },
   });
 }

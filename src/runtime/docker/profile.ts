@@ -8,7 +8,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { RuntimeProfile } from '../profile.js';
 import { API_CONTAINER_PATHS } from './container-paths.js';
 import { SERVICE_OF } from './services.js';
@@ -38,6 +38,8 @@ export const dockerProfile: RuntimeProfile = {
     FHIR_CA_FILE: API_CONTAINER_PATHS.ca,
     AUDIT_LOG: API_CONTAINER_PATHS.auditLog,
   }),
+  // templates/compose.yaml mounts <dir>/docker/api-logs at AUDIT_LOG's folder in the API container
+  auditLogFile: (paths) => join(paths.docker, 'api-logs', basename(API_CONTAINER_PATHS.auditLog)),
   privateFolders: (paths) => [paths.secrets, paths.tls],
   secrets(paths) {
     const keep = (name: string): string => {

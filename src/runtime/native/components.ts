@@ -14,7 +14,7 @@ import type { InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';
 import { isLoopback, parseListen } from '../../util/listen-address.js';
 import { readEnvFile } from '../../util/env-file.js';
-import { missingApiSettings } from '../../install-dir/api-settings.js';
+import { apiSettingsAdvice, missingApiSettings } from '../../install-dir/api-settings.js';
 import { readDemoSettings } from '../../install-dir/demo-settings.js';
 import { VERSION } from '../../version.js';
 import { gatewayDegradation } from './gateway-health.js';
@@ -87,11 +87,7 @@ export function publicBindHost(config: InstallConfig): string {
 export function apiBlockedReason(dir: string): string | undefined {
   const missing = missingApiSettings(dir);
   if (missing.length === 0) return undefined;
-  return (
-    `${missing.join(' and ')} not set in hospital-api.env: ` +
-    `run \`hospital-api consumer create <name> --write-env --dir ${installPaths(dir).root}\`` +
-    (missing.includes('PLATFORM_API_URL') ? ' and set PLATFORM_API_URL' : '')
-  );
+  return `${missing.join(' and ')} not set in hospital-api.env: run ${apiSettingsAdvice(dir, missing).map((a) => `\`${a}\``).join(' and ')}`;
 }
 
 /**

@@ -21,6 +21,8 @@ export const nativeProfile: RuntimeProfile = {
     FHIR_CA_FILE: paths.caCert,
     AUDIT_LOG: join(paths.logs, 'audit.log'),
   }),
+  // the API runs on the host: AUDIT_LOG is the file itself
+  auditLogFile: (paths) => join(paths.logs, 'audit.log'),
   // the install directory and its logs are private to the service's user (issue #12)
   privateFolders: (paths) => [paths.secrets, paths.tls, paths.root, paths.logs],
   secrets: () => ({}),

@@ -8,6 +8,7 @@
  */
 import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { filePermissions } from '../../../src/checks/file-permissions.js';
 import type { CheckContext } from '../../../src/checks/types.js';
@@ -130,5 +131,15 @@ describe('the docker copies of the database passwords (issue 12)', () => {
     const one = await checkOf(dir);
     expect(one.status).toBe('fail');
     expect(one.summary).toBe('1 path(s) readable by other users: docker/hapi-config/spring.datasource.password (0640)');
+  });
+});
+
+describe("the API container's settings file", () => {
+  it('carries the patient match settings of hospital-api.env (the API container reads only this copy)', () => {
+    const dir = installDir();
+    writeFileSync(installPaths(dir).apiEnv, 'FHIR_API_KEY=k\nPLATFORM_IDENTIFIER_SYSTEM="urn:oid:2.16.764.1"\nPLATFORM_ANY_IDENTIFIER_SYSTEM=false\n', { mode: 0o600 });
+    writeContainerFiles(dir, { kong: null, hapi: null });
+    const copy = parseEnv(readFileSync(join(installPaths(dir).docker, 'api', 'hospital-api.env'), 'utf8'));
+    expect(copy).toMatchObject({ PLATFORM_IDENTIFIER_SYSTEM: 'urn:oid:2.16.764.1', PLATFORM_ANY_IDENTIFIER_SYSTEM: 'false' });
   });
 });

@@ -24,7 +24,7 @@ describe('native component specs', () => {
   it("gives the API install.json's metrics port unless hospital-api.env sets METRICS_LISTEN", async () => {
     const dir = tempDir();
     const config = await makeNativeInstall(dir);
-    writeFileSync(installPaths(dir).apiEnv, 'FHIR_API_KEY="k"\nPLATFORM_API_URL="http://127.0.0.1:9"\n');
+    writeFileSync(installPaths(dir).apiEnv, 'FHIR_API_KEY="k"\nPLATFORM_API_URL="http://127.0.0.1:9"\nPLATFORM_IDENTIFIER_SYSTEM="urn:x"\n');
     const api = componentSpecs(dir, config).find((s) => s.name === 'api')!;
     expect(api.env).toEqual({ METRICS_LISTEN: `127.0.0.1:${config.ports.metrics}`, HOSPITAL_API_DIR: installPaths(dir).root, ...API_MALLOC_ENV });
     expect(api.ports).toContainEqual({ host: '127.0.0.1', port: config.ports.metrics });
@@ -34,7 +34,16 @@ describe('native component specs', () => {
     const held = componentSpecs(dir, config).find((s) => s.name === 'api')!;
     expect(held.env).toEqual({ HOSPITAL_API_DIR: installPaths(dir).root, ...API_MALLOC_ENV });
     expect(held.ports).toEqual([{ host: '127.0.0.1', port: config.ports.api }]);
-    expect(held.blocked).toMatch(/FHIR_API_KEY not set .*consumer create/);
+    expect(held.blocked).toMatch(/FHIR_API_KEY and PLATFORM_IDENTIFIER_SYSTEM not set .*consumer create.* and `hospital-api install --dir .* --identifier-system/);
+
+    // An install from before PLATFORM_IDENTIFIER_SYSTEM: held back, naming the command that sets it.
+    writeFileSync(installPaths(dir).apiEnv, 'FHIR_API_KEY="k"\nPLATFORM_API_URL="http://127.0.0.1:9"\n');
+    expect(componentSpecs(dir, config).find((s) => s.name === 'api')!.blocked).toBe(
+      `PLATFORM_IDENTIFIER_SYSTEM not set in hospital-api.env: run \`hospital-api install --dir ${installPaths(dir).root} --identifier-system <the platform's identifier system URI>\``,
+    );
+    // Any system, said explicitly, starts it.
+    writeFileSync(installPaths(dir).apiEnv, 'FHIR_API_KEY="k"\nPLATFORM_API_URL="http://127.0.0.1:9"\nPLATFORM_ANY_IDENTIFIER_SYSTEM="true"\n');
+    expect(componentSpecs(dir, config).find((s) => s.name === 'api')!.blocked).toBeUndefined();
   });
 
   it('caps the API\'s malloc arenas the same way in the hospital-api image', () => {

@@ -65,10 +65,14 @@ async function failure(p: Promise<unknown>): Promise<Error & { code: string; hin
   throw new Error('expected a failure');
 }
 
+/** `status --json`, whose exit code must be 0 when every component runs (up or degraded) and 3 (systemctl's) otherwise. */
 async function status(dir: string): Promise<ComponentState[]> {
   const r = await runCli(['status', '--dir', dir, '--json'], { env });
-  expect(r.exitCode, String(r.stderr)).toBe(0);
-  return (JSON.parse(String(r.stdout)) as { result: { components: ComponentState[] } }).result.components;
+  const doc = JSON.parse(String(r.stdout)) as { result: { components: ComponentState[]; down: string[] } };
+  const notRunning = doc.result.components.filter((c) => c.state !== 'up' && c.state !== 'degraded').map((c) => c.name);
+  expect(doc.result.down).toEqual(notRunning);
+  expect(r.exitCode, String(r.stderr)).toBe(notRunning.length > 0 ? 3 : 0);
+  return doc.result.components;
 }
 
 afterEach(async () => {
