@@ -91,7 +91,7 @@ export function register(program: Command): void {
       action<GatewayFlags>('gateway', async (flags, io) => {
         const server = await import('../gateway/server.js');
         const { kongTlsSettingsFromEnv } = await import('../gateway/proxy/tls-settings.js');
-        // a flag wins over its KONG_* variable, as kong.conf's values lose to the environment in Kong (here the flag is the nearer word)
+        // Kong's KONG_SSL_* variables (kong/conf_loader: the environment overrides kong.conf); a flag overrides its variable
         const fromEnv = kongTlsSettingsFromEnv(process.env);
         const tls = {
           ...fromEnv,
@@ -117,10 +117,10 @@ export function register(program: Command): void {
         if (admin && !isLoopback(admin.host)) {
           io.warn(`--admin-listen ${admin.host} is not loopback: the admin API (no authentication) is reachable from the network`);
         }
-        // One line, always printed: tests and supervisors parse it for the bound ports.
         if (tls.sslCipherSuite !== undefined && tls.sslCipherSuite.trim() !== 'intermediate') {
           io.warn(`ssl_cipher_suite ${tls.sslCipherSuite.trim()}: not Mozilla's intermediate profile; \`hospital-api verify\` checks what the proxy negotiates (tls-policy)`);
         }
+        // One line, always printed: tests and supervisors parse it for the bound ports.
         process.stderr.write(
           `hospital-api gateway ready: admin=${running.admin ?? 'off'} proxy=${running.proxy ?? 'off'} proxy-ssl=${running.proxySsl ?? 'off'}\n`,
         );
