@@ -11,6 +11,7 @@ import { gatewayObjects } from './gateway-objects.js';
 import { keyAuthMetadata } from './key-auth-metadata.js';
 import { keyAuthNoKey } from './key-auth-no-key.js';
 import { keyAuthWrongKey } from './key-auth-wrong-key.js';
+import { tlsPolicy } from './tls-policy.js';
 import type { Check } from './types.js';
 
 export const CHECKS: readonly Check[] = Object.freeze([
@@ -26,4 +27,5 @@ export const CHECKS: readonly Check[] = Object.freeze([
   certificateChain,
   certificateExpiry,
   filePermissions,
+  tlsPolicy,
 ]);

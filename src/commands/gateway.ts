@@ -18,6 +18,10 @@ interface GatewayFlags extends GlobalOptions {
   state?: string;
   trustedIps?: string;
   headers?: string;
+  sslCipherSuite?: string;
+  sslCiphers?: string;
+  sslProtocols?: string;
+  sslPreferServerCiphers?: string;
 }
 
 interface ExportFlags extends GlobalOptions {
@@ -79,9 +83,23 @@ export function register(program: Command): void {
     .option('--state <file>', 'configuration state file (default <install dir>/gateway/state.json)')
     .option('--headers <list>', "Kong's headers: off, or a list; without server_tokens no Server/Via names kong/x.y.z (default: on)")
     .option('--trusted-ips <list>', "Kong's trusted_ips: comma-separated IPs/CIDRs whose X-Forwarded-* and X-Real-IP are believed (default: none)")
+    .option('--ssl-cipher-suite <name>', "Kong's ssl_cipher_suite: modern, intermediate, old, fips or custom (default: KONG_SSL_CIPHER_SUITE, else intermediate)")
+    .option('--ssl-ciphers <list>', "Kong's ssl_ciphers, an OpenSSL cipher list; with custom only (default: KONG_SSL_CIPHERS)")
+    .option('--ssl-protocols <list>', 'Kong\'s ssl_protocols, e.g. "TLSv1.2 TLSv1.3"; with custom only (default: KONG_SSL_PROTOCOLS)')
+    .option('--ssl-prefer-server-ciphers <on|off>', "Kong's ssl_prefer_server_ciphers; with custom only (default: KONG_SSL_PREFER_SERVER_CIPHERS, else on)")
     .action(
       action<GatewayFlags>('gateway', async (flags, io) => {
         const server = await import('../gateway/server.js');
+        const { kongTlsSettingsFromEnv } = await import('../gateway/proxy/tls-settings.js');
+        // Kong's KONG_SSL_* variables (kong/conf_loader: the environment overrides kong.conf); a flag overrides its variable
+        const fromEnv = kongTlsSettingsFromEnv(process.env);
+        const tls = {
+          ...fromEnv,
+          ...(flags.sslCipherSuite !== undefined ? { sslCipherSuite: flags.sslCipherSuite } : {}),
+          ...(flags.sslCiphers !== undefined ? { sslCiphers: flags.sslCiphers } : {}),
+          ...(flags.sslProtocols !== undefined ? { sslProtocols: flags.sslProtocols } : {}),
+          ...(flags.sslPreferServerCiphers !== undefined ? { sslPreferServerCiphers: flags.sslPreferServerCiphers } : {}),
+        };
         const admin = listen(flags.adminListen, '--admin-listen');
         const sslDefault = flags.cert && flags.key ? '0.0.0.0:8443' : 'off';
         const running = await server.runGateway({
@@ -93,10 +111,14 @@ export function register(program: Command): void {
           statePath: statePath(flags.state),
           trustedIps: trustedIps(flags.trustedIps),
           serverTokens: serverTokens(flags.headers),
+          tls,
           version: VERSION,
         });
         if (admin && !isLoopback(admin.host)) {
           io.warn(`--admin-listen ${admin.host} is not loopback: the admin API (no authentication) is reachable from the network`);
+        }
+        if (tls.sslCipherSuite !== undefined && tls.sslCipherSuite.trim() !== 'intermediate') {
+          io.warn(`ssl_cipher_suite ${tls.sslCipherSuite.trim()}: not Mozilla's intermediate profile; \`hospital-api verify\` checks what the proxy negotiates (tls-policy)`);
         }
         // One line, always printed: tests and supervisors parse it for the bound ports.
         process.stderr.write(

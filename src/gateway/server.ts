@@ -13,7 +13,9 @@ import { GatewayProxy, type ProxyHealth } from './proxy/gateway-proxy.js';
 import { startProxyListeners, type ProxyListeners } from './proxy/listeners.js';
 import { setServerTokens } from './proxy/kong-response.js';
 import { parseTrustedIps } from './proxy/trusted-ips.js';
+import { tlsPolicyOf, type KongTlsSettings } from './proxy/tls-settings.js';
 import { openStore } from './store/index.js';
+import type { TlsServerPolicy } from '../tls/cipher-policy.js';
 
 export interface GatewayOptions {
   admin: ListenAddress | null;
@@ -26,6 +28,8 @@ export interface GatewayOptions {
   trustedIps?: string | null;
   /** Kong's `headers` server_tokens (Server / Via naming kong/x.y.z); default on. */
   serverTokens?: boolean;
+  /** Kong's ssl_cipher_suite, ssl_ciphers, ssl_protocols, ssl_prefer_server_ciphers (proxy/tls-settings.ts); default intermediate. */
+  tls?: KongTlsSettings;
   version: string;
 }
 
@@ -56,13 +60,15 @@ function readTls(o: GatewayOptions): { cert: string; key: string } | null {
   return { cert: read(o.certPath), key: read(o.keyPath) };
 }
 
-async function listenProxy(o: GatewayOptions, proxy: GatewayProxy): Promise<ProxyListeners> {
+async function listenProxy(o: GatewayOptions, proxy: GatewayProxy, tlsPolicy: TlsServerPolicy): Promise<ProxyListeners> {
   const tls = readTls(o);
   try {
-    return await startProxyListeners({ proxy, http: o.proxy, https: o.proxySsl && tls ? { ...o.proxySsl, ...tls } : null });
+    return await startProxyListeners({ proxy, http: o.proxy, https: o.proxySsl && tls ? { ...o.proxySsl, ...tls } : null, tlsPolicy });
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { port?: number; address?: string };
     if (e.code === 'EADDRINUSE') throw new HospitalApiError('ERR_PORT_IN_USE', { host: e.address ?? '', port: e.port ?? 0, detail: '' }, { cause: err });
+    // an ssl_ciphers list OpenSSL matches nothing of (custom suite)
+    if (/no cipher match/i.test(e.message)) throw new HospitalApiError('ERR_USAGE', { detail: `ssl_ciphers: ${e.message}` }, { cause: err });
     if (e.code === 'ERR_OSSL_PEM_NO_START_LINE' || /PEM|key values mismatch/i.test(e.message)) {
       throw new HospitalApiError('ERR_TLS_MATERIAL', { path: o.certPath ?? '', detail: e.message }, { cause: err });
     }
@@ -94,6 +100,8 @@ function reloadTlsOnSignal(o: GatewayOptions, listeners: ProxyListeners): void {
 
 export async function runGateway(o: GatewayOptions): Promise<RunningGateway> {
   setServerTokens(o.serverTokens !== false);
+  // a bad TLS setting is refused before anything opens or listens
+  const tlsPolicy = tlsPolicyOf(o.tls);
   const store = await openStore(o.statePath);
   let admin: AdminServer | null = null;
   let proxy: GatewayProxy | null = null;
@@ -105,7 +113,7 @@ export async function runGateway(o: GatewayOptions): Promise<RunningGateway> {
     }
     if (o.proxy || o.proxySsl) {
       proxy = new GatewayProxy(() => store.snapshot(), { trustedIps: parseTrustedIps(o.trustedIps ?? undefined) });
-      listeners = await listenProxy(o, proxy);
+      listeners = await listenProxy(o, proxy, tlsPolicy);
       reloadTlsOnSignal(o, listeners);
     }
     const close = async (): Promise<void> => {

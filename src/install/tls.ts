@@ -7,7 +7,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { HospitalApiError } from '../errors/index.js';
-import { generateCa, issueCertificate, type KeyAndCert } from '../tls/pki.js';
+import { generateCa, issueCertificate, SERVER_CERT_MAX_DAYS, type KeyAndCert } from '../tls/pki.js';
 import { parsePemBundle } from '../tls/inspect.js';
 import { signerUsageProblem } from '../record/verify.js';
 import type { InstallPaths } from '../install-dir/layout.js';
@@ -215,8 +215,8 @@ export function prepareRenewal(paths: InstallPaths, hosts: string[], choice: Ren
   const oldGateway = read(paths.gatewayCert);
   if (!caPem || !oldGateway) throw renewError(`${paths.tls} holds no CA or gateway certificate`, 'Run `hospital-api install` first.');
   const names = [...new Set([...hosts, ...currentSans(oldGateway)])];
-  if (choice.days !== undefined && (!Number.isInteger(choice.days) || choice.days < 1 || choice.days > 3650)) {
-    throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--days', detail: 'an integer from 1 to 3650' });
+  if (choice.days !== undefined && (!Number.isInteger(choice.days) || choice.days < 1 || choice.days > SERVER_CERT_MAX_DAYS)) {
+    throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--days', detail: `an integer from 1 to ${SERVER_CERT_MAX_DAYS} (a server certificate's longest life)` });
   }
   const fileText = (path: string): string => {
     try {

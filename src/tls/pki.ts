@@ -7,6 +7,19 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import forge from 'node-forge';
+import { HospitalApiError } from '../errors/index.js';
+
+/**
+ * The longest a server certificate issued here lives: 397 days, so that with
+ * the 5-minute backdated start it stays under the 398 days that the
+ * CA/Browser Forum Baseline Requirements (section 6.3.2) and Apple's and
+ * Chrome's root programs allow a TLS server certificate; scanners of a
+ * private PKI flag longer ones. `cert renew` issues the next one.
+ */
+export const SERVER_CERT_MAX_DAYS = 397;
+
+/** Record-signing certificates are no TLS server's: they keep the longer default. */
+const SIGNING_CERT_DAYS = 825;
 
 export interface KeyAndCert {
   certPem: string;
@@ -97,7 +110,11 @@ export function issueCertificate(ca: KeyAndCert, options: IssueOptions): KeyAndC
   const cert = forge.pki.createCertificate();
   cert.publicKey = keys.publicKey;
   cert.serialNumber = serialNumber();
-  validity(cert, options.days ?? 825, options.backdateSeconds ?? 300);
+  const days = options.days ?? (options.usage === 'server' ? SERVER_CERT_MAX_DAYS : SIGNING_CERT_DAYS);
+  if (options.usage === 'server' && days > SERVER_CERT_MAX_DAYS) {
+    throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--days', detail: `a server certificate lives at most ${SERVER_CERT_MAX_DAYS} days` });
+  }
+  validity(cert, days, options.backdateSeconds ?? 300);
   cert.setSubject(subject(options.commonName, options.organization));
   cert.setIssuer(caCert.subject.attributes);
   const caSki = caCert.generateSubjectKeyIdentifier().getBytes();

@@ -580,7 +580,7 @@ describe('runner, accept rule and table', () => {
       ['components-up', '4.5.1', true], ['api-health', '4.5.2', true], ['fhir-metadata', '4.5.2', true], ['gateway-objects', '4.5.3', true],
       ['key-auth-metadata', '4.5.4', true], ['key-auth-no-key', 'extra', true], ['key-auth-wrong-key', 'extra', true],
       ['basic-auth-required', 'extra', true], ['admin-not-exposed', 'extra', true], ['certificate-chain', 'extra', true],
-      ['certificate-expiry', 'extra', false], ['file-permissions', 'extra', true],
+      ['certificate-expiry', 'extra', false], ['file-permissions', 'extra', true], ['tls-policy', 'extra', true],
     ]);
     expect(Object.isFrozen(CHECKS)).toBe(true);
   });

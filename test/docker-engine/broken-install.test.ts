@@ -178,6 +178,15 @@ const site: BrokenInstallSite = {
   async stopFhir() {
     return (await stopHapi()).restart;
   },
+  async weakenGatewayTls(settings) {
+    // Kong reads KONG_SSL_* (kong.conf.default ssl_cipher_suite, ssl_ciphers): an override file's environment for kong
+    const override = join(scratch, 'tls-weakened.yaml');
+    writeFileSync(override, ['services:', '  kong:', '    environment:', ...Object.entries(settings).map(([k, v]) => `      ${k}: ${JSON.stringify(v)}`), ''].join('\n'));
+    await timed('kong recreate', () => compose(['up', '-d', '--no-deps', '--force-recreate', 'kong'], [override]));
+    await waitUntil('kong healthy with the weakened TLS', async () => (await container('kong')).State?.Health?.Status === 'healthy');
+    // the product's restart recreates kong from the install's compose file alone (intermediate)
+    return () => timed('kong recreate', () => runtime.restart('gateway'));
+  },
   async exposeAdmin() {
     const addresses = hostAddresses();
     expect(addresses.length).toBeGreaterThan(0);

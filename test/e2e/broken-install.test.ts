@@ -117,6 +117,18 @@ const site: BrokenInstallSite = {
         res.writeHead(200, { 'content-type': 'application/fhir+json' }).end(JSON.stringify(body));
       }),
     ),
+  // natively the gateway reads Kong's KONG_SSL_* from its environment, which the supervisor passes on
+  // from whoever ran `up` (or a systemd unit's Environment=); `up` without them is the repair
+  async weakenGatewayTls(settings) {
+    await runCli(['down', '--dir', dir]);
+    const up = await runCli(['up', '--dir', dir], { env: settings });
+    expect(up.exitCode, String(up.stderr)).toBe(0);
+    return async () => {
+      await runCli(['down', '--dir', dir]);
+      const again = await runCli(['up', '--dir', dir]);
+      expect(again.exitCode, String(again.stderr)).toBe(0);
+    };
+  },
   async freezeApi() {
     const pid = pidOf('api');
     process.kill(pid, 'SIGSTOP');

@@ -71,6 +71,11 @@ export interface BrokenInstallSite {
   impersonateFhir(): Promise<Repair>;
   /** The admin port made to answer on a non-loopback address of this host; null where the host has none. */
   exposeAdmin(): Promise<{ address: string; /** true when it answers on that address alone */ only: boolean; repair: Repair } | null>;
+  /**
+   * The gateway's TLS listener weakened with Kong's own settings (`settings`: KONG_SSL_* variables, as an
+   * operator would set them on this runtime), and how the product's way of starting it again undoes that.
+   */
+  weakenGatewayTls(settings: Record<string, string>): Promise<Repair>;
   /** native: the API process frozen (SIGSTOP), alive but not answering. */
   freezeApi?(): Promise<Repair>;
   /** docker: the FHIR server's container stopped. */
@@ -84,6 +89,8 @@ export interface BrokenInstallCase {
   name: string;
   /** The runtime this case applies to, and why not the other; absent: both. */
   only?: { runtime: RuntimeName; why: string };
+  /** Its own time-out, for a case that starts the stack or the gateway again more than once. */
+  timeoutMs?: number;
   /** `skip` marks the case skipped where its defect cannot be made on this host. */
   run(site: BrokenInstallSite, skip: () => void): Promise<void>;
 }
@@ -448,8 +455,25 @@ export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
       expect(v.checks['components-up']!.status).toBe('fail');
       expect(v.checks['components-up']!.summary).toBe('not up: fhir, gateway, api');
       // admin-not-exposed passes (nothing listens); the rest fail, or error when the admin API is unreachable
-      expect(v.failing).toEqual(['api-health', 'basic-auth-required', 'certificate-chain', 'components-up', 'fhir-metadata', 'gateway-objects', ...HTTPS_PROBES.slice(0, 3)].sort());
+      expect(v.failing).toEqual(['api-health', 'basic-auth-required', 'certificate-chain', 'components-up', 'fhir-metadata', 'gateway-objects', 'tls-policy', ...HTTPS_PROBES.slice(0, 3)].sort());
       expect(v.checks['gateway-objects']!.status).toBe('error');
+    },
+  },
+  {
+    name: "issue 23: the gateway's TLS admits plain RSA (Kong's ssl_cipher_suite custom): tls-policy fails; started the product's way again, ACCEPTED",
+    // two starts of the gateway (natively: of the stack) and two verifies
+    timeoutMs: 240_000,
+    async run(site) {
+      // a cipher list that still serves ordinary clients forward-secret suites: only tls-policy's plain-RSA probe sees it
+      const repair = await site.weakenGatewayTls({ KONG_SSL_CIPHER_SUITE: 'custom', KONG_SSL_CIPHERS: 'ECDHE-RSA-AES128-GCM-SHA256:AES128-GCM-SHA256' });
+      try {
+        const checks = await expectRejected(site, ['tls-policy']);
+        expect(checks['tls-policy']!.summary).toBe('a plain-RSA suite was accepted (AES128-GCM-SHA256)');
+      } finally {
+        await repair();
+      }
+      const v = await expectAccepted(site);
+      expect(v.checks['tls-policy']!.summary).toMatch(/^TLSv1\.3 TLS_\S+; TLS 1\.2: TLSv1\.2 ECDHE-\S+; plain RSA and TLS 1\.1 refused$/);
     },
   },
 ];
@@ -461,6 +485,6 @@ export function brokenInstallCases(runtime: RuntimeName, site: () => BrokenInsta
       it.skip(`${c.name} [${c.only.runtime} only: ${c.only.why}]`, () => {});
       continue;
     }
-    it(c.name, (ctx) => c.run(site(), () => ctx.skip()), caseTimeoutMs);
+    it(c.name, (ctx) => c.run(site(), () => ctx.skip()), Math.max(caseTimeoutMs, c.timeoutMs ?? 0));
   }
 }

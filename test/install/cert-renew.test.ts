@@ -53,7 +53,8 @@ const metricDays = async (): Promise<Record<string, number>> => {
 describe('cert renew (issue 15)', () => {
   it('re-issues both certificates; the gateway takes the new one with no dropped connection or failed request', async () => {
     const before = await certDays(['status']);
-    expect(before.days.gateway).toBeGreaterThan(800);
+    // install issued it for 397 days, the longest a server certificate lives
+    expect(before.days.gateway).toBe(396);
     // The API's metrics show the same days as status, for the install's certificates and the CA the API trusts.
     const metricsBefore = await metricDays();
     expect(metricsBefore).toEqual({ ...before.days, 'fhir-ca-trusted': before.days.ca });
@@ -159,6 +160,10 @@ describe('cert renew (issue 15)', () => {
 
     const c = await site.cli(['cert', 'renew', '--days', '0', '--json']);
     expect(c.code).toBe(2);
+    // a server certificate lives at most 397 days (SERVER_CERT_MAX_DAYS)
+    const d = await site.cli(['cert', 'renew', '--days', '398', '--json']);
+    expect(d.code).toBe(2);
+    expect(JSON.parse(d.out).error.message).toContain('from 1 to 397');
     expect(tlsDigest()).toBe(before);
     expect(await presented()).toBe(gatewayBefore);
   });
@@ -243,18 +248,21 @@ describe('a new CA (issue 15: the CA nears expiry, or the hospital changes PKI)'
     const hospital = generateCa({ commonName: 'St Example Hospital Issuing CA 2027' });
     writeFileSync(join(dir, 'ca.pem'), hospital.certPem);
     writeFileSync(join(dir, 'ca.key'), hospital.keyPem, { mode: 0o600 });
-    const r = await site.cli(['cert', 'renew', '--ca-cert', join(dir, 'ca.pem'), '--ca-key', join(dir, 'ca.key'), '--days', '400']);
+    const r = await site.cli(['cert', 'renew', '--ca-cert', join(dir, 'ca.pem'), '--ca-key', join(dir, 'ca.key'), '--days', '300']);
     expect(r.code, r.err).toBe(0);
     expect(caBundle()[0]!.fingerprint256).toBe(new X509Certificate(hospital.certPem).fingerprint256);
     expect(existsSync(paths.caKey)).toBe(false);
     expect(JSON.parse(readFileSync(join(site.dir, 'install.json'), 'utf8')).caGenerated).toBe(false);
     expect(await presentedTo(hospital.certPem)).toBe(fileFingerprint(paths.gatewayCert));
-    expect((await certDays(['status'])).days.gateway).toBe(399);
+    expect((await certDays(['status'])).days.gateway).toBe(299);
     const verify = await site.cli(['verify', '--json']);
     expect(verify.code, verify.out).toBe(0);
     // Later renewals issue from it with its key given once more.
     const again = await site.cli(['cert', 'renew', '--ca-key', join(dir, 'ca.key')]);
     expect(again.code, again.err).toBe(0);
+    // without --days: 397 days for the gateway (the longest a server certificate lives), 825 for the record signer
+    const left = (await certDays(['status'])).days;
+    expect([left.gateway, left['record-signer']]).toEqual([396, 824]);
     expect(new X509Certificate(readFileSync(paths.gatewayCert)).checkIssued(new X509Certificate(hospital.certPem))).toBe(true);
   });
 

@@ -10,6 +10,7 @@ import { createServer as createHttp, type IncomingMessage, type Server, type Ser
 import { createServer as createHttps } from 'node:https';
 import type { InstallPorts } from '../../src/install-dir/install-config.js';
 import type { ComponentState, Runtime } from '../../src/runtime/types.js';
+import { INTERMEDIATE_POLICY } from '../../src/tls/cipher-policy.js';
 import type { KeyAndCert } from '../../src/tls/pki.js';
 import { pluginEnforced, type GatewayAdmin } from '../helpers/gateway-admin.js';
 
@@ -49,7 +50,8 @@ export async function startStandIns(
   const send = (res: ServerResponse, a: { status: number; body: unknown }): void => json(res, a.status, a.body);
   const fhir = createHttp((req, res) => (req.url === '/fhir/metadata' ? send(res, answers.metadata) : json(res, 404, {})));
   const api = createHttp((req, res) => (req.url === '/api/health-check' ? send(res, answers.health) : json(res, 404, {})));
-  const gateway = createHttps({ cert: server.certPem, key: server.keyPem }, (req: IncomingMessage, res) => {
+  // the TLS policy the product's gateway has (tls-policy passes on an intact stand-in)
+  const gateway = createHttps({ ...INTERMEDIATE_POLICY, cert: server.certPem, key: server.keyPem }, (req: IncomingMessage, res) => {
     const url = req.url ?? '';
     if (url.startsWith('/fhir-api-key-auth/')) {
       if (enforced(kong, 'fhir-api-key-auth', 'key-auth')) {

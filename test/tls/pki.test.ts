@@ -3,7 +3,7 @@ import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
-import { generateCa, issueCertificate } from '../../src/tls/pki.js';
+import { generateCa, issueCertificate, SERVER_CERT_MAX_DAYS } from '../../src/tls/pki.js';
 import { describeCertificate } from '../../src/tls/inspect.js';
 
 describe('pki', () => {
@@ -23,6 +23,19 @@ describe('pki', () => {
     expect(caCert.ca).toBe(true);
     expect(cert.ca).toBe(false);
     expect(describeCertificate(cert).subject).toBe('CN=gw.test');
+  });
+
+  it('a server certificate lives at most 397 days from its backdated start (under the 398 a TLS scanner allows); longer is refused; a signer keeps 825', () => {
+    const span = (pem: string) => {
+      const c = new X509Certificate(pem);
+      return (Date.parse(c.validTo) - Date.parse(c.validFrom)) / 86_400_000;
+    };
+    const lived = span(server.certPem);
+    expect(lived).toBeGreaterThan(397);
+    expect(lived).toBeLessThan(398);
+    expect(SERVER_CERT_MAX_DAYS).toBe(397);
+    expect(() => issueCertificate(ca, { commonName: 'gw.test', usage: 'server', days: 398 })).toThrow(expect.objectContaining({ code: 'ERR_INSTALL_BAD_OPTION' }));
+    expect(Math.round(span(issueCertificate(ca, { commonName: 'signer', usage: 'signing' }).certPem))).toBe(825);
   });
 
   it('is accepted by undici with the CA and rejected without it', async () => {

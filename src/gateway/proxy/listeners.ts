@@ -7,6 +7,7 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import { INTERMEDIATE_POLICY, type TlsServerPolicy } from '../../tls/cipher-policy.js';
 import type { ListenAddress } from '../../util/listen-address.js';
 import type { GatewayProxy } from './gateway-proxy.js';
 import { SERVER, serverTokensOn } from './kong-response.js';
@@ -41,6 +42,8 @@ export interface ProxyListenerOptions {
   proxy: GatewayProxy;
   http?: ListenAddress | null;
   https?: (ListenAddress & { cert: string; key: string }) | null;
+  /** Protocols, ciphers and cipher order of the TLS listener (tls-settings.ts); default Mozilla intermediate, as Kong's. */
+  tlsPolicy?: TlsServerPolicy;
   limits?: Partial<ProxyLimits>;
 }
 
@@ -137,6 +140,7 @@ const sessions = new WeakMap<AnyServer, Set<import('node:http2').ServerHttp2Sess
 
 export async function startProxyListeners(o: ProxyListenerOptions): Promise<ProxyListeners> {
   const limits: ProxyLimits = { ...DEFAULT_PROXY_LIMITS, ...(o.limits ?? {}) };
+  const policy: TlsServerPolicy = { ...(o.tlsPolicy ?? INTERMEDIATE_POLICY) };
   const servers: AnyServer[] = [];
   let http: AddressInfo | null = null;
   let https: AddressInfo | null = null;
@@ -155,6 +159,8 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
         {
           ...serverOptions(limits),
           allowHTTP1: true,
+          // protocols, ciphers, client-chosen order (Node's own default honours the server's order)
+          ...policy,
           cert: o.https.cert,
           key: o.https.key,
           // nginx's http2_max_concurrent_streams
@@ -193,7 +199,8 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
   return {
     http,
     https,
-    setTls: (tls) => tlsServer?.setSecureContext({ cert: tls.cert, key: tls.key }),
+    // setSecureContext replaces the whole context: the policy goes with the new pair, else a renewal would fall back to Node's defaults
+    setTls: (tls) => tlsServer?.setSecureContext({ ...policy, cert: tls.cert, key: tls.key }),
     close: async () => {
       await Promise.all(servers.map(closeServer));
     },

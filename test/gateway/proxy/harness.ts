@@ -12,6 +12,7 @@ import { emptyConfig as modelEmptyConfig } from '../../../src/gateway/model/conf
 import { PLUGIN_SCHEMAS } from '../../../src/gateway/plugins/index.js';
 import { GatewayProxy } from '../../../src/gateway/proxy/gateway-proxy.js';
 import { startProxyListeners, type ProxyLimits, type ProxyListeners } from '../../../src/gateway/proxy/listeners.js';
+import type { TlsServerPolicy } from '../../../src/tls/cipher-policy.js';
 
 const now = () => Math.floor(Date.now() / 1000);
 
@@ -112,6 +113,8 @@ export interface ListenOn {
   /** A TLS listener presenting this certificate. */
   https?: { cert: string; key: string };
   limits?: Partial<ProxyLimits>;
+  /** The TLS listener's policy (default: the listener's own, Mozilla intermediate). */
+  tlsPolicy?: TlsServerPolicy;
 }
 
 export async function startProxy(snapshots: Snapshots, https?: { cert: string; key: string }) {
@@ -125,6 +128,7 @@ export async function startProxyOn(snapshots: Snapshots, on: ListenOn) {
     http: on.http === false ? null : { host: '127.0.0.1', port: 0 },
     https: on.https ? { host: '127.0.0.1', port: 0, ...on.https } : null,
     ...(on.limits ? { limits: on.limits } : {}),
+    ...(on.tlsPolicy ? { tlsPolicy: on.tlsPolicy } : {}),
   });
   return {
     proxy,

@@ -85,6 +85,9 @@ describe('templates/compose.yaml rendered', () => {
     expect(env.KONG_PROXY_LISTEN).toContain('8443 ssl');
     expect(env.KONG_ANONYMOUS_REPORTS).toBe('off');
     expect(env.KONG_HEADERS).toBe('off');
+    // Mozilla intermediate, Kong's default, stated (issue 23); no custom cipher list beside it
+    expect(env.KONG_SSL_CIPHER_SUITE).toBe('intermediate');
+    expect(env.KONG_SSL_CIPHERS).toBeUndefined();
     expect(Number(env.KONG_NGINX_WORKER_PROCESSES)).toBeGreaterThan(0);
   });
 

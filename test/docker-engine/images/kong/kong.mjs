@@ -68,6 +68,16 @@ async function start() {
   args.push('--admin-listen', parseListen(env.KONG_ADMIN_LISTEN ?? '127.0.0.1:8001').plain);
   // Kong's headers setting (kong.conf.default): off drops Server / Via naming kong/x.y.z
   if (env.KONG_HEADERS) args.push('--headers', env.KONG_HEADERS);
+  // Kong's TLS settings (kong.conf.default ssl_cipher_suite, default intermediate; ssl_ciphers,
+  // ssl_protocols and ssl_prefer_server_ciphers, read only with custom), which the gateway maps
+  // as kong/conf_loader/parse.lua does (src/gateway/proxy/tls-settings.ts)
+  const TLS_SETTINGS = [
+    ['KONG_SSL_CIPHER_SUITE', '--ssl-cipher-suite'],
+    ['KONG_SSL_CIPHERS', '--ssl-ciphers'],
+    ['KONG_SSL_PROTOCOLS', '--ssl-protocols'],
+    ['KONG_SSL_PREFER_SERVER_CIPHERS', '--ssl-prefer-server-ciphers'],
+  ];
+  for (const [name, flag] of TLS_SETTINGS) if (env[name] !== undefined) args.push(flag, env[name]);
   if (env.KONG_SSL_CERT && env.KONG_SSL_CERT_KEY) {
     const cert = pemOf(env.KONG_SSL_CERT) ?? null;
     const key = pemOf(env.KONG_SSL_CERT_KEY) ?? null;
@@ -77,7 +87,7 @@ async function start() {
     if (key) writeFileSync(keyPath, key, { mode: 0o600 });
     args.push('--cert', certPath, '--key', keyPath);
   }
-  process.stderr.write(`kong stand-in ${VERSION}: anonymous_reports=${env.KONG_ANONYMOUS_REPORTS ?? 'on'} headers=${env.KONG_HEADERS ?? 'default'}\n`);
+  process.stderr.write(`kong stand-in ${VERSION}: anonymous_reports=${env.KONG_ANONYMOUS_REPORTS ?? 'on'} headers=${env.KONG_HEADERS ?? 'default'} ssl_cipher_suite=${env.KONG_SSL_CIPHER_SUITE ?? 'intermediate'}\n`);
   const child = spawn(process.execPath, args, { stdio: 'inherit' });
   mkdirSync(join(PID_FILE, '..'), { recursive: true, mode: 0o700 });
   writeFileSync(PID_FILE, `${child.pid}\n`, { mode: 0o600 });
