@@ -167,7 +167,7 @@ export interface ProbeRequest {
  * The request that probes a route without credentials, or null when no
  * concrete one can be derived (the route then fails closed). A plain path is
  * used as is, plus /metadata; a regex path (`~`, Kong 3's router, matched from
- * the start) only when its literal prefix, or that plus /metadata, matches it
+ * the start) only when its literal prefix plus /metadata, or the prefix, matches it
  * (RE2: linear time, whatever the pattern). A route's hosts, methods and
  * headers are honoured (a wildcard host gets `probe` in place of `*`).
  */
@@ -200,7 +200,7 @@ export function probePath(paths: string[] | null): string | null {
     }
     // the literal characters up to the first regex metacharacter
     const literal = /^\^?([A-Za-z0-9/_-]*)/.exec(source)![1]!;
-    for (const candidate of [literal, `${literal.replace(/\/+$/, '')}/metadata`]) {
+    for (const candidate of [`${literal.replace(/\/+$/, '')}/metadata`, literal]) {
       if (candidate.startsWith('/') && re.matcher(candidate).lookingAt()) return candidate;
     }
   }
