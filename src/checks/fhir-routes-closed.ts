@@ -7,7 +7,9 @@
  * against the CA) and, where the gateway's plain HTTP listener is reachable
  * (native), over HTTP. 401 or 403 is closed (426 too on HTTP: Kong's answer
  * to an https-only route); anything else, a 2xx, a FHIR body, a 404 or a 5xx,
- * counts as open: the request was not refused. A route for which no concrete
+ * counts as open: the request was not refused, and so does no answer over
+ * HTTPS; a refused connection on the HTTP port means nothing listens there
+ * (closed). A route for which no concrete
  * request can be derived is not probed and fails (closed).
  */
 import { networkInterfaces } from 'node:os';
@@ -56,8 +58,10 @@ async function probe(ctx: CheckContext, base: string, r: NonNullable<FhirRoute['
     const closed = res.statusCode === 401 || res.statusCode === 403 || (!https && res.statusCode === 426);
     return { text: `${r.method} ${url} → ${res.statusCode}${fhir ? ` ${fhir}` : ''}`, open: !closed };
   } catch (err) {
-    // no answer proves nothing: fail closed
-    return { text: `${r.method} ${url} → no answer (${describeFailure(err)})`, open: true };
+    const reason = describeFailure(err);
+    // nothing listens on the plain HTTP port: no path there. Any other failure proves nothing: fail closed
+    if (!https && reason.startsWith('ECONNREFUSED')) return { text: `${r.method} ${url} → connection refused (no HTTP listener)`, open: false };
+    return { text: `${r.method} ${url} → no answer (${reason})`, open: true };
   }
 }
 
