@@ -15,6 +15,7 @@
 import { networkInterfaces } from 'node:os';
 import { request } from 'undici';
 import { fhirUpstream, serviceFields } from '../runtime/gateway-declaration.js';
+import { profileOf } from '../runtime/profiles.js';
 import type { InstallConfig } from '../install-dir/install-config.js';
 import { describeFailure } from './http.js';
 import { fhirRoutes, type FhirAddress, type FhirRoute } from './fhir-reach.js';
@@ -75,7 +76,7 @@ export const fhirRoutesClosed: Check = {
     const snapshot = await gatewaySnapshot(ctx);
     const routes = fhirRoutes(snapshot, fhirAddress(ctx.config));
     // the gateway's plain HTTP listener is on this host natively; Kong's (8000) is not published by the docker runtime
-    const httpBase = ctx.config.runtime === 'native' ? ctx.urls.gatewayHttp : null;
+    const httpBase = profileOf(ctx.config.runtime).gatewayHttpOnHost ? ctx.urls.gatewayHttp : null;
     const findings: GatewayRouteFinding[] = [];
     for (const [i, r] of routes.entries()) {
       const answers: Answer[] = [];
