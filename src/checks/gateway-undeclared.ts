@@ -63,6 +63,6 @@ export const gatewayUndeclared: Check = {
         hint: 'Review them; a route among them that reaches the FHIR server fails fhir-routes-closed.',
       };
     }
-    return { status: 'pass', summary: `nothing but install's objects (and ${out.length} consumers)`, detail };
+    return { status: 'pass', summary: `nothing but install's objects (consumers listed: ${out.length})`, detail };
   },
 };
