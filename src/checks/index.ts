@@ -1,4 +1,4 @@
-/** The acceptance checks in the order issue 5 lists them (spec §4.5 1-4, then the negative checks). */
+/** The acceptance checks in the order issue 5 lists them (spec §4.5 1-4, then the negative checks), then issue 23's. */
 import { adminNotExposed } from './admin-not-exposed.js';
 import { apiHealth } from './api-health.js';
 import { basicAuthRequired } from './basic-auth-required.js';
@@ -7,7 +7,10 @@ import { certificateExpiry } from './certificate-expiry.js';
 import { componentsUp } from './components-up.js';
 import { fhirMetadata } from './fhir-metadata.js';
 import { filePermissions } from './file-permissions.js';
+import { fhirRoutesClosed } from './fhir-routes-closed.js';
+import { gatewayDrift } from './gateway-drift.js';
 import { gatewayObjects } from './gateway-objects.js';
+import { gatewayUndeclared } from './gateway-undeclared.js';
 import { keyAuthMetadata } from './key-auth-metadata.js';
 import { keyAuthNoKey } from './key-auth-no-key.js';
 import { keyAuthWrongKey } from './key-auth-wrong-key.js';
@@ -27,5 +30,9 @@ export const CHECKS: readonly Check[] = Object.freeze([
   certificateChain,
   certificateExpiry,
   filePermissions,
+  // issue 23: the whole gateway, not its four named parts
+  gatewayDrift,
+  fhirRoutesClosed,
+  gatewayUndeclared,
   tlsPolicy,
 ]);

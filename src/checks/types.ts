@@ -8,6 +8,29 @@ import type { Dispatcher } from 'undici';
 import type { endpoints, InstallConfig } from '../install-dir/install-config.js';
 import type { Runtime } from '../runtime/types.js';
 import type { CertificateInfo } from '../tls/inspect.js';
+import type { GatewaySnapshot } from './gateway-snapshot.js';
+
+/** A route whose traffic reaches the FHIR server, and what it answered without credentials (issue 23). */
+export interface GatewayRouteFinding {
+  route: string;
+  service: string;
+  /** The FHIR server's host:port it reaches (directly or through an upstream target). */
+  via: string;
+  protocols: string[];
+  /** The credential plugin that runs per scheme (`https: key-auth (service fhir-api-key-auth)`), or none. */
+  guards: string[];
+  /** e.g. `GET https://…/open/metadata → 200 CapabilityStatement`. */
+  answers: string[];
+  open: boolean;
+  problems: string[];
+}
+
+/** An object on the gateway that install did not declare (issue 23). */
+export interface UndeclaredObject {
+  kind: 'service' | 'route' | 'upstream' | 'target' | 'plugin' | 'consumer';
+  name: string;
+  detail: string;
+}
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip' | 'error';
 
@@ -43,7 +66,15 @@ export interface CheckContext {
   /** undici dispatcher that trusts exactly `caPem` (verification always on). */
   https: Dispatcher;
   /** Filled by the certificate check, read by the expiry check and the record. */
-  shared: { gatewayCertificate?: CertificateInfo };
+  shared: {
+    gatewayCertificate?: CertificateInfo;
+    /** The gateway's objects, read once (gateway-snapshot.ts). */
+    gatewaySnapshot?: Promise<GatewaySnapshot>;
+    /** For the record: filled by fhir-routes-closed and gateway-undeclared. */
+    gatewayRoutes?: GatewayRouteFinding[];
+    gatewayUndeclared?: UndeclaredObject[];
+    gatewayConfigSha256?: string;
+  };
 }
 
 export interface Check {

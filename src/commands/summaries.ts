@@ -14,7 +14,7 @@ export const SUMMARIES = {
   gateway: 'run the native Kong-compatible gateway (admin API + proxy)',
   install: 'write the install directory, start the runtime and provision the gateway',
   logs: 'show the log of a component (fhir, gateway, api, platform, supervisor), or of all',
-  record: 'check the signature of a test record',
+  record: 'check the signature of a test record, or compare two records',
   restore: 'restore a backup archive into an empty install directory; checks every part before writing anything',
   serve: 'run the Hospital API (POST /api/patients, GET /api/health-check)',
   status: 'show the state of the native stack: pid, uptime, version, ports and health of each component',

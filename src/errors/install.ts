@@ -91,4 +91,10 @@ export const installErrors = {
     exit: 1,
     hint: 'The record was changed after signing, or it was signed under another CA (pass --ca).',
   },
+  ERR_INSTALL_RECORD_FORMAT: {
+    message: 'File {path} is not an acceptance record: {detail}',
+    status: 400,
+    exit: 2,
+    hint: 'Pass the acceptance-<time>.json files verify wrote in <install dir>/reports/.',
+  },
 } satisfies ErrorTable;

@@ -6,7 +6,7 @@ import type { InstallResult } from './run.js';
 export function renderInstallResult(r: InstallResult): string {
   const lines = [`Installed (${r.runtime}) in ${r.dir}`, ''];
   if (r.provisioning.length) {
-    lines.push(renderTable(['gateway object', 'kind', 'change'], r.provisioning.map((s) => [s.name, s.kind, s.change])));
+    lines.push(renderTable(['gateway object', 'kind', 'change'], r.provisioning.map((s) => [s.name, s.kind, s.fields ? `${s.change} (${s.fields.join(', ')})` : s.change])));
   } else if (!r.started) {
     lines.push('Not started (--no-start): run `hospital-api install` again without it to provision the gateway.', '');
   }

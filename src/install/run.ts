@@ -114,7 +114,7 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
       await rt.restart(profile.componentNames[role]);
     }
     hooks.log('install: provisioning the gateway');
-    provisioning = await provisionGateway(rt.admin.bind(rt), config, (s) => hooks.log(`  ${s.kind} ${s.name}: ${s.change}`));
+    provisioning = await provisionGateway(rt.admin.bind(rt), config, (s) => hooks.log(`  ${s.kind} ${s.name}: ${s.change}${s.fields ? ` (${s.fields.join(', ')})` : ''}`));
   }
   return {
     dir,

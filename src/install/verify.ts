@@ -80,6 +80,11 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyResult> {
     ca: { path: caPath, certificate: describeCertificate(ca.cert) },
     versions,
     checks,
+    gateway: {
+      ...(ctx.shared.gatewayConfigSha256 ? { configSha256: ctx.shared.gatewayConfigSha256 } : {}),
+      ...(ctx.shared.gatewayRoutes ? { routes: ctx.shared.gatewayRoutes } : {}),
+      ...(ctx.shared.gatewayUndeclared ? { undeclared: ctx.shared.gatewayUndeclared } : {}),
+    },
   });
   const files = writeSignedRecord(dir, record, [apiKey]);
   return { ok, record, files };

@@ -8,7 +8,7 @@ import { VERSION } from '../version.js';
 import { endpoints, type InstallConfig } from '../install-dir/install-config.js';
 import type { ComponentVersion } from '../runtime/types.js';
 import type { CertificateInfo } from '../tls/inspect.js';
-import type { CheckResult } from '../checks/types.js';
+import type { CheckResult, GatewayRouteFinding, UndeclaredObject } from '../checks/types.js';
 
 export const RECORD_FORMAT = 'hospital-api/acceptance-record@1';
 
@@ -26,6 +26,16 @@ export interface AcceptanceRecord {
   versions: ComponentVersion[];
   checks: Array<Omit<CheckResult, 'hint'> & { hint?: string }>;
   summary: Record<CheckResult['status'], number>;
+  /**
+   * Issue 23. SHA-256 (hex) of the gateway's effective configuration as
+   * canonical JSON, without ids, created_at/updated_at and secrets (see
+   * src/checks/gateway-snapshot.ts); null when the admin API did not answer.
+   */
+  gatewayConfigSha256: string | null;
+  /** Every route that reaches the FHIR server, and what it answered without credentials. */
+  gatewayRoutes: GatewayRouteFinding[];
+  /** The gateway objects install did not make. */
+  gatewayUndeclared: UndeclaredObject[];
 }
 
 export interface RecordInput {
@@ -37,6 +47,7 @@ export interface RecordInput {
   ca: { path: string; certificate: CertificateInfo };
   versions: ComponentVersion[];
   checks: CheckResult[];
+  gateway?: { configSha256?: string; routes?: GatewayRouteFinding[]; undeclared?: UndeclaredObject[] };
 }
 
 export function buildRecord(input: RecordInput): AcceptanceRecord {
@@ -56,6 +67,9 @@ export function buildRecord(input: RecordInput): AcceptanceRecord {
     versions: input.versions,
     checks: input.checks,
     summary,
+    gatewayConfigSha256: input.gateway?.configSha256 ?? null,
+    gatewayRoutes: input.gateway?.routes ?? [],
+    gatewayUndeclared: input.gateway?.undeclared ?? [],
   };
 }
 

@@ -45,6 +45,18 @@ export function renderRecordMarkdown(r: AcceptanceRecord, jsonName: string): str
       (c) => `| ${c.spec} | ${cell(c.title)} | ${GLYPH[c.status]} | ${c.httpStatus ?? ''} | ${cell(c.summary)} | ${c.durationMs} |`,
     ),
     '',
+    '## Gateway',
+    '',
+    `- Configuration SHA-256: ${r.gatewayConfigSha256 ?? 'not read'}`,
+    '',
+    '| Route to the FHIR server | Service | Guards | Answered without credentials | Open |',
+    '|---|---|---|---|---|',
+    ...(r.gatewayRoutes ?? []).map((g) => `| ${cell(g.route)} | ${cell(g.service)} | ${cell(g.guards.join('; '))} | ${cell(g.answers.join('; '))} | ${g.open ? 'OPEN' : 'no'} |`),
+    '',
+    '| Not made by install | Name | Detail |',
+    '|---|---|---|',
+    ...(r.gatewayUndeclared ?? []).map((o) => `| ${o.kind} | ${cell(o.name)} | ${cell(o.detail)} |`),
+    '',
   ];
   return lines.join('\n');
 }

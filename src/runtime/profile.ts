@@ -55,6 +55,8 @@ export interface RuntimeProfile {
   readonly folders: readonly RuntimeFolder[];
   /** Where the gateway's services send FHIR requests. */
   fhirUpstream(config: InstallConfig): string;
+  /** True when the gateway's plain HTTP proxy port is reachable from this host (verify probes routes there too, issue 23). */
+  readonly gatewayHttpOnHost: boolean;
   /** Components that read a new gateway certificate only when they start: install restarts them after replacing it. */
   readonly restartForNewCertificate: readonly ComponentRole[];
   /** What verify's file-permissions check holds private, in the order it reports, and what it says. */

@@ -575,12 +575,13 @@ describe('runner, accept rule and table', () => {
     expect(allMandatoryPass([r('key-auth-metadata', 'skip')])).toBe(false);
   });
 
-  it('every shipped check is mandatory except the expiry warning, in issue 5 order, then issue 12\'s', () => {
+  it('every shipped check is mandatory except the expiry warning and the undeclared-objects list, in issue 5 order, then issue 12\'s and 23\'s', () => {
     expect(CHECKS.map((c) => [c.id, c.spec, c.mandatory])).toEqual([
       ['components-up', '4.5.1', true], ['api-health', '4.5.2', true], ['fhir-metadata', '4.5.2', true], ['gateway-objects', '4.5.3', true],
       ['key-auth-metadata', '4.5.4', true], ['key-auth-no-key', 'extra', true], ['key-auth-wrong-key', 'extra', true],
       ['basic-auth-required', 'extra', true], ['admin-not-exposed', 'extra', true], ['certificate-chain', 'extra', true],
-      ['certificate-expiry', 'extra', false], ['file-permissions', 'extra', true], ['tls-policy', 'extra', true],
+      ['certificate-expiry', 'extra', false], ['file-permissions', 'extra', true],
+      ['gateway-drift', 'extra', true], ['fhir-routes-closed', 'extra', true], ['gateway-undeclared', 'extra', false], ['tls-policy', 'extra', true],
     ]);
     expect(Object.isFrozen(CHECKS)).toBe(true);
   });

@@ -25,6 +25,7 @@ import { installNative } from '../helpers/native-install.js';
 let dir = '';
 let ports: Awaited<ReturnType<typeof installNative>>['ports'];
 let key = '';
+let installArgs: string[] = [];
 let tierStarted = 0;
 
 async function admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
@@ -105,6 +106,11 @@ const site: BrokenInstallSite = {
     return { path: installPaths(dir).signerKey, shown: 'tls/record-signer.key' };
   },
   admin,
+  async reinstall() {
+    const r = await runCli(installArgs);
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    return String(r.stdout);
+  },
   restartGateway: () => requestRestart(dir, 'gateway'),
   impersonateApi: (body) =>
     replaceComponent('api', ports.api, createHttp((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(body))),
@@ -168,7 +174,7 @@ const site: BrokenInstallSite = {
 beforeAll(async () => {
   tierStarted = performance.now();
   dir = join(tempDir(), 'inst');
-  ({ ports, key } = await installNative({ dir, host: '127.0.0.1', consumer: 'hospital-a' }));
+  ({ ports, key, installArgs } = await installNative({ dir, host: '127.0.0.1', consumer: 'hospital-a' }));
 });
 
 afterAll(async () => {

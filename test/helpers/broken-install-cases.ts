@@ -11,6 +11,11 @@
  * broke; the exact failing set of the next case proves the repair held. The
  * cases run in table order on one stack. A case that applies to one runtime
  * only says so (`only`, with why); it is registered as skipped on the other.
+ *
+ * Issue 23's cases plant each way to open the FHIR server without
+ * credentials (an extra service, a plain-http route, an anonymous consumer, a
+ * route-scoped plugin, cors drift) and see verify name the check; what is
+ * install's is then repaired by rerunning `install`, the rest is deleted.
  */
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
@@ -19,6 +24,8 @@ import { Agent, request } from 'undici';
 import { expect, it } from 'vitest';
 import { verifyRecordFile } from '../../src/record/check-file.js';
 import { installPaths } from '../../src/install-dir/layout.js';
+import { readInstallConfig } from '../../src/install-dir/install-config.js';
+import { fhirUpstream } from '../../src/runtime/gateway-declaration.js';
 import { generateCa, issueCertificate, type KeyAndCert } from '../../src/tls/pki.js';
 import { runCli } from './cli.js';
 
@@ -36,6 +43,9 @@ export interface RecordedCheck {
 export interface Verified {
   exitCode: number | undefined;
   result: string;
+  /** The record's issue-23 fields. */
+  record: { gatewayConfigSha256: string | null; gatewayRoutes: Array<{ route: string; open: boolean; answers: string[]; problems: string[] }>; gatewayUndeclared: Array<{ kind: string; name: string }> };
+  recordPath: string;
   checks: Record<string, RecordedCheck>;
   /** Mandatory checks that did not pass (admin-not-exposed may skip on a host without another address). */
   failing: string[];
@@ -63,6 +73,8 @@ export interface BrokenInstallSite {
   verifyTimeoutMs?: number;
   /** The gateway admin API, reached as the product reaches it on this runtime. */
   admin(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<{ status: number; body: any }>;
+  /** `hospital-api install` rerun with the arguments of the first install (and --json); its stdout. */
+  reinstall(): Promise<string>;
   /** The gateway restarted the product's way (new certificate files read). */
   restartGateway(): Promise<void>;
   /** Another program answering on the API port with `body` in place of the API. */
@@ -100,23 +112,27 @@ export const HTTPS_PROBES = ['key-auth-metadata', 'key-auth-no-key', 'key-auth-w
 /** Runs verify through the CLI; what counts is the signed record file, proven signed and intact. */
 export async function verify(site: BrokenInstallSite): Promise<Verified> {
   const r = await runCli(['verify', '--dir', site.dir, '--json'], site.verifyTimeoutMs ? { timeout: site.verifyTimeoutMs } : {});
+  expect(String(r.stdout), `verify printed no JSON document: ${String(r.stderr).slice(-2000)}`).toMatch(/^\{/);
   const doc = JSON.parse(String(r.stdout));
+  expect(doc.result, `verify failed: ${String(r.stdout).slice(0, 2000)}`).toBeDefined();
   const recordPath = doc.result.recordPath as string;
-  const signed = JSON.parse(readFileSync(recordPath, 'utf8')) as { result: string; checks: RecordedCheck[] };
+  const signed = JSON.parse(readFileSync(recordPath, 'utf8')) as { result: string; checks: RecordedCheck[] } & Verified['record'];
   expect(verifyRecordFile(recordPath, {}).signer.subject).toContain('record signer');
   expect(signed.result).toBe(doc.result.record.result);
   expect(readFileSync(doc.result.markdownPath, 'utf8').split('\n')[0]).toContain(signed.result.toUpperCase());
   return {
     exitCode: r.exitCode,
     result: signed.result,
+    record: signed,
+    recordPath,
     checks: Object.fromEntries(signed.checks.map((c) => [c.id, c])),
     failing: signed.checks.filter((c) => c.mandatory && !['pass', 'skip'].includes(c.status)).map((c) => c.id).sort(),
   };
 }
 
 /** verify must reject, with exactly these mandatory checks failing. */
-export async function expectRejected(site: BrokenInstallSite, failing: string[]): Promise<Record<string, RecordedCheck>> {
-  const v = await verify(site);
+export async function expectRejected(site: BrokenInstallSite, failing: string[], verified?: Verified): Promise<Record<string, RecordedCheck>> {
+  const v = verified ?? (await verify(site));
   expect(v.failing, JSON.stringify(Object.values(v.checks).filter((c) => c.status !== 'pass'), null, 1)).toEqual([...failing].sort());
   for (const id of failing) expect(v.checks[id]!.status, id).toBe('fail');
   expect(v.exitCode).toBe(1);
@@ -124,7 +140,7 @@ export async function expectRejected(site: BrokenInstallSite, failing: string[])
   return v.checks;
 }
 
-async function expectAccepted(site: BrokenInstallSite): Promise<Verified> {
+export async function expectAccepted(site: BrokenInstallSite): Promise<Verified> {
   const v = await verify(site);
   expect(v.failing).toEqual([]);
   expect([v.exitCode, v.result]).toEqual([0, 'accepted']);
@@ -178,6 +194,14 @@ async function withoutPlugin(site: BrokenInstallSite, service: string, name: str
   }
 }
 
+/** Reruns install: it reports `step` updated with exactly `fields` put back, and verify accepts again. */
+async function expectInstallRepairs(site: BrokenInstallSite, step: string, fields: string[]): Promise<void> {
+  const doc = JSON.parse(await site.reinstall()) as { result: { provisioning: Array<{ name: string; change: string; fields?: string[] }> } };
+  const changed = doc.result.provisioning.filter((s) => s.change !== 'unchanged');
+  expect(changed).toEqual([{ kind: 'plugin', name: step, change: 'updated', fields }]);
+  await expectAccepted(site);
+}
+
 export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
   {
     name: 'the intact installation is ACCEPTED (the starting point of every case)',
@@ -190,30 +214,32 @@ export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
     name: 'basic-auth removed from fhir-api through the admin API: gateway-objects and basic-auth-required fail',
     run: (site) =>
       withoutPlugin(site, 'fhir-api', 'basic-auth', async () => {
-        const checks = await expectRejected(site, ['gateway-objects', 'basic-auth-required']);
+        const checks = await expectRejected(site, ['gateway-objects', 'basic-auth-required', 'gateway-drift', 'fhir-routes-closed']);
         expect(checks['gateway-objects']!.summary).toContain('basic-auth not attached to fhir-api');
+        expect(checks['gateway-drift']!.summary).toBe('plugin fhir-api/basic-auth: missing');
+        expect(checks['fhir-routes-closed']!.summary).toContain('route fhir-api-route (service fhir-api): no enabled key-auth or basic-auth runs on https');
         expect(checks['basic-auth-required']!.httpStatus).toBe(200);
         expect(checks['basic-auth-required']!.summary).toMatch(/was not refused/);
       }),
   },
   {
-    name: 'basic-auth left attached but disabled: gateway-objects and basic-auth-required fail',
+    name: 'basic-auth left attached but disabled: gateway-objects, basic-auth-required, gateway-drift and fhir-routes-closed fail; rerunning install enables it and says so',
     async run(site) {
       const plugin = await pluginOf(site, 'fhir-api', 'basic-auth');
       expect((await site.admin('PATCH', `/plugins/${plugin.id}`, { enabled: false })).status).toBe(200);
-      try {
-        const checks = await expectRejected(site, ['gateway-objects', 'basic-auth-required']);
-        expect(checks['gateway-objects']!.summary).toContain('basic-auth on fhir-api is disabled');
-      } finally {
-        expect((await site.admin('PATCH', `/plugins/${plugin.id}`, { enabled: true })).status).toBe(200);
-      }
+      const checks = await expectRejected(site, ['gateway-objects', 'basic-auth-required', 'gateway-drift', 'fhir-routes-closed']);
+      expect(checks['gateway-objects']!.summary).toContain('basic-auth on fhir-api is disabled');
+      expect(checks['gateway-drift']!.summary).toBe('plugin fhir-api/basic-auth: enabled is false, declared true');
+      // issue 23: install's own object, so install repairs it
+      await expectInstallRepairs(site, 'fhir-api/basic-auth', ['enabled']);
     },
   },
   {
     name: 'key-auth removed from fhir-api-key-auth: gateway-objects and both key-auth refusals fail',
     run: (site) =>
       withoutPlugin(site, 'fhir-api-key-auth', 'key-auth', async () => {
-        const checks = await expectRejected(site, ['gateway-objects', 'key-auth-no-key', 'key-auth-wrong-key']);
+        const checks = await expectRejected(site, ['gateway-objects', 'key-auth-no-key', 'key-auth-wrong-key', 'gateway-drift', 'fhir-routes-closed']);
+        expect(checks['fhir-routes-closed']!.summary).toMatch(/^route fhir-api-key-auth-route \(service fhir-api-key-auth\): no enabled key-auth or basic-auth runs on https; answered without credentials: GET https:\S+\/fhir-api-key-auth\/metadata → 200 CapabilityStatement/);
         expect(checks['gateway-objects']!.summary).toContain('key-auth not attached to fhir-api-key-auth');
         expect(checks['key-auth-no-key']!.httpStatus).toBe(200);
         expect(checks['key-auth-wrong-key']!.httpStatus).toBe(200);
@@ -223,8 +249,9 @@ export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
     name: 'cors detached from fhir-api: gateway-objects fails',
     run: (site) =>
       withoutPlugin(site, 'fhir-api', 'cors', async () => {
-        const checks = await expectRejected(site, ['gateway-objects']);
+        const checks = await expectRejected(site, ['gateway-objects', 'gateway-drift']);
         expect(checks['gateway-objects']!.summary).toBe('cors not attached to fhir-api');
+        expect(checks['gateway-drift']!.summary).toBe('plugin fhir-api/cors: missing');
       }),
   },
   {
@@ -232,8 +259,12 @@ export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
     async run(site) {
       expect((await site.admin('PATCH', '/routes/fhir-api-key-auth-route', { name: 'renamed-route' })).status).toBe(200);
       try {
-        const checks = await expectRejected(site, ['gateway-objects']);
+        const checks = await expectRejected(site, ['gateway-objects', 'gateway-drift']);
         expect(checks['gateway-objects']!.summary).toBe('route fhir-api-key-auth-route missing');
+        expect(checks['gateway-drift']!.summary).toBe('route fhir-api-key-auth-route: missing');
+        // still closed under its new name, and listed as an object install did not make
+        expect(checks['fhir-routes-closed']!.status).toBe('pass');
+        expect(checks['gateway-undeclared']!.summary).toContain('route renamed-route');
       } finally {
         expect((await site.admin('PATCH', '/routes/renamed-route', { name: 'fhir-api-key-auth-route' })).status).toBe(200);
       }
@@ -244,11 +275,98 @@ export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
     async run(site) {
       expect((await site.admin('PATCH', '/routes/fhir-api-route', { protocols: ['http', 'https'] })).status).toBe(200);
       try {
-        const checks = await expectRejected(site, ['gateway-objects']);
+        const checks = await expectRejected(site, ['gateway-objects', 'gateway-drift', 'fhir-routes-closed']);
         expect(checks['gateway-objects']!.summary).toBe('route fhir-api-route also takes http (credentials must travel over https only)');
+        expect(checks['gateway-drift']!.summary).toBe('route fhir-api-route: protocols is ["http","https"], declared ["https"]');
+        expect(checks['fhir-routes-closed']!.summary).toBe('route fhir-api-route (service fhir-api): takes plain http');
       } finally {
         expect((await site.admin('PATCH', '/routes/fhir-api-route', { protocols: ['https'] })).status).toBe(200);
       }
+    },
+  },
+  {
+    name: 'issue 23: a new service to the FHIR server with a route /open and no plugin: fhir-routes-closed fails naming the route and its 200; the record lists both objects',
+    async run(site) {
+      // whatever the names: only the host and port lead to the FHIR server
+      const svc = await site.admin('POST', '/services', { name: 'reporting', url: fhirUpstream(readInstallConfig(site.dir)) });
+      expect(svc.status).toBe(201);
+      expect((await site.admin('POST', '/services/reporting/routes', { name: 'open-route', paths: ['/open'], protocols: ['https'] })).status).toBe(201);
+      try {
+        const v = await verify(site);
+        const checks = await expectRejected(site, ['fhir-routes-closed'], v);
+        expect(checks['fhir-routes-closed']!.summary).toMatch(/^route open-route \(service reporting\): no enabled key-auth or basic-auth runs on https; answered without credentials: GET https:\S+\/open\/metadata → 200 CapabilityStatement/);
+        expect(checks['gateway-undeclared']!.status).toBe('warn');
+        const open = v.record.gatewayRoutes.find((r) => r.route === 'open-route')!;
+        expect(open.open).toBe(true);
+        expect(open.answers[0]).toMatch(/→ 200 CapabilityStatement$/);
+        expect(v.record.gatewayRoutes.filter((r) => !r.open).map((r) => r.route).sort()).toEqual(['fhir-api-key-auth-route', 'fhir-api-route']);
+        expect(v.record.gatewayUndeclared).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'service', name: 'reporting' }), expect.objectContaining({ kind: 'route', name: 'open-route' })]));
+      } finally {
+        expect((await site.admin('DELETE', '/routes/open-route')).status).toBe(204);
+        expect((await site.admin('DELETE', '/services/reporting')).status).toBe(204);
+      }
+    },
+  },
+  {
+    name: 'issue 23: a plain-http route added to fhir-api-key-auth: fhir-routes-closed fails (takes plain http), though key-auth still refuses',
+    async run(site) {
+      expect((await site.admin('POST', '/services/fhir-api-key-auth/routes', { name: 'plain-route', paths: ['/plain'], protocols: ['http'] })).status).toBe(201);
+      try {
+        const checks = await expectRejected(site, ['fhir-routes-closed']);
+        expect(checks['fhir-routes-closed']!.summary).toMatch(/^route plain-route \(service fhir-api-key-auth\): takes plain http/);
+      } finally {
+        expect((await site.admin('DELETE', '/routes/plain-route')).status).toBe(204);
+      }
+    },
+  },
+  {
+    name: 'issue 23: an anonymous consumer on key-auth: drift, fhir-routes-closed and both key refusals fail; rerunning install puts anonymous back and says so',
+    async run(site) {
+      const consumer = (await site.admin('GET', `/consumers/${site.consumer}`)).body as { id: string };
+      const plugin = await pluginOf(site, 'fhir-api-key-auth', 'key-auth');
+      expect((await site.admin('PATCH', `/plugins/${plugin.id}`, { config: { anonymous: consumer.id } })).status).toBe(200);
+      const checks = await expectRejected(site, ['gateway-drift', 'fhir-routes-closed', 'key-auth-no-key', 'key-auth-wrong-key']);
+      expect(checks['gateway-drift']!.summary).toBe(`plugin fhir-api-key-auth/key-auth: config.anonymous is "${consumer.id}", declared null`);
+      expect(checks['fhir-routes-closed']!.summary).toContain(`key-auth (service fhir-api-key-auth) has anonymous set (consumer ${site.consumer})`);
+      await expectInstallRepairs(site, 'fhir-api-key-auth/key-auth', ['config.anonymous']);
+    },
+  },
+  {
+    name: 'issue 23: a route-scoped key-auth with anonymous on the key-auth route overrides the service one: fhir-routes-closed and the key refusals fail, drift does not',
+    async run(site) {
+      const consumer = (await site.admin('GET', `/consumers/${site.consumer}`)).body as { id: string };
+      const added = await site.admin('POST', '/routes/fhir-api-key-auth-route/plugins', { name: 'key-auth', config: { anonymous: consumer.id } });
+      expect(added.status).toBe(201);
+      try {
+        const checks = await expectRejected(site, ['fhir-routes-closed', 'key-auth-no-key', 'key-auth-wrong-key']);
+        expect(checks['fhir-routes-closed']!.summary).toContain('key-auth (route fhir-api-key-auth-route) has anonymous set');
+        expect(checks['gateway-drift']!.status).toBe('pass');
+        expect(checks['gateway-undeclared']!.summary).toContain('plugin key-auth');
+      } finally {
+        expect((await site.admin('DELETE', `/plugins/${(added.body as { id: string }).id}`)).status).toBe(204);
+      }
+    },
+  },
+  {
+    name: 'issue 23: cors on fhir-api drifted to any origin with credentials: gateway-drift names the field; rerunning install puts it back and says so; record diff shows the change',
+    async run(site) {
+      const before = await expectAccepted(site);
+      const plugin = await pluginOf(site, 'fhir-api', 'cors');
+      expect((await site.admin('PATCH', `/plugins/${plugin.id}`, { config: { origins: ['*'], credentials: true } })).status).toBe(200);
+      const drifted = await verify(site);
+      const checks = await expectRejected(site, ['gateway-drift'], drifted);
+      expect(checks['gateway-drift']!.summary).toContain('plugin fhir-api/cors: config.credentials is true, declared false');
+      expect(checks['gateway-drift']!.summary).toContain('origin * with credentials true');
+      expect(drifted.record.gatewayConfigSha256).toMatch(/^[0-9a-f]{64}$/);
+      expect(drifted.record.gatewayConfigSha256).not.toBe(before.record.gatewayConfigSha256);
+      const diff = await runCli(['record', 'diff', before.recordPath, drifted.recordPath, '--json']);
+      expect(diff.exitCode).toBe(1);
+      const differences = JSON.parse(String(diff.stdout)).result.differences as Array<{ what: string; a: string; b: string }>;
+      expect(differences.map((d) => d.what)).toEqual(expect.arrayContaining(['result', 'gatewayConfigSha256', 'check gateway-drift']));
+      await expectInstallRepairs(site, 'fhir-api/cors', ['config.credentials']);
+      const after = await expectAccepted(site);
+      // the same configuration again: the same hash, and record diff says so apart from the run's own facts
+      expect(after.record.gatewayConfigSha256).toBe(before.record.gatewayConfigSha256);
     },
   },
   {
@@ -399,7 +517,7 @@ export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
     async run(site) {
       const wrongHost = issueCertificate(installCa(site), { commonName: 'other.example', hosts: ['other.example', ...site.internalHosts], usage: 'server' });
       await withGatewayCertificate(site, wrongHost, async () => {
-        const checks = await expectRejected(site, ['certificate-chain', ...HTTPS_PROBES]);
+        const checks = await expectRejected(site, ['certificate-chain', ...HTTPS_PROBES, 'fhir-routes-closed']);
         expect(checks['certificate-chain']!.detail).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID|does not match|not in the cert/i);
       });
     },
@@ -409,7 +527,7 @@ export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
     async run(site) {
       const other = generateCa({ commonName: 'Unrelated CA' });
       await withGatewayCertificate(site, issueCertificate(other, { commonName: '127.0.0.1', hosts: site.serverHosts, usage: 'server' }), async () => {
-        const checks = await expectRejected(site, ['certificate-chain', ...HTTPS_PROBES]);
+        const checks = await expectRejected(site, ['certificate-chain', ...HTTPS_PROBES, 'fhir-routes-closed']);
         expect(checks['certificate-chain']!.detail).toMatch(/UNABLE_TO_VERIFY_LEAF_SIGNATURE|unable to verify/i);
         expect(checks['certificate-expiry']!.status).toBe('skip');
       });
@@ -420,7 +538,7 @@ export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
     async run(site) {
       const expired = issueCertificate(installCa(site), { commonName: '127.0.0.1', hosts: site.serverHosts, usage: 'server', days: -1, backdateSeconds: 30 * 86_400 });
       await withGatewayCertificate(site, expired, async () => {
-        const checks = await expectRejected(site, ['certificate-chain', ...HTTPS_PROBES]);
+        const checks = await expectRejected(site, ['certificate-chain', ...HTTPS_PROBES, 'fhir-routes-closed']);
         expect(checks['certificate-chain']!.detail).toMatch(/CERT_HAS_EXPIRED/);
       });
     },
@@ -455,8 +573,9 @@ export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
       expect(v.checks['components-up']!.status).toBe('fail');
       expect(v.checks['components-up']!.summary).toBe('not up: fhir, gateway, api');
       // admin-not-exposed passes (nothing listens); the rest fail, or error when the admin API is unreachable
-      expect(v.failing).toEqual(['api-health', 'basic-auth-required', 'certificate-chain', 'components-up', 'fhir-metadata', 'gateway-objects', 'tls-policy', ...HTTPS_PROBES.slice(0, 3)].sort());
-      expect(v.checks['gateway-objects']!.status).toBe('error');
+      expect(v.failing).toEqual(['api-health', 'basic-auth-required', 'certificate-chain', 'components-up', 'fhir-metadata', 'gateway-objects', 'gateway-drift', 'fhir-routes-closed', 'tls-policy', ...HTTPS_PROBES.slice(0, 3)].sort());
+      for (const id of ['gateway-objects', 'gateway-drift', 'fhir-routes-closed']) expect(v.checks[id]!.status, id).toBe('error');
+      expect(v.record.gatewayConfigSha256).toBeNull();
     },
   },
   {

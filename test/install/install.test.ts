@@ -18,6 +18,8 @@ import { makeTestPki } from '../helpers/pki.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { closeGatewayAdmins, gatewayAdmin, type GatewayAdmin } from '../helpers/gateway-admin.js';
 import { fakeRuntime } from './stand-ins.js';
+import { gatewayDrift } from '../../src/checks/gateway-drift.js';
+import type { CheckContext } from '../../src/checks/types.js';
 
 afterAll(async () => {
   await closeGatewayAdmins();
@@ -115,6 +117,43 @@ describe('install (native, generated CA)', () => {
     // a rerun without flags keeps the earlier choices
     await install({ dir }, kong);
     expect(snapshot(dir)).toEqual(before);
+  });
+
+  it('issue 23: a rerun puts back every declared field, not only those a first run set, and names them; the drift check agrees before and after', async () => {
+    const dir = join(tempDir(), 'inst');
+    const kong = await gatewayAdmin();
+    await install(base(dir), kong);
+    const ctx = () => ({ config: readInstallConfig(dir), runtime: fakeRuntime(kong), shared: {} }) as unknown as CheckContext;
+    expect((await gatewayDrift.run(ctx())).status).toBe('pass');
+    const plugin = (name: string) => kong.state().plugins.find((p) => p.name === name)!;
+    // Keys in URLs end up in access logs: key_in_query is false, though Kong's default is true
+    expect(plugin('key-auth').config).toMatchObject({ key_in_query: false, anonymous: null, key_names: ['apikey'], hide_credentials: true });
+    expect(plugin('cors').config).toMatchObject({ credentials: false, methods: ['GET', 'HEAD', 'PUT', 'PATCH', 'POST', 'DELETE', 'OPTIONS'] });
+    const consumer = (await kong.admin('POST', '/consumers', { username: 'anyone' })).body as { id: string };
+    const patch = async (name: string, body: unknown) => expect((await kong.admin('PATCH', `/plugins/${plugin(name).id}`, body)).status).toBe(200);
+    await patch('cors', { config: { origins: ['*'], credentials: true, methods: ['GET', 'TRACE'] } });
+    await patch('key-auth', { config: { key_in_query: true, anonymous: consumer.id } });
+    await patch('basic-auth', { enabled: false, config: { hide_credentials: false } });
+    const drift = await gatewayDrift.run(ctx());
+    expect(drift.status).toBe('fail');
+    expect(drift.summary.split('; ')).toEqual([
+      'plugin fhir-api/basic-auth: enabled is false, declared true',
+      'plugin fhir-api/basic-auth: config.hide_credentials is false, declared true',
+      'plugin fhir-api/cors: config.methods is ["GET","TRACE"], declared ["GET","HEAD","PUT","PATCH","POST","DELETE","OPTIONS"]',
+      'plugin fhir-api/cors: config.credentials is true, declared false',
+      `plugin fhir-api-key-auth/key-auth: config.anonymous is "${consumer.id}", declared null`,
+      'plugin fhir-api-key-auth/key-auth: config.key_in_query is true, declared false',
+      `plugin cors ${plugin('cors').id}: origin * with credentials true`,
+    ]);
+    const rerun = await install(base(dir), kong);
+    expect(rerun.provisioning.filter((s) => s.change !== 'unchanged')).toEqual([
+      { kind: 'plugin', name: 'fhir-api/basic-auth', change: 'updated', fields: ['config.hide_credentials', 'enabled'] },
+      { kind: 'plugin', name: 'fhir-api/cors', change: 'updated', fields: ['config.methods', 'config.credentials'] },
+      { kind: 'plugin', name: 'fhir-api-key-auth/key-auth', change: 'updated', fields: ['config.anonymous', 'config.key_in_query'] },
+    ]);
+    expect((await gatewayDrift.run(ctx())).status).toBe('pass');
+    // the consumer install did not make is left alone
+    expect(kong.state().consumers.map((c) => c.username)).toEqual(['anyone']);
   });
 
   it('a run killed part-way is completed by a rerun, without duplicates', async () => {

@@ -73,7 +73,11 @@ describe('buildRecord', () => {
       versions: [{ name: 'gateway', version: '1.2.3', image: 'kong:3.9', digest: 'sha256:abc' }],
       checks: input().checks,
       summary: { pass: 1, warn: 1, fail: 2, skip: 1, error: 1 },
+      // issue 23: nothing read from the gateway here
+      gatewayConfigSha256: null, gatewayRoutes: [], gatewayUndeclared: [],
     });
+    const gw = { configSha256: 'f'.repeat(64), routes: [], undeclared: [{ kind: 'consumer' as const, name: 'hospital-a', detail: '' }] };
+    expect(buildRecord(input({ gateway: gw }))).toMatchObject({ gatewayConfigSha256: gw.configSha256, gatewayRoutes: [], gatewayUndeclared: gw.undeclared });
     expect(RECORD_FORMAT).toBe('hospital-api/acceptance-record@1');
     expect(buildRecord(input({ accepted: true, checks: [] }))).toMatchObject({ result: 'accepted', summary: { pass: 0, warn: 0, fail: 0, skip: 0, error: 0 } });
   });
@@ -122,7 +126,11 @@ describe('the Markdown copy', () => {
     expect(at('## Gateway certificate')).toBeLessThan(at('## Versions'));
     expect(at('## Versions')).toBeLessThan(at('## Checks'));
     expect(lines.at(-1)).toBe('');
-    expect(lines.at(-2)).toBe('| 4.5.1 | Title b | WARN |  | summary b | 3 |');
+    expect(lines[at('## Gateway') - 2]).toBe('| 4.5.1 | Title b | WARN |  | summary b | 3 |');
+    // issue 23: the gateway's configuration hash, its routes to the FHIR server and the objects install did not make
+    expect(at('## Checks')).toBeLessThan(at('## Gateway'));
+    expect(lines).toContain('- Configuration SHA-256: not read');
+    expect(lines).toContain('| Route to the FHIR server | Service | Guards | Answered without credentials | Open |');
   });
 
   it('an accepted production record, a certificate that did not verify, a version without image', () => {

@@ -61,6 +61,8 @@ export const dockerProfile: RuntimeProfile = {
   },
   folders: [{ folder: 'docker', kind: 'docker' }],
   fhirUpstream: () => 'http://hapi:8080/fhir',
+  // Kong's plain proxy port (8000) is not published
+  gatewayHttpOnHost: false,
   restartForNewCertificate: [],
   privacy: (p) => ({
     // secrets/ and the containers' copies: the folders private, what holds a secret or patient names private file by file

@@ -29,6 +29,7 @@ export const nativeProfile: RuntimeProfile = {
   renderFiles: async () => [],
   folders: [],
   fhirUpstream: (config) => `http://127.0.0.1:${config.ports.fhir}/fhir`,
+  gatewayHttpOnHost: true,
   restartForNewCertificate: ['gateway'],
   privacy: (p) => ({
     // What the stack itself writes (under its umask 077) must be private file by file; elsewhere a

@@ -1,0 +1,101 @@
+/**
+ * Issue 23: `record diff A B`, through the real CLI (a child process) on
+ * record files as verify writes them: the table by default, one JSON
+ * document with --json, exit 0 when nothing differs and 1 when something
+ * does, and a coded error for a file that is not a record.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildRecord, serializeRecord, type AcceptanceRecord, type RecordInput } from '../../src/record/build.js';
+import { diffRecords } from '../../src/record/diff.js';
+import type { InstallConfig } from '../../src/install-dir/install-config.js';
+import type { CheckResult } from '../../src/checks/types.js';
+import { runCli } from '../helpers/cli.js';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+
+afterAll(removeTempDirs);
+
+const config: InstallConfig = {
+  formatVersion: 1, runtime: 'native', hosts: ['gw.example'],
+  ports: { api: 9000, fhir: 8080, gatewayHttp: 8000, gatewayHttps: 8443, gatewayAdmin: 8001, metrics: 9464 },
+  platformApiUrl: null, caGenerated: true, cors: { origins: ['*'], headers: null, exposedHeaders: null },
+  toolkitVersion: '0.0.0', installedAt: '2026-01-01T00:00:00.000Z', demo: false,
+};
+const check = (id: string, status: CheckResult['status'], summary = 'ok'): CheckResult => ({ id, spec: 'extra', title: id, mandatory: true, status, summary, detail: '', durationMs: 1 });
+const closed = { route: 'fhir-api-key-auth-route', service: 'fhir-api-key-auth', via: '127.0.0.1:8080', protocols: ['https'], guards: ['https: key-auth (service fhir-api-key-auth)'], answers: ['GET https://gw.example:8443/fhir-api-key-auth/metadata → 401'], open: false, problems: [] };
+
+function record(over: Partial<RecordInput> = {}): AcceptanceRecord {
+  return buildRecord({
+    config, installDir: '/srv/h', testedAt: new Date('2026-03-04T05:06:07.089Z'), accepted: true, gatewayCertificate: null,
+    ca: { path: '/srv/h/tls/ca.pem', certificate: { subject: 'CN=CA', issuer: 'CN=CA', serialNumber: '01', validFrom: '', validTo: '', fingerprint256: 'AA' } as never },
+    versions: [{ name: 'gateway', version: '1.0.0' }],
+    checks: [check('gateway-drift', 'pass'), check('fhir-routes-closed', 'pass')],
+    gateway: { configSha256: 'a'.repeat(64), routes: [closed], undeclared: [{ kind: 'consumer', name: 'hospital-a', detail: '' }] },
+    ...over,
+  });
+}
+
+function write(r: AcceptanceRecord, name: string): string {
+  const path = join(tempDir(), name);
+  writeFileSync(path, serializeRecord(r));
+  return path;
+}
+
+const drifted = (): AcceptanceRecord =>
+  record({
+    accepted: false,
+    testedAt: new Date('2026-03-05T05:06:07.089Z'),
+    checks: [check('gateway-drift', 'fail', 'plugin fhir-api/cors: config.credentials is true, declared false'), check('fhir-routes-closed', 'fail', 'route open-route ...')],
+    gateway: {
+      configSha256: 'b'.repeat(64),
+      routes: [closed, { ...closed, route: 'open-route', service: 'reporting', guards: ['https: none'], answers: ['GET https://gw.example:8443/open/metadata → 200 CapabilityStatement'], open: true, problems: ['x'] }],
+      undeclared: [{ kind: 'consumer', name: 'hospital-a', detail: '' }, { kind: 'route', name: 'open-route', detail: 'service reporting' }],
+    },
+  });
+
+describe('record diff', () => {
+  it('names what changed: result, configuration hash, each check, each route, each object install did not make; not the time of the run', () => {
+    const d = diffRecords(record(), drifted());
+    expect(d.same).toBe(false);
+    expect(d.differences.map((x) => x.what)).toEqual([
+      'result', 'gatewayConfigSha256', 'check fhir-routes-closed', 'check gateway-drift', 'route open-route', 'undeclared route open-route service reporting',
+    ]);
+    expect(d.differences[0]).toEqual({ what: 'result', a: 'accepted', b: 'rejected' });
+    expect(d.differences.find((x) => x.what === 'route open-route')).toEqual({ what: 'route open-route', a: null, b: 'OPEN (reporting → 127.0.0.1:8080; https: none; https)' });
+    expect(diffRecords(record(), record({ testedAt: new Date() })).same).toBe(true);
+  });
+
+  it('CLI: a table by default, exit 1 when the records differ, 0 when they do not', async () => {
+    const a = write(record(), 'a.json');
+    const b = write(drifted(), 'b.json');
+    const r = await runCli(['record', 'diff', a, b]);
+    expect(r.exitCode).toBe(1);
+    const lines = String(r.stdout).split('\n');
+    expect(lines[0]).toMatch(/^what\s+A\s+B/);
+    expect(String(r.stdout)).toMatch(/result\s+accepted\s+rejected/);
+    expect(String(r.stdout)).toMatch(/route open-route\s+\(absent\)\s+OPEN/);
+    const same = await runCli(['record', 'diff', a, write(record(), 'a2.json')]);
+    expect([same.exitCode, String(same.stdout).trim()]).toEqual([0, expect.stringMatching(/^no differences between /)]);
+  });
+
+  it('CLI --json: one document with every difference', async () => {
+    const r = await runCli(['record', 'diff', write(record(), 'a.json'), write(drifted(), 'b.json'), '--json']);
+    expect(r.exitCode).toBe(1);
+    const doc = JSON.parse(String(r.stdout));
+    expect(doc).toMatchObject({ ok: true, command: 'record diff', result: { same: false } });
+    expect(doc.result.differences).toHaveLength(6);
+  });
+
+  it('a file that is not a record: a coded error (exit 2), nothing printed on stdout but the error document', async () => {
+    const notRecord = join(tempDir(), 'x.json');
+    writeFileSync(notRecord, '{"format":"something-else"}');
+    const r = await runCli(['record', 'diff', write(record(), 'a.json'), notRecord, '--json']);
+    expect(r.exitCode).toBe(2);
+    expect(JSON.parse(String(r.stdout)).error.code).toBe('ERR_INSTALL_RECORD_FORMAT');
+    const garbage = join(tempDir(), 'y.json');
+    writeFileSync(garbage, 'not json');
+    expect((await runCli(['record', 'diff', garbage, notRecord])).exitCode).toBe(2);
+    expect((await runCli(['record', 'diff', join(tempDir(), 'missing.json'), notRecord])).exitCode).toBe(3);
+  });
+});
