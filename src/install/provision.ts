@@ -101,6 +101,22 @@ async function upsertPlugin(
   return res.status === 409 ? upsertPlugin(admin, serviceId, plugin, config) : 'created';
 }
 
+/** What the shipped dashboard reads (templates/monitoring/); per_consumer off: the consumer is in the API's own metrics. */
+const PROMETHEUS_CONFIG = { per_consumer: false, status_code_metrics: true, latency_metrics: true, bandwidth_metrics: true, upstream_health_metrics: true };
+
+/** A plugin on no service, route or consumer (global), found by name in GET /plugins. */
+async function upsertGlobalPlugin(admin: Admin, plugin: string, config: Record<string, unknown>): Promise<Change> {
+  const list = ((await adminCall(admin, 'GET', '/plugins')).body as { data?: Entity[] }).data ?? [];
+  const before = list.find((p) => p.name === plugin && p.service === null && p.route === null && p.consumer === null);
+  if (before) {
+    if (before.enabled === true && matches((before.config ?? {}) as Record<string, unknown>, config)) return 'unchanged';
+    await adminCall(admin, 'PATCH', `/plugins/${before.id}`, { config, enabled: true });
+    return 'updated';
+  }
+  await adminCall(admin, 'POST', '/plugins', { name: plugin, config }, [201]);
+  return 'created';
+}
+
 /** Where the gateway reaches the FHIR server (the runtime's profile: the compose service, or loopback). */
 export function fhirUpstream(config: InstallConfig): string {
   return profileOf(config.runtime).fhirUpstream(config);
@@ -134,5 +150,7 @@ export async function provisionGateway(
     name: 'fhir-api-key-auth-route',
     change: await upsertRoute(admin, 'fhir-api-key-auth-route', '/fhir-api-key-auth', keyed.id),
   });
+  // Issue 26: Kong's prometheus plugin, global, so Kong in docker and the native gateway expose the same families (status_listen /metrics).
+  record({ kind: 'plugin', name: 'prometheus', change: await upsertGlobalPlugin(admin, 'prometheus', PROMETHEUS_CONFIG) });
   return steps;
 }
