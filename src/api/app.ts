@@ -55,24 +55,21 @@ export function listenerLimits(config: ApiConfig): Pick<FastifyServerOptions, 'c
 /** Builds the app (not listening). Opens the audit log and the upstream agents. */
 export async function buildApp(config: ApiConfig, options: BuildOptions = {}): Promise<HospitalApi> {
   const fhir = createFhirClient(config);
+  const audit = openAuditLog(config.auditLog, (health) => {
+    // Once per change, not per request: the state is also in /api/ready and hospital_api_audit_writable.
+    process.stderr.write(
+      health.ok
+        ? `hospital-api serve: audit log ${config.auditLog} is writable again; serving records\n`
+        : `hospital-api serve: audit log ${config.auditLog} failed: ${health.reason}; no patient data is sent until it can be written\n`,
+    );
+  }, { onRepair: (bytes) => process.stderr.write(`hospital-api serve: audit log ${config.auditLog}: cut an unfinished last line (${bytes} bytes) before appending\n`) });
   const context: ApiContext = {
     config,
     platform: createPlatformClient(config),
     fhir,
-    audit: openAuditLog(
-      config.auditLog,
-      (health) => {
-        // Once per change, not per request: the state is also in /api/ready.
-        process.stderr.write(
-          health.ok
-            ? `hospital-api serve: audit log ${config.auditLog} is writable again; serving records\n`
-            : `hospital-api serve: audit log ${config.auditLog} failed: ${health.reason}; no patient data is sent until it can be written\n`,
-        );
-      },
-      { onRepair: (bytes) => process.stderr.write(`hospital-api serve: audit log ${config.auditLog}: cut an unfinished last line (${bytes} bytes) before appending\n`) },
-    ),
-    // Certificate days left (issue 15): the install's certificates when run from one (HOSPITAL_API_DIR), and the CA it trusts.
-    metrics: createMetrics({ installDir: process.env.HOSPITAL_API_DIR || null, fhirCaPem: () => fhir.access().ca }),
+    audit,
+    // Certificate time left (issue 15): the install's certificates when run from one (HOSPITAL_API_DIR), and the CA it trusts; the audit log's state.
+    metrics: createMetrics({ installDir: process.env.HOSPITAL_API_DIR || null, fhirCaPem: () => fhir.access().ca, auditOk: () => audit.health().ok }),
   };
   const app = Fastify({
     logger: options.logger ?? false,

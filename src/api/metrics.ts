@@ -15,7 +15,18 @@ export interface ApiMetrics {
   pages: Counter;
   resources: Counter;
   upstreamErrors: Counter<'upstream' | 'code'>;
+  /** Bytes of each granted record sent to the caller (dashboards: record sizes). */
+  recordBytes: Histogram;
 }
+
+/**
+ * prom-client's default metrics include three gauges named `_total`
+ * (nodejs_active_{handles,requests,resources}_total), which `promtool check
+ * metrics` flags ("non-counter metrics should not have _total suffix", per
+ * prometheus/client_golang prometheus/testutil/promlint). The same counts stay
+ * available by type (nodejs_active_handles{type}, …): sum() them.
+ */
+const GAUGES_NAMED_TOTAL = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
 /** Where the certificate gauges come from. */
 export interface CertificateSources {
@@ -28,21 +39,22 @@ export interface CertificateSources {
   installDir?: string | null;
   /** FHIR_CA_FILE as the API holds it now (reloaded on SIGHUP): the CA it trusts for the gateway (`fhir-ca-trusted`). */
   fhirCaPem?: () => string | null;
+  /** The audit log's state as of its last write or /api/ready probe (hospital_api_audit_writable). */
+  auditOk?: () => boolean;
 }
 
-interface CertificateDays {
+interface CertificateExpiry {
   name: string;
   notAfterMs: number;
-  daysLeft: number;
 }
 
-async function certificateDays(sources: CertificateSources): Promise<CertificateDays[]> {
+async function certificateExpiries(sources: CertificateSources): Promise<CertificateExpiry[]> {
   const now = Date.now();
-  const list: CertificateDays[] = [];
+  const list: CertificateExpiry[] = [];
   if (sources.installDir) {
     try {
       for (const c of certificateLifetimes(installPaths(sources.installDir), now)) {
-        list.push({ name: c.name, notAfterMs: Date.parse(c.validTo), daysLeft: c.daysLeft });
+        list.push({ name: c.name, notAfterMs: Date.parse(c.validTo) });
       }
     } catch {
       // A damaged certificate file: its series is absent (alert on absent()); `hospital-api status` names the file.
@@ -52,7 +64,7 @@ async function certificateDays(sources: CertificateSources): Promise<Certificate
   if (trusted) {
     try {
       const notAfterMs = new X509Certificate(trusted).validToDate.getTime();
-      list.push({ name: 'fhir-ca-trusted', notAfterMs, daysLeft: Math.floor((notAfterMs - now) / 86_400_000) });
+      list.push({ name: 'fhir-ca-trusted', notAfterMs });
     } catch {
       // The API refused to start on an unreadable FHIR_CA_FILE, so this does not happen.
     }
@@ -63,19 +75,23 @@ async function certificateDays(sources: CertificateSources): Promise<Certificate
 export function createMetrics(certificates: CertificateSources = {}): ApiMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'hospital_api_' });
-  // Days left on each certificate (issue 15), computed at scrape time. `certificate` is ca,
+  for (const name of GAUGES_NAMED_TOTAL) registry.removeSingleMetric(`hospital_api_${name}`);
+  // Time left on each certificate (issue 15), computed at scrape time. `certificate` is ca,
   // gateway, record-signer (the install's files) or fhir-ca-trusted (what this process trusts
   // for the gateway: after a CA change it differs from `ca` until the API reloads).
-  let latest: Promise<CertificateDays[]> | null = null;
-  const scrape = (): Promise<CertificateDays[]> => (latest ??= certificateDays(certificates).finally(() => { latest = null; }));
+  let latest: Promise<CertificateExpiry[]> | null = null;
+  const scrape = (): Promise<CertificateExpiry[]> => (latest ??= certificateExpiries(certificates).finally(() => { latest = null; }));
+  // In seconds, Prometheus's base unit (prometheus/docs docs/practices/naming.md): it replaces
+  // hospital_api_certificate_days_left, which promtool check metrics flagged.
   new Gauge({
-    name: 'hospital_api_certificate_days_left',
-    help: 'Whole days until each certificate expires (negative once expired): ca, gateway, record-signer, fhir-ca-trusted',
+    name: 'hospital_api_certificate_remaining_seconds',
+    help: 'Whole seconds until each certificate expires (negative once expired): ca, gateway, record-signer, fhir-ca-trusted',
     labelNames: ['certificate'],
     registers: [registry],
     async collect() {
       this.reset();
-      for (const c of await scrape()) this.set({ certificate: c.name }, c.daysLeft);
+      const now = Date.now();
+      for (const c of await scrape()) this.set({ certificate: c.name }, Math.floor((c.notAfterMs - now) / 1000));
     },
   });
   new Gauge({
@@ -88,6 +104,17 @@ export function createMetrics(certificates: CertificateSources = {}): ApiMetrics
       for (const c of await scrape()) this.set({ certificate: c.name }, Math.floor(c.notAfterMs / 1000));
     },
   });
+  const auditOk = certificates.auditOk;
+  if (auditOk) {
+    new Gauge({
+      name: 'hospital_api_audit_writable',
+      help: 'Whether the audit log could be written at its last write or /api/ready probe (1) or not (0: no patient data is sent)',
+      registers: [registry],
+      collect() {
+        this.set(auditOk() ? 1 : 0);
+      },
+    });
+  }
   return {
     registry,
     requests: new Counter({
@@ -117,6 +144,13 @@ export function createMetrics(certificates: CertificateSources = {}): ApiMetrics
       name: 'hospital_api_upstream_errors_total',
       help: 'Failed upstream calls by upstream (platform, fhir) and error code',
       labelNames: ['upstream', 'code'],
+      registers: [registry],
+    }),
+    recordBytes: new Histogram({
+      name: 'hospital_api_record_size_bytes',
+      help: 'Size of each granted patient record sent, in bytes',
+      // 1 KiB to 1 GiB, x4 each step.
+      buckets: [1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 67_108_864, 268_435_456, 1_073_741_824],
       registers: [registry],
     }),
   };

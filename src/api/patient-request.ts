@@ -173,6 +173,7 @@ export class PatientRequest {
     this.#counted = true;
     this.#metrics.requests.inc({ route: ROUTE, outcome, status });
     this.#metrics.duration.observe({ route: ROUTE, outcome }, this.#elapsedMs() / 1000);
+    if (outcome === 'granted') this.#metrics.recordBytes.observe(this.#bytes);
     if (code && /^ERR_API_(PLATFORM|FHIR)_/.test(code)) {
       this.#metrics.upstreamErrors.inc({ upstream: code.startsWith('ERR_API_PLATFORM') ? 'platform' : 'fhir', code });
     }

@@ -13,6 +13,7 @@ interface GatewayFlags extends GlobalOptions {
   adminListen: string;
   proxyListen: string;
   proxySslListen?: string;
+  statusListen: string;
   cert?: string;
   key?: string;
   state?: string;
@@ -78,6 +79,7 @@ export function register(program: Command): void {
     .option('--admin-listen <host:port|off>', 'admin API address (loopback unless named explicitly)', '127.0.0.1:8001')
     .option('--proxy-listen <host:port|off>', 'HTTP proxy address', '0.0.0.0:8000')
     .option('--proxy-ssl-listen <host:port|off>', 'HTTPS proxy address (default 0.0.0.0:8443 when --cert/--key are given, else off)')
+    .option('--status-listen <host:port|off>', "Kong's status_listen: GET /metrics for Prometheus (loopback unless named explicitly)", 'off')
     .option('--cert <file>', 'PEM server certificate for the HTTPS proxy')
     .option('--key <file>', 'PEM private key for the HTTPS proxy')
     .option('--state <file>', 'configuration state file (default <install dir>/gateway/state.json)')
@@ -106,6 +108,7 @@ export function register(program: Command): void {
           admin,
           proxy: listen(flags.proxyListen, '--proxy-listen'),
           proxySsl: listen(flags.proxySslListen ?? sslDefault, '--proxy-ssl-listen'),
+          status: listen(flags.statusListen, '--status-listen'),
           certPath: flags.cert ?? null,
           keyPath: flags.key ?? null,
           statePath: statePath(flags.state),
@@ -122,7 +125,7 @@ export function register(program: Command): void {
         }
         // One line, always printed: tests and supervisors parse it for the bound ports.
         process.stderr.write(
-          `hospital-api gateway ready: admin=${running.admin ?? 'off'} proxy=${running.proxy ?? 'off'} proxy-ssl=${running.proxySsl ?? 'off'}\n`,
+          `hospital-api gateway ready: admin=${running.admin ?? 'off'} proxy=${running.proxy ?? 'off'} proxy-ssl=${running.proxySsl ?? 'off'} status=${running.status ?? 'off'}\n`,
         );
         const signal = await untilSignal();
         io.log(`hospital-api gateway: ${signal}, closing`);

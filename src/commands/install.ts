@@ -29,6 +29,8 @@ export function register(program: Command): void {
     .option('--cors-header <name>', 'CORS allowed header (repeatable)', collect)
     .option('--cors-exposed-header <name>', 'CORS exposed header (repeatable)', collect)
     .option('--no-start', 'write the install directory only; do not start or provision')
+    .option('--monitoring', 'publish the gateway status listener (Prometheus /metrics) on 127.0.0.1 and write <dir>/monitoring/prometheus.yml (docs/operations.md)')
+    .option('--no-monitoring', 'stop publishing the gateway status listener')
     .option('--supervisor <name>', 'native: builtin (`hospital-api up`) or systemd (units in /etc/systemd/system, enabled and started); default $HOSPITAL_API_SUPERVISOR, which the Debian package sets where systemd runs, else builtin')
     .action(
       action<GlobalOptions & InstallFlags>('install', async (options, io) => {

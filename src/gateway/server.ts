@@ -3,17 +3,21 @@
  * process; the proxy reads the store's snapshot, so it sees every change on
  * the next request. The command prints one ready line with the bound addresses.
  */
-import { readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { HospitalApiError } from '../errors/index.js';
 import type { ListenAddress } from '../util/listen-address.js';
 import { startAdminServer, type AdminServer } from './admin/server.js';
 import { PLUGIN_SCHEMAS } from './plugins/index.js';
+import { PrometheusExporter } from './plugins/prometheus/exporter.js';
+import { KONG_VERSION } from './plugins/version.js';
 import { GatewayProxy, type ProxyHealth } from './proxy/gateway-proxy.js';
 import { startProxyListeners, type ProxyListeners } from './proxy/listeners.js';
 import { setServerTokens } from './proxy/kong-response.js';
 import { parseTrustedIps } from './proxy/trusted-ips.js';
 import { tlsPolicyOf, type KongTlsSettings } from './proxy/tls-settings.js';
+import { startStatusServer, type StatusServer } from './status/server.js';
 import { openStore } from './store/index.js';
 import type { TlsServerPolicy } from '../tls/cipher-policy.js';
 
@@ -21,6 +25,8 @@ export interface GatewayOptions {
   admin: ListenAddress | null;
   proxy: ListenAddress | null;
   proxySsl: ListenAddress | null;
+  /** Kong's status_listen: GET /metrics for Prometheus (status/server.ts); null = off. */
+  status?: ListenAddress | null;
   certPath: string | null;
   keyPath: string | null;
   statePath: string;
@@ -37,6 +43,7 @@ export interface RunningGateway {
   admin: string | null;
   proxy: string | null;
   proxySsl: string | null;
+  status: string | null;
   close(): Promise<void>;
 }
 
@@ -106,31 +113,47 @@ export async function runGateway(o: GatewayOptions): Promise<RunningGateway> {
   let admin: AdminServer | null = null;
   let proxy: GatewayProxy | null = null;
   let listeners: ProxyListeners | null = null;
+  let status: StatusServer | null = null;
   const proxyHealth = (): ProxyHealth | null => (proxy ? proxy.health() : null);
+  // One node id for GET / and kong_node_info, as Kong has one per node.
+  const nodeId = randomUUID();
+  const exporter = new PrometheusExporter({
+    nodeId,
+    version: KONG_VERSION,
+    listeners: () => (proxy ? proxy.stats : { connectionsAccepted: 0, connectionsActive: 0, requestsTotal: 0, requestsInFlight: 0 }),
+    targets: () => (proxy ? proxy.targetHealth() : []),
+    datastoreReachable: () => existsSync(o.statePath),
+  });
+  const metrics = (): string => {
+    // The counters follow the configuration being served (an instance added or removed shows at once).
+    proxy?.current();
+    return exporter.render();
+  };
+  const closeAll = async (): Promise<void> => {
+    await status?.close();
+    await listeners?.close();
+    await proxy?.close();
+    await admin?.close();
+  };
   try {
     if (o.admin) {
-      admin = await startAdminServer({ host: o.admin.host, port: o.admin.port, store, plugins: PLUGIN_SCHEMAS, version: o.version, proxyHealth });
+      admin = await startAdminServer({ host: o.admin.host, port: o.admin.port, store, plugins: PLUGIN_SCHEMAS, version: o.version, proxyHealth, metrics, nodeInfo: { nodeId } });
     }
     if (o.proxy || o.proxySsl) {
-      proxy = new GatewayProxy(() => store.snapshot(), { trustedIps: parseTrustedIps(o.trustedIps ?? undefined) });
+      proxy = new GatewayProxy(() => store.snapshot(), { trustedIps: parseTrustedIps(o.trustedIps ?? undefined), prometheus: exporter });
       listeners = await listenProxy(o, proxy, tlsPolicy);
       reloadTlsOnSignal(o, listeners);
     }
-    const close = async (): Promise<void> => {
-      await listeners?.close();
-      await proxy?.close();
-      await admin?.close();
-    };
+    if (o.status) status = await startStatusServer(o.status, metrics);
     return {
       admin: admin ? admin.url.replace(/^http:\/\//, '') : null,
       proxy: addr(listeners?.http ?? null),
       proxySsl: addr(listeners?.https ?? null),
-      close,
+      status: status?.address ?? null,
+      close: closeAll,
     };
   } catch (err) {
-    await listeners?.close();
-    await proxy?.close();
-    await admin?.close();
+    await closeAll();
     throw err;
   }
 }

@@ -23,6 +23,12 @@ export interface InstallPorts {
   gatewayAdmin: number;
   /** Hospital API Prometheus metrics, loopback. */
   metrics: number;
+  /**
+   * The gateway's status listener (Kong's status_listen: Prometheus /metrics), on
+   * 127.0.0.1 of the node host, with `install --monitoring` only. Absent in an
+   * install.json written before issue 26: the default then.
+   */
+  gatewayStatus?: number;
 }
 
 export const DEFAULT_PORTS: Readonly<InstallPorts> = Object.freeze({
@@ -32,7 +38,14 @@ export const DEFAULT_PORTS: Readonly<InstallPorts> = Object.freeze({
   gatewayHttps: 8443,
   gatewayAdmin: 8001,
   metrics: 9464,
+  // Kong 3.6+'s status_listen default port (kong/templates/kong_defaults.lua).
+  gatewayStatus: 8007,
 });
+
+/** Where the gateway's status listener (Prometheus /metrics) is published on the node host's loopback, or null without `install --monitoring`. */
+export function gatewayStatusPort(config: Pick<InstallConfig, 'ports' | 'monitoring'>): number | null {
+  return config.monitoring === true ? (config.ports.gatewayStatus ?? (DEFAULT_PORTS.gatewayStatus as number)) : null;
+}
 
 /**
  * The install directory's format. 2 (issue 15): every secret file 0600, settings
@@ -63,6 +76,8 @@ export interface InstallConfig {
   upgrades?: Array<{ from: number; to: number; toolkitVersion: string; at: string; backup: string | null }>;
   /** Docker runtime only: images and the host addresses ports are published on (absent: the defaults). */
   docker?: DockerSettings;
+  /** `install --monitoring`: the gateway's status listener is published on loopback and <dir>/monitoring/ holds a Prometheus scrape config. */
+  monitoring?: boolean;
 }
 
 /** What `install` chose for the docker runtime; kept so a rerun without flags changes nothing. */
@@ -89,7 +104,7 @@ export const INSTALL_CONFIG_SCHEMA = {
     ports: {
       type: 'object',
       required: ['api', 'fhir', 'gatewayHttp', 'gatewayHttps', 'gatewayAdmin', 'metrics'],
-      properties: { api: port, fhir: port, gatewayHttp: port, gatewayHttps: port, gatewayAdmin: port, metrics: port },
+      properties: { api: port, fhir: port, gatewayHttp: port, gatewayHttps: port, gatewayAdmin: port, metrics: port, gatewayStatus: port },
     },
     platformApiUrl: { type: ['string', 'null'] },
     caGenerated: { type: 'boolean' },
@@ -102,6 +117,7 @@ export const INSTALL_CONFIG_SCHEMA = {
     installedAt: { type: 'string' },
     demo: { type: 'boolean' },
     supervisor: { enum: ['builtin', 'systemd'] },
+    monitoring: { type: 'boolean' },
     docker: {
       type: 'object',
       required: ['images', 'bindAddress', 'fhirBindAddress'],

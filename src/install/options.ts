@@ -33,6 +33,8 @@ export interface InstallFlags extends PortFlags, DockerFlags {
   demo?: boolean;
   /** native: who runs the components (a new install's default: $HOSPITAL_API_SUPERVISOR, which the Debian package sets where systemd runs, else builtin). */
   supervisor?: string;
+  /** `--monitoring` / `--no-monitoring`: the gateway's status listener on loopback and a Prometheus scrape config (absent: keep the previous choice). */
+  monitoring?: boolean;
 }
 
 /** The platform's identifier system, or the explicit choice that any system may match. */
@@ -58,6 +60,8 @@ export interface InstallPlan {
   supervisor: 'builtin' | 'systemd' | null;
   /** Docker flags as given (validated); merged with the previous install's in run.ts. */
   docker: DockerFlags;
+  /** The gateway status listener and a Prometheus scrape config (docs/operations.md "Monitoring"). */
+  monitoring: boolean;
 }
 
 const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
@@ -81,6 +85,7 @@ function parsePorts(f: InstallFlags, base: InstallPorts): InstallPorts {
     gatewayHttps: port('--gateway-https-port', f.gatewayHttpsPort, base.gatewayHttps),
     gatewayAdmin: port('--gateway-admin-port', f.gatewayAdminPort, base.gatewayAdmin),
     metrics: port('--metrics-port', f.metricsPort, base.metrics),
+    gatewayStatus: port('--gateway-status-port', f.gatewayStatusPort, base.gatewayStatus ?? (DEFAULT_PORTS.gatewayStatus as number)),
   };
   const seen = new Map<number, string>();
   for (const [name, value] of Object.entries(ports)) {
@@ -208,6 +213,7 @@ export function parseInstallFlags(f: InstallFlags, previous: InstallConfig | nul
     demo: f.demo === true || previous?.demo === true,
     supervisor: parseSupervisor('--supervisor', f.supervisor),
     docker: parseDockerFlags(f),
+    monitoring: f.monitoring ?? previous?.monitoring === true,
   };
 }
 

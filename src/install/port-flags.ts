@@ -17,6 +17,7 @@ export const PORT_FLAGS = [
     help: 'gateway admin port, loopback or in-container only',
   },
   { key: 'metricsPort', flag: '--metrics-port', port: 'metrics', help: 'Hospital API metrics port, loopback' },
+  { key: 'gatewayStatusPort', flag: '--gateway-status-port', port: 'gatewayStatus', help: 'gateway status listener (Prometheus /metrics) with --monitoring, loopback' },
 ] as const satisfies ReadonlyArray<{ key: string; flag: string; port: keyof InstallPorts; help: string }>;
 
 export type PortFlags = { [F in (typeof PORT_FLAGS)[number] as F['key']]?: string };

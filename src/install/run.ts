@@ -18,6 +18,7 @@ import { parseInstallFlags, parseSupervisor, type InstallFlags } from './options
 import { prepareTls } from './tls.js';
 import { writeInstallFiles } from './files.js';
 import { writeIfChanged, type FileChange } from '../install-dir/write-if-changed.js';
+import { monitoringFiles } from './monitoring.js';
 import { provisionGateway, type ProvisionStep } from './provision.js';
 
 export interface InstallResult {
@@ -82,11 +83,13 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
     toolkitVersion: VERSION,
     installedAt: previous?.installedAt ?? new Date().toISOString(),
     demo: plan.demo,
+    ...(plan.monitoring ? { monitoring: true } : {}),
     ...(previous?.upgrades ? { upgrades: previous.upgrades } : {}),
     ...supervisorOf(runtime, plan.supervisor, previous, plan.demo),
     ...(await profile.installSettings(plan.hosts, previous, plan.docker)),
   };
   const rendered = await profile.renderFiles(dir, config);
+  if (config.monitoring) rendered.push(...monitoringFiles(dir, config));
 
   // Everything is validated: write.
   mkdirSync(dirname(dir), { recursive: true });

@@ -88,7 +88,14 @@ export function declaredGateway(config: InstallConfig): DeclaredGateway {
         routes: [{ name: 'fhir-api-key-auth-route', paths: ['/fhir-api-key-auth'], protocols: ['https'] }],
       },
     ],
-    globalPlugins: [],
+    // Issue 26: Kong's prometheus plugin, global, so Kong in docker and the native gateway expose the same
+    // families (kong/plugins/prometheus/schema.lua). per_consumer off: the consumer is in the API's own metrics.
+    globalPlugins: [
+      {
+        name: 'prometheus',
+        config: { per_consumer: false, status_code_metrics: true, latency_metrics: true, bandwidth_metrics: true, upstream_health_metrics: true },
+      },
+    ],
   };
 }
 

@@ -27,6 +27,7 @@ import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
 import { docker, engineAnswers, sayNoEngine } from './engine.js';
 import { API_IMAGE, containersOf, formatTimings, IMAGE_FLAGS, prepareTier, purgeProjects, runningContainer, syntheticIds, tcpOpens, tierSite } from './site.js';
 import { recordFixture } from './record.js';
+import { checkMetrics, hasPromtool } from '../monitoring/promtool.js';
 
 const engine = await engineAnswers();
 if (!engine) sayNoEngine();
@@ -84,7 +85,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     const result = JSON.parse(r.out).result as { runtime: string; provisioning: Array<{ name: string; change: string }> };
     expect(result.runtime).toBe('docker');
     expect(result.provisioning.map((s) => s.change)).toEqual(Array(result.provisioning.length).fill('created'));
-    expect(result.provisioning.length).toBe(7);
+    expect(result.provisioning.length).toBe(8);
     // the kong image has no curl, as the official one (Kong/docker-kong ubuntu/Dockerfile purges it)
     const kong = await container('kong');
     const curl = await docker(['exec', kong.Id, 'sh', '-c', 'command -v curl'], { allowFail: true });
@@ -165,8 +166,8 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     const r = await cli([...installArgs(), '--json']);
     expect(r.code, r.err).toBe(0);
     const steps = JSON.parse(r.out).result.provisioning as Array<{ change: string }>;
-    expect(steps.length).toBe(7);
-    expect(steps.map((s) => s.change)).toEqual(Array(7).fill('unchanged'));
+    expect(steps.length).toBe(8);
+    expect(steps.map((s) => s.change)).toEqual(Array(8).fill('unchanged'));
   }, 900_000);
 
   it('a key with $, " and \\ reaches the API unchanged and still opens the gateway', async () => {
@@ -202,6 +203,23 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     // yet it answers inside the container, which is how install reached it
     const inside = await docker(['exec', kong.Id, 'perl', '-MHTTP::Tiny', '-e', 'print HTTP::Tiny->new->get("http://127.0.0.1:8001/status")->{status}']);
     expect(inside.out).toBe('200');
+  }, 120_000);
+
+  it.skipIf(!hasPromtool)("Kong's status listener serves the provisioned prometheus plugin's families; the API's metrics pass promtool check metrics (issue 26)", async () => {
+    // Without --monitoring both listen on 127.0.0.1 inside their containers (Kong's default status_listen).
+    const kong = await container('kong');
+    const gateway = await docker(['exec', kong.Id, 'perl', '-MHTTP::Tiny', '-e', 'my $r = HTTP::Tiny->new->get("http://127.0.0.1:8007/metrics"); print $r->{status} == 200 ? $r->{content} : "status $r->{status}"']);
+    expect(gateway.out).toMatch(/^kong_http_requests_total\{service="fhir-api-key-auth",route="fhir-api-key-auth-route",code="200",source="service",workspace="default",consumer=""\} \d+$/m);
+    const checkedGateway = await checkMetrics(`${gateway.out}\n`);
+    // Kong's own names are what promtool flags (exit 3: lint findings, not a parse error).
+    expect(checkedGateway.exitCode).toBe(3);
+    expect(checkedGateway.output).not.toMatch(/error|parse/i);
+    const api = await container('hospital-api');
+    const scraped = await docker(['exec', api.Id, 'node', '-e', 'fetch("http://127.0.0.1:9464/metrics").then(async (r) => process.stdout.write(await r.text()))']);
+    expect(scraped.out).toContain('hospital_api_certificate_remaining_seconds{certificate="fhir-ca-trusted"}');
+    const checkedApi = await checkMetrics(`${scraped.out}\n`);
+    expect(checkedApi.output).toBe('');
+    expect(checkedApi.exitCode).toBe(0);
   }, 120_000);
 
   it('a reinstall that lost its secrets is refused with the purge named, and changes no data', async () => {

@@ -42,12 +42,14 @@ const certDays = async (cmd: string[]) => {
   return { code: r.code, days: Object.fromEntries((JSON.parse(r.out).result.certificates as Array<{ name: string; daysLeft: number }>).map((c) => [c.name, c.daysLeft])) };
 };
 
-/** The Hospital API's metrics listener: hospital_api_certificate_days_left by certificate. */
+/** The Hospital API's metrics listener: hospital_api_certificate_remaining_seconds by certificate, in whole days as status shows them. */
 const metricDays = async (): Promise<Record<string, number>> => {
   const res = await request(`http://127.0.0.1:${site.ports.metrics}/metrics`);
   expect(res.statusCode).toBe(200);
   const text = await res.body.text();
-  return Object.fromEntries([...text.matchAll(/^hospital_api_certificate_days_left\{certificate="([^"]+)"\} (-?\d+)$/gm)].map((m) => [m[1]!, Number(m[2])]));
+  return Object.fromEntries(
+    [...text.matchAll(/^hospital_api_certificate_remaining_seconds\{certificate="([^"]+)"\} (-?\d+)$/gm)].map((m) => [m[1]!, Math.floor(Number(m[2]) / 86_400)]),
+  );
 };
 
 describe('cert renew (issue 15)', () => {

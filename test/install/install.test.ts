@@ -80,14 +80,14 @@ describe('install (native, generated CA)', () => {
     const result = await install({ ...base(dir), corsOrigin: ['https://portal.example'] }, kong);
     expect(result.provisioning.map((s) => s.name)).toEqual([
       'fhir-api', 'fhir-api/basic-auth', 'fhir-api/cors', 'fhir-api-route',
-      'fhir-api-key-auth', 'fhir-api-key-auth/key-auth', 'fhir-api-key-auth-route',
+      'fhir-api-key-auth', 'fhir-api-key-auth/key-auth', 'fhir-api-key-auth-route', 'prometheus',
     ]);
     expect(result.provisioning.every((s) => s.change === 'created')).toBe(true);
     const writes = kong.calls.filter((c) => !c.startsWith('GET'));
     expect(writes).toEqual([
       'PUT /services/fhir-api', expect.stringMatching(/^POST \/services\/.+\/plugins$/), expect.stringMatching(/^POST \/services\/.+\/plugins$/),
       'PUT /routes/fhir-api-route', 'PUT /services/fhir-api-key-auth', expect.stringMatching(/^POST \/services\/.+\/plugins$/),
-      'PUT /routes/fhir-api-key-auth-route',
+      'PUT /routes/fhir-api-key-auth-route', 'POST /plugins',
     ]);
     const svc = (name: string) => kong.state().services.find((s) => s.name === name)!;
     expect(svc('fhir-api')).toMatchObject({ protocol: 'http', host: '127.0.0.1', port: 18080, path: '/fhir' });
@@ -95,6 +95,8 @@ describe('install (native, generated CA)', () => {
     expect(plugin('basic-auth')).toMatchObject({ service: { id: svc('fhir-api').id }, config: { hide_credentials: true } });
     expect(plugin('cors')).toMatchObject({ service: { id: svc('fhir-api').id }, config: { origins: ['https://portal.example'] } });
     expect(plugin('key-auth')).toMatchObject({ service: { id: svc('fhir-api-key-auth').id }, config: { hide_credentials: true, key_names: ['apikey'] } });
+    // Issue 26: Kong's prometheus plugin, global, with what the shipped dashboard reads.
+    expect(plugin('prometheus')).toMatchObject({ service: null, route: null, consumer: null, config: { status_code_metrics: true, latency_metrics: true, bandwidth_metrics: true, upstream_health_metrics: true } });
     expect(kong.state().routes.find((r) => r.name === 'fhir-api-key-auth-route')).toMatchObject({ paths: ['/fhir-api-key-auth'], protocols: ['https'], service: { id: svc('fhir-api-key-auth').id } });
     expect(kong.state().routes.find((r) => r.name === 'fhir-api-route')).toMatchObject({ paths: ['/fhir-api'], protocols: ['https'] });
     expect(kong.state().consumers).toEqual([]);
@@ -164,10 +166,10 @@ describe('install (native, generated CA)', () => {
       await expect(install(base(dir), kong)).rejects.toThrow(/killed part-way/);
       kong.failAfter = null;
       const result = await install(base(dir), kong);
-      expect(result.provisioning).toHaveLength(7);
+      expect(result.provisioning).toHaveLength(8);
       expect(kong.state().services.map((s) => s.name).sort()).toEqual(['fhir-api', 'fhir-api-key-auth']);
       expect(kong.state().routes.map((r) => r.name).sort()).toEqual(['fhir-api-key-auth-route', 'fhir-api-route']);
-      expect(kong.state().plugins.map((p) => p.name).sort()).toEqual(['basic-auth', 'cors', 'key-auth']);
+      expect(kong.state().plugins.map((p) => p.name).sort()).toEqual(['basic-auth', 'cors', 'key-auth', 'prometheus']);
     }
   });
 

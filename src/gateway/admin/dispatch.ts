@@ -27,11 +27,19 @@ const disabled: Record<string, Handler> = Object.fromEntries(
   ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((m) => [m, () => { throw methodNotAllowed(); }]),
 );
 
+/** Kong mounts the prometheus plugin's GET /metrics on the admin API (kong/plugins/prometheus/api.lua). */
+function metrics(req: AdminRequest): AdminResponse {
+  const render = req.ctx.metrics;
+  if (render === undefined) throw notFound();
+  return { status: 200, text: render() };
+}
+
 const TABLE: RouteDef[] = [
   { pattern: '/', handlers: { GET: rootInfo } },
   { pattern: '/status', handlers: { GET: status } },
   { pattern: '/config', handlers: { GET: getConfig, POST: postConfig } },
   { pattern: '/plugins/enabled', handlers: { GET: pluginsEnabled } },
+  { pattern: '/metrics', handlers: { GET: metrics } },
   ...entityRoutes('/services', 'services'),
   ...entityRoutes('/services/:s/routes', 'routes', services),
   ...entityRoutes('/services/:s/plugins', 'plugins', services),

@@ -27,6 +27,8 @@ export interface AdminContext {
   nodeId: string;
   /** The proxy's configuration health (GET /status `proxy`). */
   proxyHealth?: () => unknown;
+  /** The prometheus exposition (GET /metrics, Kong's kong/plugins/prometheus/api.lua); absent: 404. */
+  metrics?: () => string;
   /** Hash of the last POST /config document (for ?check_hash=1). */
   lastConfigHash?: string;
 }
@@ -47,6 +49,8 @@ export interface AdminRequest {
 export interface AdminResponse {
   status: number;
   body?: unknown;
+  /** A plain-text body (GET /metrics) instead of JSON. */
+  text?: string;
   headers?: Record<string, string>;
 }
 

@@ -12,6 +12,8 @@ import type { GatewayStore } from '../store/index.js';
 import type { PluginSchemaDefinition } from '../model/types.js';
 import { handleRequest, type AdminContext } from './dispatch.js';
 
+export const PROMETHEUS_CONTENT_TYPE = 'text/plain; charset=UTF-8';
+
 export interface AdminNodeInfo {
   hostname?: string;
   nodeId?: string;
@@ -52,6 +54,8 @@ export interface AdminServerOptions {
   nodeInfo?: AdminNodeInfo;
   /** The proxy's configuration health, shown as `proxy` in GET /status (src/gateway/proxy/gateway-proxy.ts). */
   proxyHealth?: () => unknown;
+  /** The prometheus exposition served on GET /metrics (src/gateway/plugins/prometheus/exporter.ts). */
+  metrics?: () => string;
 }
 
 export interface AdminServer {
@@ -87,6 +91,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     ...(options.nodeInfo ? { nodeInfo: options.nodeInfo } : {}),
     nodeId: options.nodeInfo?.nodeId ?? randomUUID(),
     ...(options.proxyHealth ? { proxyHealth: options.proxyHealth } : {}),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
     stats: { totalRequests: 0, connectionsAccepted: 0, connectionsActive: 0 },
   };
   app.server.on('connection', (socket) => {
@@ -117,6 +122,8 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
         body: Buffer.isBuffer(req.body) ? req.body : undefined,
       });
       reply.code(res.status);
+      // Kong's exporter.lua `collect`: text/plain with no version parameter.
+      if (res.text !== undefined) return reply.header('content-type', PROMETHEUS_CONTENT_TYPE).send(res.text);
       if (res.body === undefined) return reply.send();
       reply.header('content-type', 'application/json; charset=utf-8');
       return reply.send(JSON.stringify(res.body));

@@ -10,6 +10,7 @@ import { basicAuthSchema } from './basic-auth/schema.js';
 import { corsSchema } from './cors/schema.js';
 import { ipRestrictionSchema } from './ip-restriction/schema.js';
 import { keyAuthSchema } from './key-auth/schema.js';
+import { prometheusSchema } from './prometheus/schema.js';
 import { rateLimitingSchema } from './rate-limiting/schema.js';
 import { requestSizeLimitingSchema } from './request-size-limiting/schema.js';
 
@@ -21,6 +22,7 @@ const ordered = [
   requestSizeLimitingSchema,
   aclSchema,
   rateLimitingSchema,
+  prometheusSchema,
 ].sort((a, b) => b.priority - a.priority || a.name.localeCompare(b.name));
 
 /** Highest priority first, ties by name, as Kong's loader sorts them. */

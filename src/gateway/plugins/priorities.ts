@@ -11,6 +11,7 @@ export const PLUGIN_PRIORITY = {
   'request-size-limiting': 951,
   acl: 950,
   'rate-limiting': 910,
+  prometheus: 13,
 } as const satisfies Record<string, number>;
 
 export type PluginName = keyof typeof PLUGIN_PRIORITY;

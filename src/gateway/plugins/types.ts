@@ -8,6 +8,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Consumer } from '../model/types.js';
 import type { PluginName } from './priorities.js';
+import type { PrometheusExporter, PrometheusLogEntry } from './prometheus/exporter.js';
 
 /** A gateway-generated response (kong.response.error). */
 export interface Exit {
@@ -57,6 +58,8 @@ export interface CompileEnv {
   keyCredentials: ReadonlyMap<string, { id: string; key: string; consumer: Consumer; expiresAt: number | null }>;
   basicCredentials: ReadonlyMap<string, { username: string; password: string; consumer: Consumer }>;
   groupsByConsumer: ReadonlyMap<string, readonly string[]>;
+  /** The gateway's prometheus counters (one per process), or null when the proxy keeps none. */
+  prometheus?: PrometheusExporter | null;
 }
 
 export type AccessResult = Exit | void;
@@ -67,6 +70,8 @@ export interface PluginRunner {
   access?(state: RequestState): AccessResult | Promise<AccessResult>;
   /** Adds response headers (flat pairs) for this request. */
   header?(state: RequestState, out: string[]): void;
+  /** Kong's log phase: the request is over (answered or cut); runs for every instance that applied, even after another plugin's exit. */
+  log?(entry: PrometheusLogEntry): void;
 }
 
 export interface PluginHandler {

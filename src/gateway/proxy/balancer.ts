@@ -150,6 +150,12 @@ export class Balancer {
     this.active = activeSettings(upstream);
   }
 
+  /** Neither active probes nor passive thresholds are set: Kong reports such targets `healthchecks_off` (kong/runloop/balancer/healthcheckers.lua). */
+  healthchecksOff(): boolean {
+    const u = this.passive.unhealthy;
+    return this.active === null && this.passive.healthy.successes <= 0 && u.tcp_failures <= 0 && u.timeouts <= 0 && u.http_failures <= 0;
+  }
+
   /** Smooth weighted round-robin over healthy peers with weight > 0; `exclude` skips peers already tried. */
   pick(exclude: Peer | null = null): Peer | null {
     let total = 0;

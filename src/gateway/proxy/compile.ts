@@ -9,6 +9,7 @@ import { PLUGIN_HANDLERS } from '../plugins/handlers.js';
 import { PLUGIN_SCHEMAS } from '../plugins/index.js';
 import { PLUGIN_PRIORITY } from '../plugins/priorities.js';
 import type { CompileEnv } from '../plugins/types.js';
+import type { PrometheusExporter } from '../plugins/prometheus/exporter.js';
 import { buildChain, scopeLevel, type ChainSlot, type CompiledPlugin } from './plugin-chain.js';
 import { Router } from './router.js';
 import type { UpstreamPools } from './upstream-pools.js';
@@ -17,6 +18,8 @@ import { proxyCollections, type Upstream } from './entities.js';
 
 export interface CompiledService {
   id: string;
+  /** The prometheus `service` label: its name, else its host (Kong's kong/plugins/prometheus/exporter.lua `log`). */
+  label: string;
   protocol: 'http' | 'https';
   /** Host header sent upstream when preserve_host is false (Kong's kong/runloop/handler.lua). */
   hostHeader: string;
@@ -36,6 +39,8 @@ export interface CompiledRoute {
   http: boolean;
   https: boolean;
   chain: ChainSlot[];
+  /** Some plugin in the chain has a log phase (prometheus): the exchange then watches for the request's end. */
+  logs: boolean;
 }
 
 export interface CompiledConfig {
@@ -51,9 +56,11 @@ export interface CompiledConfig {
 export interface CompileCaches {
   pools: UpstreamPools;
   health: HealthRegistry;
+  /** The gateway's prometheus counters, handed to the plugins (null: none kept). */
+  prometheus?: PrometheusExporter | null;
 }
 
-export function compileEnv(config: Readonly<GatewayConfig>): CompileEnv {
+export function compileEnv(config: Readonly<GatewayConfig>, prometheus: PrometheusExporter | null = null): CompileEnv {
   const consumerById = new Map<string, Consumer>(config.consumers.map((c) => [c.id, c]));
   const consumerByUsername = new Map<string, Consumer>();
   for (const c of config.consumers) if (c.username !== null) consumerByUsername.set(c.username, c);
@@ -74,7 +81,7 @@ export function compileEnv(config: Readonly<GatewayConfig>): CompileEnv {
     list.push(a.group);
     groupsByConsumer.set(a.consumer.id, list);
   }
-  return { consumerById, consumerByUsername, keyCredentials, basicCredentials, groupsByConsumer };
+  return { consumerById, consumerByUsername, keyCredentials, basicCredentials, groupsByConsumer, prometheus };
 }
 
 function balancerFor(
@@ -109,6 +116,7 @@ function compileService(
   const balancer = upstream ? balancerFor(s as Service & { protocol: 'http' | 'https' }, upstream, config, ca, caches) : null;
   return {
     id: s.id,
+    label: s.name ?? s.host,
     protocol: s.protocol,
     hostHeader: s.port === defaultPort ? s.host : `${s.host}:${s.port}`,
     basePath: s.path ?? '/',
@@ -140,7 +148,7 @@ function compilePlugins(config: Readonly<GatewayConfig>, env: CompileEnv): Compi
 
 export function compileSnapshot(snapshot: ConfigSnapshot, caches: CompileCaches): CompiledConfig {
   const { config } = snapshot;
-  const env = compileEnv(config);
+  const env = compileEnv(config, caches.prometheus ?? null);
   const plugins = compilePlugins(config, env);
   const upstreams = new Map(proxyCollections(config).upstreams.map((u) => [u.name, u]));
   caches.pools.begin();
@@ -163,11 +171,15 @@ export function compileSnapshot(snapshot: ConfigSnapshot, caches: CompileCaches)
     const http = route.protocols.includes('http');
     const https = route.protocols.includes('https');
     if (!http && !https) continue;
-    routes.push({ route, target: { route, service, http, https, chain: buildChain(plugins, route.id, service.id) } });
+    const chain = buildChain(plugins, route.id, service.id);
+    const logs = chain.some((slot) => slot.fixed?.runner.log !== undefined || [...(slot.byConsumer?.values() ?? [])].some((e) => e.runner.log !== undefined));
+    routes.push({ route, target: { route, service, http, https, chain, logs } });
   }
   const router = new Router(routes);
   if (router.problems.length > 0) {
     throw new Error(router.problems.map((p) => `route ${p.routeId}: invalid regex path (${p.message})`).join('; '));
   }
+  // Kong's exporter `configure`: the per-request families show while an instance is configured.
+  if (caches.prometheus) caches.prometheus.enabled = plugins.some((p) => p.row.name === 'prometheus');
   return { version: snapshot.version, router, balancers, globalChain: buildChain(plugins, null, null).filter((s) => s.fixed?.level === 1 || s.byConsumer) };
 }

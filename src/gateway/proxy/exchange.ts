@@ -4,6 +4,8 @@
  * Kong's response. Header filters of plugins that ran apply either way.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { PrometheusLogEntry } from '../plugins/prometheus/exporter.js';
 import type { Exit, PluginRunner } from '../plugins/types.js';
 import type { CompiledRoute } from './compile.js';
 import { sendKongResponse } from './kong-response.js';
@@ -14,8 +16,22 @@ import { UpstreamCall, type FailureSink } from './upstream-call.js';
 import { upstreamHeaders } from './upstream-headers.js';
 import { upstreamPathV0 } from './upstream-uri.js';
 
+/** The exchange a response belongs to (its log phase runs on the response's close, no per-request closure). */
+const EXCHANGE = Symbol('exchange');
+type WithExchange = ServerResponse & { [EXCHANGE]?: Exchange };
+
+function onResponseClose(this: WithExchange): void {
+  this[EXCHANGE]?.logPhase();
+}
+
+/** Bytes read and written on an HTTP/1 connection when its previous request ended (nginx request_length / bytes_sent per request). */
+const byteMarks = new WeakMap<Socket, { read: number; written: number }>();
+
 export class Exchange implements FailureSink {
   private filters: PluginRunner[] | null = null;
+  /** The chain whose log phases run once the response closes (null: no plugin has one, or no route ran). */
+  private logChain: readonly ChainSlot[] | null = null;
+  private call: UpstreamCall | null = null;
 
   constructor(
     readonly req: IncomingMessage,
@@ -33,6 +49,7 @@ export class Exchange implements FailureSink {
 
   /** Runs `chain` from slot `i`; then proxies (route) or stops (no route). */
   run(chain: readonly ChainSlot[], i: number): void {
+    if (i === 0 && this.route !== null && this.route.logs) this.watchEnd(chain);
     const state = this.state;
     const https = state.scheme === 'https';
     for (; i < chain.length; i++) {
@@ -58,6 +75,58 @@ export class Exchange implements FailureSink {
       }
     }
     if (this.route !== null) this.proxy(this.route);
+  }
+
+  /** Kong collects every plugin of the route's chain, even past an early exit: their log phases run at the end. */
+  private watchEnd(chain: readonly ChainSlot[]): void {
+    this.logChain = chain;
+    (this.res as WithExchange)[EXCHANGE] = this;
+    this.res.once('close', onResponseClose);
+  }
+
+  /** The request is over (answered or cut): what Kong's log phase sees, to each instance that applies. */
+  logPhase(): void {
+    const chain = this.logChain;
+    const route = this.route;
+    if (chain === null || route === null) return;
+    this.logChain = null;
+    const end = performance.now();
+    const call = this.call;
+    const responded = call !== null && call.respondedAt > 0;
+    let ingress = 0;
+    let egress = 0;
+    if (this.req.httpVersionMajor < 2) {
+      const socket = this.req.socket;
+      const mark = byteMarks.get(socket) ?? { read: 0, written: 0 };
+      ingress = socket.bytesRead - mark.read;
+      egress = socket.bytesWritten - mark.written;
+      byteMarks.set(socket, { read: socket.bytesRead, written: socket.bytesWritten });
+    }
+    const entry: PrometheusLogEntry = {
+      service: route.service.label,
+      route: route.route.name ?? route.route.id,
+      consumer: this.state.consumer?.username ?? null,
+      status: this.res.statusCode,
+      source: responded ? 'service' : 'kong',
+      latencies: {
+        kong: Math.round((call !== null && call.firstSentAt > 0 ? call.firstSentAt : end) - this.startedAt),
+        proxy: responded ? Math.round(call.respondedAt - call.sentAt) : null,
+        request: Math.round(end - this.startedAt),
+      },
+      ingress,
+      egress,
+    };
+    const https = this.state.scheme === 'https';
+    const consumerId = this.state.consumer === null ? null : this.state.consumer.id;
+    for (const slot of chain) {
+      const runner = resolveSlot(slot, consumerId, https);
+      if (runner?.log === undefined) continue;
+      try {
+        runner.log(entry);
+      } catch (err) {
+        process.stderr.write(`gateway: ${runner.name} log phase failed (${(err as Error)?.name ?? 'unknown'}) on request ${this.requestId}\n`);
+      }
+    }
   }
 
   /** Header filters only (no access phase): global plugins on a 404. */
@@ -123,6 +192,7 @@ export class Exchange implements FailureSink {
     });
     const target = state.query === '' ? path : `${path}?${state.query}`;
     const peerHost = service.balancer !== null && !(r.preserve_host && hostHeader !== '');
-    new UpstreamCall(this.res, this, service, state.method, target, headers, body, responseHeaders, this.startedAt, peerHost).start();
+    this.call = new UpstreamCall(this.res, this, service, state.method, target, headers, body, responseHeaders, this.startedAt, peerHost);
+    this.call.start();
   }
 }

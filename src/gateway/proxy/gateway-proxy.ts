@@ -10,7 +10,9 @@
  * health says so: never "up" while every route fails.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { SecureContext } from 'node:tls';
+import type { ListenerStats, PrometheusExporter, TargetHealth } from '../plugins/prometheus/exporter.js';
 import type { ConfigSnapshot } from '../model/types.js';
 import { HealthRegistry } from './balancer.js';
 import { compileSnapshot, type CompileCaches, type CompiledConfig } from './compile.js';
@@ -46,13 +48,26 @@ function peerIp(req: IncomingMessage): string {
 export interface GatewayProxyOptions {
   /** Kong's trusted_ips (trusted-ips.ts); null = trust no peer. */
   trustedIps?: TrustedIps;
+  /** The gateway's prometheus counters, for the prometheus plugin (plugins/prometheus/). */
+  prometheus?: PrometheusExporter | null;
+}
+
+/** The stats a response counts itself out of when it closes (no per-request closure). */
+const STATS = Symbol('listenerStats');
+type WithStats = ServerResponse & { [STATS]?: ListenerStats };
+
+function onResponseClose(this: WithStats): void {
+  const stats = this[STATS];
+  if (stats !== undefined) stats.requestsInFlight--;
 }
 
 export class GatewayProxy {
   private snapshot: ConfigSnapshot | null = null;
   private compiled: CompiledConfig | null = null;
   private certificates: CertificateTable | null = null;
-  private readonly caches: CompileCaches = { pools: new UpstreamPools(), health: new HealthRegistry() };
+  private readonly caches: CompileCaches;
+  /** Connections and requests on the proxy listeners (kong_nginx_connections_total, kong_nginx_requests_total). */
+  readonly stats: ListenerStats = { connectionsAccepted: 0, connectionsActive: 0, requestsTotal: 0, requestsInFlight: 0 };
   private status: ProxyHealth = { appliedVersion: null, latestVersion: 0, degraded: false, error: null };
 
   private readonly trustedIps: TrustedIps;
@@ -62,6 +77,31 @@ export class GatewayProxy {
     options: GatewayProxyOptions = {},
   ) {
     this.trustedIps = options.trustedIps ?? null;
+    this.caches = { pools: new UpstreamPools(), health: new HealthRegistry(), prometheus: options.prometheus ?? null };
+  }
+
+  /** A listener's 'connection' handler: counts the connection while it is open. */
+  readonly countConnection = (socket: Socket): void => {
+    const stats = this.stats;
+    stats.connectionsAccepted++;
+    stats.connectionsActive++;
+    socket.once('close', () => stats.connectionsActive--);
+  };
+
+  /** Every target of the balancers now in use, with Kong's health state (kong_upstream_target_health). */
+  targetHealth(): TargetHealth[] {
+    const seen = new Set<string>();
+    const out: TargetHealth[] = [];
+    for (const b of this.current()?.balancers ?? []) {
+      const off = b.healthchecksOff();
+      for (const p of b.peers) {
+        if (seen.has(p.id)) continue;
+        seen.add(p.id);
+        const address = `${p.host.includes(':') ? `[${p.host}]` : p.host}:${p.port}`;
+        out.push({ upstream: b.upstream.name, target: address, address, state: off ? 'healthchecks_off' : p.health.healthy ? 'healthy' : 'unhealthy' });
+      }
+    }
+    return out;
   }
 
   /** The compiled form of the current snapshot (recompiled when the snapshot object changes), or null if none compiles. */
@@ -101,6 +141,10 @@ export class GatewayProxy {
 
   handle(req: IncomingMessage, res: ServerResponse, scheme: 'http' | 'https'): void {
     const startedAt = performance.now();
+    this.stats.requestsTotal++;
+    this.stats.requestsInFlight++;
+    (res as WithStats)[STATS] = this.stats;
+    res.once('close', onResponseClose);
     const requestId = nextRequestId();
     const cfg = this.current();
     const url = req.url ?? '/';

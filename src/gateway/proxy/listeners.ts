@@ -149,6 +149,7 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
     if (o.http) {
       const server = createHttpServer(serverOptions(limits), guarded(o.proxy, 'http', limits));
       tune(server, limits);
+      server.on('connection', o.proxy.countConnection);
       servers.push(server);
       http = await listen(server, o.http);
     }
@@ -188,6 +189,7 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
         session.setTimeout(limits.keepAliveTimeoutMs, () => session.close());
       });
       tune(server, limits);
+      server.on('connection', o.proxy.countConnection);
       servers.push(server);
       tlsServer = server;
       https = await listen(server, o.https);

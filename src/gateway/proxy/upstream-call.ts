@@ -77,7 +77,11 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   done = false;
   private abortFn: ((err?: Error) => void) | null = null;
   private resumeFn: (() => void) | null = null;
-  private sentAt = 0;
+  /** When the current attempt was sent, and the first one (Kong's proxy latency ends there). */
+  sentAt = 0;
+  firstSentAt = 0;
+  /** When the upstream's response headers arrived (0: none did, the response is Kong's). */
+  respondedAt = 0;
   private attempts = 0;
   private drainHooked = false;
   private writeTimer: NodeJS.Timeout | null = null;
@@ -114,6 +118,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
 
   start(): void {
     this.sentAt = performance.now();
+    if (this.firstSentAt === 0) this.firstSentAt = this.sentAt;
     const s = this.service;
     let pool = s.pool;
     if (s.balancer !== null) {
@@ -176,6 +181,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     this.resumeFn = resume;
     if (this.peer !== null) this.service.balancer?.reportStatus(this.peer, statusCode);
     const now = performance.now();
+    this.respondedAt = now;
     const out: string[] = [];
     for (let i = 0; i < rawHeaders.length; i += 2) {
       const name = (rawHeaders[i] as Buffer).toString('latin1');

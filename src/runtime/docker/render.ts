@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { parse } from 'yaml';
 import { PROJECT_ROOT } from '../../version.js';
-import type { DockerSettings, InstallConfig } from '../../install-dir/install-config.js';
+import { gatewayStatusPort, type DockerSettings, type InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';
 
 /**
@@ -185,6 +185,27 @@ export function publish(address: string, hostPort: number, containerPort: number
   return `${a}:${hostPort}:${containerPort}`;
 }
 
+/**
+ * `install --monitoring`: Kong's status listener and the API's metrics listener
+ * listen on the container's addresses and are published on the host's
+ * loopback only, where a Prometheus on the node scrapes them; without it they
+ * stay on 127.0.0.1 inside their containers (Kong's default status_listen,
+ * the API's default METRICS_LISTEN).
+ */
+function monitoringValues(config: InstallConfig): Record<string, string | Raw> {
+  const status = gatewayStatusPort(config);
+  if (status === null) {
+    return { kongStatusListen: '127.0.0.1:8007', kongStatusPublish: { raw: '' }, apiMetricsEnv: { raw: '' }, apiMetricsPublish: { raw: '' } };
+  }
+  return {
+    kongStatusListen: '0.0.0.0:8007',
+    kongStatusPublish: { raw: `      - ${JSON.stringify(publish('127.0.0.1', status, 8007))}\n` },
+    // The API reads its environment over its settings file (`serve --env-file`).
+    apiMetricsEnv: { raw: '    environment:\n      METRICS_LISTEN: "0.0.0.0:9464"\n' },
+    apiMetricsPublish: { raw: `      - ${JSON.stringify(publish('127.0.0.1', config.ports.metrics, 9464))}\n` },
+  };
+}
+
 /** A value inserted as-is (the API's build block), never user input. */
 interface Raw {
   raw: string;
@@ -246,6 +267,7 @@ export function renderCompose(dir: string, config: InstallConfig, template = rea
     gatewayPublish: publish(s.bindAddress, config.ports.gatewayHttps, 8443),
     apiPublish: publish(s.bindAddress, config.ports.api, 9000),
     fhirPublish: publish(s.fhirBindAddress, config.ports.fhir, 8080),
+    ...monitoringValues(config),
   });
   parse(text, { merge: true });
   return text;

@@ -10,7 +10,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import type { InstallConfig } from '../../install-dir/install-config.js';
+import { gatewayStatusPort, type InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';
 import { isLoopback, parseListen } from '../../util/listen-address.js';
 import { readEnvFile } from '../../util/env-file.js';
@@ -114,6 +114,7 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
   const p = installPaths(dir);
   const host = publicBindHost(config);
   const ports = config.ports;
+  const statusPort = gatewayStatusPort(config);
   const specs: ComponentSpec[] = [
     {
       name: 'fhir',
@@ -138,6 +139,8 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
         '--cert', p.gatewayCert,
         '--key', p.gatewayKey,
         '--state', p.gatewayState,
+        // install --monitoring: Kong's status_listen, loopback only (Prometheus /metrics)
+        ...(statusPort === null ? [] : ['--status-listen', `127.0.0.1:${statusPort}`]),
       ],
       healthUrl: `http://127.0.0.1:${ports.gatewayAdmin}/status`,
       degradation: (body) => gatewayDegradation(body, p.gatewayState),
@@ -145,6 +148,7 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
         { host: '127.0.0.1', port: ports.gatewayAdmin },
         { host, port: ports.gatewayHttp },
         { host, port: ports.gatewayHttps },
+        ...(statusPort === null ? [] : [{ host: '127.0.0.1', port: statusPort }]),
       ],
       version: VERSION,
     },

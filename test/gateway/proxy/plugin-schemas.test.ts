@@ -20,6 +20,7 @@ describe('plugin schemas', () => {
       ['request-size-limiting', 951],
       ['acl', 950],
       ['rate-limiting', 910],
+      ['prometheus', 13],
     ]);
     const noConsumer = [...PLUGIN_SCHEMAS.values()].filter((s) => !s.consumerScopable).map((s) => s.name);
     expect(noConsumer.sort()).toEqual(['acl', 'basic-auth', 'cors', 'key-auth']);

@@ -66,6 +66,9 @@ async function start() {
   const proxy = parseListen(env.KONG_PROXY_LISTEN ?? '0.0.0.0:8000, 0.0.0.0:8443 ssl');
   args.push('--proxy-listen', proxy.plain, '--proxy-ssl-listen', proxy.ssl);
   args.push('--admin-listen', parseListen(env.KONG_ADMIN_LISTEN ?? '127.0.0.1:8001').plain);
+  // Kong's status_listen (kong.conf.default; default 127.0.0.1:8007 since 3.6, kong/templates/kong_defaults.lua): GET /metrics
+  const status = parseListen(env.KONG_STATUS_LISTEN ?? '127.0.0.1:8007');
+  args.push('--status-listen', status.plain !== 'off' ? status.plain : status.ssl);
   // Kong's headers setting (kong.conf.default): off drops Server / Via naming kong/x.y.z
   if (env.KONG_HEADERS) args.push('--headers', env.KONG_HEADERS);
   // Kong's TLS settings (kong.conf.default ssl_cipher_suite, default intermediate; ssl_ciphers,

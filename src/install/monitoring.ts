@@ -1,0 +1,42 @@
+/**
+ * `install --monitoring`: what a site's Prometheus needs, in <dir>/monitoring/:
+ * prometheus.yml with one scrape job per component that has metrics (the
+ * Hospital API's metrics listener, the gateway's status listener, both on
+ * this host's loopback) and the shipped alert rules beside it
+ * (templates/monitoring/). The FHIR server has no /metrics (native nor HAPI).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { gatewayStatusPort, type InstallConfig } from '../install-dir/install-config.js';
+import { installPaths } from '../install-dir/layout.js';
+import { PROJECT_ROOT } from '../version.js';
+
+export const MONITORING_TEMPLATES = join(PROJECT_ROOT, 'templates', 'monitoring');
+export const ALERT_RULES_FILE = 'hospital-api-alerts.yml';
+
+/** The files `install --monitoring` writes (none without it). */
+export function monitoringFiles(dir: string, config: InstallConfig): Array<{ path: string; text: string }> {
+  const status = gatewayStatusPort(config);
+  if (status === null) return [];
+  const folder = join(installPaths(dir).root, 'monitoring');
+  const rules = join(folder, ALERT_RULES_FILE);
+  const scrape = {
+    global: { scrape_interval: '30s', evaluation_interval: '30s' },
+    rule_files: [rules],
+    scrape_configs: [
+      { job_name: 'hospital-api', static_configs: [{ targets: [`127.0.0.1:${config.ports.metrics}`] }] },
+      { job_name: 'hospital-api-gateway', static_configs: [{ targets: [`127.0.0.1:${status}`] }] },
+    ],
+  };
+  const header = [
+    '# Prometheus configuration for this hospital-api site, written by `hospital-api install --monitoring`.',
+    '# Use it as prometheus.yml, or copy its rule_files entry and two scrape jobs into yours',
+    '# (docs/operations.md "Monitoring"). Both targets listen on this host\'s loopback only.',
+    '',
+  ].join('\n');
+  return [
+    { path: join(folder, 'prometheus.yml'), text: header + stringify(scrape) },
+    { path: rules, text: readFileSync(join(MONITORING_TEMPLATES, ALERT_RULES_FILE), 'utf8') },
+  ];
+}

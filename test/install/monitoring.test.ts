@@ -1,0 +1,115 @@
+/**
+ * Issue 26: `hospital-api install --monitoring`. The real CLI writes
+ * <dir>/monitoring/prometheus.yml (one job per component with metrics, on
+ * loopback) and the shipped alert rules beside it, which `promtool check
+ * config` accepts as they are; the native gateway then runs Kong's status
+ * listener on loopback; the docker project publishes Kong's status listener
+ * and the API's metrics on the host's loopback only. Without the flag nothing
+ * of this exists, and a rerun keeps the choice.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_PORTS, INSTALL_FORMAT, readInstallConfig, type InstallConfig } from '../../src/install-dir/install-config.js';
+import { renderCompose } from '../../src/runtime/docker/render.js';
+import { componentSpecs } from '../../src/runtime/native/components.js';
+import { runCli } from '../helpers/cli.js';
+import { portFlags, testPorts } from '../helpers/native-install.js';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { hasPromtool, promtool } from '../monitoring/promtool.js';
+import { freePort } from '../../src/util/port-check.js';
+
+afterAll(() => removeTempDirs());
+
+describe('install --monitoring (native)', () => {
+  it('writes a Prometheus config promtool accepts, and the gateway gets a loopback status listener; a rerun keeps it, --no-monitoring removes it', async () => {
+    const dir = tempDir('install-monitoring-');
+    const ports = await testPorts();
+    const status = await freePort();
+    const args = ['install', '--runtime', 'native', '--dir', dir, '--generate-ca', '--no-start', '--platform-url', 'https://platform.example', ...portFlags(ports)];
+    const first = await runCli([...args, '--monitoring', '--gateway-status-port', String(status), '--json']);
+    expect(first.exitCode, String(first.stderr)).toBe(0);
+
+    const config = readInstallConfig(dir);
+    expect([config.monitoring, config.ports.gatewayStatus]).toEqual([true, status]);
+    const file = join(dir, 'monitoring', 'prometheus.yml');
+    const prometheus = parse(readFileSync(file, 'utf8')) as { rule_files: string[]; scrape_configs: Array<{ job_name: string; static_configs: Array<{ targets: string[] }> }> };
+    expect(prometheus.scrape_configs.map((j) => [j.job_name, j.static_configs[0]!.targets])).toEqual([
+      ['hospital-api', [`127.0.0.1:${ports.metrics}`]],
+      ['hospital-api-gateway', [`127.0.0.1:${status}`]],
+    ]);
+    expect(prometheus.rule_files).toEqual([join(dir, 'monitoring', 'hospital-api-alerts.yml')]);
+    expect(readFileSync(prometheus.rule_files[0]!, 'utf8')).toBe(readFileSync(new URL('../../templates/monitoring/hospital-api-alerts.yml', import.meta.url), 'utf8'));
+    if (hasPromtool) {
+      // check config also parses the rule files it names.
+      const checked = await promtool(['check', 'config', file]);
+      expect(checked.output).toContain('SUCCESS: 5 rules found');
+      expect(checked.exitCode, checked.output).toBe(0);
+    }
+
+    const gateway = componentSpecs(dir, config).find((c) => c.name === 'gateway')!;
+    expect(gateway.args.join(' ')).toContain(`--status-listen 127.0.0.1:${status}`);
+    expect(gateway.ports).toContainEqual({ host: '127.0.0.1', port: status });
+
+    // A rerun without the flag keeps it.
+    expect((await runCli(args)).exitCode).toBe(0);
+    expect(readInstallConfig(dir).monitoring).toBe(true);
+
+    const off = await runCli([...args, '--no-monitoring']);
+    expect(off.exitCode, String(off.stderr)).toBe(0);
+    const offConfig = readInstallConfig(dir);
+    expect(offConfig.monitoring).toBeUndefined();
+    expect(componentSpecs(dir, offConfig).find((c) => c.name === 'gateway')!.args).not.toContain('--status-listen');
+  });
+
+  it('without --monitoring writes no monitoring folder and runs no status listener', async () => {
+    const dir = tempDir('install-no-monitoring-');
+    const r = await runCli(['install', '--runtime', 'native', '--dir', dir, '--generate-ca', '--no-start', ...portFlags(await testPorts())]);
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    expect(existsSync(join(dir, 'monitoring'))).toBe(false);
+    expect(componentSpecs(dir, readInstallConfig(dir)).find((c) => c.name === 'gateway')!.args).not.toContain('--status-listen');
+  });
+
+  it('refuses a status port another component uses, changing nothing', async () => {
+    const dir = tempDir('install-monitoring-clash-');
+    const ports = await testPorts();
+    const r = await runCli(['install', '--runtime', 'native', '--dir', dir, '--generate-ca', '--no-start', ...portFlags(ports), '--monitoring', '--gateway-status-port', String(ports.api)]);
+    expect(r.exitCode).not.toBe(0);
+    expect(String(r.stderr)).toContain(`both use port ${ports.api}`);
+    expect(existsSync(join(dir, 'install.json'))).toBe(false);
+  });
+});
+
+describe('install --monitoring (docker compose project)', () => {
+  const base: InstallConfig = {
+    formatVersion: INSTALL_FORMAT,
+    runtime: 'docker',
+    hosts: ['fhir.hospital.example'],
+    ports: { ...DEFAULT_PORTS, metrics: 19464, gatewayStatus: 18007 },
+    platformApiUrl: null,
+    caGenerated: true,
+    cors: { origins: ['*'], headers: null, exposedHeaders: null },
+    toolkitVersion: '0.1.0',
+    installedAt: '2026-11-21T00:00:00.000Z',
+    demo: false,
+  };
+  type Services = Record<string, { ports?: string[]; environment?: Record<string, string> }>;
+  const services = (config: InstallConfig) => (parse(renderCompose('/srv/h', config), { merge: true }) as { services: Services }).services;
+
+  it("publishes Kong's status listener and the API's metrics on the host's loopback only", () => {
+    const s = services({ ...base, monitoring: true });
+    expect(s.kong!.environment!.KONG_STATUS_LISTEN).toBe('0.0.0.0:8007');
+    expect(s.kong!.ports).toContain('127.0.0.1:18007:8007');
+    expect(s['hospital-api']!.environment).toEqual({ METRICS_LISTEN: '0.0.0.0:9464' });
+    expect(s['hospital-api']!.ports).toContain('127.0.0.1:19464:9464');
+  });
+
+  it("without it keeps both inside their containers (Kong 3.6+'s default status_listen)", () => {
+    const s = services(base);
+    expect(s.kong!.environment!.KONG_STATUS_LISTEN).toBe('127.0.0.1:8007');
+    expect(s.kong!.ports!.some((p) => p.endsWith(':8007'))).toBe(false);
+    expect(s['hospital-api']!.environment).toBeUndefined();
+    expect(s['hospital-api']!.ports!.some((p) => p.endsWith(':9464'))).toBe(false);
+  });
+});
