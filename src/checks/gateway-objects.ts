@@ -5,6 +5,7 @@
  * Basic credential is ever accepted over plain HTTP (the route's `protocols`,
  * Kong's kong/db/schema/entities/routes.lua; its default is http and https).
  */
+import { listAll } from './gateway-snapshot.js';
 import type { Check, CheckContext } from './types.js';
 
 type Entity = { id: string; name?: string | null; service?: { id: string } | null; enabled?: boolean; protocols?: string[] | null };
@@ -13,17 +14,7 @@ type Entity = { id: string; name?: string | null; service?: { id: string } | nul
 const KONG_DEFAULT_PROTOCOLS = ['http', 'https'];
 
 async function list(ctx: CheckContext, path: string): Promise<Entity[]> {
-  const out: Entity[] = [];
-  let next: string | null = `${path}?size=1000`;
-  // Kong's kong/api/endpoints.lua: lists page with `next`; follow it
-  for (let i = 0; next && i < 50; i++) {
-    const res = await ctx.runtime.admin('GET', next);
-    if (res.status !== 200) throw new Error(`GET ${next} answered ${res.status}`);
-    const body = res.body as { data?: Entity[]; next?: string | null };
-    out.push(...(body.data ?? []));
-    next = body.next ?? null;
-  }
-  return out;
+  return (await listAll(ctx, path)) as unknown as Entity[];
 }
 
 export const gatewayObjects: Check = {

@@ -86,16 +86,18 @@ async function findPlugin(admin: Admin, serviceId: string, plugin: string): Prom
   return list.find((p) => p.name === plugin && p.route == null && p.consumer == null) ?? null;
 }
 
+/** Every declared field, not only those a first run set: a drifted one is put back, a disabled plugin re-enabled (issue 23). */
+async function putBack(admin: Admin, before: Entity, plugin: DeclaredPlugin): Promise<[Change, string[]]> {
+  const fields = differing((before.config ?? {}) as Record<string, unknown>, plugin.config).map((f) => `config.${f}`);
+  if (before.enabled === false) fields.push('enabled');
+  if (fields.length === 0) return ['unchanged', []];
+  await adminCall(admin, 'PATCH', `/plugins/${before.id}`, { config: plugin.config, enabled: true });
+  return ['updated', fields];
+}
+
 async function upsertPlugin(admin: Admin, serviceId: string, plugin: DeclaredPlugin): Promise<[Change, string[]]> {
   const before = await findPlugin(admin, serviceId, plugin.name);
-  if (before) {
-    // every declared field, not only those a first run set: a drifted one is put back (issue 23)
-    const fields = differing((before.config ?? {}) as Record<string, unknown>, plugin.config).map((f) => `config.${f}`);
-    if (before.enabled === false) fields.push('enabled');
-    if (fields.length === 0) return ['unchanged', []];
-    await adminCall(admin, 'PATCH', `/plugins/${before.id}`, { config: plugin.config, enabled: true });
-    return ['updated', fields];
-  }
+  if (before) return putBack(admin, before, plugin);
   // One instance per (name, service): Kong's plugins cache_key, kong/db/schema/entities/plugins.lua; a 409 means a concurrent run made it.
   const res = await adminCall(admin, 'POST', `/services/${serviceId}/plugins`, { name: plugin.name, config: plugin.config }, [201, 409]);
   return res.status === 409 ? upsertPlugin(admin, serviceId, plugin) : ['created', []];
@@ -130,13 +132,7 @@ async function upsertGlobalPlugin(admin: Admin, plugin: DeclaredPlugin): Promise
   const res = await adminCall(admin, 'GET', '/plugins');
   const list = ((res.body as { data?: Entity[] }).data ?? []) as Entity[];
   const before = list.find((p) => p.name === plugin.name && p.service == null && p.route == null && p.consumer == null);
-  if (before) {
-    const fields = differing((before.config ?? {}) as Record<string, unknown>, plugin.config).map((f) => `config.${f}`);
-    if (before.enabled === false) fields.push('enabled');
-    if (fields.length === 0) return ['unchanged', []];
-    await adminCall(admin, 'PATCH', `/plugins/${before.id}`, { config: plugin.config, enabled: true });
-    return ['updated', fields];
-  }
+  if (before) return putBack(admin, before, plugin);
   await adminCall(admin, 'POST', '/plugins', { name: plugin.name, config: plugin.config }, [201]);
   return ['created', []];
 }
