@@ -77,6 +77,25 @@ async function serve(options: ServeOptions, io: Io): Promise<number> {
   return 0;
 }
 
+/**
+ * Without --url, `fhir load` goes to the installation's own FHIR address (issue 27: the docker
+ * runtime publishes HAPI on its own port and address), read from install.json through the
+ * runtime's profile; with no installation there, the loader's default (a bare `hospital-api fhir`).
+ * A --dir that names no installation is an error rather than a silent fallback.
+ */
+async function installationFhirBase(dir: string | undefined): Promise<string | undefined> {
+  const { existsSync } = await import('node:fs');
+  const { defaultInstallDir, installPaths } = await import('../install-dir/layout.js');
+  const paths = installPaths(dir ?? defaultInstallDir());
+  if (!existsSync(paths.installJson)) {
+    if (dir !== undefined) throw new HospitalApiError('ERR_USAGE', { detail: `--dir ${paths.root} holds no installation (no install.json); give --url instead` });
+    return undefined;
+  }
+  const { readInstallConfig } = await import('../install-dir/install-config.js');
+  const { siteEndpoints } = await import('../runtime/profiles.js');
+  return siteEndpoints(readInstallConfig(paths.root)).fhirBase;
+}
+
 export function register(program: Command): void {
   const fhir = program
     .command('fhir')
@@ -94,14 +113,16 @@ export function register(program: Command): void {
   fhir
     .command('load <files...>')
     .description('load transaction/batch Bundles and NDJSON into a FHIR server')
-    .option('--url <base>', 'FHIR base URL', 'http://127.0.0.1:8080/fhir')
+    .option('--url <base>', "FHIR base URL (default: the installation's own FHIR address, else http://127.0.0.1:8080/fhir)")
+    .option('--dir <dir>', 'installation whose FHIR server to load when --url is not given (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('--concurrency <n>', 'bundles in flight')
     .option('--state <file>', 'resume state file')
     .action(
-      action<GlobalOptions & { url?: string; concurrency?: string; state?: string }>('fhir load', async (options, io, args) => {
+      action<GlobalOptions & { url?: string; dir?: string; concurrency?: string; state?: string }>('fhir load', async (options, io, args) => {
         const { runLoad } = await import('../fhir-data/load/command.js');
         const files = args.length ? args : [];
-        return runLoad({ files, ...pick(options, ['url', 'concurrency', 'state']) }, io);
+        const url = options.url ?? (await installationFhirBase(options.dir));
+        return runLoad({ files, ...(url ? { url } : {}), ...pick(options, ['concurrency', 'state']) }, io);
       }),
     );
 

@@ -11,8 +11,8 @@ import { readEnvFile } from '../util/env-file.js';
 import { HospitalApiError } from '../errors/index.js';
 import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
 import { missingApiSettings } from '../install-dir/api-settings.js';
-import { endpoints, INSTALL_FORMAT, readInstallConfig, type InstallConfig, type RuntimeName } from '../install-dir/install-config.js';
-import { defaultRuntime, openRuntime, profileOf } from '../runtime/index.js';
+import { INSTALL_FORMAT, readInstallConfig, type InstallConfig, type RuntimeName } from '../install-dir/install-config.js';
+import { defaultRuntime, openRuntime, profileOf, siteEndpoints } from '../runtime/index.js';
 import type { Runtime } from '../runtime/types.js';
 import { parseInstallFlags, parseSupervisor, type InstallFlags } from './options.js';
 import { prepareTls } from './tls.js';
@@ -27,7 +27,7 @@ export interface InstallResult {
   started: boolean;
   files: FileChange[];
   provisioning: ProvisionStep[];
-  endpoints: ReturnType<typeof endpoints>;
+  endpoints: ReturnType<typeof siteEndpoints>;
   platformApiUrlSet: boolean;
   /** PLATFORM_IDENTIFIER_SYSTEM, or PLATFORM_ANY_IDENTIFIER_SYSTEM=true, is in hospital-api.env. */
   identifierSystemSet: boolean;
@@ -125,7 +125,7 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
     started: plan.start,
     files,
     provisioning,
-    endpoints: endpoints(config),
+    endpoints: siteEndpoints(config),
     platformApiUrlSet: platformSet,
     identifierSystemSet: identifierSet,
     caGenerated: tls.caGenerated,

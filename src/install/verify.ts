@@ -9,9 +9,9 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Agent } from 'undici';
 import { HospitalApiError } from '../errors/index.js';
-import { endpoints, readInstallConfig } from '../install-dir/install-config.js';
+import { readInstallConfig } from '../install-dir/install-config.js';
 import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
-import { openRuntime } from '../runtime/index.js';
+import { openRuntime, siteEndpoints } from '../runtime/index.js';
 import type { ComponentVersion, Runtime } from '../runtime/types.js';
 import { describeCertificate, parsePemBundle } from '../tls/inspect.js';
 import { readEnvFile } from '../util/env-file.js';
@@ -56,7 +56,7 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyResult> {
   // undici verifies the chain and the host name against exactly this CA;
   // explicit, so no environment variable can switch verification off.
   const https = new Agent({ connect: { ca: ca.pem, rejectUnauthorized: true } });
-  const ctx: CheckContext = { dir, config, runtime, urls: endpoints(config), caPem: ca.pem, caPath, apiKey, https, shared: {} };
+  const ctx: CheckContext = { dir, config, runtime, urls: siteEndpoints(config), caPem: ca.pem, caPath, apiKey, https, shared: {} };
   const testedAt = new Date();
   let checks: CheckResult[];
   try {

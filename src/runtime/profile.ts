@@ -55,6 +55,12 @@ export interface RuntimeProfile {
   readonly folders: readonly RuntimeFolder[];
   /** Where the gateway's services send FHIR requests. */
   fhirUpstream(config: InstallConfig): string;
+  /**
+   * The FHIR base URL as this host reaches it directly (the spec's `{fhir_url}`):
+   * where the FHIR port is actually published, so check 4.5.2 reads
+   * /fhir/metadata there and install's endpoint table prints it (issue 27).
+   */
+  fhirBaseOnHost(config: InstallConfig): string;
   /** True when the gateway's plain HTTP proxy port is reachable from this host (verify probes routes there too, issue 23). */
   readonly gatewayHttpOnHost: boolean;
   /** Components that read a new gateway certificate only when they start: install restarts them after replacing it. */

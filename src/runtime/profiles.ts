@@ -3,7 +3,7 @@
  * runtime to open (install before install.json exists, backup, verify), and the
  * names install accepts. Light on purpose: neither profile loads its runtime.
  */
-import { RUNTIME_NAMES, type RuntimeName } from '../install-dir/install-config.js';
+import { endpoints, RUNTIME_NAMES, type InstallConfig, type RuntimeName } from '../install-dir/install-config.js';
 import { dockerProfile } from './docker/profile.js';
 import { nativeProfile } from './native/profile.js';
 import type { RuntimeProfile } from './profile.js';
@@ -28,4 +28,9 @@ export function profileOf(name: RuntimeName): RuntimeProfile {
 export async function defaultRuntime(): Promise<RuntimeName> {
   for (const profile of Object.values(PROFILES)) if (await profile.available()) return profile.name;
   return 'native';
+}
+
+/** An installation's public URLs, with the FHIR base where this host actually reaches it (its runtime's profile). */
+export function siteEndpoints(config: InstallConfig): ReturnType<typeof endpoints> {
+  return { ...endpoints(config), fhirBase: profileOf(config.runtime).fhirBaseOnHost(config) };
 }

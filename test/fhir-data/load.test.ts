@@ -10,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runGenerate } from '../../src/fhir-data/generate/command.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { runCli } from '../helpers/cli.js';
+import { installConfig } from '../helpers/install-config.js';
+import { writeInstallConfig } from '../../src/install-dir/install-config.js';
 import { load, runLoad } from '../../src/fhir-data/load/command.js';
 import { createIo } from '../../src/output/io.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
@@ -102,6 +104,22 @@ describe('fhir load', () => {
     expect(doc.ok).toBe(true);
     // another seed, so its shared resources are new too: 54 shared + 2 × 30
     expect(doc.result).toMatchObject({ created: 114, kept: 0, failed: 0, bundles: 3 });
+  });
+
+  it("without --url loads into the installation's own FHIR server (install.json), and a --dir with no installation is refused", async () => {
+    const site = tempDir('fhir-load-site-');
+    const port = Number(new URL(fhir.base).port);
+    writeInstallConfig(site, installConfig({ runtime: 'native', hosts: ['127.0.0.1'], ports: { fhir: port } }));
+    const data = tempDir();
+    writeFileSync(join(data, 'org.ndjson'), JSON.stringify({ resourceType: 'Organization', id: 'from-site-default', name: 'Site default' }) + '\n');
+    const loaded = await runCli(['--json', 'fhir', 'load', join(data, 'org.ndjson')], { env: { HOSPITAL_API_DIR: site } });
+    expect(loaded.exitCode, String(loaded.stderr)).toBe(0);
+    expect((await fhirJson(`${fhir.base}/Organization/from-site-default`)).body.name).toBe('Site default');
+
+    const empty = tempDir();
+    const refused = await runCli(['--json', 'fhir', 'load', '--dir', empty, join(data, 'org.ndjson')]);
+    expect(refused.exitCode).toBe(2);
+    expect(JSON.parse(String(refused.stdout)).error.code).toBe('ERR_USAGE');
   });
 
   it('loads NDJSON resources (PUT by id) and reports through runLoad', async () => {

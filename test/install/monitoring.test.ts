@@ -11,7 +11,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_PORTS, INSTALL_FORMAT, readInstallConfig, type InstallConfig } from '../../src/install-dir/install-config.js';
+import { readInstallConfig, type InstallConfig } from '../../src/install-dir/install-config.js';
+import { installConfig } from '../helpers/install-config.js';
 import { renderCompose } from '../../src/runtime/docker/render.js';
 import { componentSpecs } from '../../src/runtime/native/components.js';
 import { runCli } from '../helpers/cli.js';
@@ -82,18 +83,7 @@ describe('install --monitoring (native)', () => {
 });
 
 describe('install --monitoring (docker compose project)', () => {
-  const base: InstallConfig = {
-    formatVersion: INSTALL_FORMAT,
-    runtime: 'docker',
-    hosts: ['fhir.hospital.example'],
-    ports: { ...DEFAULT_PORTS, metrics: 19464, gatewayStatus: 18007 },
-    platformApiUrl: null,
-    caGenerated: true,
-    cors: { origins: ['*'], headers: null, exposedHeaders: null },
-    toolkitVersion: '0.1.0',
-    installedAt: '2026-11-21T00:00:00.000Z',
-    demo: false,
-  };
+  const base = installConfig({ ports: { metrics: 19464, gatewayStatus: 18007 } });
   type Services = Record<string, { ports?: string[]; environment?: Record<string, string> }>;
   const services = (config: InstallConfig) => (parse(renderCompose('/srv/h', config), { merge: true }) as { services: Services }).services;
 

@@ -8,6 +8,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import { basename, join } from 'node:path';
 import type { RuntimeProfile } from '../profile.js';
 import { API_CONTAINER_PATHS } from './container-paths.js';
@@ -61,6 +62,14 @@ export const dockerProfile: RuntimeProfile = {
   },
   folders: [{ folder: 'docker', kind: 'docker' }],
   fhirUpstream: () => 'http://hapi:8080/fhir',
+  // HAPI's port is published on fhirBindAddress only (127.0.0.1 unless the hospital opened it):
+  // a site's host name would reach nothing there. Published on every address, the host name does.
+  fhirBaseOnHost(config) {
+    const bind = config.docker?.fhirBindAddress ?? '127.0.0.1';
+    const everywhere = bind === '0.0.0.0' || bind === '::';
+    const host = everywhere ? (config.hosts[0] ?? 'localhost') : bind;
+    return `http://${isIP(host) === 6 ? `[${host}]` : host}:${config.ports.fhir}/fhir`;
+  },
   // Kong's plain proxy port (8000) is not published
   gatewayHttpOnHost: false,
   restartForNewCertificate: [],

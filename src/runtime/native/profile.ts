@@ -29,6 +29,8 @@ export const nativeProfile: RuntimeProfile = {
   renderFiles: async () => [],
   folders: [],
   fhirUpstream: (config) => `http://127.0.0.1:${config.ports.fhir}/fhir`,
+  // the FHIR server listens on the install's host and answers GET /fhir/metadata to any address (components.ts)
+  fhirBaseOnHost: (config) => endpoints(config).fhirBase,
   gatewayHttpOnHost: true,
   restartForNewCertificate: ['gateway'],
   privacy: (p) => ({

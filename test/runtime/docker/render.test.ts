@@ -11,22 +11,12 @@ import { Ajv } from 'ajv';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { apiUser, dockerSettings, HAPI_IMAGE_USER, HUNG_PROBE, IMAGES, PIDNS_HOLDER_USER, publish, renderCompose, renderTemplate } from '../../../src/runtime/docker/render.js';
-import { DEFAULT_PORTS, INSTALL_FORMAT, type InstallConfig } from '../../../src/install-dir/install-config.js';
+import type { InstallConfig } from '../../../src/install-dir/install-config.js';
+import { installConfig } from '../../helpers/install-config.js';
 
 // compose-spec/compose-spec schema/compose-spec.json (Apache-2.0), see test/fixtures/schemas/README.md
 const schema = JSON.parse(readFileSync(new URL('../../fixtures/schemas/compose-spec.json', import.meta.url), 'utf8'));
-const base: InstallConfig = {
-  formatVersion: INSTALL_FORMAT,
-  runtime: 'docker',
-  hosts: ['fhir.hospital.example'],
-  ports: { ...DEFAULT_PORTS, api: 19000, fhir: 18080, gatewayHttps: 18443 },
-  platformApiUrl: null,
-  caGenerated: true,
-  cors: { origins: ['*'], headers: null, exposedHeaders: null },
-  toolkitVersion: '0.1.0',
-  installedAt: '2026-11-21T00:00:00.000Z',
-  demo: false,
-};
+const base = installConfig({ ports: { api: 19000, fhir: 18080, gatewayHttps: 18443 } });
 
 type Service = {
   image?: string;
