@@ -28,12 +28,14 @@ function uptime(seconds: number | undefined): string {
 export async function renderComponents(io: Io, components: ComponentState[]): Promise<void> {
   const colour = (state: ComponentState['state']): string =>
     state === 'up' ? io.colour.green(state) : state === 'down' || state === 'exited' ? io.colour.red(state) : io.colour.yellow(state);
+  // containers run images; native components are this toolkit's own processes
+  const images = components.some((c) => c.image !== undefined);
   io.out(
     renderTable(
-      ['COMPONENT', 'STATE', 'PID', 'UPTIME', 'RESTARTS', 'PORTS', 'VERSION', 'DETAIL'],
+      ['COMPONENT', 'STATE', 'PID', 'UPTIME', 'RESTARTS', 'PORTS', ...(images ? ['IMAGE'] : []), 'VERSION', 'DETAIL'],
       components.map((c) => [
         c.name, colour(c.state), c.pid ? String(c.pid) : '-', uptime(c.uptimeSeconds), String(c.restarts ?? 0),
-        (c.ports ?? []).join(','), c.version ?? '-', c.detail,
+        (c.ports ?? []).join(','), ...(images ? [c.image ?? '-'] : []), c.version ?? '-', c.detail,
       ]),
     ),
   );

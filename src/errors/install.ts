@@ -77,7 +77,7 @@ export const installErrors = {
     message: 'Timed out after {seconds}s waiting for {what}',
     status: 504,
     exit: 3,
-    hint: 'See the component logs (`hospital-api logs`, or `docker compose logs`).',
+    hint: 'See the component logs: `hospital-api logs <component>`.',
   },
   ERR_INSTALL_NO_SIGNER: {
     message: 'No record-signing certificate in {dir}',

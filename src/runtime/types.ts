@@ -22,6 +22,8 @@ export interface ComponentState {
   restarts?: number;
   ports?: number[];
   version?: string;
+  /** Docker: the image the container runs, without its tag (the tag is `version`). */
+  image?: string;
 }
 
 export interface ComponentVersion {
@@ -106,6 +108,9 @@ export interface Runtime {
    */
   supervise(): Promise<number>;
 }
+
+/** The name `hospital-api logs` gives the Hospital API's audit log, beside the components (both runtimes). */
+export const AUDIT_LOG_COMPONENT = 'audit';
 
 export interface LogsOptions {
   /** One component; every one when absent. */

@@ -132,9 +132,10 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     const data = join(spare, '..', `${SEED}-data-${process.pid}`);
     const gen = await runCli(['fhir', 'generate', '--patients', String(PATIENTS), '--seed', SEED, '--sizes', SIZES, '--out', data]);
     expect(gen.exitCode, String(gen.stderr)).toBe(0);
-    const load = await runCli(['fhir', 'load', join(data, '00-shared.json'), join(data, '01-patients.ndjson'), '--url', `http://127.0.0.1:${ports.fhir}/fhir`]);
+    // no --url: fhir load goes to the installation's own FHIR address, where HAPI is published (issue 27)
+    const load = await cli(['fhir', 'load', join(data, '00-shared.json'), join(data, '01-patients.ndjson')]);
     rmSync(data, { recursive: true, force: true });
-    expect(load.exitCode, String(load.stderr)).toBe(0);
+    expect(load.code, load.err).toBe(0);
     if (!REAL) {
       // The hapi stand-in copies its store into Postgres every 3 s and at a clean stop (real HAPI writes
       // through at once): a restart makes the loaded patients durable in HAPI's database before the backup.
@@ -147,6 +148,18 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     }
     const verify = await cli(['verify']);
     expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
+
+    // day two on the engine's own Compose (issue 27): status names each container's PID, image and
+    // version; logs prints a service's log through Compose, its container prefix cut
+    const status = await cli(['status', '--json']);
+    expect(status.code, status.err).toBe(0);
+    const kong = (JSON.parse(status.out).result.components as Array<{ name: string; pid?: number; image?: string; version?: string }>).find((c) => c.name === 'kong');
+    expect(kong?.pid).toBeGreaterThan(1);
+    expect(`${kong?.image}:${kong?.version}`).toBe(readInstallConfig(dir).docker?.images.kong);
+    const logs = await cli(['logs', 'kong', '--lines', '20']);
+    expect(logs.code, logs.err).toBe(0);
+    expect(logs.out.trim()).not.toBe('');
+    expect(logs.out).not.toMatch(/^\S*kong[-_]1\s*\|/m);
   }, 1_800_000);
 
   it('consumer rotate-key --write-env under a steady stream of POST /api/patients: no failed request, no restart', async () => {
@@ -184,6 +197,12 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     // every request answered 200, including those sent while the key switched
     expect(statuses.length).toBeGreaterThan(8);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    // the audit log the API container writes, read on the host by `logs audit`: whole JSON lines
+    const audit = await cli(['logs', 'audit', '--lines', '4']);
+    expect(audit.code, audit.err).toBe(0);
+    const lines = audit.out.trim().split('\n');
+    expect(lines).toHaveLength(4);
+    for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
     figures.push(`rotate-key under load: ${statuses.length} requests, ${statuses.length - during} answered after the command returned (all 200)`);
     // the same container, never restarted: the key was reread on SIGHUP
     const apiAfter = await container('hospital-api');

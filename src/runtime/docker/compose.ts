@@ -31,6 +31,11 @@ export interface DockerCli {
   run(args: string[], options?: RunOptions): Promise<DockerResult>;
   /** `docker compose -p <project> -f <file> <args>` (v2) or `docker-compose -p … -f … <args>` (v1). */
   compose(args: string[], options?: RunOptions): Promise<DockerResult>;
+  /**
+   * Compose `args` with its output handed to `onText` as it comes, until it exits or `signal`
+   * aborts (then it is stopped and this resolves): `logs --follow`.
+   */
+  composeStream(args: string[], onText: (text: string) => void, signal: AbortSignal): Promise<void>;
 }
 
 /** The programs the runtime runs: `docker`, and Compose as found by findCompose. Tests name their own. */
@@ -127,10 +132,21 @@ export function dockerCli(project: string, file: string, bins: DockerBinaries): 
     }
     return out;
   };
+  const composeEnv = () => ({ COMPOSE_HTTP_TIMEOUT: process.env.COMPOSE_HTTP_TIMEOUT ?? String(COMPOSE_HTTP_TIMEOUT_S) });
   return {
     run: (args, options) => exec([bins.docker], args, options),
+    async composeStream(args, onText, signal) {
+      if (signal.aborted) return;
+      const [bin, ...prefix] = bins.compose as [string, ...string[]];
+      const child = execa(bin, [...prefix, '-p', project, '-f', file, ...args], { reject: false, env: composeEnv(), stdin: 'ignore', cancelSignal: signal, buffer: false });
+      child.stdout?.on('data', (chunk: Buffer) => onText(chunk.toString('utf8')));
+      const res = await child;
+      if (!signal.aborted && res.exitCode !== 0) {
+        throw new HospitalApiError('ERR_INSTALL_DOCKER', { command: args.slice(0, 2).join(' '), detail: res.shortMessage ?? `exit code ${res.exitCode}` });
+      }
+    },
     compose: (args, options) =>
-      exec(bins.compose, ['-p', project, '-f', file, ...args], options, { COMPOSE_HTTP_TIMEOUT: process.env.COMPOSE_HTTP_TIMEOUT ?? String(COMPOSE_HTTP_TIMEOUT_S) }),
+      exec(bins.compose, ['-p', project, '-f', file, ...args], options, composeEnv()),
   };
 }
 

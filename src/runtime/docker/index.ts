@@ -10,8 +10,11 @@ import { request } from 'undici';
 import { HospitalApiError } from '../../errors/index.js';
 import { missingApiSettings } from '../../install-dir/api-settings.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
+import { installPaths } from '../../install-dir/layout.js';
 import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '../types.js';
 import { adminCall } from './admin.js';
+import { dockerLogs } from './logs.js';
+import { dockerProfile } from './profile.js';
 import { dockerCli, requireCompose, type DockerBinaries, type DockerCli } from './compose.js';
 import { resolveImageUsers, writeContainerFiles } from './container-files.js';
 import { reloadDockerApiKey, reloadDockerGatewayTls, restoreDockerData, snapshotDockerData, type DayTwoContext } from './day-two.js';
@@ -204,9 +207,7 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     reloadGatewayTls: () => reloadDockerGatewayTls(dayTwo),
     snapshotData: (into, log) => snapshotDockerData(dayTwo, into, log),
     restoreData: (from, parts) => restoreDockerData(dayTwo, from, parts, progress),
-    async logs() {
-      throw new HospitalApiError('ERR_USAGE', { detail: `the docker runtime keeps its logs in Docker: run \`docker compose --project-directory ${dir}/docker logs\`` });
-    },
+    logs: (options) => dockerLogs(cli, dockerProfile.auditLogFile(installPaths(dir), config), options),
     // the engine restarts the containers (restart policies, health checks, hapi-watchdog)
     supervision: async () => ({ supervisor: null, summary: null }),
     async supervise() {

@@ -27,6 +27,8 @@ export interface ContainerInspect {
     Restarting?: boolean;
     ExitCode?: number;
     StartedAt?: string;
+    /** The container's main process as the host sees it (0 when not running). */
+    Pid?: number;
     Health?: { Status?: string } | null;
   };
   Config?: { Image?: string; Labels?: Record<string, string> };
@@ -82,13 +84,17 @@ export function componentsFromInspect(containers: ContainerInspect[], expected: 
     .map((name) => ({ name, state: 'down', detail: 'no container (not created)' }));
   return containers
     .filter((c) => !ONE_SHOT_SERVICES.has(serviceOf(c)))
-    .map((c) => {
+    .map((c): ComponentState => {
       const ports = publishedOf(c).map((p) => Number(p.slice(p.lastIndexOf(':') + 1)));
       const started = c.State?.StartedAt ? Date.parse(c.State.StartedAt) : NaN;
+      const [image, tag] = splitReference(c.Config?.Image ?? c.Image);
       return {
         name: serviceOf(c),
         state: stateOf(c),
         detail: detailOf(c),
+        image,
+        version: tag,
+        ...(c.State?.Running && c.State.Pid ? { pid: c.State.Pid } : {}),
         ...(ports.length ? { ports: [...new Set(ports)] } : {}),
         ...(c.State?.Running && Number.isFinite(started) ? { uptimeSeconds: Math.max(0, Math.round((Date.now() - started) / 1000)) } : {}),
         ...(c.RestartCount !== undefined ? { restarts: c.RestartCount } : {}),

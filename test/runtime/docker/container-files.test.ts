@@ -61,6 +61,9 @@ function fakeCli(): DockerCli & { runs: string[][] } {
     async compose() {
       throw new Error('not used');
     },
+    async composeStream() {
+      throw new Error('not used');
+    },
   };
 }
 

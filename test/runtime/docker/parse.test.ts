@@ -16,6 +16,9 @@ describe('docker inspect, as a real engine printed it', () => {
     const comps = componentsFromInspect(recorded);
     expect(comps.map((c) => [c.name, c.state])).toEqual([['hapi', 'up'], ['hapi-database', 'up'], ['hapi-pidns', 'up'], ['hapi-watchdog', 'up'], ['hospital-api', 'up'], ['kong', 'up'], ['kong-database', 'up']]);
     expect(comps.find((c) => c.name === 'kong')!.detail).toBe('running (healthy)');
+    // status shows each container's host PID, image and version (issue 27: it showed '-')
+    expect(comps.find((c) => c.name === 'kong')).toMatchObject({ pid: 4444, image: 'hospital-api-tier/kong', version: '3.9.3-standin-hapi-hung' });
+    expect(comps.find((c) => c.name === 'hapi-database')).toMatchObject({ pid: 2159, image: 'hospital-api-tier/postgres', version: '15' });
   });
 
   it('reads published ports with their host address; the admin port is not among them', () => {
@@ -32,6 +35,7 @@ describe('docker inspect, as a real engine printed it', () => {
     const exited = { ...kong, State: { ...kong.State, Status: 'exited', Running: false, ExitCode: 1 } };
     const others = recorded.filter((c) => serviceOf(c) !== 'kong' && serviceOf(c) !== 'hapi');
     const state = (list: ContainerInspect[]) => Object.fromEntries(componentsFromInspect(list).map((c) => [c.name, `${c.state} ${c.detail}`]));
+    expect(componentsFromInspect([exited]).find((c) => c.name === 'kong')!.pid).toBeUndefined();
     expect(state([...others, unhealthy])).toMatchObject({ kong: 'down running (unhealthy)', hapi: 'down no container (not created)' });
     expect(state([...others, starting]).kong).toBe('starting running (starting)');
     expect(state([...others, exited]).kong).toBe('exited exited (1)');
