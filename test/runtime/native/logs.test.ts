@@ -22,6 +22,10 @@ describe('hospital-api logs', () => {
     expect(String(all.stdout)).toMatch(/^api\s+\| a1$/m);
     const one = await runCli(['logs', 'fhir', '-n', '2', '--dir', dir]);
     expect(String(one.stdout)).toBe('f2\nf3'); // execa strips the final newline
+    // the Hospital API's audit log is one of them (issue 27: on both runtimes)
+    writeFileSync(`${installPaths(dir).logs}/audit.log`, '{"event":"started"}\n{"event":"ended"}\n');
+    const audit = await runCli(['logs', 'audit', '-n', '1', '--dir', dir]);
+    expect([audit.exitCode, String(audit.stdout)]).toEqual([0, '{"event":"ended"}']);
   });
 
   it('-f prints what is appended until stopped', async () => {
