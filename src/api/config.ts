@@ -47,8 +47,12 @@ export interface ApiConfig {
   readonly logLevel: string;
   readonly shutdownGraceMs: number;
   readonly bodyLimit: number;
-  /** POST /api/patients in progress at once; more get 503 ERR_API_BUSY at once. */
+  /** POST /api/patients admitted at once (src/api/admission.ts); more wait in the queue. */
   readonly maxConcurrentRequests: number;
+  /** Requests waiting for a slot; past it, 503 ERR_API_BUSY at once (0: no queue). */
+  readonly queueLength: number;
+  /** Longest wait for a slot; past it, 503 ERR_API_BUSY. */
+  readonly queueTimeoutMs: number;
   /** Largest FHIR page read into memory (bytes). */
   readonly fhirMaxPageBytes: number;
   /** A caller that has not taken any of the response for this long is cut. */
@@ -204,6 +208,10 @@ export function loadConfig(flags: ConfigFlags = {}, processEnv: NodeJS.ProcessEn
   const headersTimeoutMs = int(env, 'HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
   const requestTimeoutMs = int(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 600_000);
   if (headersTimeoutMs > requestTimeoutMs) throw invalid('HEADERS_TIMEOUT_MS', `must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  const idleTimeoutMs = int(env, 'IDLE_TIMEOUT_MS', 120_000, 100, 3_600_000);
+  // A queued request's connection is silent while it waits: the idle cut must not come first.
+  const queueTimeoutMs = int(env, 'API_QUEUE_TIMEOUT_MS', 10_000, 100, 600_000);
+  if (queueTimeoutMs >= idleTimeoutMs) throw invalid('API_QUEUE_TIMEOUT_MS', `must be below IDLE_TIMEOUT_MS (${idleTimeoutMs})`);
 
   return Object.freeze({
     host,
@@ -231,11 +239,13 @@ export function loadConfig(flags: ConfigFlags = {}, processEnv: NodeJS.ProcessEn
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 5000, 0, 600_000),
     bodyLimit: 64 * 1024,
     maxConcurrentRequests: int(env, 'MAX_CONCURRENT_REQUESTS', 16, 1, 10_000),
+    queueLength: int(env, 'API_QUEUE_LENGTH', 64, 0, 100_000),
+    queueTimeoutMs,
     fhirMaxPageBytes: int(env, 'FHIR_MAX_PAGE_BYTES', 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     sendTimeoutMs: int(env, 'SEND_TIMEOUT_MS', 30_000, 100, 600_000),
     headersTimeoutMs,
     requestTimeoutMs,
-    idleTimeoutMs: int(env, 'IDLE_TIMEOUT_MS', 120_000, 100, 3_600_000),
+    idleTimeoutMs,
     keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
     maxConnections: int(env, 'MAX_CONNECTIONS', 1024, 1, 1_000_000),
   });

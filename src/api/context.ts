@@ -1,6 +1,6 @@
 /**
  * What the routes of the Hospital API share: the (immutable) configuration,
- * the upstream clients, the audit log, the metrics and the concurrency slots.
+ * the upstream clients, the audit log and the metrics.
  * A file of its own so routes and the app both depend on it, never on each other.
  */
 import type { AuditLog } from './audit.js';

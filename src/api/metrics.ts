@@ -17,6 +17,10 @@ export interface ApiMetrics {
   upstreamErrors: Counter<'upstream' | 'code'>;
   /** Bytes of each granted record sent to the caller (dashboards: record sizes). */
   recordBytes: Histogram;
+  /** POST /api/patients waiting for a slot (src/api/admission.ts). */
+  queueDepth: Gauge;
+  /** Time each POST /api/patients waited for a slot, by outcome (admitted, queue-full, timeout, left). */
+  queueWait: Histogram<'outcome'>;
 }
 
 /**
@@ -151,6 +155,18 @@ export function createMetrics(certificates: CertificateSources = {}): ApiMetrics
       help: 'Size of each granted patient record sent, in bytes',
       // 1 KiB to 1 GiB, x4 each step.
       buckets: [1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 67_108_864, 268_435_456, 1_073_741_824],
+      registers: [registry],
+    }),
+    queueDepth: new Gauge({
+      name: 'hospital_api_admission_queue_depth',
+      help: 'Patient requests (access granted) waiting for one of the MAX_CONCURRENT_REQUESTS slots',
+      registers: [registry],
+    }),
+    queueWait: new Histogram({
+      name: 'hospital_api_admission_wait_seconds',
+      help: 'Time each patient request waited for a slot, by outcome: admitted, queue-full, timeout, left',
+      labelNames: ['outcome'],
+      buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers: [registry],
     }),
   };

@@ -41,6 +41,7 @@ export class PatientRequest {
   #ending = false;
   #counted = false;
   #releaseSlot: (() => void) | null = null;
+  readonly #left = new AbortController();
 
   /** Starts the request's clock; the closing of `raw` is one of its endings. */
   constructor(request: FastifyRequest, raw: ServerResponse, out: { audit: AuditLog; metrics: ApiMetrics; config: { identifierSystem: string | null } }) {
@@ -52,8 +53,14 @@ export class PatientRequest {
     raw.once('close', () => this.#closed());
   }
 
-  /** A concurrency slot, given back when the connection closes. */
+  /** Aborted when the connection closes: a request waiting for a slot leaves the queue. */
+  get left(): AbortSignal {
+    return this.#left.signal;
+  }
+
+  /** A concurrency slot, given back when the connection closes (at once if it already has). */
   holdSlot(release: () => void): void {
+    if (this.#left.signal.aborted) return release();
     this.#releaseSlot = release;
   }
 
@@ -150,6 +157,7 @@ export class PatientRequest {
   #closed(): void {
     this.#releaseSlot?.();
     this.#releaseSlot = null;
+    this.#left.abort();
     if (this.#ending) return;
     const status = this.#raw.statusCode;
     this.#end(status, !this.#raw.writableFinished).catch((err: Error) => {

@@ -103,10 +103,11 @@ export const apiErrors = {
     hint: 'Free disk space or fix the permissions of AUDIT_LOG; the API recovers by itself on the next write that succeeds.',
   },
   ERR_API_BUSY: {
-    message: 'Too many patient requests in progress (MAX_CONCURRENT_REQUESTS={limit}); try again shortly',
+    // {reason}: "the queue is full (API_QUEUE_LENGTH=n)" or "this request waited API_QUEUE_TIMEOUT_MS=ms without one".
+    message: 'Too many patient requests: every slot is in use (MAX_CONCURRENT_REQUESTS={limit}) and {reason}; retry after the Retry-After delay',
     status: 503,
     exit: 1,
-    hint: 'Retry after the Retry-After delay, or raise MAX_CONCURRENT_REQUESTS if the host has the memory for it.',
+    hint: 'Retry after the Retry-After delay; if it persists, raise API_QUEUE_LENGTH or API_QUEUE_TIMEOUT_MS, or MAX_CONCURRENT_REQUESTS if the host has the memory for it.',
   },
   ERR_API_CLIENT_STALLED: {
     message: 'The caller did not read the response for {ms} ms; connection cut',

@@ -152,8 +152,8 @@ describe('audit trail fails closed', () => {
 });
 
 describe('bounded resources', () => {
-  it('answers 503 ERR_API_BUSY at once past MAX_CONCURRENT_REQUESTS, and serves the others', async () => {
-    const t = await harness({ env: { MAX_CONCURRENT_REQUESTS: '2' }, fhir: { records: { p1: makeRecord('p1', 3) }, delayMs: 1_500 } });
+  it('answers 503 ERR_API_BUSY at once past MAX_CONCURRENT_REQUESTS with no queue (API_QUEUE_LENGTH=0), and serves the others', async () => {
+    const t = await harness({ env: { MAX_CONCURRENT_REQUESTS: '2', API_QUEUE_LENGTH: '0' }, fhir: { records: { p1: makeRecord('p1', 3) }, delayMs: 1_500 } });
     const slow = [t.post(ok), t.post(ok)];
     await new Promise((r) => setTimeout(r, 300));
     let slowDone = false;

@@ -10,6 +10,7 @@ import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { TOKEN_OK, defaultPlatform, useHarness, waitForAudit, type Harness, type HarnessOptions } from './harness.js';
+import { until } from '../helpers/until.js';
 import { makeRecord } from './stand-ins.js';
 
 const harness = useHarness();
@@ -229,18 +230,28 @@ describe('the audit trail of a request', () => {
 
 describe('MAX_CONCURRENT_REQUESTS', () => {
   it('frees the slot when a request ends, and a refused request frees none', async () => {
-    const SLOW = 'Bearer slow-token-1';
+    // The held request waits at the FHIR stand-in, in its slot (a slot is taken after validate-access).
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    let holding = false;
     const t = await harness({
-      env: { MAX_CONCURRENT_REQUESTS: '1' },
-      platform: (auth) => (auth === SLOW ? { status: 200, delayMs: 1_000 } : defaultPlatform(auth)),
-      fhir: { records: { p1: makeRecord('p1', 2) } },
+      env: { MAX_CONCURRENT_REQUESTS: '1', API_QUEUE_LENGTH: '0' },
+      fhir: { records: { p1: makeRecord('p1', 2) }, gate: () => (holding ? opened : Promise.resolve()) },
     });
     for (let i = 0; i < 3; i++) expect((await t.post(ok)).status, `request ${i + 1} after the others ended`).toBe(200);
-    const held = t.post({ ...ok, token: SLOW });
-    for (let i = 0; i < 300 && !t.platform.seen.some((s) => s.headers.authorization === SLOW); i++) await new Promise((r) => setTimeout(r, 10));
+    holding = true;
+    const seenBefore = t.fhir.seen.length;
+    const held = t.post(ok);
+    await until(() => t.fhir.seen.length > seenBefore, { what: 'the held request at the FHIR stand-in', intervalMs: 10 });
     const busy = await t.post(ok);
-    expect([busy.status, busy.json.error.code, busy.json.error.message]).toEqual([503, 'ERR_API_BUSY', 'Too many patient requests in progress (MAX_CONCURRENT_REQUESTS=1); try again shortly']);
+    expect([busy.status, busy.json.error.code, busy.json.error.message]).toEqual([
+      503,
+      'ERR_API_BUSY',
+      'Too many patient requests: every slot is in use (MAX_CONCURRENT_REQUESTS=1) and the queue is full (API_QUEUE_LENGTH=0); retry after the Retry-After delay',
+    ]);
     expect((await t.post(ok)).status, 'the refused request freed no slot').toBe(503);
+    holding = false;
+    open();
     expect((await held).status).toBe(200);
     expect((await t.post(ok)).status).toBe(200);
   });

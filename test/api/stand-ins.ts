@@ -98,6 +98,8 @@ export interface FhirOptions {
   /** Next links use the internal HAPI address (default true). */
   internalLinks?: boolean;
   delayMs?: number;
+  /** Awaited before answering each request: a test holds requests in flight until it opens the gate. */
+  gate?: () => Promise<void>;
   /** Delay before answering this 1-based $everything page (a slow page mid-record). */
   pageDelay?: { page: number; ms: number };
 }
@@ -141,6 +143,7 @@ export async function startFhir(opts: FhirOptions): Promise<StandIn & { options:
   const server = createHttps({ key: opts.tls.keyPem, cert: opts.tls.certPem }, async (req, res) => {
     seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: await readBody(req) });
     if (opts.delayMs) await new Promise((resolve) => setTimeout(resolve, opts.delayMs));
+    if (opts.gate) await opts.gate();
     const send = (status: number, body: string) => {
       res.writeHead(status, { 'content-type': 'application/fhir+json' });
       res.end(body);

@@ -36,6 +36,7 @@ describe('loadConfig', () => {
     expect(c).toMatchObject({ host: '0.0.0.0', port: 9000, platformValidateMethod: 'GET', fhirCa: null, allowedCallers: null, trustProxy: false, maxPages: 1000, logLevel: 'info' });
     expect(c.metricsListen).toEqual({ host: '127.0.0.1', port: 9464 });
     expect(c.fhirBaseUrl.href).toBe('https://gw.test:8443/fhir-api-key-auth');
+    expect(c).toMatchObject({ maxConcurrentRequests: 16, queueLength: 64, queueTimeoutMs: 10_000 });
   });
 
   it.each(['PLATFORM_API_URL', 'FHIR_BASE_URL', 'FHIR_API_KEY'])('names a missing %s', (name) => {
@@ -61,6 +62,12 @@ describe('loadConfig', () => {
     ['PLATFORM_IDENTIFIER_SYSTEM', 'no-scheme'],
     ['PLATFORM_IDENTIFIER_SYSTEM', 'urn:has space'],
     ['PLATFORM_ANY_IDENTIFIER_SYSTEM', 'yes'],
+    ['API_QUEUE_LENGTH', '-1'],
+    ['API_QUEUE_LENGTH', '100001'],
+    ['API_QUEUE_TIMEOUT_MS', '99'],
+    ['API_QUEUE_TIMEOUT_MS', '10s'],
+    // Not below IDLE_TIMEOUT_MS (120000 by default): the idle cut would end the wait first.
+    ['API_QUEUE_TIMEOUT_MS', '120000'],
   ];
   it.each(invalid)('names an invalid %s (%s)', (name, value) => {
     expect(codeOf(() => loadConfig({}, { ...base, [name]: value }, tempDir()))).toEqual({ code: 'ERR_CONFIG_INVALID', name });

@@ -1,6 +1,7 @@
 /**
- * POST /api/patients (spec §2.1, §4.1 rule 2, §7): allow-list and concurrency
- * cap, body, access flow, patient lookup, then the record (src/api/record-stream.ts).
+ * POST /api/patients (spec §2.1, §4.1 rule 2, §7): allow-list, body, access
+ * flow, admission (src/api/admission.ts), patient lookup, then the record
+ * (src/api/record-stream.ts).
  * Each request's audit line and metrics count belong to its PatientRequest
  * (src/api/patient-request.ts); the route's hooks only tell it how it ends.
  */
@@ -8,32 +9,36 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HospitalApiError } from '../../errors/index.js';
 import { callerAllowed } from '../caller.js';
 import type { ApiContext } from '../context.js';
+import { Admission, AdmissionRefused } from '../admission.js';
 import { errorPayload, toApiError } from '../error-reply.js';
 import { PatientRequest } from '../patient-request.js';
 import { readPatientsBody } from '../patients-body.js';
 import { streamRecord } from '../record-stream.js';
-import { Slots } from '../slots.js';
 
 export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): void {
   const states = new WeakMap<FastifyRequest, PatientRequest>();
   const stateOf = (request: FastifyRequest) => states.get(request) as PatientRequest;
-  const slots = new Slots(ctx.config.maxConcurrentRequests);
+  const { maxConcurrentRequests: slots, queueLength, queueTimeoutMs } = ctx.config;
+  const admission = new Admission({
+    slots,
+    queueLength,
+    queueTimeoutMs,
+    onDepth: (depth) => ctx.metrics.queueDepth.set(depth),
+    onWait: (seconds, outcome) => ctx.metrics.queueWait.observe({ outcome }, seconds),
+  });
 
   app.post('/api/patients', {
     // Counted by its PatientRequest, with its audit line, not by the app's onResponse hook.
     config: { countsItself: true },
 
     // ALLOWED_CALLERS first, before the body is even read: no upstream call for others.
-    // Past MAX_CONCURRENT_REQUESTS, 503 at once instead of a queue holding pages in memory.
+    // No slot here: a caller that sends headers and then trickles its body holds none (issue 24).
     onRequest: async (request, reply) => {
       const state = new PatientRequest(request, reply.raw, ctx);
       states.set(request, state);
       if (!callerAllowed(ctx.config.allowedCallers, request.ip)) {
         throw new HospitalApiError('ERR_API_CALLER_FORBIDDEN', { caller: request.ip });
       }
-      const release = slots.take();
-      if (!release) throw new HospitalApiError('ERR_API_BUSY', { limit: ctx.config.maxConcurrentRequests });
-      state.holdSlot(release);
     },
 
     // Before the app's error handler answers: the code goes on the audit line.
@@ -53,6 +58,9 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
       const { platformCareId, token } = readPatientsBody(request.body);
       state.forCareId(platformCareId);
       await ctx.platform.validateAccess(token, platformCareId);
+      // A slot only for a whole body and a granted token, held until the connection closes; past the
+      // slots a bounded FIFO wait, then 503 ERR_API_BUSY with Retry-After.
+      state.holdSlot(await admit(state));
       const matches = await ctx.fhir.findPatients(platformCareId);
       if (matches.length !== 1) {
         // Spec §2.2: no match → {}. Several matches → nobody's data (the original health-tag portal took entry[0]).
@@ -64,4 +72,18 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
       return streamRecord(ctx, state, reply, match.id);
     },
   });
+
+  async function admit(state: PatientRequest): Promise<() => void> {
+    try {
+      return await admission.admit(state.left);
+    } catch (err) {
+      if (!(err instanceof AdmissionRefused)) throw err;
+      // A caller that left is audited as aborted by its PatientRequest; nobody reads this reply.
+      if (err.reason === 'left') throw new HospitalApiError('ERR_API_ABORTED', { detail: 'the caller left while queued' });
+      throw new HospitalApiError('ERR_API_BUSY', {
+        reason: err.reason === 'queue-full' ? `the queue is full (API_QUEUE_LENGTH=${queueLength})` : `this request waited API_QUEUE_TIMEOUT_MS=${queueTimeoutMs} ms without one`,
+        limit: slots,
+      });
+    }
+  }
 }
