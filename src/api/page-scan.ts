@@ -110,12 +110,30 @@ export function scanEntries(b: Buffer): EntryArray | null {
   return null;
 }
 
-const FULL_URL_FIRST = /^\{\s*"fullUrl"\s*:\s*"((?:[^"\\]|\\.)*)"/;
+const FULL_URL_KEY = Buffer.from('"fullUrl"');
 
-/** fullUrl when HAPI wrote it first (the usual case, read from the head only), else a parse. */
+/**
+ * The entry's fullUrl as sent (still JSON-escaped) when it is the entry's first
+ * member (HAPI writes it first), read from the bytes: a fresh string of the
+ * URL alone. (A regex capture on a decoded head of the entry kept that whole
+ * head alive through each key of the de-duplication set: the record's text
+ * stayed in memory until the answer ended, issue 28.)
+ */
+function leadingFullUrl(raw: Buffer): string | null {
+  let i = skipWs(raw, 1);
+  if (raw.compare(FULL_URL_KEY, 0, FULL_URL_KEY.length, i, i + FULL_URL_KEY.length) !== 0) return null;
+  i = skipWs(raw, i + FULL_URL_KEY.length);
+  if (raw[i] !== 0x3a) return null; // ':'
+  i = skipWs(raw, i + 1);
+  if (raw[i] !== QUOTE) return null;
+  const end = skipString(raw, i);
+  return raw.toString('utf8', i + 1, end - 1);
+}
+
+/** fullUrl when HAPI wrote it first (the usual case, read in place), else a parse. */
 function entryKey(raw: Buffer): string | null {
-  const m = FULL_URL_FIRST.exec(raw.toString('utf8', 0, Math.min(raw.length, 1024)));
-  if (m) return `url:${m[1]}`;
+  const url = leadingFullUrl(raw);
+  if (url !== null) return `url:${url}`;
   let e: { fullUrl?: unknown; resource?: { resourceType?: unknown; id?: unknown } };
   try {
     e = JSON.parse(raw.toString('utf8')) as typeof e;
