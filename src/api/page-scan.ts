@@ -13,7 +13,10 @@ import { parseBundlePage } from './bundle-page.js';
 export interface RawEntry {
   /** The entry's bytes exactly as they appeared in the page. */
   raw: Buffer;
-  /** De-duplication key: `url:<fullUrl>`, else `<resourceType>/<id>`, else null. */
+  /**
+   * De-duplication key: the fullUrl as a JSON string literal (quotes included, as sent), else
+   * `<resourceType>/<id>`, else null. (A leading quote cannot start a resource type: the two never collide.)
+   */
   key: string | null;
 }
 
@@ -113,11 +116,12 @@ export function scanEntries(b: Buffer): EntryArray | null {
 const FULL_URL_KEY = Buffer.from('"fullUrl"');
 
 /**
- * The entry's fullUrl as sent (still JSON-escaped) when it is the entry's first
- * member (HAPI writes it first), read from the bytes: a fresh string of the
- * URL alone. (A regex capture on a decoded head of the entry kept that whole
- * head alive through each key of the de-duplication set: the record's text
- * stayed in memory until the answer ended, issue 28.)
+ * The entry's fullUrl as a JSON string literal, as sent (quotes and escapes
+ * kept), when it is the entry's first member (HAPI writes it first), read from
+ * the bytes: one flat string of the URL alone, which is all the de-duplication
+ * set keeps per resource for the whole answer. (A regex capture on a decoded
+ * head of the entry kept that whole head alive through each key: the record's
+ * text stayed in memory until the answer ended, issue 28.)
  */
 function leadingFullUrl(raw: Buffer): string | null {
   let i = skipWs(raw, 1);
@@ -127,20 +131,20 @@ function leadingFullUrl(raw: Buffer): string | null {
   i = skipWs(raw, i + 1);
   if (raw[i] !== QUOTE) return null;
   const end = skipString(raw, i);
-  return raw.toString('utf8', i + 1, end - 1);
+  return raw.toString('utf8', i, end);
 }
 
 /** fullUrl when HAPI wrote it first (the usual case, read in place), else a parse. */
 function entryKey(raw: Buffer): string | null {
   const url = leadingFullUrl(raw);
-  if (url !== null) return `url:${url}`;
+  if (url !== null) return url;
   let e: { fullUrl?: unknown; resource?: { resourceType?: unknown; id?: unknown } };
   try {
     e = JSON.parse(raw.toString('utf8')) as typeof e;
   } catch {
     throw bad('Bundle entry is not JSON');
   }
-  if (typeof e.fullUrl === 'string') return `url:${JSON.stringify(e.fullUrl).slice(1, -1)}`;
+  if (typeof e.fullUrl === 'string') return JSON.stringify(e.fullUrl);
   const r = e.resource;
   return typeof r?.resourceType === 'string' && typeof r.id === 'string' ? `${r.resourceType}/${r.id}` : null;
 }
