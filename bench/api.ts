@@ -3,7 +3,12 @@
  * real `hospital-api serve` child, next to the floor — a raw undici client
  * fetching and parsing the same FHIR pages (search + every $everything page at
  * the largest page size, 1000) — for records of 100, 1,000 and 10,000
- * resources; and the serve process's peak RSS (VmHWM) after each size.
+ * resources; and the serve process's peak RSS (VmHWM) after each size, then
+ * after a 100,000-resource record (issue 28: memory bounded by what is in
+ * flight, not by the record). Then 2,000 resources in 40 pages of 50 through a
+ * second serve (FHIR_PAGE_SIZE=50) next to PASS_THROUGH, a minimal node-core
+ * forwarder of the same pages with no checks (no platform call, no audit, no
+ * de-duplication), measured alternately.
  * The stand-ins run in their own process so they do not share the client's CPU.
  */
 import { readFileSync } from 'node:fs';
@@ -17,7 +22,12 @@ import { freePort } from '../src/util/port-check.js';
 import { percentile, round, type BenchSection } from './report.js';
 
 const SIZES = [100, 1000, 10_000];
+/** Memory only (a few runs: each is ~43 MB of answer). */
+const HUGE = 100_000;
+const HUGE_RUNS = 3;
 const PAGE = 1000;
+/** The pass-through comparison: 2,000 resources in 40 pages of 50. */
+const SMALL_PAGES = { size: 2000, page: 50 };
 const WARMUP = 5;
 const RUNS = Number(process.env.BENCH_API_RUNS ?? 40);
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -65,6 +75,49 @@ async function rawFetch(s: StandIns, agent: Agent, size: number): Promise<number
   return count;
 }
 
+/**
+ * The pass-through (argv: port, FHIR base, CA file, key, page size): the search,
+ * then every $everything page, each parsed and its entries forwarded as
+ * {"resources":[…]}; no checks of any kind.
+ */
+const PASS_THROUGH = `
+const https = require('node:https');
+const http = require('node:http');
+const fs = require('node:fs');
+const [port, base, caFile, key, pageSize] = process.argv.slice(1);
+const agent = new https.Agent({ keepAlive: true, ca: fs.readFileSync(caFile) });
+const headers = { apikey: key, accept: 'application/fhir+json', 'cache-control': 'no-cache' };
+const get = (url) => new Promise((resolve, reject) => {
+  https.get(url, { agent, headers }, (res) => {
+    const chunks = [];
+    res.on('data', (c) => chunks.push(c));
+    res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+  }).on('error', reject);
+});
+http.createServer((req, res) => {
+  const body = [];
+  req.on('data', (c) => body.push(c));
+  req.on('end', async () => {
+    const { platformCareId } = JSON.parse(Buffer.concat(body).toString('utf8'));
+    const found = await get(base + '/Patient?identifier=' + encodeURIComponent(platformCareId) + '&_count=2');
+    let url = base + '/Patient/' + found.entry[0].resource.id + '/$everything?_count=' + pageSize;
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write('{"resources":[');
+    let first = true;
+    while (url) {
+      const page = await get(url);
+      for (const e of page.entry ?? []) {
+        res.write((first ? '' : ',') + JSON.stringify(e));
+        first = false;
+      }
+      const next = (page.link ?? []).find((l) => l.relation === 'next');
+      url = next ? base + new URL(next.url).search : null;
+    }
+    res.end(']}');
+  });
+}).listen(Number(port), '127.0.0.1');
+`;
+
 async function apiFetch(apiUrl: string, size: number): Promise<number> {
   const res = await request(`${apiUrl}/api/patients`, {
     method: 'POST',
@@ -82,10 +135,31 @@ async function time(fn: () => Promise<unknown>): Promise<number> {
   return Number(process.hrtime.bigint() - t) / 1e6;
 }
 
+function startServe(dir: string, s: StandIns, port: number, pageSize: number, audit: string): ReturnType<typeof execa> {
+  return execa('node', [join(root, 'bin/hospital-api.js'), 'serve', '--host', '127.0.0.1', '--port', String(port)], {
+    cwd: dir,
+    reject: false,
+    stdio: 'ignore',
+    env: {
+      PLATFORM_API_URL: s.platformUrl,
+      FHIR_BASE_URL: s.fhirUrl,
+      FHIR_API_KEY: s.apiKey,
+      FHIR_CA_FILE: s.caFile,
+      FHIR_PAGE_SIZE: String(pageSize),
+      // The stand-in keys patients by the bare care id (as test/api/harness.ts does).
+      PLATFORM_ANY_IDENTIFIER_SYSTEM: 'true',
+      METRICS_LISTEN: 'off',
+      AUDIT_LOG: join(dir, audit),
+      NO_COLOR: '1',
+    },
+  });
+}
+
 export async function run(): Promise<BenchSection> {
   const dir = mkdtempSync(join(tmpdir(), 'hapi-bench-api-'));
-  const standIn = execa('node', ['--import', 'tsx', 'test/api/stand-in-main.ts', dir, ...SIZES.map(String)], { cwd: root, reject: false });
-  let serve: ReturnType<typeof execa> | null = null;
+  const recordSizes = [...SIZES, HUGE, SMALL_PAGES.size];
+  const standIn = execa('node', ['--import', 'tsx', 'test/api/stand-in-main.ts', dir, ...recordSizes.map(String)], { cwd: root, reject: false });
+  const children: Array<ReturnType<typeof execa>> = [];
   try {
     const line = await new Promise<string>((resolve, reject) => {
       let out = '';
@@ -96,38 +170,31 @@ export async function run(): Promise<BenchSection> {
       standIn.once('exit', () => reject(new Error('stand-ins exited early')));
     });
     const s = JSON.parse(line) as StandIns;
-    const port = await freePort();
-    serve = execa('node', [join(root, 'bin/hospital-api.js'), 'serve', '--host', '127.0.0.1', '--port', String(port)], {
-      cwd: dir,
-      reject: false,
-      stdio: 'ignore',
-      env: {
-        PLATFORM_API_URL: s.platformUrl,
-        FHIR_BASE_URL: s.fhirUrl,
-        FHIR_API_KEY: s.apiKey,
-        FHIR_CA_FILE: s.caFile,
-        FHIR_PAGE_SIZE: String(PAGE),
-        METRICS_LISTEN: 'off',
-        AUDIT_LOG: join(dir, 'audit.log'),
-        NO_COLOR: '1',
-      },
-    });
+    const [port, smallPort, passPort] = [await freePort(), await freePort(), await freePort()];
+    const serve = startServe(dir, s, port, PAGE, 'audit.log');
+    const smallServe = startServe(dir, s, smallPort, SMALL_PAGES.page, 'audit-small.log');
+    const pass = execa('node', ['-e', PASS_THROUGH, String(passPort), s.fhirUrl, s.caFile, s.apiKey, String(SMALL_PAGES.page)], { reject: false, stdio: 'ignore' });
+    children.push(serve, smallServe, pass);
     const apiUrl = `http://127.0.0.1:${port}`;
+    const smallUrl = `http://127.0.0.1:${smallPort}`;
+    const passUrl = `http://127.0.0.1:${passPort}`;
     await waitFor(`${apiUrl}/api/health-check`);
+    await waitFor(`${smallUrl}/api/health-check`);
     const agent = new Agent({ connect: { ca: readFileSync(s.caFile, 'utf8') } });
     const rows: BenchSection['rows'] = [];
     const ratios: Record<number, number> = {};
     const rss: Record<number, number> = {};
-    for (const size of SIZES) {
+    for (const size of [...SIZES, HUGE]) {
+      const runs = size === HUGE ? HUGE_RUNS : RUNS;
       if ((await rawFetch(s, agent, size)) !== size) throw new Error(`raw client did not get ${size} resources`);
-      for (let i = 0; i < WARMUP; i++) {
+      for (let i = 0; i < (size === HUGE ? 1 : WARMUP); i++) {
         await apiFetch(apiUrl, size);
         await rawFetch(s, agent, size);
       }
       const api: number[] = [];
       const raw: number[] = [];
       let bytes = 0;
-      for (let i = 0; i < RUNS; i++) {
+      for (let i = 0; i < runs; i++) {
         // Interleaved so both see the same machine state.
         api.push(await time(async () => (bytes = await apiFetch(apiUrl, size))));
         raw.push(await time(() => rawFetch(s, agent, size)));
@@ -138,36 +205,66 @@ export async function run(): Promise<BenchSection> {
       ratios[size] = round(p50 / floor, 2);
       rss[size] = peakRssMiB(serve.pid as number);
       rows.push({
-        resources: size,
-        pages: Math.ceil(size / PAGE),
+        case: `${size.toLocaleString('en')} resources, ${Math.ceil(size / PAGE)} page(s) of ${PAGE}, ${runs} runs`,
         'response KiB': round(bytes / 1024, 0),
         'api p50 ms': round(p50, 1),
         'api p90 ms': round(percentile(api, 90), 1),
-        'raw p50 ms': round(floor, 1),
+        'floor p50 ms': round(floor, 1),
         ratio: ratios[size] as number,
         'serve peak RSS MiB': rss[size] as number,
       });
     }
     await agent.close();
+
+    // 40 pages of 50: the API next to the minimal pass-through, alternately.
+    const { size: small, page } = SMALL_PAGES;
+    for (let i = 0; i < WARMUP; i++) {
+      await apiFetch(smallUrl, small);
+      await apiFetch(passUrl, small);
+    }
+    const [viaApi, viaPass]: [number[], number[]] = [[], []];
+    let smallBytes = 0;
+    for (let i = 0; i < RUNS; i++) {
+      viaApi.push(await time(async () => (smallBytes = await apiFetch(smallUrl, small))));
+      viaPass.push(await time(() => apiFetch(passUrl, small)));
+    }
+    viaApi.sort((a, b) => a - b);
+    viaPass.sort((a, b) => a - b);
+    const passRatio = round(percentile(viaApi, 50) / percentile(viaPass, 50), 2);
+    rows.push({
+      case: `${small.toLocaleString('en')} resources, ${small / page} pages of ${page}, ${RUNS} runs; floor = pass-through`,
+      'response KiB': round(smallBytes / 1024, 0),
+      'api p50 ms': round(percentile(viaApi, 50), 1),
+      'api p90 ms': round(percentile(viaApi, 90), 1),
+      'floor p50 ms': round(percentile(viaPass, 50), 1),
+      ratio: passRatio,
+      'serve peak RSS MiB': peakRssMiB(smallServe.pid as number),
+    });
+
     const rssRatio = round((rss[10_000] as number) / (rss[100] as number), 2);
+    const hugeRatio = round((rss[HUGE] as number) / (rss[100] as number), 2);
     return {
       name: 'api',
       description:
-        `POST /api/patients through a real serve child (platform + FHIR stand-ins in another process, FHIR over HTTPS), ` +
-        `${RUNS} runs per size after ${WARMUP} warm-ups, sequential. Floor: undici fetching and parsing the same FHIR search ` +
-        `and $everything pages (_count=${PAGE}) directly. Peak RSS is the serve process's VmHWM after each size, in order. ` +
+        `POST /api/patients through a real serve child (platform + FHIR stand-ins in another process, FHIR over HTTPS, ` +
+        `audit log on the same disk as the bench's temp dir, synced twice per record), ` +
+        `${RUNS} runs per size after ${WARMUP} warm-ups, sequential (100,000: ${HUGE_RUNS} runs, for memory). Floor: undici fetching and ` +
+        `parsing the same FHIR search and $everything pages (_count=${PAGE}) directly; for 40 pages of 50, a minimal node-core ` +
+        `pass-through of the same pages (no checks). Peak RSS is the serve process's VmHWM after each size, in order. ` +
         `Load average at the end: ${loadavg().map((l) => l.toFixed(1)).join(' ')}.`,
       rows,
       targets: [
-        { name: 'ratio at 1,000', value: ratios[1000] as number, target: '<= 1.25', met: (ratios[1000] as number) <= 1.25 },
-        { name: 'ratio at 10,000', value: ratios[10_000] as number, target: '<= 1.25', met: (ratios[10_000] as number) <= 1.25 },
+        { name: 'ratio to undici at 1,000', value: ratios[1000] as number, target: '<= 1.25', met: (ratios[1000] as number) <= 1.25 },
+        { name: 'ratio to undici at 10,000', value: ratios[10_000] as number, target: '<= 1.25', met: (ratios[10_000] as number) <= 1.25 },
+        { name: 'ratio to pass-through, 40 × 50', value: passRatio, target: '<= 1.10', met: passRatio <= 1.1 },
         { name: 'peak RSS 10,000 / 100', value: rssRatio, target: '<= 1.5', met: rssRatio <= 1.5 },
+        { name: 'peak RSS 100,000 / 100', value: hugeRatio, target: '<= 2', met: hugeRatio <= 2 },
       ],
     };
   } finally {
-    serve?.kill('SIGTERM');
+    for (const c of children) c.kill('SIGTERM');
     standIn.kill('SIGTERM');
-    await Promise.allSettled([serve, standIn]);
+    await Promise.allSettled([...children, standIn]);
     rmSync(dir, { recursive: true, force: true });
   }
 }

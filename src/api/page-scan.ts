@@ -13,7 +13,10 @@ import { parseBundlePage } from './bundle-page.js';
 export interface RawEntry {
   /** The entry's bytes exactly as they appeared in the page. */
   raw: Buffer;
-  /** De-duplication key: `url:<fullUrl>`, else `<resourceType>/<id>`, else null. */
+  /**
+   * De-duplication key: the fullUrl as a JSON string literal (quotes included, as sent), else
+   * `<resourceType>/<id>`, else null. (A leading quote cannot start a resource type: the two never collide.)
+   */
   key: string | null;
 }
 
@@ -110,19 +113,38 @@ export function scanEntries(b: Buffer): EntryArray | null {
   return null;
 }
 
-const FULL_URL_FIRST = /^\{\s*"fullUrl"\s*:\s*"((?:[^"\\]|\\.)*)"/;
+const FULL_URL_KEY = Buffer.from('"fullUrl"');
 
-/** fullUrl when HAPI wrote it first (the usual case, read from the head only), else a parse. */
+/**
+ * The entry's fullUrl as a JSON string literal, as sent (quotes and escapes
+ * kept), when it is the entry's first member (HAPI writes it first), read from
+ * the bytes: one flat string of the URL alone, which is all the de-duplication
+ * set keeps per resource for the whole answer. (A regex capture on a decoded
+ * head of the entry kept that whole head alive through each key: the record's
+ * text stayed in memory until the answer ended, issue 28.)
+ */
+function leadingFullUrl(raw: Buffer): string | null {
+  let i = skipWs(raw, 1);
+  if (raw.compare(FULL_URL_KEY, 0, FULL_URL_KEY.length, i, i + FULL_URL_KEY.length) !== 0) return null;
+  i = skipWs(raw, i + FULL_URL_KEY.length);
+  if (raw[i] !== 0x3a) return null; // ':'
+  i = skipWs(raw, i + 1);
+  if (raw[i] !== QUOTE) return null;
+  const end = skipString(raw, i);
+  return raw.toString('utf8', i, end);
+}
+
+/** fullUrl when HAPI wrote it first (the usual case, read in place), else a parse. */
 function entryKey(raw: Buffer): string | null {
-  const m = FULL_URL_FIRST.exec(raw.toString('utf8', 0, Math.min(raw.length, 1024)));
-  if (m) return `url:${m[1]}`;
+  const url = leadingFullUrl(raw);
+  if (url !== null) return url;
   let e: { fullUrl?: unknown; resource?: { resourceType?: unknown; id?: unknown } };
   try {
     e = JSON.parse(raw.toString('utf8')) as typeof e;
   } catch {
     throw bad('Bundle entry is not JSON');
   }
-  if (typeof e.fullUrl === 'string') return `url:${JSON.stringify(e.fullUrl).slice(1, -1)}`;
+  if (typeof e.fullUrl === 'string') return JSON.stringify(e.fullUrl);
   const r = e.resource;
   return typeof r?.resourceType === 'string' && typeof r.id === 'string' ? `${r.resourceType}/${r.id}` : null;
 }

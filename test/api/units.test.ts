@@ -159,7 +159,7 @@ describe('Bundle pages', () => {
     const text = '{"resourceType":"Bundle","link":[{"relation":"next","url":"n"}],"entry":[{"fullUrl":"http://h/A/1","resource":{"v":1.50}},\n  {"resource":{"resourceType":"B","id":"2"}},{"search":{}}],"total":3}';
     const page = scanBundlePage(text);
     expect(page.next).toBe('n');
-    expect(page.entries.map((e) => e.key)).toEqual(['url:http://h/A/1', 'B/2', null]);
+    expect(page.entries.map((e) => e.key)).toEqual(['"http://h/A/1"', 'B/2', null]);
     expect(page.entries[0]?.raw.toString()).toBe('{"fullUrl":"http://h/A/1","resource":{"v":1.50}}');
     expect(() => scanBundlePage('{"resourceType":"Bundle","entry":[1,2]}')).toThrow(/non-object/);
     expect(() => scanBundlePage('{"resourceType":"Bundle","entry":[{"a":1} {"b":2}]}')).toThrow(/malformed/);
