@@ -61,6 +61,30 @@ export const installErrors = {
     exit: 3,
     hint: 'Check that the Docker engine runs (`docker info`) and that Compose works (`docker compose version`, or `docker-compose version` 1.29+).',
   },
+  ERR_INSTALL_DOCKER_ENGINE_DOWN: {
+    message: 'docker {command} failed: the Docker engine does not answer ({detail})',
+    status: 503,
+    exit: 3,
+    hint: 'Start the engine (`systemctl start docker`), and run as root or as a member of the docker group; `docker info` must answer.',
+  },
+  ERR_INSTALL_DOCKER_REGISTRY_UNREACHABLE: {
+    message: 'docker {command} failed: the engine cannot reach the image\'s registry ({detail})',
+    status: 502,
+    exit: 3,
+    hint: 'Load the image on this host (`docker load -i <file>`), or name one the engine can reach with --kong-image, --hapi-image, --postgres-image or --api-image. Nothing was written.',
+  },
+  ERR_INSTALL_DOCKER_IMAGE_REFUSED: {
+    message: 'docker {command} failed: the registry refused the image ({detail})',
+    status: 502,
+    exit: 3,
+    hint: 'Check the image name and tag (--kong-image, --hapi-image, --postgres-image, --api-image), and `docker login <registry>` if it is private. Nothing was written.',
+  },
+  ERR_INSTALL_DOCKER_PORT_TAKEN: {
+    message: 'docker {command} failed: a port to publish is taken ({detail})',
+    status: 409,
+    exit: 3,
+    hint: 'Another program or container listens there: stop it, or install again with other ports (--api-port, --gateway-https-port, --fhir-port).',
+  },
   ERR_INSTALL_DOCKER_NO_COMPOSE: {
     message: 'The docker runtime needs Compose: neither `docker compose` (v2) nor `docker-compose` 1.29 or later works here',
     status: 500,

@@ -38,6 +38,8 @@ export interface InstallHooks {
   log(text: string): void;
   /** For tests: the runtime to use instead of openRuntime(dir). */
   openRuntime?: (dir: string) => Runtime | Promise<Runtime>;
+  /** For tests with their own runtime: instead of the profile's prepare (docker: Compose and images). */
+  prepare?: (config: InstallConfig) => Promise<void>;
 }
 
 async function chooseRuntime(flag: RuntimeName | null, previous: InstallConfig | null, dir: string): Promise<RuntimeName> {
@@ -90,6 +92,10 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
   };
   const rendered = await profile.renderFiles(dir, config);
   if (config.monitoring) rendered.push(...monitoringFiles(dir, config));
+
+  // What the runtime must fetch (docker images) is fetched before anything is written: a pull the
+  // engine cannot make leaves the directory as it was (issue 27).
+  if (plan.start) await (hooks.prepare ?? ((c) => profile.prepare(c, (line) => hooks.log(`  ${line}`))))(config);
 
   // Everything is validated: write.
   mkdirSync(dirname(dir), { recursive: true });

@@ -51,6 +51,11 @@ export interface RuntimeProfile {
   secrets(paths: InstallPaths): Record<string, string>;
   /** Files of the install directory rendered from install.json after the common ones (docker: the compose project). Throws before anything is written. */
   renderFiles(dir: string, config: InstallConfig): Promise<Array<{ path: string; text: string }>>;
+  /**
+   * What the runtime needs fetched before install writes anything (docker: Compose found, every image
+   * present or pulled), so a failure leaves the directory as it was. Progress lines go to `log`.
+   */
+  prepare(config: InstallConfig, log: (line: string) => void): Promise<void>;
   /** Folders only this runtime has, for backups. */
   readonly folders: readonly RuntimeFolder[];
   /** Where the gateway's services send FHIR requests. */

@@ -27,7 +27,7 @@ afterAll(async () => {
 });
 
 const base = (dir: string): InstallFlags => ({ runtime: 'native', dir, host: ['127.0.0.1'], generateCa: true, apiPort: '19000', fhirPort: '18080' });
-const install = (flags: InstallFlags, kong: GatewayAdmin) => runInstall(flags, { log: () => {}, openRuntime: () => fakeRuntime(kong) });
+const install = (flags: InstallFlags, kong: GatewayAdmin) => runInstall(flags, { log: () => {}, openRuntime: () => fakeRuntime(kong), prepare: async () => {} });
 
 function snapshot(dir: string): Map<string, string> {
   const out = new Map<string, string>();

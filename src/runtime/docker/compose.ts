@@ -10,6 +10,7 @@
  */
 import { execa } from 'execa';
 import { HospitalApiError } from '../../errors/index.js';
+import { dockerFailureCode } from './failure.js';
 
 export interface DockerResult {
   stdout: string;
@@ -128,7 +129,7 @@ export function dockerCli(project: string, file: string, bins: DockerBinaries): 
     }
     if (out.exitCode !== 0 && !options.allowFail) {
       const detail = out.stderr.trim().split('\n').slice(-3).join(' ') || `exit code ${out.exitCode}`;
-      throw new HospitalApiError('ERR_INSTALL_DOCKER', { command: what, detail });
+      throw new HospitalApiError(dockerFailureCode(out.stderr), { command: what, detail });
     }
     return out;
   };

@@ -14,6 +14,7 @@ import { installPaths } from '../../install-dir/layout.js';
 import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '../types.js';
 import { adminCall } from './admin.js';
 import { dockerLogs } from './logs.js';
+import { imagesToPull, pullMissingImages } from './images.js';
 import { dockerProfile } from './profile.js';
 import { dockerCli, requireCompose, type DockerBinaries, type DockerCli } from './compose.js';
 import { resolveImageUsers, writeContainerFiles } from './container-files.js';
@@ -105,17 +106,6 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     }
   };
 
-  /** Pulls, as their own step with progress and no time limit, each image not present yet. */
-  const pullMissing = async (c: DockerCli): Promise<void> => {
-    const refs = [settings.images.postgres, settings.images.kong, settings.images.hapi, ...(settings.images.api ? [settings.images.api] : [])];
-    for (const ref of [...new Set(refs)]) {
-      const present = await c.run(['image', 'inspect', '--format', '{{.Id}}', ref], { allowFail: true });
-      if (present.exitCode === 0) continue;
-      progress(`pulling ${ref}`);
-      await c.run(['pull', ref], { timeoutMs: null, onProgress: progress });
-    }
-  };
-
   const longRunning = (withApi: boolean): string[] => ['hapi', 'hapi-database', 'hapi-pidns', 'hapi-watchdog', 'kong', 'kong-database', ...(withApi ? ['hospital-api'] : [])];
 
   /**
@@ -155,7 +145,7 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     name: 'docker',
     async up() {
       const c = await cli();
-      await pullMissing(c);
+      await pullMissingImages(c, imagesToPull(settings), progress);
       writeContainerFiles(dir, await resolveImageUsers(c, dir, settings.images));
       await refuseStaleVolumes(c, dir, project, { waitReady: () => waitReady(['hapi-database', 'kong-database'], { fhir: false, api: false }) });
       const withApi = apiReady(dir);

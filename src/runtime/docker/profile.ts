@@ -61,6 +61,14 @@ export const dockerProfile: RuntimeProfile = {
     return [{ path: composeFile(dir), text: renderCompose(dir, config) }];
   },
   folders: [{ folder: 'docker', kind: 'docker' }],
+  async prepare(config, log) {
+    const { dockerCli, requireCompose } = await import('./compose.js');
+    const { imagesToPull, pullMissingImages } = await import('./images.js');
+    const { settingsOf } = await import('./render.js');
+    const compose = await requireCompose();
+    // only `docker` itself runs here (image inspect, info, pull): no project yet
+    await pullMissingImages(dockerCli('', '', { docker: 'docker', compose: compose.argv }), imagesToPull(settingsOf(config)), log);
+  },
   fhirUpstream: () => 'http://hapi:8080/fhir',
   // HAPI's port is published on fhirBindAddress only (127.0.0.1 unless the hospital opened it):
   // a site's host name would reach nothing there. Published on every address, the host name does.

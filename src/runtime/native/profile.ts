@@ -27,6 +27,8 @@ export const nativeProfile: RuntimeProfile = {
   privateFolders: (paths) => [paths.secrets, paths.tls, paths.root, paths.logs],
   secrets: () => ({}),
   renderFiles: async () => [],
+  // its components are this toolkit: nothing to fetch
+  prepare: async () => {},
   folders: [],
   fhirUpstream: (config) => `http://127.0.0.1:${config.ports.fhir}/fhir`,
   // the FHIR server listens on the install's host and answers GET /fhir/metadata to any address (components.ts)
