@@ -85,7 +85,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     const result = JSON.parse(r.out).result as { runtime: string; provisioning: Array<{ name: string; change: string }> };
     expect(result.runtime).toBe('docker');
     expect(result.provisioning.map((s) => s.change)).toEqual(Array(result.provisioning.length).fill('created'));
-    expect(result.provisioning.length).toBe(8);
+    expect(result.provisioning.length).toBe(10);
     // the kong image has no curl, as the official one (Kong/docker-kong ubuntu/Dockerfile purges it)
     const kong = await container('kong');
     const curl = await docker(['exec', kong.Id, 'sh', '-c', 'command -v curl'], { allowFail: true });
