@@ -46,6 +46,24 @@ export interface DeclaredGateway {
  */
 export const DECLARED_CORS_METHODS = ['GET', 'HEAD', 'PUT', 'PATCH', 'POST', 'DELETE', 'OPTIONS'];
 
+/**
+ * The largest request body the gateway lets through to the FHIR server on either FHIR route (issue 24):
+ * 50 megabytes, room for a large transaction Bundle. Kong's unit: 1 megabyte = 1048576 bytes
+ * (kong/plugins/request-size-limiting/handler.lua). The native FHIR server accepts 64 MiB
+ * (src/fhir/server/app.ts, `fhir --body-limit`), so whatever the gateway lets through it can read.
+ */
+export const FHIR_MAX_BODY_MEGABYTES = 50;
+
+/**
+ * Kong's request-size-limiting with every field of its schema set
+ * (github.com/Kong/kong, kong/plugins/request-size-limiting/schema.lua: allowed_payload_size,
+ * size_unit one of bytes/kilobytes/megabytes, require_content_length). require_content_length
+ * false: a chunked body is still accepted, counted as it arrives and refused past the limit.
+ */
+function requestSizeLimiting(): DeclaredPlugin {
+  return { name: 'request-size-limiting', config: { allowed_payload_size: FHIR_MAX_BODY_MEGABYTES, size_unit: 'megabytes', require_content_length: false } };
+}
+
 /** Where the gateway reaches the FHIR server (the runtime's profile: the compose service, or loopback). */
 export function fhirUpstream(config: InstallConfig): string {
   return profileOf(config.runtime).fhirUpstream(config);
@@ -73,6 +91,7 @@ export function declaredGateway(config: InstallConfig): DeclaredGateway {
               credentials: false,
             },
           },
+          requestSizeLimiting(),
         ],
         routes: [{ name: 'fhir-api-route', paths: ['/fhir-api'], protocols: ['https'] }],
       },
@@ -84,6 +103,7 @@ export function declaredGateway(config: InstallConfig): DeclaredGateway {
           // key_in_query false: Kong's default is true (kong/plugins/key-auth/schema.lua), and a key
           // in a URL ends up in access logs and proxies' logs; the Hospital API sends it as a header.
           { name: 'key-auth', config: { key_names: ['apikey'], hide_credentials: true, anonymous: null, key_in_query: false } },
+          requestSizeLimiting(),
         ],
         routes: [{ name: 'fhir-api-key-auth-route', paths: ['/fhir-api-key-auth'], protocols: ['https'] }],
       },

@@ -242,7 +242,7 @@ describe('gateway-objects (§4.5.3)', () => {
     const r = await gatewayObjects.run(ctx());
     expect(r).toEqual({
       status: 'pass', summary: 'fhir-api (basic-auth, cors), fhir-api-key-auth (key-auth) and both routes',
-      detail: '2 services, 2 routes, 4 plugins', httpStatus: 200,
+      detail: '2 services, 2 routes, 6 plugins', httpStatus: 200,
     });
   });
 
@@ -312,7 +312,7 @@ describe('gateway-objects (§4.5.3)', () => {
     };
     const r = await gatewayObjects.run(ctx({ runtime: { ...runtime, admin: paged } }));
     expect(r.status).toBe('pass');
-    expect(r.detail).toBe('2 services, 2 routes, 4 plugins');
+    expect(r.detail).toBe('2 services, 2 routes, 6 plugins');
     expect(seen).toContain('/services?size=1000');
     expect(seen).toContain('/plugins?offset=2');
     const refused: typeof runtime.admin = async () => ({ status: 401, body: { message: 'Unauthorized' } });

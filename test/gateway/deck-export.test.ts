@@ -93,7 +93,7 @@ describe.skipIf(!hasDeck)(`gateway export read by decK (${hasDeck ? probe.stdout
   it('validates and diffs 0/0/0 against the gateway it came from, and reloads through POST /config unchanged', { timeout: 240_000 }, async () => {
     const config = await makeNativeInstall(tempDir('gw-deck-install-'));
     const steps = await provisionGateway(admin, config);
-    expect(steps.filter((s) => s.kind === 'plugin').map((s) => s.name)).toEqual(['fhir-api/basic-auth', 'fhir-api/cors', 'fhir-api-key-auth/key-auth', 'prometheus']);
+    expect(steps.filter((s) => s.kind === 'plugin').map((s) => s.name)).toEqual(['fhir-api/basic-auth', 'fhir-api/cors', 'fhir-api/request-size-limiting', 'fhir-api-key-auth/key-auth', 'fhir-api-key-auth/request-size-limiting', 'prometheus']);
     expect((await admin('POST', '/consumers', { username: 'platform', custom_id: 'platform-1' })).status).toBe(201);
     expect((await admin('POST', '/consumers/platform/key-auth', { key: 'k-0123456789abcdef0123' })).status).toBe(201);
     expect((await admin('POST', '/consumers/platform/basic-auth', { username: 'platform', password: 'pw-Secret-1' })).status).toBe(201);

@@ -17,7 +17,9 @@
  * route-scoped plugin, cors drift) and see verify name the check; what is
  * install's is then repaired by rerunning `install`, the rest is deleted.
  */
+import { randomBytes } from 'node:crypto';
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
@@ -25,7 +27,7 @@ import { expect, it } from 'vitest';
 import { verifyRecordFile } from '../../src/record/check-file.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { readInstallConfig } from '../../src/install-dir/install-config.js';
-import { fhirUpstream } from '../../src/runtime/gateway-declaration.js';
+import { FHIR_MAX_BODY_MEGABYTES, fhirUpstream } from '../../src/runtime/gateway-declaration.js';
 import { generateCa, issueCertificate, type KeyAndCert } from '../../src/tls/pki.js';
 import { runCli } from './cli.js';
 
@@ -202,6 +204,37 @@ async function expectInstallRepairs(site: BrokenInstallSite, step: string, field
   await expectAccepted(site);
 }
 
+/**
+ * POSTs to the gateway a FHIR body one byte over install's limit: the headers only (Content-Length
+ * announced, no body sent), as a gateway refuses from the header before reading a byte (Kong's
+ * kong/plugins/request-size-limiting/handler.lua). Answered: the status and body.
+ */
+function oversizedPost(site: BrokenInstallSite, path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  const ca = readFileSync(installPaths(site.dir).caCert);
+  const length = String(FHIR_MAX_BODY_MEGABYTES * 1048576 + 1);
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      { host: '127.0.0.1', port: site.ports.gatewayHttps, path, method: 'POST', ca, headers: { ...headers, 'content-type': 'application/fhir+json', 'content-length': length } },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => {
+          resolve({ status: res.statusCode ?? 0, body });
+          req.destroy();
+        });
+      },
+    );
+    req.on('error', reject);
+    // without a limit the body is awaited upstream: a bound on the wait, so that shows as a failure, not a hang
+    req.setTimeout(15_000, () => {
+      resolve({ status: 0, body: 'no answer' });
+      req.destroy();
+    });
+    req.flushHeaders();
+  });
+}
+
 export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
   {
     name: 'the intact installation is ACCEPTED (the starting point of every case)',
@@ -253,6 +286,41 @@ export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
         expect(checks['gateway-objects']!.summary).toBe('cors not attached to fhir-api');
         expect(checks['gateway-drift']!.summary).toBe('plugin fhir-api/cors: missing');
       }),
+  },
+  {
+    name: 'issue 24: a body over the limit through either FHIR route gets 413 from the gateway; request-size-limiting removed from fhir-api-key-auth: gateway-drift fails naming it, and rerunning install puts it back',
+    async run(site) {
+      // a basic-auth credential of the install's consumer for the fhir-api route, for this case only
+      const password = randomBytes(18).toString('base64url');
+      const cred = await site.admin('POST', `/consumers/${site.consumer}/basic-auth`, { username: 'size-limit-probe', password });
+      expect(cred.status).toBe(201);
+      try {
+        const basic = `Basic ${Buffer.from(`size-limit-probe:${password}`).toString('base64')}`;
+        for (const [path, headers] of [
+          ['/fhir-api-key-auth/Bundle', { apikey: site.apiKey() }],
+          ['/fhir-api/Bundle', { authorization: basic }],
+        ] as const) {
+          const r = await oversizedPost(site, path, headers);
+          expect([path, r.status], r.body).toEqual([path, 413]);
+          expect(JSON.parse(r.body)).toMatchObject({ message: 'Request size limit exceeded' });
+        }
+      } finally {
+        expect((await site.admin('DELETE', `/consumers/${site.consumer}/basic-auth/${cred.body.id}`)).status).toBe(204);
+      }
+      const plugin = await pluginOf(site, 'fhir-api-key-auth', 'request-size-limiting');
+      expect(plugin.config).toMatchObject({ allowed_payload_size: FHIR_MAX_BODY_MEGABYTES, size_unit: 'megabytes', require_content_length: false });
+      expect((await site.admin('DELETE', `/plugins/${plugin.id}`)).status).toBe(204);
+      try {
+        const checks = await expectRejected(site, ['gateway-drift']);
+        expect(checks['gateway-drift']!.summary).toBe('plugin fhir-api-key-auth/request-size-limiting: missing');
+        const doc = JSON.parse(await site.reinstall()) as { result: { provisioning: Array<{ name: string; change: string }> } };
+        expect(doc.result.provisioning.filter((s) => s.change !== 'unchanged')).toEqual([{ kind: 'plugin', name: 'fhir-api-key-auth/request-size-limiting', change: 'created' }]);
+        await expectAccepted(site);
+      } finally {
+        const list = (await site.admin('GET', '/services/fhir-api-key-auth/plugins')).body.data as Array<{ name: string }>;
+        if (!list.some((p) => p.name === 'request-size-limiting')) await site.admin('POST', '/services/fhir-api-key-auth/plugins', { name: 'request-size-limiting', config: plugin.config });
+      }
+    },
   },
   {
     name: 'a route renamed: gateway-objects fails (the route still works, so nothing else does)',

@@ -59,7 +59,7 @@ describe('native end to end through the CLI', () => {
     const first = await cli(installArgs);
     expect(first.exitCode, first.stderr).toBe(0);
     const result = JSON.parse(first.stdout).result;
-    expect(result.provisioning.map((s: { change: string }) => s.change)).toEqual(Array(8).fill('created'));
+    expect(result.provisioning.map((s: { change: string }) => s.change)).toEqual(Array(10).fill('created'));
     const p = installPaths(dir);
     for (const f of [p.caKey, p.gatewayKey, p.signerKey, p.apiEnv]) expect(statSync(f).mode & 0o777, f).toBe(0o600);
     expect((await admin('GET', '/consumers')).body.data).toEqual([]);
@@ -83,7 +83,7 @@ describe('native end to end through the CLI', () => {
     const names = (list: Array<{ name: string }>) => list.map((x) => x.name).sort();
     expect(names((await admin('GET', '/services')).body.data)).toEqual(['fhir-api', 'fhir-api-key-auth']);
     expect(names((await admin('GET', '/routes')).body.data)).toEqual(['fhir-api-key-auth-route', 'fhir-api-route']);
-    expect(names((await admin('GET', '/plugins')).body.data)).toEqual(['basic-auth', 'cors', 'key-auth', 'prometheus']);
+    expect(names((await admin('GET', '/plugins')).body.data)).toEqual(['basic-auth', 'cors', 'key-auth', 'prometheus', 'request-size-limiting', 'request-size-limiting']);
   });
 
   it('consumer create prints the key once on stdout and writes it for the Hospital API', async () => {

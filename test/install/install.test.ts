@@ -79,14 +79,14 @@ describe('install (native, generated CA)', () => {
     const kong = await gatewayAdmin();
     const result = await install({ ...base(dir), corsOrigin: ['https://portal.example'] }, kong);
     expect(result.provisioning.map((s) => s.name)).toEqual([
-      'fhir-api', 'fhir-api/basic-auth', 'fhir-api/cors', 'fhir-api-route',
-      'fhir-api-key-auth', 'fhir-api-key-auth/key-auth', 'fhir-api-key-auth-route', 'prometheus',
+      'fhir-api', 'fhir-api/basic-auth', 'fhir-api/cors', 'fhir-api/request-size-limiting', 'fhir-api-route',
+      'fhir-api-key-auth', 'fhir-api-key-auth/key-auth', 'fhir-api-key-auth/request-size-limiting', 'fhir-api-key-auth-route', 'prometheus',
     ]);
     expect(result.provisioning.every((s) => s.change === 'created')).toBe(true);
     const writes = kong.calls.filter((c) => !c.startsWith('GET'));
     expect(writes).toEqual([
-      'PUT /services/fhir-api', expect.stringMatching(/^POST \/services\/.+\/plugins$/), expect.stringMatching(/^POST \/services\/.+\/plugins$/),
-      'PUT /routes/fhir-api-route', 'PUT /services/fhir-api-key-auth', expect.stringMatching(/^POST \/services\/.+\/plugins$/),
+      'PUT /services/fhir-api', ...Array.from({ length: 3 }, () => expect.stringMatching(/^POST \/services\/.+\/plugins$/)),
+      'PUT /routes/fhir-api-route', 'PUT /services/fhir-api-key-auth', ...Array.from({ length: 2 }, () => expect.stringMatching(/^POST \/services\/.+\/plugins$/)),
       'PUT /routes/fhir-api-key-auth-route', 'POST /plugins',
     ]);
     const svc = (name: string) => kong.state().services.find((s) => s.name === name)!;
@@ -95,6 +95,11 @@ describe('install (native, generated CA)', () => {
     expect(plugin('basic-auth')).toMatchObject({ service: { id: svc('fhir-api').id }, config: { hide_credentials: true } });
     expect(plugin('cors')).toMatchObject({ service: { id: svc('fhir-api').id }, config: { origins: ['https://portal.example'] } });
     expect(plugin('key-auth')).toMatchObject({ service: { id: svc('fhir-api-key-auth').id }, config: { hide_credentials: true, key_names: ['apikey'] } });
+    // Issue 24: both FHIR services limit request bodies, every field of Kong's schema set
+    for (const name of ['fhir-api', 'fhir-api-key-auth']) {
+      const limits = kong.state().plugins.filter((p) => p.name === 'request-size-limiting' && p.service?.id === svc(name).id);
+      expect(limits.map((p) => p.config), name).toEqual([{ allowed_payload_size: 50, size_unit: 'megabytes', require_content_length: false }]);
+    }
     // Issue 26: Kong's prometheus plugin, global, with what the shipped dashboard reads.
     expect(plugin('prometheus')).toMatchObject({ service: null, route: null, consumer: null, config: { status_code_metrics: true, latency_metrics: true, bandwidth_metrics: true, upstream_health_metrics: true } });
     expect(kong.state().routes.find((r) => r.name === 'fhir-api-key-auth-route')).toMatchObject({ paths: ['/fhir-api-key-auth'], protocols: ['https'], service: { id: svc('fhir-api-key-auth').id } });
@@ -136,6 +141,9 @@ describe('install (native, generated CA)', () => {
     await patch('cors', { config: { origins: ['*'], credentials: true, methods: ['GET', 'TRACE'] } });
     await patch('key-auth', { config: { key_in_query: true, anonymous: consumer.id } });
     await patch('basic-auth', { enabled: false, config: { hide_credentials: false } });
+    const keyAuthService = kong.state().services.find((s) => s.name === 'fhir-api-key-auth')!;
+    const sizeLimit = kong.state().plugins.find((p) => p.name === 'request-size-limiting' && p.service?.id === keyAuthService.id)!;
+    expect((await kong.admin('PATCH', `/plugins/${sizeLimit.id}`, { config: { allowed_payload_size: 128 } })).status).toBe(200);
     const drift = await gatewayDrift.run(ctx());
     expect(drift.status).toBe('fail');
     expect(drift.summary.split('; ')).toEqual([
@@ -145,6 +153,7 @@ describe('install (native, generated CA)', () => {
       'plugin fhir-api/cors: config.credentials is true, declared false',
       `plugin fhir-api-key-auth/key-auth: config.anonymous is "${consumer.id}", declared null`,
       'plugin fhir-api-key-auth/key-auth: config.key_in_query is true, declared false',
+      'plugin fhir-api-key-auth/request-size-limiting: config.allowed_payload_size is 128, declared 50',
       `plugin cors ${plugin('cors').id}: origin * with credentials true`,
     ]);
     const rerun = await install(base(dir), kong);
@@ -152,6 +161,7 @@ describe('install (native, generated CA)', () => {
       { kind: 'plugin', name: 'fhir-api/basic-auth', change: 'updated', fields: ['config.hide_credentials', 'enabled'] },
       { kind: 'plugin', name: 'fhir-api/cors', change: 'updated', fields: ['config.methods', 'config.credentials'] },
       { kind: 'plugin', name: 'fhir-api-key-auth/key-auth', change: 'updated', fields: ['config.anonymous', 'config.key_in_query'] },
+      { kind: 'plugin', name: 'fhir-api-key-auth/request-size-limiting', change: 'updated', fields: ['config.allowed_payload_size'] },
     ]);
     expect((await gatewayDrift.run(ctx())).status).toBe('pass');
     // the consumer install did not make is left alone
@@ -166,10 +176,10 @@ describe('install (native, generated CA)', () => {
       await expect(install(base(dir), kong)).rejects.toThrow(/killed part-way/);
       kong.failAfter = null;
       const result = await install(base(dir), kong);
-      expect(result.provisioning).toHaveLength(8);
+      expect(result.provisioning).toHaveLength(10);
       expect(kong.state().services.map((s) => s.name).sort()).toEqual(['fhir-api', 'fhir-api-key-auth']);
       expect(kong.state().routes.map((r) => r.name).sort()).toEqual(['fhir-api-key-auth-route', 'fhir-api-route']);
-      expect(kong.state().plugins.map((p) => p.name).sort()).toEqual(['basic-auth', 'cors', 'key-auth', 'prometheus']);
+      expect(kong.state().plugins.map((p) => p.name).sort()).toEqual(['basic-auth', 'cors', 'key-auth', 'prometheus', 'request-size-limiting', 'request-size-limiting']);
     }
   });
 

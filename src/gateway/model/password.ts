@@ -30,6 +30,17 @@ export function hashBasicAuthPassword(password: string, _consumerId: string): st
   return `scrypt$${N}$${R}$${P}$${salt.toString('base64')}$${hash.toString('base64')}`;
 }
 
+/**
+ * A stored-form scrypt hash that no password matches (random salt and random
+ * hash bytes), with the same cost parameters as hashBasicAuthPassword: checking
+ * a password against it costs exactly what checking against a real credential
+ * does. basic-auth checks unknown usernames against it so they cannot be told
+ * from known ones by time.
+ */
+export function unmatchableBasicAuthPasswordHash(): string {
+  return `scrypt$${N}$${R}$${P}$${randomBytes(16).toString('base64')}$${randomBytes(KEY_LEN).toString('base64')}`;
+}
+
 /** Kong's own form, for `_transform: true` documents that must stay Kong-compatible. */
 export function kongSha1Password(password: string, consumerId: string): string {
   return createHash('sha1').update(password + consumerId).digest('hex');

@@ -10,7 +10,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { hashBasicAuthPassword } from '../../../src/gateway/model/password.js';
 import type { Consumer } from '../../../src/gateway/model/types.js';
 import { basicAuthHandler, parseBasic } from '../../../src/gateway/plugins/basic-auth/handler.js';
-import { MAX_IN_FLIGHT, MAX_QUEUED, verificationLoad, verifyPassword } from '../../../src/gateway/plugins/basic-auth/verify.js';
+import { MAX_IN_FLIGHT, PER_SOURCE_QUEUED, verificationLoad, verifyPassword } from '../../../src/gateway/plugins/basic-auth/verify.js';
 import { keyAuthHandler, withoutQueryArg } from '../../../src/gateway/plugins/key-auth/handler.js';
 import type { CompileEnv, RequestState } from '../../../src/gateway/plugins/types.js';
 
@@ -71,10 +71,10 @@ describe('basic-auth', () => {
   });
 
   it('answers 503 with Retry-After, never a pass, when the password checks are saturated', { timeout: 30_000 }, async () => {
-    // the queue full of other guesses (distinct, so none is answered from memory)
+    // this source's share full of other guesses (distinct, so none is answered from memory)
     const stored = hashBasicAuthPassword('other', 'c9');
-    const flood = Array.from({ length: MAX_IN_FLIGHT + MAX_QUEUED }, (_, i) => verifyPassword(`flood-${i}-${Math.random()}`, 'c9', stored));
-    expect(verificationLoad()).toEqual({ inFlight: MAX_IN_FLIGHT, queued: MAX_QUEUED });
+    const flood = Array.from({ length: MAX_IN_FLIGHT + PER_SOURCE_QUEUED }, (_, i) => verifyPassword({ username: 'alice', password: `flood-${i}-${Math.random()}`, source: '127.0.0.1' }, { consumerId: 'c9', stored }));
+    expect(verificationLoad()).toEqual({ inFlight: MAX_IN_FLIGHT, queued: PER_SOURCE_QUEUED });
     const exit = await basic().access!(state({ headers: [['authorization', `Basic ${b64('alice:not-checked-yet')}`]] }));
     expect(exit).toEqual({ status: 503, message: 'Too many authentication attempts in progress', headers: ['Retry-After', '1'] });
     await Promise.all(flood);

@@ -1,20 +1,27 @@
 /**
  * basic-auth's password checks under load (issue 14), in-process: which stored
  * forms go to the scrypt thread, that a password checked once (right or wrong)
- * is answered from memory without queueing, that the queue is bounded (busy past
- * it, at once) and that Kong's cheap SHA-1 form never waits behind it. Each test
+ * is answered from memory without queueing, that each source's and each
+ * username's share of the queue is bounded (busy past it, at once) and served
+ * round-robin, that an unknown username costs a scrypt check like a known one
+ * (counted, not timed), and that Kong's cheap SHA-1 form never waits behind it. Each test
  * leaves the queue empty. The socket-level flood is in basic-auth-flood.test.ts.
  */
 import { randomBytes, scryptSync } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { kongSha1Password } from '../../../src/gateway/model/password.js';
-import { scryptCheck, scryptParams } from '../../../src/gateway/plugins/basic-auth/scrypt-thread.js';
-import { MAX_IN_FLIGHT, MAX_QUEUED, MIN_SPACING_MS, verificationLoad, verifyPassword } from '../../../src/gateway/plugins/basic-auth/verify.js';
+import { scryptCheck, scryptChecksStarted, scryptParams } from '../../../src/gateway/plugins/basic-auth/scrypt-thread.js';
+import { MAX_IN_FLIGHT, MIN_SPACING_MS, PER_SOURCE_QUEUED, PER_USERNAME_QUEUED, verificationLoad, verifyPassword } from '../../../src/gateway/plugins/basic-auth/verify.js';
 
 /** The stored scrypt form with a small cost so the tests run fast. */
 function cheap(password: string, n = 1024): string {
   const salt = randomBytes(16);
   return `scrypt$${n}$8$1$${salt.toString('base64')}$${scryptSync(password, salt, 32, { N: n, r: 8, p: 1 }).toString('base64')}`;
+}
+
+/** One check of `password` against a stored credential, from one source, for one username unless told. */
+function check(password: string, consumerId: string, stored: string, source = '127.0.0.1', username = 'alice') {
+  return verifyPassword({ username, password, source }, { consumerId, stored });
 }
 
 async function drained(): Promise<void> {
@@ -75,37 +82,94 @@ describe('the scrypt thread and the process', () => {
 describe('verifyPassword', () => {
   it("answers ok and bad, for the scrypt form and for Kong's SHA-1 form", async () => {
     const stored = cheap('right');
-    expect(await verifyPassword('right', 'c1', stored)).toBe('ok');
-    expect(await verifyPassword('wrong', 'c1', stored)).toBe('bad');
-    expect(await verifyPassword('right', 'c1', kongSha1Password('right', 'c1'))).toBe('ok');
-    expect(await verifyPassword('wrong', 'c1', kongSha1Password('right', 'c1'))).toBe('bad');
+    expect(await check('right', 'c1', stored)).toBe('ok');
+    expect(await check('wrong', 'c1', stored)).toBe('bad');
+    expect(await check('right', 'c1', kongSha1Password('right', 'c1'))).toBe('ok');
+    expect(await check('wrong', 'c1', kongSha1Password('right', 'c1'))).toBe('bad');
     await drained();
   });
 
   it('answers a password it has checked, right or wrong, from memory: repeats never queue', async () => {
     const stored = cheap('right');
-    expect(await verifyPassword('right', 'c1', stored)).toBe('ok');
-    expect(await verifyPassword('nope', 'c1', stored)).toBe('bad');
+    expect(await check('right', 'c1', stored)).toBe('ok');
+    expect(await check('nope', 'c1', stored)).toBe('bad');
     await drained();
-    const repeats = [...Array.from({ length: 40 }, () => verifyPassword('right', 'c1', stored)), ...Array.from({ length: 40 }, () => verifyPassword('nope', 'c1', stored))];
+    const repeats = [...Array.from({ length: 40 }, () => check('right', 'c1', stored)), ...Array.from({ length: 40 }, () => check('nope', 'c1', stored))];
     expect(verificationLoad()).toEqual({ inFlight: 0, queued: 0 });
     const verdicts = await Promise.all(repeats);
     expect(verdicts.filter((v) => v === 'ok')).toHaveLength(40);
     expect(verdicts.filter((v) => v === 'bad')).toHaveLength(40);
     // remembered per stored hash: the same password against another hash is checked afresh
-    expect(await verifyPassword('right', 'c1', cheap('other'))).toBe('bad');
+    expect(await check('right', 'c1', cheap('other'))).toBe('bad');
     await drained();
   });
 
-  it(`runs ${MAX_IN_FLIGHT} check at a time, queues ${MAX_QUEUED}, answers busy past that at once; SHA-1 never waits`, { timeout: 30_000 }, async () => {
+  it(`runs ${MAX_IN_FLIGHT} check at a time, lets one source wait with ${PER_SOURCE_QUEUED}, answers it busy past that at once; other sources still wait; SHA-1 never waits`, { timeout: 30_000 }, async () => {
     const stored = cheap('right');
     await new Promise((r) => setTimeout(r, 250)); // past the spacing of the previous test's last check
-    const guesses = Array.from({ length: MAX_IN_FLIGHT + MAX_QUEUED + 3 }, (_, i) => verifyPassword(`guess-${i}-${Math.random()}`, 'c1', stored));
-    expect(verificationLoad()).toEqual({ inFlight: MAX_IN_FLIGHT, queued: MAX_QUEUED });
-    expect(await verifyPassword('right', 'c1', kongSha1Password('right', 'c1'))).toBe('ok');
+    const guesses = Array.from({ length: MAX_IN_FLIGHT + PER_SOURCE_QUEUED + 3 }, (_, i) => check(`guess-${i}-${Math.random()}`, 'c1', stored, '127.0.0.2'));
+    expect(verificationLoad()).toEqual({ inFlight: MAX_IN_FLIGHT, queued: PER_SOURCE_QUEUED });
+    const other = check('right', 'c1', stored, '127.0.0.1');
+    expect(verificationLoad({ source: '127.0.0.1' }), 'another source is not refused').toEqual({ inFlight: MAX_IN_FLIGHT, queued: 1 });
+    expect(await check('right', 'c1', kongSha1Password('right', 'c1'))).toBe('ok');
     const verdicts = await Promise.all(guesses);
     expect(verdicts.slice(-3)).toEqual(['busy', 'busy', 'busy']);
-    expect(verdicts.filter((v) => v === 'bad')).toHaveLength(MAX_IN_FLIGHT + MAX_QUEUED);
+    expect(verdicts.filter((v) => v === 'bad')).toHaveLength(MAX_IN_FLIGHT + PER_SOURCE_QUEUED);
+    expect(await other).toBe('ok');
+    await drained();
+  });
+
+  it(`lets one username wait with ${PER_USERNAME_QUEUED} over all sources, busy past that; other usernames still wait`, { timeout: 30_000 }, async () => {
+    const stored = cheap('right');
+    await new Promise((r) => setTimeout(r, 250));
+    // one guess per source, so no source's own share is what refuses them
+    const guesses = Array.from({ length: MAX_IN_FLIGHT + PER_USERNAME_QUEUED + 2 }, (_, i) => check(`guess-${i}-${Math.random()}`, 'c1', stored, `10.0.0.${i + 1}`));
+    expect(verificationLoad({ username: 'alice' })).toEqual({ inFlight: MAX_IN_FLIGHT, queued: PER_USERNAME_QUEUED });
+    const bob = check('bobs-pass', 'c2', cheap('bobs-pass'), '10.0.0.1', 'bob');
+    expect(verificationLoad({ username: 'bob' }), 'another username is not refused').toEqual({ inFlight: MAX_IN_FLIGHT, queued: 1 });
+    const verdicts = await Promise.all(guesses);
+    expect(verdicts.slice(-2)).toEqual(['busy', 'busy']);
+    expect(await bob).toBe('ok');
+    await drained();
+  });
+
+  it('serves waiting checks round-robin: over usernames, and over sources inside a username', { timeout: 30_000 }, async () => {
+    const stored = cheap('right');
+    await new Promise((r) => setTimeout(r, 250));
+    const order: string[] = [];
+    const run = (label: string, source: string, username: string) =>
+      check(`${label}-${Math.random()}`, 'c1', stored, source, username).then((v) => {
+        order.push(label);
+        return v;
+      });
+    // a flood from one source against alice: the first runs, the rest wait in that source's share
+    const flood = Array.from({ length: 1 + PER_SOURCE_QUEUED }, (_, i) => run(`flood-${i}`, '127.0.0.2', 'alice'));
+    // then one check for another username, and one for alice from another source
+    const bob = run('bob', '127.0.0.1', 'bob');
+    const alice = run('alice-elsewhere', '127.0.0.3', 'alice');
+    await Promise.all([...flood, bob, alice]);
+    // one global queue would serve them last (after all five flood checks)
+    expect(order.slice(0, 4)).toEqual(['flood-0', 'flood-1', 'bob', 'alice-elsewhere']);
+    await drained();
+  });
+
+  it('checks an unknown username with scrypt too, through the same queues, and never answers ok', { timeout: 30_000 }, async () => {
+    const stored = cheap('right');
+    await drained();
+    const before = scryptChecksStarted();
+    expect(await verifyPassword({ username: 'nobody', password: 'right', source: '127.0.0.1' }, null)).toBe('bad');
+    expect(scryptChecksStarted() - before, 'unknown username').toBe(1);
+    expect(await check('wrong-for-alice', 'c1', stored)).toBe('bad');
+    expect(scryptChecksStarted() - before, 'known username, wrong password').toBe(2);
+    // repeats are answered from memory for both
+    expect(await verifyPassword({ username: 'nobody', password: 'right', source: '127.0.0.1' }, null)).toBe('bad');
+    expect(await check('wrong-for-alice', 'c1', stored)).toBe('bad');
+    expect(scryptChecksStarted() - before).toBe(2);
+    // and an unknown username waits in the same source share as a known one
+    await new Promise((r) => setTimeout(r, 250));
+    const guesses = Array.from({ length: MAX_IN_FLIGHT + PER_SOURCE_QUEUED }, (_, i) => check(`g-${i}-${Math.random()}`, 'c1', stored, '127.0.0.9'));
+    expect(await verifyPassword({ username: `nobody-${Math.random()}`, password: 'x', source: '127.0.0.9' }, null)).toBe('busy');
+    await Promise.all(guesses);
     await drained();
   });
 });
@@ -126,9 +190,9 @@ describe('verifyPassword: the spacing and the in-flight bound, each alone', () =
     const stored = cheap('right');
     const t0 = Date.now();
     vi.useFakeTimers({ toFake: ['Date'], now: t0 });
-    expect(await verifyPassword('first-guess', 'c1', stored)).toBe('bad');
+    expect(await check('first-guess', 'c1', stored)).toBe('bad');
     expect(verificationLoad()).toEqual({ inFlight: 0, queued: 0 });
-    const second = verifyPassword('second-guess', 'c1', stored);
+    const second = check('second-guess', 'c1', stored);
     expect(verificationLoad(), 'held by the spacing alone').toEqual({ inFlight: 0, queued: 1 });
     await new Promise((r) => setTimeout(r, 50));
     expect(verificationLoad(), 'still held: the clock has not moved').toEqual({ inFlight: 0, queued: 1 });
@@ -142,10 +206,10 @@ describe('verifyPassword: the spacing and the in-flight bound, each alone', () =
     const stored = cheap('right');
     const t0 = Date.now();
     vi.useFakeTimers({ toFake: ['Date'], now: t0 });
-    const first = verifyPassword('guess-a', 'c1', stored);
+    const first = check('guess-a', 'c1', stored);
     expect(verificationLoad()).toEqual({ inFlight: 1, queued: 0 });
     vi.setSystemTime(t0 + 10 * MIN_SPACING_MS);
-    const second = verifyPassword('guess-b', 'c1', stored);
+    const second = check('guess-b', 'c1', stored);
     expect(verificationLoad(), 'held by the check in flight alone').toEqual({ inFlight: 1, queued: 1 });
     expect(await first).toBe('bad');
     expect(await second).toBe('bad');
@@ -158,13 +222,13 @@ describe('verifyPassword: the spacing and the in-flight bound, each alone', () =
     // ahead of real time afterwards. It starts 10 s ahead, past the earlier tests' moved clocks.
     const now = Date.now() + 10_000;
     vi.useFakeTimers({ toFake: ['Date'], now });
-    expect(await verifyPassword('wrong-ttl', 'c1', stored)).toBe('bad');
+    expect(await check('wrong-ttl', 'c1', stored)).toBe('bad');
     vi.setSystemTime(now + 59_000);
-    const remembered = verifyPassword('wrong-ttl', 'c1', stored);
+    const remembered = check('wrong-ttl', 'c1', stored);
     expect(verificationLoad(), 'answered from memory').toEqual({ inFlight: 0, queued: 0 });
     expect(await remembered).toBe('bad');
     vi.setSystemTime(now + 61_000);
-    const again = verifyPassword('wrong-ttl', 'c1', stored);
+    const again = check('wrong-ttl', 'c1', stored);
     expect(verificationLoad(), 'checked again').toEqual({ inFlight: 1, queued: 0 });
     expect(await again).toBe('bad');
     await drained();

@@ -2,7 +2,9 @@
  * basic-auth (Kong's kong/plugins/basic-auth/access.lua): Proxy-Authorization first, then Authorization;
  * split at the first ':'; 401 "Unauthorized" with `WWW-Authenticate: Basic
  * realm="…"` whether the header is missing or wrong (3.6+). Passwords are
- * verified against the stored hash (model/password.ts), never logged.
+ * verified against the stored hash (model/password.ts), never logged; an
+ * unknown username goes through the same check (verify.ts) and gets the same
+ * 401, in the same time, as a known one with a wrong password.
  */
 import { verifyPassword } from './verify.js';
 import { anonymousMissing, findAnonymous, setConsumer } from '../consumer-headers.js';
@@ -23,7 +25,7 @@ export function parseBasic(value: string): { username: string; password: string 
 
 function compile(raw: Readonly<Record<string, unknown>>, env: CompileEnv): PluginRunner {
   const conf = raw as unknown as BasicAuthConfig;
-  // Too many password checks queued (verify.ts): retry shortly; never an answer about the password.
+  // Too many password checks waiting from this source or for this username (verify.ts): retry shortly; never an answer about the password.
   const busy: Exit = { status: 503, message: 'Too many authentication attempts in progress', headers: ['Retry-After', '1'] };
   const unauthorized: Exit = { status: 401, message: 'Unauthorized', headers: ['WWW-Authenticate', `Basic realm="${conf.realm}"`] };
 
@@ -36,11 +38,12 @@ function compile(raw: Readonly<Record<string, unknown>>, env: CompileEnv): Plugi
     }
     if (value === undefined) return unauthorized;
     const given = parseBasic(value);
-    const cred = given ? env.basicCredentials.get(given.username) : undefined;
-    if (!given || !cred) return unauthorized;
-    const verdict = await verifyPassword(given.password, cred.consumer.id, cred.password);
+    if (!given) return unauthorized;
+    const cred = env.basicCredentials.get(given.username);
+    const stored = cred === undefined ? null : { consumerId: cred.consumer.id, stored: cred.password };
+    const verdict = await verifyPassword({ ...given, source: state.clientIp }, stored);
     if (verdict === 'busy') return busy;
-    if (verdict === 'bad') return unauthorized;
+    if (verdict === 'bad' || cred === undefined) return unauthorized;
     if (conf.hide_credentials) state.setUpstreamHeader(headerName, null);
     setConsumer(state, cred.consumer, cred.username);
     return null;

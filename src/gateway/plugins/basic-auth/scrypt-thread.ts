@@ -53,6 +53,12 @@ parentPort.on('message', (m) => {
 
 let thread: Worker | null = null;
 let nextId = 0;
+let checksStarted = 0;
+
+/** For tests: how many scrypt checks this process has sent to the thread (proves work done without timing it). */
+export function scryptChecksStarted(): number {
+  return checksStarted;
+}
 const pending = new Map<number, (ok: boolean) => void>();
 
 function failAll(): void {
@@ -81,6 +87,7 @@ function getThread(): Worker {
 /** Constant-time check of `password` against scrypt parameters, on the low-priority thread. */
 export function scryptCheck(password: string, params: ScryptParams): Promise<boolean> {
   const id = ++nextId;
+  checksStarted++;
   return new Promise((resolve) => {
     pending.set(id, resolve);
     const w = getThread();
