@@ -188,6 +188,8 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
     if (method === 'PATCH' && !contentType.includes('json-patch+json')) {
       throw new HospitalApiError('ERR_FHIR_UNSUPPORTED_MEDIA_TYPE', { type: contentType || 'none' });
     }
+    // a write waits while a large Bundle holds the store (store.exclusive), then runs in this same stretch
+    if (method !== 'GET' && method !== 'HEAD') for (let g = options.store.writeGate(); g; g = options.store.writeGate()) await g;
     return send(reply, dispatch(ctx, req));
   };
   app.all('/fhir', handler);

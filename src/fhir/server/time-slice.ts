@@ -24,3 +24,21 @@ export function timeSlicer(budgetMs = SLICE_MS): Tick {
     });
   };
 }
+
+/** Runs a generator of work to its end in one synchronous stretch; its yields mark where it could pause. */
+export function drain<T>(work: Generator<void, T>): T {
+  for (;;) {
+    const step = work.next();
+    if (step.done) return step.value;
+  }
+}
+
+/** Runs a generator of work to its end, giving the event loop a turn at a yield once the stretch is over budget. */
+export async function sliced<T>(work: Generator<void, T>, tick: Tick = timeSlicer()): Promise<T> {
+  for (;;) {
+    const step = work.next();
+    if (step.done) return step.value;
+    const turn = tick();
+    if (turn) await turn;
+  }
+}

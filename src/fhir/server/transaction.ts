@@ -22,7 +22,7 @@ import { checkResource } from '../validation/validate.js';
 import { checkReferences } from './integrity.js';
 import { errorOutcome, outcome } from './outcome.js';
 import { isResourceType } from './resource-types.js';
-import { timeSlicer } from './time-slice.js';
+import { drain, sliced, timeSlicer } from './time-slice.js';
 import { checkBody, conditionalMatch, conditionQuery, storeChecked, written } from './writes.js';
 
 interface Entry {
@@ -46,6 +46,9 @@ interface Parsed {
   /** Its resource was validated before anything was written. */
   validated?: boolean;
 }
+
+/** From this many entries a transaction's writes run in stretches on a connection of their own (store.bulkTransaction). */
+export const SLICED_WRITES = 1000;
 
 const ORDER: Record<string, number> = { DELETE: 0, POST: 1, PUT: 2, PATCH: 2, GET: 3, HEAD: 3 };
 const STATUS_TEXT: Record<number, string> = { 200: '200 OK', 201: '201 Created', 204: '204 No Content' };
@@ -179,18 +182,22 @@ async function batch(ctx: FhirContext, entries: Entry[], preferReturn?: string):
   const out: Array<Record<string, unknown>> = new Array(entries.length);
   const tick = timeSlicer();
   let i = 0;
-  while (i < entries.length) {
-    // one SQLite transaction per stretch (one COMMIT for many entries), committed before the event loop's turn
-    let turn: Promise<void> | undefined;
-    ctx.store.transaction(() => {
-      do {
-        out[i] = batchEntry(ctx, entries[i] as Entry, i, preferReturn);
-        i++;
-        turn = i < entries.length ? tick() : undefined;
-      } while (i < entries.length && !turn);
-    });
-    if (turn) await turn;
-  }
+  // the only writer until its last entry (its stretches commit on the store's connection, between them other
+  // writes wait and reads go on)
+  await ctx.store.exclusive(async () => {
+    while (i < entries.length) {
+      // one SQLite transaction per stretch (one COMMIT for many entries), committed before the event loop's turn
+      let turn: Promise<void> | undefined;
+      ctx.store.transaction(() => {
+        do {
+          out[i] = batchEntry(ctx, entries[i] as Entry, i, preferReturn);
+          i++;
+          turn = i < entries.length ? tick() : undefined;
+        } while (i < entries.length && !turn);
+      });
+      if (turn) await turn;
+    }
+  });
   return { status: 200, body: { resourceType: 'Bundle', type: 'batch-response', entry: out } };
 }
 
@@ -213,7 +220,6 @@ function batchEntry(ctx: FhirContext, entry: Entry, i: number, preferReturn?: st
 async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: string): Promise<FhirResponse> {
   let current = -1;
   const deferred: NonNullable<FhirContext['deferredReferenceChecks']> = [];
-  const txCtx: FhirContext = { ...ctx, deferredReferenceChecks: deferred };
   const tick = timeSlicer();
   try {
     // 1. check each entry as if sent alone, its resource validated, before any lookup or write: the first
@@ -237,7 +243,11 @@ async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: st
       const turn = tick();
       if (turn) await turn;
     }
-    const responses = ctx.store.transaction(() => {
+    // 2.-4. in ONE SQLite transaction. A large Bundle works through it in stretches on a connection of its own
+    // (store.bulkTransaction: reads elsewhere see only committed rows meanwhile, other writes wait); a small one
+    // runs it in one go on the store's connection.
+    const writes = function* (ctx: FhirContext): Generator<void, Array<Record<string, unknown>>> {
+      const txCtx: FhirContext = { ...ctx, deferredReferenceChecks: deferred };
       const ids = new Map<string, string>();
       const targets = new Set<string>();
       // 2. settle identities before anything is written
@@ -274,6 +284,7 @@ async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: st
           const restful = /^https?:\/\/[^?#]*\/([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/.exec(p.entry.fullUrl);
           if (restful && restful[1] === type) ids.set(`${restful[1]}/${restful[2]}`, target);
         }
+        yield;
       }
       // 3. run in processing order, answer in request order
       const results: Array<Record<string, unknown>> = new Array(parsed.length);
@@ -305,14 +316,22 @@ async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: st
           res = dispatch(entryCtx, toRequest(p, body as Resource, preferReturn));
         }
         results[p.index] = responseEntry(res, preferReturn);
+        yield;
       }
       // 4. referential integrity once every entry is written (entries may point at each other)
       for (const d of deferred) {
         current = Number(/\[(\d+)\]/.exec(d.where)?.[1] ?? current);
         checkReferences(ctx, d.resource, d.where);
+        yield;
       }
       return results;
-    });
+    };
+    let responses: Array<Record<string, unknown>>;
+    if (parsed.length >= SLICED_WRITES) responses = await ctx.store.bulkTransaction((store) => sliced(writes({ ...ctx, store }), tick));
+    else {
+      for (let g = ctx.store.writeGate(); g; g = ctx.store.writeGate()) await g;
+      responses = ctx.store.transaction(() => drain(writes(ctx)));
+    }
     return { status: 200, body: { resourceType: 'Bundle', type: 'transaction-response', entry: responses } };
   } catch (err) {
     const e = toHospitalApiError(err);

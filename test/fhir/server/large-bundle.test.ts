@@ -2,11 +2,13 @@
  * Issue 24: one large Bundle does not stall the FHIR server. While a 20,000-entry transaction (or batch)
  * is being validated and written, a GET /fhir/metadata and a Patient read sent after it are answered
  * before it (the order in which the answers arrive, no timing); the transaction stays atomic (19,999 valid + 1 invalid:
- * 400 naming the entry, nothing committed). Real HTTP against the real server on 127.0.0.1.
+ * 400 naming the entry, nothing committed). While its writes run, reads see none of its rows and a write
+ * waits for it. Real HTTP against the real server on 127.0.0.1.
  */
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request } from 'undici';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { SqliteFhirStore } from '../../../src/fhir/store/sqlite-store.js';
 import { call, ids, useFhirServer } from './helpers.js';
 
 const fhir = useFhirServer();
@@ -32,7 +34,11 @@ function bundle(type: 'transaction' | 'batch', tag: string, invalidAt = -1): str
  * server parses and processes it), sends GET /metadata and GET Patient/{id} on their own connections.
  * Returns the order in which the three answers completed and the Bundle's answer.
  */
-async function bundleWithReads(body: string, patientId: string): Promise<{ order: string[]; status: number; reply: any }> {
+async function bundleWithReads(
+  body: string,
+  patientId: string,
+  more: { when?: Promise<void>; extra?: (order: string[]) => Promise<void> } = {},
+): Promise<{ order: string[]; status: number; reply: any }> {
   const url = new URL(fhir.base);
   const order: string[] = [];
   let reads: Promise<unknown> | undefined;
@@ -45,10 +51,11 @@ async function bundleWithReads(body: string, patientId: string): Promise<{ order
     await res.body.dump();
   };
   const startReads = (): void => {
-    reads = Promise.all([get('metadata', 'metadata'), get('read', `Patient/${patientId}`)]);
+    reads = Promise.all([get('metadata', 'metadata'), get('read', `Patient/${patientId}`), more.extra?.(order)]);
   };
+  if (more.when) void more.when.then(startReads);
   const onRequest = (req: IncomingMessage): void => {
-    if (req.method !== 'POST' || req.url !== '/fhir') return;
+    if (req.method !== 'POST' || req.url !== '/fhir' || more.when) return;
     server.off('request', onRequest);
     req.on('end', startReads);
   };
@@ -104,5 +111,41 @@ describe('a large Bundle does not stall other callers', () => {
     expect(order.indexOf('bundle')).toBe(2);
     expect(await count(`${S}|batch-${N - 1}`)).toBe(1);
     expect(await count(`${S}|batch-7`)).toBe(0);
+  }, 120_000);
+
+  it('while its writes run: reads are answered first and see none of its rows; a write waits for its commit', async () => {
+    // the first resource the transaction writes starts the other callers (after validation, in the write phase)
+    const writing = new Promise<void>((resolve) => {
+      const original = SqliteFhirStore.prototype.update;
+      const spy = vi.spyOn(SqliteFhirStore.prototype, 'update').mockImplementation(function (this: SqliteFhirStore, ...args) {
+        spy.mockRestore();
+        resolve();
+        return original.apply(this, args);
+      });
+    });
+    let seen = -1;
+    let queued = '';
+    const extra = async (order: string[]): Promise<void> => {
+      const search = call(fhir.base, 'GET', `Basic?identifier=${encodeURIComponent(`${S}|w-0`)}`).then((r) => {
+        order.push('search');
+        seen = ids(r.body).length;
+      });
+      const write = call(fhir.base, 'POST', 'Patient', { resourceType: 'Patient', name: [{ family: 'Queued' }] }).then((r) => {
+        expect(r.status).toBe(201);
+        queued = r.body.meta.lastUpdated;
+      });
+      await Promise.all([search, write]);
+    };
+    const { order, status, reply } = await bundleWithReads(bundle('transaction', 'w'), patientId, { when: writing, extra });
+    expect(status).toBe(200);
+    expect(order.indexOf('metadata')).toBeLessThan(order.indexOf('bundle'));
+    expect(order.indexOf('read')).toBeLessThan(order.indexOf('bundle'));
+    expect(order.indexOf('search')).toBeLessThan(order.indexOf('bundle'));
+    expect(seen).toBe(0);
+    // the write waited for the transaction's commit (had it run on the store meanwhile, SQLite would have refused it busy)
+    expect(reply.entry).toHaveLength(N);
+    const last = (await call(fhir.base, 'GET', `Basic?identifier=${encodeURIComponent(`${S}|w-${N - 1}`)}`)).body.entry[0].resource.meta.lastUpdated;
+    expect(queued > last).toBe(true);
+    expect(await count(`${S}|w-0`)).toBe(1);
   }, 120_000);
 });
