@@ -10,8 +10,14 @@
  *    synchronous=FULL (the durable default) cost: in-process per resource, and an HTTP ingest of
  *    10 patients on a second server started with --synchronous normal
  *  - GET /metadata requests/s (served from the per-start cache)
+ *  - issue 28: ingest with write validation on and off side by side (bundles of 100, 2 in flight, plain
+ *    creates), each on a server of its own started the same way (the built dist/ module in a child process,
+ *    as the CLI has no switch to turn validation off); the load average is printed with the figures, as
+ *    the machine may be shared
  */
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpus as cpuList, loadavg } from 'node:os';
+import { execa } from 'execa';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
@@ -172,6 +178,11 @@ export async function run(): Promise<BenchSection> {
     const fullRate = await ingestRate10(agent, baseUrl, syncSet);
     const normalRate = await withServer(['--synchronous', 'normal'], (a, u) => ingestRate10(a, u, generateDataset({ patients: 10, seed: 'bench-sync', sizes: String(SIZE) })));
 
+    const loadBefore = loadavg()[0] ?? 0;
+    const validatedRate = await withPolicyServer(true, (a, u) => ingestRate10(a, u, generateDataset({ patients: 20, seed: 'bench-validate', sizes: String(SIZE) }), { plain: true }));
+    const unvalidatedRate = await withPolicyServer(false, (a, u) => ingestRate10(a, u, generateDataset({ patients: 20, seed: 'bench-validate', sizes: String(SIZE) }), { plain: true }));
+    const load = `load average ${round(loadBefore, 2)} before, ${round(loadavg()[0] ?? 0, 2)} after (${cpuList().length} cores)`;
+
     const split = storeBreakdown(dataset.patients.slice(0, 5).flatMap((p) => [p.patient, ...p.groups.flatMap((g) => g.resources)]) as unknown as Resource[], ingestRate);
     const p50Search = round(percentile(searchMs, 50), 3);
     const p50Everything = round(percentile(everythingMs, 50), 1);
@@ -192,10 +203,13 @@ export async function run(): Promise<BenchSection> {
         { measure: 'in-process: store.create, synchronous=NORMAL', value: split.createNormalMs, unit: 'ms/resource', detail: '--synchronous normal' },
         { measure: 'ingest 10 patients, FULL (default)', value: fullRate, unit: 'resources/s', detail: 'HTTP, 2 in flight, validation and referential integrity on' },
         { measure: 'ingest 10 patients, NORMAL', value: normalRate, unit: 'resources/s', detail: 'same, server started with --synchronous normal' },
+        { measure: 'ingest, validation ON (issue 28)', value: validatedRate, unit: 'resources/s', detail: `20 patients, bundles of 100, 2 in flight, plain creates; ${load}` },
+        { measure: 'ingest, validation OFF', value: unvalidatedRate, unit: 'resources/s', detail: `same Bundles, server with policy.validate false; validation costs ${round((1 - validatedRate / unvalidatedRate) * 100, 1)}%` },
         { measure: 'GET /metadata', value: metadataRate, unit: 'requests/s', detail: `${metadataRuns} sequential requests, cached CapabilityStatement` },
       ],
       targets: [
         { name: 'ingest resources/s', value: ingestRate, target: '>= 4000', met: ingestRate >= 4000 },
+        { name: 'ingest with validation resources/s (bundles of 100)', value: validatedRate, target: '>= 10000', met: validatedRate >= 10000 },
         { name: 'Patient?identifier p50 ms', value: p50Search, target: '<= 1', met: p50Search <= 1 },
         { name: '$everything 1,000 resources p50 ms', value: p50Everything, target: '<= 150', met: p50Everything <= 150 },
       ],
@@ -235,11 +249,40 @@ async function withServer<T>(extra: string[], fn: (agent: Agent, base: URL) => P
   }
 }
 
-/** Loads a (10-patient) data set, 2 Bundles in flight; resources/s. */
-async function ingestRate10(agent: Agent, base: URL, dataset: ReturnType<typeof generateDataset>): Promise<number> {
+/**
+ * Runs `fn` against a server with write validation on or off (fresh data directory), started from the built
+ * module (dist/fhir/server/start.js) in a child process of its own: the same for both, so the two compare.
+ */
+async function withPolicyServer<T>(validate: boolean, fn: (agent: Agent, base: URL) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), 'fhir-bench-'));
+  const start = new URL('../dist/fhir/server/start.js', import.meta.url).href;
+  const script = `const { startFhirServer } = await import(${JSON.stringify(start)});
+const s = await startFhirServer({ host: '127.0.0.1', port: 0, dataDir: process.argv[1], policy: { validate: ${validate} } });
+process.stdout.write(s.url + '\\n');
+process.on('SIGTERM', () => void s.close().then(() => process.exit(0)));`;
+  const child = execa(process.execPath, ['--input-type=module', '-e', script, dir], { reject: false });
+  const agent = new Agent({ connections: 4 });
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout?.once('data', (c: Buffer) => resolve(c.toString().trim()));
+      void child.then((r) => reject(new Error(`fhir server (validate ${validate}) exited: ${String(r.stderr).slice(0, 500)}`)));
+    });
+    return await fn(agent, new URL(url));
+  } finally {
+    await agent.close();
+    child.kill('SIGTERM');
+    await child.catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Loads a (10-patient) data set, 2 Bundles in flight; resources/s. `plain`: creates without ifNoneExist. */
+async function ingestRate10(agent: Agent, base: URL, dataset: ReturnType<typeof generateDataset>, options: { plain?: boolean } = {}): Promise<number> {
   const set = toTransactionBundles(dataset);
   for (const b of set.shared) await postBundle(agent, base, b, 'shared');
-  const bodies = set.patients.map((b) => JSON.stringify(b));
+  const bodies = set.patients
+    .map((b) => (options.plain ? { ...b, entry: b.entry.map((e) => ({ ...e, request: { method: e.request.method, url: e.request.url } })) } : b))
+    .map((b) => JSON.stringify(b));
   let created = 0;
   let next = 0;
   const t = process.hrtime.bigint();

@@ -177,7 +177,7 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
       throw new HospitalApiError('ERR_FHIR_TOO_COMPLEX', { detail: `${params.length} parameters; at most ${limits.maxParams} are accepted` });
     }
     const prefer = /return=(minimal|representation|OperationOutcome)/.exec(String(request.headers.prefer ?? ''))?.[1];
-    if (segments.length === 0 && method === 'POST') return send(reply, processBundle(ctx, body, prefer));
+    if (segments.length === 0 && method === 'POST') return send(reply, await processBundle(ctx, body, prefer));
     const req: FhirRequest = { method, segments, params, body };
     const ifMatch = request.headers['if-match'];
     const ifNoneExist = request.headers['if-none-exist'];
@@ -188,6 +188,8 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
     if (method === 'PATCH' && !contentType.includes('json-patch+json')) {
       throw new HospitalApiError('ERR_FHIR_UNSUPPORTED_MEDIA_TYPE', { type: contentType || 'none' });
     }
+    // a write waits while a large Bundle holds the store (store.exclusive), then runs in this same stretch
+    if (method !== 'GET' && method !== 'HEAD') for (let g = options.store.writeGate(); g; g = options.store.writeGate()) await g;
     return send(reply, dispatch(ctx, req));
   };
   app.all('/fhir', handler);

@@ -6,6 +6,11 @@
  * order DELETE, POST, PUT/PATCH, GET inside ONE SQLite transaction; any failure
  * rolls everything back. Responses come in request order. Batch: entries are
  * independent, each in its own savepoint, failures reported per entry.
+ *
+ * A large Bundle does not hold the event loop (issue 24): the checks and R4 validation of every entry run
+ * before the SQLite transaction opens, in stretches of at most SLICE_MS with a turn of the event loop
+ * between them (time-slice.ts); a batch commits and yields between stretches of entries (its entries are
+ * independent, R4 http.html#transaction). The transaction's writes stay one SQLite transaction (atomic).
  */
 import { randomUUID } from 'node:crypto';
 import { HospitalApiError, toHospitalApiError } from '../../errors/index.js';
@@ -17,6 +22,7 @@ import { checkResource } from '../validation/validate.js';
 import { checkReferences } from './integrity.js';
 import { errorOutcome, outcome } from './outcome.js';
 import { isResourceType } from './resource-types.js';
+import { drain, sliced, timeSlicer } from './time-slice.js';
 import { checkBody, conditionalMatch, conditionQuery, storeChecked, written } from './writes.js';
 
 interface Entry {
@@ -40,6 +46,9 @@ interface Parsed {
   /** Its resource was validated before anything was written. */
   validated?: boolean;
 }
+
+/** From this many entries a transaction's writes run in stretches on a connection of their own (store.bulkTransaction). */
+export const SLICED_WRITES = 1000;
 
 const ORDER: Record<string, number> = { DELETE: 0, POST: 1, PUT: 2, PATCH: 2, GET: 3, HEAD: 3 };
 const STATUS_TEXT: Record<number, string> = { 200: '200 OK', 201: '201 Created', 204: '204 No Content' };
@@ -154,7 +163,7 @@ function patchBody(resource: unknown): unknown {
   return resource;
 }
 
-export function processBundle(ctx: FhirContext, bundle: unknown, preferReturn?: string): FhirResponse {
+export async function processBundle(ctx: FhirContext, bundle: unknown, preferReturn?: string): Promise<FhirResponse> {
   const b = bundle as { resourceType?: string; type?: string; entry?: Entry[] };
   if (!b || b.resourceType !== 'Bundle') throw invalid('POST to the base takes a Bundle');
   if (b.type !== 'transaction' && b.type !== 'batch') throw invalid(`Bundle.type must be transaction or batch, not "${String(b.type)}"`);
@@ -169,47 +178,76 @@ function toRequest(p: Parsed, resource: Resource | undefined, preferReturn: stri
   return req;
 }
 
-function batch(ctx: FhirContext, entries: Entry[], preferReturn?: string): FhirResponse {
-  const out = ctx.store.transaction(() =>
-    entries.map((entry, i) => {
-      try {
-        const p = parseEntry(entry, i);
-        checkEntry(p);
-        const req = toRequest(p, (p.method === 'PATCH' ? patchBody(entry.resource) : entry.resource) as Resource | undefined, preferReturn);
-        if (entry.request?.ifNoneExist) req.ifNoneExist = entry.request.ifNoneExist;
-        const entryCtx: FhirContext = { ...ctx, entry: `Bundle.entry[${i}]` };
-        return responseEntry(ctx.store.transaction(() => dispatch(entryCtx, req)), preferReturn);
-      } catch (err) {
-        const [status, oo] = entryError(err);
-        const issue = oo.issue[0];
-        if (issue) issue.expression = [`Bundle.entry[${i}]`];
-        return { response: { status: String(status), outcome: oo } };
-      }
-    }),
-  );
+async function batch(ctx: FhirContext, entries: Entry[], preferReturn?: string): Promise<FhirResponse> {
+  const out: Array<Record<string, unknown>> = new Array(entries.length);
+  const tick = timeSlicer();
+  let i = 0;
+  // the only writer until its last entry (its stretches commit on the store's connection, between them other
+  // writes wait and reads go on)
+  await ctx.store.exclusive(async () => {
+    while (i < entries.length) {
+      // one SQLite transaction per stretch (one COMMIT for many entries), committed before the event loop's turn
+      let turn: Promise<void> | undefined;
+      ctx.store.transaction(() => {
+        do {
+          out[i] = batchEntry(ctx, entries[i] as Entry, i, preferReturn);
+          i++;
+          turn = i < entries.length ? tick() : undefined;
+        } while (i < entries.length && !turn);
+      });
+      if (turn) await turn;
+    }
+  });
   return { status: 200, body: { resourceType: 'Bundle', type: 'batch-response', entry: out } };
 }
 
-function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: string): FhirResponse {
+function batchEntry(ctx: FhirContext, entry: Entry, i: number, preferReturn?: string): Record<string, unknown> {
+  try {
+    const p = parseEntry(entry, i);
+    checkEntry(p);
+    const req = toRequest(p, (p.method === 'PATCH' ? patchBody(entry.resource) : entry.resource) as Resource | undefined, preferReturn);
+    if (entry.request?.ifNoneExist) req.ifNoneExist = entry.request.ifNoneExist;
+    const entryCtx: FhirContext = { ...ctx, entry: `Bundle.entry[${i}]` };
+    return responseEntry(ctx.store.transaction(() => dispatch(entryCtx, req)), preferReturn);
+  } catch (err) {
+    const [status, oo] = entryError(err);
+    const issue = oo.issue[0];
+    if (issue) issue.expression = [`Bundle.entry[${i}]`];
+    return { response: { status: String(status), outcome: oo } };
+  }
+}
+
+async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: string): Promise<FhirResponse> {
   let current = -1;
   const deferred: NonNullable<FhirContext['deferredReferenceChecks']> = [];
-  const txCtx: FhirContext = { ...ctx, deferredReferenceChecks: deferred };
+  const tick = timeSlicer();
   try {
-    const responses = ctx.store.transaction(() => {
-      const parsed = entries.map((e, i) => {
-        current = i;
-        return parseEntry(e, i);
-      });
-      // 1. check each entry as if sent alone, its resource validated, before any lookup or write: the first
-      // invalid entry refuses the whole Bundle at once (20,000 invalid entries cost one validation)
-      for (const p of parsed) {
-        current = p.index;
-        checkEntry(p);
-        if (ctx.policy.validate && ((p.method === 'POST' && p.segments[1] === undefined) || p.method === 'PUT')) {
-          checkResource(p.entry.resource, `Bundle.entry[${p.index}]`, { conditionalReferences: true });
-          p.validated = true;
-        }
+    // 1. check each entry as if sent alone, its resource validated, before any lookup or write: the first
+    // invalid entry refuses the whole Bundle at once (20,000 invalid entries cost one validation). Nothing
+    // here reads or writes the store, so it runs before the SQLite transaction, giving the event loop a turn
+    // between stretches (a 20,000-entry Bundle validates in seconds; other callers are answered meanwhile).
+    const parsed: Parsed[] = new Array(entries.length);
+    for (let i = 0; i < entries.length; i++) {
+      current = i;
+      parsed[i] = parseEntry(entries[i] as Entry, i);
+      const turn = tick();
+      if (turn) await turn;
+    }
+    for (const p of parsed) {
+      current = p.index;
+      checkEntry(p);
+      if (ctx.policy.validate && ((p.method === 'POST' && p.segments[1] === undefined) || p.method === 'PUT')) {
+        checkResource(p.entry.resource, `Bundle.entry[${p.index}]`, { conditionalReferences: true });
+        p.validated = true;
       }
+      const turn = tick();
+      if (turn) await turn;
+    }
+    // 2.-4. in ONE SQLite transaction. A large Bundle works through it in stretches on a connection of its own
+    // (store.bulkTransaction: reads elsewhere see only committed rows meanwhile, other writes wait); a small one
+    // runs it in one go on the store's connection.
+    const writes = function* (ctx: FhirContext): Generator<void, Array<Record<string, unknown>>> {
+      const txCtx: FhirContext = { ...ctx, deferredReferenceChecks: deferred };
       const ids = new Map<string, string>();
       const targets = new Set<string>();
       // 2. settle identities before anything is written
@@ -246,6 +284,7 @@ function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: string):
           const restful = /^https?:\/\/[^?#]*\/([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/.exec(p.entry.fullUrl);
           if (restful && restful[1] === type) ids.set(`${restful[1]}/${restful[2]}`, target);
         }
+        yield;
       }
       // 3. run in processing order, answer in request order
       const results: Array<Record<string, unknown>> = new Array(parsed.length);
@@ -277,14 +316,22 @@ function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: string):
           res = dispatch(entryCtx, toRequest(p, body as Resource, preferReturn));
         }
         results[p.index] = responseEntry(res, preferReturn);
+        yield;
       }
       // 4. referential integrity once every entry is written (entries may point at each other)
       for (const d of deferred) {
         current = Number(/\[(\d+)\]/.exec(d.where)?.[1] ?? current);
         checkReferences(ctx, d.resource, d.where);
+        yield;
       }
       return results;
-    });
+    };
+    let responses: Array<Record<string, unknown>>;
+    if (parsed.length >= SLICED_WRITES) responses = await ctx.store.bulkTransaction((store) => sliced(writes({ ...ctx, store }), tick));
+    else {
+      for (let g = ctx.store.writeGate(); g; g = ctx.store.writeGate()) await g;
+      responses = ctx.store.transaction(() => drain(writes(ctx)));
+    }
     return { status: 200, body: { resourceType: 'Bundle', type: 'transaction-response', entry: responses } };
   } catch (err) {
     const e = toHospitalApiError(err);

@@ -51,8 +51,10 @@ export class SqliteFhirStore implements FhirStore {
   private readonly q: Record<string, Statement>;
   private lastStamp = 0;
   private readonly statements = new Map<string, Statement>();
+  /** Settles when the writer that holds the store (a large transaction, a batch) is done; undefined when none does. */
+  private gate: Promise<void> | undefined;
 
-  constructor(readonly db: Database, options: StoreOptions = {}) {
+  constructor(readonly db: Database, private readonly options: StoreOptions = {}) {
     const reindex = applySchema(db, options.synchronous ?? 'full');
     this.indexer = new Indexer(db);
     if (reindex) this.reindex();
@@ -283,6 +285,60 @@ export class SqliteFhirStore implements FhirStore {
   /** Top level: BEGIN IMMEDIATE (one writer, no upgrade deadlock); nested: a SAVEPOINT, so a failed inner call undoes only itself. */
   transaction<T>(fn: () => T): T {
     return inTransaction(this.db, fn);
+  }
+
+  /**
+   * What a synchronous write waits for first: the exclusive writer's end, or undefined when the store is free.
+   * Await it in a loop and write in the same synchronous stretch as the last check
+   * (`for (let g = store.writeGate(); g; g = store.writeGate()) await g;`), so no other writer starts in between.
+   */
+  writeGate(): Promise<void> | undefined {
+    return this.gate;
+  }
+
+  /**
+   * Runs `fn` as the only writer (issue 24): other writes wait at writeGate() meanwhile, reads go on. For work
+   * that gives the event loop turns between its synchronous stretches (a large transaction, a batch).
+   */
+  async exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    for (let g = this.gate; g; g = this.gate) await g;
+    let release!: () => void;
+    this.gate = new Promise<void>((resolve) => (release = resolve));
+    try {
+      return await fn();
+    } finally {
+      this.gate = undefined;
+      release();
+    }
+  }
+
+  /**
+   * One SQLite transaction that `fn` works through in several stretches, yielding between them, on a
+   * connection of its own to the same file (opened for it, closed after): in WAL mode the store's own
+   * connection keeps answering reads from the last committed state meanwhile, never seeing this
+   * transaction's uncommitted rows (https://www.sqlite.org/wal.html#concurrency, isolation:
+   * https://www.sqlite.org/isolation.html). Other writes wait (exclusive). Commits when `fn` resolves,
+   * rolls back when it rejects.
+   */
+  bulkTransaction<T>(fn: (store: SqliteFhirStore) => Promise<T>): Promise<T> {
+    return this.exclusive(async () => {
+      const own = new SqliteFhirStore(openDatabase(this.db.location() as string), this.options);
+      own.lastStamp = this.lastStamp;
+      try {
+        own.db.exec('BEGIN IMMEDIATE');
+        try {
+          const result = await fn(own);
+          own.db.exec('COMMIT');
+          return result;
+        } catch (err) {
+          if (own.db.isTransaction) own.db.exec('ROLLBACK');
+          throw err;
+        }
+      } finally {
+        this.lastStamp = Math.max(this.lastStamp, own.lastStamp);
+        own.close();
+      }
+    });
   }
 
   close(): void {

@@ -30,8 +30,27 @@ function jsonType(v: unknown): string {
 
 const capitalized = (code: string): string => code.charAt(0).toUpperCase() + code.slice(1);
 
+type KeyType = { code: string; isArray: boolean } | undefined;
+
+/**
+ * Each type's key → element type, worked out once per (type schema, key) and kept: the schemas are
+ * Medplum's indexed StructureDefinitions, fixed for the process, so the answer never changes (a choice key
+ * otherwise scans every element of the type, for every resource written).
+ */
+const keyTypes = new WeakMap<InternalTypeSchema, Map<string, KeyType>>();
+
+function typeOfKey(schema: InternalTypeSchema, key: string): KeyType {
+  let byKey = keyTypes.get(schema);
+  if (!byKey) keyTypes.set(schema, (byKey = new Map()));
+  if (byKey.has(key)) return byKey.get(key);
+  const type = elementTypeOfKey(schema, key);
+  // bounded: keys outside the type's elements (refused by Medplum anyway) are not kept
+  if (type || byKey.size < 1000) byKey.set(key, type);
+  return type;
+}
+
 /** The element type of a JSON key: a plain element (one type) or a choice (`valueQuantity` → `value[x]` as Quantity). */
-function typeOfKey(schema: InternalTypeSchema, key: string): { code: string; isArray: boolean } | undefined {
+function elementTypeOfKey(schema: InternalTypeSchema, key: string): KeyType {
   const element = schema.elements[key];
   if (element) return element.type.length === 1 ? { code: element.type[0]!.code, isArray: !!element.isArray } : undefined;
   for (const [name, choice] of Object.entries(schema.elements)) {
