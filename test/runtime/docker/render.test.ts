@@ -188,6 +188,8 @@ describe('templates/compose.yaml rendered', () => {
     const holder = s['hapi-pidns']!;
     expect(holder).toMatchObject({ image: IMAGES.postgres, entrypoint: ['sleep', 'infinity'], user: PIDNS_HOLDER_USER, init: true, network_mode: 'none', read_only: true, cap_drop: ['ALL'] });
     expect(holder.pid).toBeUndefined();
+    // tmpfs where the postgres image declares its VOLUME (up to 17 and from 18), so no container leaves an anonymous volume
+    expect((holder.volumes as unknown as Array<{ type: string; target: string }>).map((v) => `${v.type} ${v.target}`)).toEqual(['tmpfs /var/lib/postgresql', 'tmpfs /var/lib/postgresql/data']);
     // the watchdog: the API's image (node + hung-probe.js) in watch mode, as HAPI's image's user
     const w = s['hapi-watchdog']!;
     expect(w.image).toBe(s['hospital-api']!.image);
@@ -205,7 +207,8 @@ describe('templates/compose.yaml rendered', () => {
       expect(svc.privileged, name).toBeUndefined();
       expect(svc.security_opt, name).toEqual(['no-new-privileges:true']);
       expect(svc.ports, name).toBeUndefined();
-      expect(svc.volumes, name).toBeUndefined();
+      // nothing of the host (no Docker socket, no folder): at most the holder's tmpfs
+      expect((svc.volumes ?? []).filter((v) => (v as unknown as { type?: string }).type !== 'tmpfs'), name).toEqual([]);
       expect(svc.healthcheck, name).toBeUndefined();
     }
     // the watchdog stands apart from HAPI's lifetime: it neither waits for it nor makes it wait
