@@ -92,12 +92,13 @@ type GuardedServer = NetServer & {
 };
 
 /**
- * Guards `server`: call once, before it listens. `tls` is true for an https or
- * http2 secure server. The server's own `maxConnections` is lifted: the cap is
+ * Guards `server`: call once, before it listens. `tls` (default: detected) is
+ * true for an https or http2 secure server. The server's own `maxConnections` is lifted: the cap is
  * enforced here.
  */
 export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tls?: boolean } = {}): SocketGuard {
-  const tls = opts.tls === true;
+  // A tls.Server (https, http2 secure) has setSecureContext; its 'secureConnection' hands over the TLS socket.
+  const tls = opts.tls ?? typeof (server as { setSecureContext?: unknown }).setSecureContext === 'function';
   const s = server as GuardedServer;
   // Node keeps these on the server object; an HTTP/2 secure server uses them for its HTTP/1.1 side.
   s.headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
