@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { Agent, request } from 'undici';
+import { readEnvFile } from '../src/util/env-file.js';
 import { freePort } from '../src/util/port-check.js';
 import { percentile, round, type BenchSection } from './report.js';
 import { parseDuration } from './soak.js';
@@ -97,10 +98,12 @@ function socketsLoad(name: string, ports: number[], perPort: number, first: (por
   };
 }
 
-function loopLoad(name: string, concurrency: number, one: () => Promise<boolean>): Load {
+/** `one` returns the status it got and whether it was the expected one. */
+function loopLoad(name: string, concurrency: number, one: () => Promise<[number, boolean]>): Load {
   let running = false;
   let sent = 0;
   let answered = 0;
+  const statuses = new Map<string, number>();
   let workers: Promise<void>[] = [];
   return {
     name,
@@ -109,14 +112,16 @@ function loopLoad(name: string, concurrency: number, one: () => Promise<boolean>
       workers = Array.from({ length: concurrency }, async () => {
         while (running) {
           sent += 1;
-          if (await one().catch(() => false)) answered += 1;
+          const [status, ok] = await one().catch((err: { code?: string }) => [err.code ?? 'network', false] as [string, boolean]);
+          if (ok) answered += 1;
+          statuses.set(String(status), (statuses.get(String(status)) ?? 0) + 1);
         }
       });
     },
     async stop() {
       running = false;
       await Promise.all(workers);
-      return `${sent} sent, ${answered} answered as expected`;
+      return `${sent} sent, ${answered} answered as expected (${[...statuses].map(([k, n]) => `${k}×${n}`).join(' ')})`;
     },
   };
 }
@@ -146,7 +151,7 @@ export async function run(): Promise<BenchSection> {
     const ports = (JSON.parse(readFileSync(join(dir, 'install.json'), 'utf8')) as { ports: Ports }).ports;
     const tokens = (JSON.parse(readFileSync(join(dir, 'demo', 'tokens.json'), 'utf8')) as { tokens: Array<{ careId: string; token: string }> }).tokens;
     const ca = readFileSync(join(dir, 'tls', 'ca.pem'), 'utf8');
-    const apiKey = /^FHIR_API_KEY=(.*)$/m.exec(readFileSync(join(dir, 'hospital-api.env'), 'utf8'))?.[1]?.trim().replace(/^"|"$/g, '') ?? '';
+    const apiKey = readEnvFile(join(dir, 'hospital-api.env')).FHIR_API_KEY ?? '';
     const tlsAgent = new Agent({ connect: { ca }, connections: 16 });
     const gw = `https://localhost:${ports.gatewayHttps}`;
     const all = [ports.api, ports.gatewayHttp, ports.gatewayHttps, ports.gatewayAdmin, ports.fhir];
@@ -168,12 +173,12 @@ export async function run(): Promise<BenchSection> {
       loopLoad('basic-auth wrong-password flood (10 at a time)', 10, async () => {
         const res = await request(`${gw}/fhir-api/Patient`, { dispatcher: tlsAgent, headers: { authorization: `Basic ${Buffer.from('demo:wrong-password').toString('base64')}` } });
         await res.body.dump();
-        return res.statusCode === 401 || res.statusCode === 429;
+        return [res.statusCode, res.statusCode === 401 || res.statusCode === 429];
       }),
       loopLoad(`${BUNDLE_RESOURCES}-resource Bundle through the gateway`, 1, async () => {
         const res = await request(`${gw}/fhir-api-key-auth`, { dispatcher: tlsAgent, method: 'POST', headers: { 'content-type': 'application/fhir+json', apikey: apiKey }, body, headersTimeout: 600_000, bodyTimeout: 600_000 });
         await res.body.dump();
-        return res.statusCode === 200;
+        return [res.statusCode, res.statusCode === 200];
       }),
     ];
 
