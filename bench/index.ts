@@ -13,10 +13,11 @@ const benches: Record<string, () => Promise<{ run: Bench }>> = {
   gateway: () => import('./gateway.js'),
   fhir: () => import('./fhir.js'),
   soak: () => import('./soak.js'),
+  attack: () => import('./attack.js'),
   startup: () => import('./startup.js'),
 };
-/** Run only when named (10 minutes by default): `npm run bench -- soak [--duration 2m]`. */
-const ON_REQUEST = new Set(['soak']);
+/** Run only when named: `npm run bench -- soak [--duration 2m]` (10 minutes by default), `npm run bench -- attack [--duration 3m]`. */
+const ON_REQUEST = new Set(['soak', 'attack']);
 /** Flags that take a value (read by the bench itself). */
 const VALUE_FLAGS = new Set(['--duration', '--warmup']);
 

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyServerOptions, type FastifyInstance } from 'fastify';
 import { HospitalApiError } from '../errors/index.js';
+import { guardSockets, type SocketLimits } from '../util/socket-guard.js';
 import { openAuditLog } from './audit.js';
 import type { ApiConfig } from './config.js';
 import type { ApiContext } from './context.js';
@@ -49,6 +50,23 @@ export function listenerLimits(config: ApiConfig): Pick<FastifyServerOptions, 'c
       headersTimeout: config.headersTimeoutMs,
       connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(config.headersTimeoutMs / 4))),
     },
+  };
+}
+
+/**
+ * Every socket of an API listener is bounded (issue 24, src/util/socket-guard.ts):
+ * a connection with no request in progress for IDLE_TIMEOUT_MS is closed, and at
+ * MAX_CONNECTIONS a newcomer closes the idlest connection instead of being refused.
+ */
+export function socketLimits(config: ApiConfig, maxConnections = config.maxConnections): SocketLimits {
+  return {
+    headersTimeoutMs: config.headersTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
+    keepAliveTimeoutMs: config.keepAliveTimeoutMs,
+    // Plain HTTP: no handshake, so its deadline is the idle one.
+    handshakeTimeoutMs: config.idleTimeoutMs,
+    idleTimeoutMs: config.idleTimeoutMs,
+    maxConnections,
   };
 }
 
@@ -104,7 +122,7 @@ export async function buildApp(config: ApiConfig, options: BuildOptions = {}): P
   registerHealthRoutes(app, context);
   registerPatientsRoute(app, context);
   await app.ready();
-  app.server.maxConnections = config.maxConnections;
+  guardSockets(app.server, socketLimits(config));
 
   return {
     app,

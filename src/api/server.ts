@@ -6,7 +6,8 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import { HospitalApiError } from '../errors/index.js';
-import { buildApp, listenerLimits, type BuildOptions, type HospitalApi } from './app.js';
+import { guardSockets } from '../util/socket-guard.js';
+import { buildApp, listenerLimits, socketLimits, type BuildOptions, type HospitalApi } from './app.js';
 import type { ApiConfig } from './config.js';
 
 export interface RunningApi {
@@ -43,7 +44,7 @@ export async function startApi(config: ApiConfig, options: BuildOptions = {}): P
   try {
     if (config.metricsListen) {
       metricsApp = Fastify({ logger: false, ...listenerLimits(config) });
-      metricsApp.server.maxConnections = Math.min(64, config.maxConnections);
+      guardSockets(metricsApp.server, socketLimits(config, Math.min(64, config.maxConnections)));
       const registry = api.context.metrics.registry;
       metricsApp.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
       await listen(metricsApp, config.metricsListen.host, config.metricsListen.port);

@@ -219,15 +219,16 @@ describe('listener limits', () => {
     expect(received).toMatch(/^HTTP\/1\.1 408/);
   });
 
-  it('refuses connections past MAX_CONNECTIONS', async () => {
+  it('at MAX_CONNECTIONS serves a newcomer and closes the connection idle the longest (issue 24)', async () => {
     const t = await harness({ env: { MAX_CONNECTIONS: '2' } });
     const held = [rawClient(t.url), rawClient(t.url)];
     await Promise.all(held.map((c) => new Promise((r) => c.socket.once('connect', r))));
     await new Promise((r) => setTimeout(r, 100));
     const third = rawClient(t.url);
-    third.socket.write('GET /api/health-check HTTP/1.1\r\nHost: x\r\n\r\n');
-    await within(third.closed, 5_000, 'the connection past the cap closed');
-    expect(third.received()).toBe('');
+    third.socket.write('GET /api/health-check HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    await within(held[0]!.closed, 5_000, 'the idlest connection closed');
+    await within(third.closed, 5_000, 'the newcomer answered');
+    expect(third.received()).toMatch(/^HTTP\/1\.1 200 /);
     for (const c of held) c.socket.destroy();
     await Promise.all(held.map((c) => c.closed));
     expect((await request(`${t.url}/api/health-check`)).statusCode).toBe(200);

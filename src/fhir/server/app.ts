@@ -7,6 +7,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HospitalApiError } from '../../errors/index.js';
 import { isLoopback } from '../../util/listen-address.js';
+import { guardSockets, serverTimeouts, type SocketLimits } from '../../util/socket-guard.js';
 import { FORBIDDEN_KEYS, forbiddenKeyPath } from '../validation/forbidden-keys.js';
 import type { SqliteFhirStore } from '../store/sqlite-store.js';
 import { publicBaseUrl, type BaseUrlOptions } from './base-url.js';
@@ -26,8 +27,10 @@ export interface FhirLimits {
   headersTimeoutMs: number;
   /** An idle keep-alive connection is closed after this many ms. */
   keepAliveTimeoutMs: number;
-  /** At most this many open connections; more are refused at accept. */
+  /** At most this many open connections; at the cap a newcomer closes the idlest one (src/util/socket-guard.ts, issue 24). */
   maxConnections: number;
+  /** A connection with no request in progress (silent, trickling headers, or between requests) is closed after this. */
+  idleTimeoutMs: number;
   /** Deepest JSON nesting accepted in a body (FHIR resources stay far below it). */
   maxDepth: number;
   /** Most query/form parameters in one request. */
@@ -40,6 +43,7 @@ export const DEFAULT_LIMITS: FhirLimits = {
   headersTimeoutMs: 20_000,
   keepAliveTimeoutMs: 10_000,
   maxConnections: 256,
+  idleTimeoutMs: 20_000,
   maxDepth: 200,
   maxParams: 200,
 };
@@ -121,16 +125,10 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
     exposeHeadRoutes: false,
     // node:http enforces the time-outs; its checker runs every connectionsCheckingInterval (30 s by default)
     serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => {
-      const server = createServer(
-        {
-          requestTimeout: limits.requestTimeoutMs,
-          headersTimeout: Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs),
-          keepAliveTimeout: limits.keepAliveTimeoutMs,
-          connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(limits.requestTimeoutMs / 4))),
-        },
-        handler,
-      );
-      server.maxConnections = limits.maxConnections;
+      // Plain HTTP: no handshake, so its deadline is the idle one.
+      const bounds: SocketLimits = { ...limits, handshakeTimeoutMs: limits.idleTimeoutMs };
+      const server = createServer(serverTimeouts(bounds), handler);
+      guardSockets(server, bounds);
       return server;
     },
   });

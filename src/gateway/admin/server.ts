@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
+import { guardSockets, serverTimeouts, type SocketLimits } from '../../util/socket-guard.js';
 import Fastify from 'fastify';
 import { HospitalApiError } from '../../errors/index.js';
 import type { GatewayStore } from '../store/index.js';
@@ -25,21 +26,19 @@ export interface AdminNodeInfo {
 /**
  * Listener limits (issue 12: a client that sent headers and then trickled kept
  * its connection for minutes). A request whose headers or body take longer is
- * answered 408 and closed; an idle keep-alive connection is closed; past
- * `maxConnections` new connections are refused. Admin requests are small and
- * local, so the defaults are tight.
+ * answered 408 and closed; an idle keep-alive connection is closed; a
+ * connection with no request in progress for `idleTimeoutMs` (a silent one
+ * too) is closed; at `maxConnections` a newcomer closes the idlest connection
+ * (src/util/socket-guard.ts, issue 24). Admin requests are small and local, so
+ * the defaults are tight.
  */
-export interface AdminListenerLimits {
-  headersTimeoutMs: number;
-  requestTimeoutMs: number;
-  keepAliveTimeoutMs: number;
-  maxConnections: number;
-}
+export type AdminListenerLimits = Omit<SocketLimits, 'handshakeTimeoutMs'>;
 
 export const ADMIN_LISTENER_LIMITS: AdminListenerLimits = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
+  idleTimeoutMs: 10_000,
   maxConnections: 256,
 };
 
@@ -70,17 +69,10 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     logger: false,
     bodyLimit: 16 * 1024 * 1024,
     serverFactory: (handler) => {
-      const server = createServer(
-        {
-          headersTimeout: limits.headersTimeoutMs,
-          requestTimeout: limits.requestTimeoutMs,
-          keepAliveTimeout: limits.keepAliveTimeoutMs,
-          // How often Node looks for requests past their time-outs (default 30 s).
-          connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
-        },
-        handler,
-      );
-      server.maxConnections = limits.maxConnections;
+      // Plain HTTP: no handshake, so its deadline is the idle one.
+      const bounds: SocketLimits = { ...limits, handshakeTimeoutMs: limits.idleTimeoutMs };
+      const server = createServer(serverTimeouts(bounds), handler);
+      guardSockets(server, bounds);
       return server;
     },
   });

@@ -9,6 +9,7 @@ import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, ty
 import type { AddressInfo } from 'node:net';
 import { INTERMEDIATE_POLICY, type TlsServerPolicy } from '../../tls/cipher-policy.js';
 import type { ListenAddress } from '../../util/listen-address.js';
+import { guardSockets, serverTimeouts } from '../../util/socket-guard.js';
 import type { GatewayProxy } from './gateway-proxy.js';
 import { SERVER, serverTokensOn } from './kong-response.js';
 
@@ -18,7 +19,10 @@ import { SERVER, serverTokensOn } from './kong-response.js';
  * nginx's client_body_timeout is per read, so a client trickling a byte a
  * minute is never cut; here the whole request (headers and body, chunked
  * included) must arrive within `requestTimeoutMs`, else 408 and the
- * connection closes. Past `maxConnections` a new connection is closed at once.
+ * connection closes. At `maxConnections` a new connection closes the one idle
+ * the longest (src/util/socket-guard.ts, issue 24); a connection with no
+ * request in progress for `idleTimeoutMs`, or a TLS one without a finished
+ * handshake after `handshakeTimeoutMs`, is closed.
  */
 export interface ProxyLimits {
   headersTimeoutMs: number;
@@ -28,6 +32,10 @@ export interface ProxyLimits {
   maxConnections: number;
   /** How often Node checks the two time-outs above (its default is 30 s). */
   checkIntervalMs: number;
+  /** A TLS connection must finish its handshake within this (nginx's ssl_handshake_timeout, 60 s). */
+  handshakeTimeoutMs: number;
+  /** A connection with no request in progress (silent, or trickling its headers) is closed after this. */
+  idleTimeoutMs: number;
 }
 
 export const DEFAULT_PROXY_LIMITS: ProxyLimits = {
@@ -36,7 +44,9 @@ export const DEFAULT_PROXY_LIMITS: ProxyLimits = {
   keepAliveTimeoutMs: 60_000,
   maxConnections: 10_000,
   checkIntervalMs: 1_000,
-};
+  handshakeTimeoutMs: 60_000,
+  idleTimeoutMs: 60_000,
+}
 
 export interface ProxyListenerOptions {
   proxy: GatewayProxy;
@@ -104,17 +114,11 @@ const TIMEOUT_408 = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nConten
 const BAD_400 = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n';
 
 function serverOptions(l: ProxyLimits) {
-  return {
-    noDelay: true,
-    headersTimeout: l.headersTimeoutMs,
-    requestTimeout: l.requestTimeoutMs,
-    keepAliveTimeout: l.keepAliveTimeoutMs,
-    connectionsCheckingInterval: l.checkIntervalMs,
-  };
+  return { noDelay: true, ...serverTimeouts(l), connectionsCheckingInterval: l.checkIntervalMs };
 }
 
-function tune(server: AnyServer, l: ProxyLimits): void {
-  server.maxConnections = l.maxConnections;
+function tune(server: AnyServer, l: ProxyLimits, tls: boolean): void {
+  guardSockets(server, l, { tls });
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // A request already being answered (the proxy wrote headers) can only be cut.
     const answering = (socket as { _httpMessage?: ServerResponse })._httpMessage?.headersSent === true;
@@ -148,7 +152,7 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
   try {
     if (o.http) {
       const server = createHttpServer(serverOptions(limits), guarded(o.proxy, 'http', limits));
-      tune(server, limits);
+      tune(server, limits, false);
       server.on('connection', o.proxy.countConnection);
       servers.push(server);
       http = await listen(server, o.http);
@@ -177,9 +181,7 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
         },
         guarded(o.proxy, 'https', limits) as unknown as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
       );
-      // The HTTP/1.1 side of this server: same header and request time-outs as the plain listener.
-      // (Node keeps them on the server object; @types/node does not declare them for HTTP/2 servers.)
-      Object.assign(server, { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs });
+      // The HTTP/1.1 side of this server gets the plain listener's header and request time-outs from guardSockets.
       const open = new Set<import('node:http2').ServerHttp2Session>();
       sessions.set(server, open);
       server.on('session', (session) => {
@@ -188,7 +190,7 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
         // Idle HTTP/2 connections close like keep-alive ones (graceful: open streams finish).
         session.setTimeout(limits.keepAliveTimeoutMs, () => session.close());
       });
-      tune(server, limits);
+      tune(server, limits, true);
       server.on('connection', o.proxy.countConnection);
       servers.push(server);
       tlsServer = server;

@@ -10,12 +10,23 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { HospitalApiError } from '../../errors/index.js';
 import type { ListenAddress } from '../../util/listen-address.js';
+import { guardSockets, serverTimeouts, type SocketLimits } from '../../util/socket-guard.js';
 
 export interface StatusServer {
   /** host:port as bound ([v6]:port). */
   address: string;
   close(): Promise<void>;
 }
+
+/** Scrapes are small and frequent; every socket is bounded (src/util/socket-guard.ts, issue 24). */
+export const STATUS_LISTENER_LIMITS: SocketLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  handshakeTimeoutMs: 10_000,
+  idleTimeoutMs: 10_000,
+  maxConnections: 64,
+};
 
 const PROMETHEUS_CONTENT_TYPE = 'text/plain; charset=UTF-8';
 
@@ -26,8 +37,9 @@ function json(res: ServerResponse, status: number, message: string): void {
 }
 
 /** Starts the status listener; resolves once it listens. @throws ERR_PORT_IN_USE */
-export async function startStatusServer(at: ListenAddress, metrics: () => string): Promise<StatusServer> {
-  const server = createServer({ headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 }, (req: IncomingMessage, res: ServerResponse) => {
+export async function startStatusServer(at: ListenAddress, metrics: () => string, bounds: Partial<SocketLimits> = {}): Promise<StatusServer> {
+  const limits: SocketLimits = { ...STATUS_LISTENER_LIMITS, ...bounds };
+  const server = createServer(serverTimeouts(limits), (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
@@ -42,7 +54,7 @@ export async function startStatusServer(at: ListenAddress, metrics: () => string
       json(res, 500, 'An unexpected error occurred');
     }
   });
-  server.maxConnections = 64;
+  guardSockets(server, limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
       reject(err.code === 'EADDRINUSE' ? new HospitalApiError('ERR_PORT_IN_USE', { host: at.host, port: at.port, detail: '' }, { cause: err }) : err);

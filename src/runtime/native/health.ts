@@ -15,6 +15,32 @@ export async function probe(url: string, timeoutMs = 1500): Promise<boolean> {
   }
 }
 
+/**
+ * What a probe tells the watchdog (issue 24, "busy is not dead"):
+ * - `answered`: 200;
+ * - `failing`: it answered something else (the watchdog treats it as before:
+ *   not healthy, replaced after the hung window);
+ * - `busy`: it closed the connection itself without an answer (a listener
+ *   whose cap is full of requests in progress refuses the newcomer that way,
+ *   src/util/socket-guard.ts): its event loop runs, so it is not hung;
+ * - `silent`: no answer within `timeoutMs` (a stopped or wedged process: the
+ *   kernel still accepts the connection, nothing reads it), or nothing listens.
+ */
+export type Liveness = 'answered' | 'failing' | 'busy' | 'silent';
+
+const PEER_CLOSED = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+
+export async function liveness(url: string, timeoutMs: number): Promise<Liveness> {
+  try {
+    const res = await request(url, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    await res.body.dump();
+    return res.statusCode === 200 ? 'answered' : 'failing';
+  } catch (err) {
+    const code = (err as { code?: string }).code ?? '';
+    return PEER_CLOSED.has(code) ? 'busy' : 'silent';
+  }
+}
+
 /** A component's health as `status` and `verify` show it: null when its health URL does not answer 200. */
 export interface ComponentHealth {
   state: 'up' | 'degraded';

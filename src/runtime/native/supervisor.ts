@@ -19,7 +19,7 @@ import { installPaths } from '../../install-dir/layout.js';
 import { HospitalApiError, toHospitalApiError } from '../../errors/index.js';
 import { BIN_PATH, COMPONENT_NODE_ARGS, componentSpecs, type ComponentSpec } from './components.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { assertPortsFree, probe } from './health.js';
+import { assertPortsFree, liveness, probe } from './health.js';
 import { acquireSupervisorLock, releaseSupervisorLock } from './lock.js';
 import { rotateLog } from './log-rotation.js';
 import { takeRestartRequests } from './restart-requests.js';
@@ -253,8 +253,15 @@ class Supervisor {
       if (!child || unit.starting || unit.stopping || this.shuttingDown || child.exitCode !== null) return;
       const spec = this.specOf(unit.record.name);
       if (!spec) return;
-      if (await probe(spec.healthUrl, Math.min(1_500, this.opts.hungAfterMs))) {
+      // The probe may take the whole hung window: a component that answers late (busy) is not hung.
+      const seen = await liveness(spec.healthUrl, this.opts.hungAfterMs);
+      if (seen === 'answered') {
         if (unit.child === child) this.markUp(unit, spec);
+        return;
+      }
+      if (seen === 'busy') {
+        // Its event loop closed our connection at a full cap: alive and working, never killed for it.
+        if (unit.child === child) unit.lastHealthy = Date.now();
         return;
       }
       if (unit.child !== child || unit.stopping || this.shuttingDown) return;

@@ -1,6 +1,6 @@
 /**
  * Issue 12 on the FHIR listener: bad input is a 400 OperationOutcome (never a 500), bodies are bounded
- * (413 before parsing), trickling clients are cut with 408, connections are capped, and callers other
+ * (413 before parsing), trickling clients are cut with 408, at the connection cap the idlest connection makes room, and callers other
  * than loopback get GET /fhir/metadata only.
  */
 import { connect, type Socket } from 'node:net';
@@ -78,14 +78,16 @@ describe('time-outs and a connection cap on the FHIR listener', () => {
     expect(reply).toMatch(/^HTTP\/1\.1 408/);
   }, 20_000);
 
-  it('connections beyond the cap are closed at once; the ones within it are served', async () => {
+  it('at the cap a newcomer is served and the connection idle the longest is closed (issue 24)', async () => {
     const port = Number(new URL(fhir.base).port);
     const held: Socket[] = [];
     for (let i = 0; i < 8; i++) {
-      held.push(await new Promise<Socket>((res) => { const s = connect(port, '127.0.0.1', () => res(s)); }));
+      held.push(await new Promise<Socket>((res) => { const s = connect(port, '127.0.0.1', () => res(s)); s.resume(); }));
     }
-    const refused = await rawExchange(port, (s) => s.write('GET /fhir/metadata HTTP/1.1\r\nHost: x\r\n\r\n'));
-    expect(refused).toBe('');
+    const firstClosed = new Promise((r) => held[0]!.once('close', r));
+    const served = await rawExchange(port, (s) => s.write('GET /fhir/metadata HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+    expect(served).toMatch(/^HTTP\/1\.1 200 /);
+    await firstClosed;
     for (const s of held) s.destroy();
     await new Promise((r) => setImmediate(r));
     // once they are gone, requests are served again

@@ -1,7 +1,7 @@
 /**
  * Issue 12 on the proxy listeners: duplicate Host → 400 (nginx), a client
  * that trickles its headers or body (chunked included) is cut with 408, and
- * connections past the cap are closed. Raw sockets against the real listener.
+ * at the cap a newcomer is served and the idlest connection closed (issue 24). Raw sockets against the real listener.
  */
 import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
@@ -54,7 +54,7 @@ describe('proxy listener limits', () => {
     expect(out).toMatch(/^HTTP\/1\.1 408 /);
   });
 
-  it('closes connections past the cap', async () => {
+  it('at the cap serves a newcomer and closes the connection idle the longest', async () => {
     const held: Socket[] = [];
     for (let i = 0; i < 3; i++) {
       const s = connect(port(), '127.0.0.1');
@@ -64,8 +64,11 @@ describe('proxy listener limits', () => {
       held.push(s);
     }
     try {
+      const firstClosed = new Promise((r) => held[0]!.once('close', r));
       const out = await trickle(port(), 'GET /x HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n');
-      expect(out).toBe('');
+      expect(out).toMatch(/^HTTP\/1\.1 200 /);
+      await firstClosed;
+      expect(held.slice(1).map((s) => s.destroyed)).toEqual([false, false]);
     } finally {
       for (const s of held) s.destroy();
     }

@@ -1,0 +1,182 @@
+/**
+ * Bounds every socket of one node:http, node:https or node:http2 secure server
+ * (issue 24): header, request and keep-alive time-outs, a TLS handshake
+ * deadline, an idle deadline for a connection with no request in progress
+ * (which covers a raw TCP connect that never sends a byte: Node's
+ * headersTimeout only starts counting at a request's first byte), and a
+ * connection cap that, when full, closes the connection idle the longest
+ * rather than refusing the newcomer.
+ *
+ * Node's own `server.maxConnections` refuses the newcomer, so an attacker who
+ * holds the cap with silent sockets locks every honest caller (and the
+ * supervisor's health probe) out; here the idlest connection makes room.
+ * Only when every connection has a request in progress is the newcomer
+ * refused (closed at once, which tells a prober the process is alive).
+ *
+ * Node references: http.createServer options headersTimeout, requestTimeout,
+ * keepAliveTimeout, connectionsCheckingInterval (https://nodejs.org/api/http.html#httpcreateserveroptions-requestlistener);
+ * tls.createServer handshakeTimeout (https://nodejs.org/api/tls.html#tlscreateserveroptions-secureconnectionlistener),
+ * which http2.createSecureServer and https.createServer pass on to tls.Server.
+ */
+import type { Server as NetServer, Socket } from 'node:net';
+
+export interface SocketLimits {
+  /** Whole request head (HTTP/1) must arrive within this, counted from its first byte. */
+  headersTimeoutMs: number;
+  /** Whole request (head and body) must arrive within this. */
+  requestTimeoutMs: number;
+  /** Idle time between requests on a keep-alive connection. */
+  keepAliveTimeoutMs: number;
+  /** A TLS connection must finish its handshake within this (wall clock, from connect). */
+  handshakeTimeoutMs: number;
+  /** A connection with no request in progress (silent, trickling headers, or between requests) is closed after this. */
+  idleTimeoutMs: number;
+  /** Open connections; at the cap a newcomer closes the idlest one. */
+  maxConnections: number;
+}
+
+/** Options for the server constructor: pass these to createServer / createSecureServer. */
+export function serverTimeouts(l: SocketLimits): {
+  headersTimeout: number;
+  requestTimeout: number;
+  keepAliveTimeout: number;
+  connectionsCheckingInterval: number;
+  handshakeTimeout: number;
+} {
+  return {
+    headersTimeout: Math.min(l.headersTimeoutMs, l.requestTimeoutMs),
+    requestTimeout: l.requestTimeoutMs,
+    keepAliveTimeout: l.keepAliveTimeoutMs,
+    connectionsCheckingInterval: checkEvery(l),
+    handshakeTimeout: l.handshakeTimeoutMs,
+  };
+}
+
+function checkEvery(l: SocketLimits): number {
+  return Math.max(25, Math.min(1_000, Math.floor(Math.min(l.headersTimeoutMs, l.idleTimeoutMs, l.handshakeTimeoutMs) / 4)));
+}
+
+const ENTRY = Symbol('hospital-api.socket-guard');
+
+interface Entry {
+  /** The socket to destroy: the TCP socket, then its TLS socket once secured. */
+  socket: Socket;
+  tls: boolean;
+  secured: boolean;
+  connectedAt: number;
+  /** Last time a request began or ended (or the connection opened / was secured). */
+  lastActive: number;
+  inFlight: number;
+}
+
+export interface SocketGuardStats {
+  open: number;
+  /** Closed to make room at the cap. */
+  evicted: number;
+  /** Refused at the cap because every connection had a request in progress. */
+  refused: number;
+  /** Closed for a handshake or an idle deadline. */
+  timedOut: number;
+}
+
+export interface SocketGuard {
+  stats(): SocketGuardStats;
+  /** Stops the sweep (the server's close() does not). */
+  stop(): void;
+}
+
+type GuardedServer = NetServer & {
+  headersTimeout?: number;
+  requestTimeout?: number;
+  keepAliveTimeout?: number;
+};
+
+/**
+ * Guards `server`: call once, before it listens. `tls` (default: detected) is
+ * true for an https or http2 secure server. The server's own `maxConnections` is lifted: the cap is
+ * enforced here.
+ */
+export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tls?: boolean } = {}): SocketGuard {
+  // A tls.Server (https, http2 secure) has setSecureContext; its 'secureConnection' hands over the TLS socket.
+  const tls = opts.tls ?? typeof (server as { setSecureContext?: unknown }).setSecureContext === 'function';
+  const s = server as GuardedServer;
+  // Node keeps these on the server object; an HTTP/2 secure server uses them for its HTTP/1.1 side.
+  s.headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
+  s.requestTimeout = limits.requestTimeoutMs;
+  s.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.maxConnections = Number.MAX_SAFE_INTEGER;
+  const entries = new Set<Entry>();
+  const stats = { evicted: 0, refused: 0, timedOut: 0 };
+
+  const victim = (): Entry | null => {
+    let best: Entry | null = null;
+    for (const e of entries) {
+      if (e.inFlight > 0) continue;
+      if (!best || e.lastActive < best.lastActive) best = e;
+    }
+    return best;
+  };
+
+  server.prependListener('connection', (raw: Socket) => {
+    if (entries.size >= limits.maxConnections) {
+      const v = victim();
+      if (!v) {
+        stats.refused += 1;
+        raw.destroy();
+        return;
+      }
+      stats.evicted += 1;
+      entries.delete(v);
+      v.socket.destroy();
+    }
+    const now = Date.now();
+    const entry: Entry = { socket: raw, tls, secured: false, connectedAt: now, lastActive: now, inFlight: 0 };
+    (raw as unknown as Record<symbol, Entry>)[ENTRY] = entry;
+    entries.add(entry);
+    raw.once('close', () => entries.delete(entry));
+  });
+
+  if (tls) {
+    server.on('secureConnection', (socket: Socket & { _parent?: Socket }) => {
+      const entry = (socket._parent as unknown as Record<symbol, Entry> | undefined)?.[ENTRY];
+      if (!entry) return;
+      (socket as unknown as Record<symbol, Entry>)[ENTRY] = entry;
+      entry.secured = true;
+      entry.socket = socket;
+      entry.lastActive = Date.now();
+      socket.once('close', () => entries.delete(entry));
+    });
+  }
+
+  // HTTP/1 requests carry the socket itself; HTTP/2 compat requests a proxy that forwards property reads to the session's socket.
+  server.on('request', (req: { socket?: unknown }, res: { once(event: 'close', fn: () => void): unknown }) => {
+    const entry = (req.socket as Record<symbol, Entry> | undefined)?.[ENTRY];
+    if (!entry) return;
+    entry.inFlight += 1;
+    entry.lastActive = Date.now();
+    res.once('close', () => {
+      entry.inFlight -= 1;
+      entry.lastActive = Date.now();
+    });
+  });
+
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const e of entries) {
+      const late = e.tls && !e.secured
+        ? now - e.connectedAt > limits.handshakeTimeoutMs
+        : e.inFlight === 0 && now - e.lastActive > limits.idleTimeoutMs;
+      if (!late) continue;
+      stats.timedOut += 1;
+      entries.delete(e);
+      e.socket.destroy();
+    }
+  }, checkEvery(limits));
+  sweep.unref();
+  server.once('close', () => clearInterval(sweep));
+
+  return {
+    stats: () => ({ open: entries.size, ...stats }),
+    stop: () => clearInterval(sweep),
+  };
+}
