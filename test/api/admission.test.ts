@@ -124,13 +124,19 @@ describe('POST /api/patients admission (issue 24)', () => {
     }
   });
 
-  it('answers 503 ERR_API_BUSY with Retry-After past API_QUEUE_LENGTH, and serves the queued request', async () => {
+  /** One request in the only slot and one in the only queue place, both held at FHIR until `held.open()`. */
+  async function slotAndQueueTaken() {
     const held = gate();
     const t = await harness({ env: { MAX_CONCURRENT_REQUESTS: '1', API_QUEUE_LENGTH: '1' }, fhir: { records: { p1: makeRecord('p1', 2) }, gate: held.wait } });
     const inSlot = t.post(ok);
     await inSlots(t, 1);
     const waiting = t.post(ok);
     await queued(t, 1);
+    return { held, t, inSlot, waiting };
+  }
+
+  it('answers 503 ERR_API_BUSY with Retry-After past API_QUEUE_LENGTH, and serves the queued request', async () => {
+    const { held, t, inSlot, waiting } = await slotAndQueueTaken();
     const refused = await t.post(ok);
     expect([refused.status, refused.json.error.code, refused.headers['retry-after']]).toEqual([503, 'ERR_API_BUSY', '1']);
     expect(refused.json.error.message).toBe(
@@ -162,12 +168,7 @@ describe('POST /api/patients admission (issue 24)', () => {
   });
 
   it('answers a bad token at once while every slot and queue place is taken: it holds neither', async () => {
-    const held = gate();
-    const t = await harness({ env: { MAX_CONCURRENT_REQUESTS: '1', API_QUEUE_LENGTH: '1' }, fhir: { records: { p1: makeRecord('p1', 2) }, gate: held.wait } });
-    const inSlot = t.post(ok);
-    await inSlots(t, 1);
-    const waiting = t.post(ok);
-    await queued(t, 1);
+    const { held, t, inSlot, waiting } = await slotAndQueueTaken();
     for (let i = 0; i < 3; i++) {
       const bad = await t.post({ platformCareId: 'care-1', token: 'Bearer wrong-token' });
       expect([bad.status, bad.json.error.code]).toEqual([400, 'ERR_API_ACCESS_DENIED']);
