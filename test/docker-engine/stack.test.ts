@@ -166,7 +166,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     const r = await cli([...installArgs(), '--json']);
     expect(r.code, r.err).toBe(0);
     const steps = JSON.parse(r.out).result.provisioning as Array<{ change: string }>;
-    expect(steps.length).toBe(8);
+    expect(steps.length).toBe(10);
     expect(steps.map((s) => s.change)).toEqual(Array(10).fill('unchanged'));
   }, 900_000);
 
