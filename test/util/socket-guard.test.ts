@@ -59,6 +59,8 @@ async function startApiOn(b: Bounds, which: 'public' | 'metrics'): Promise<Runni
     HEADERS_TIMEOUT_MS: String(b.headersMs),
     REQUEST_TIMEOUT_MS: String(Math.max(b.headersMs, 1_000)),
     IDLE_TIMEOUT_MS: String(b.idleMs),
+    // a queued request must give up before the idle cut (src/api/config.ts)
+    API_QUEUE_TIMEOUT_MS: String(Math.max(100, b.idleMs - 100)),
     MAX_CONNECTIONS: String(b.cap),
     PLATFORM_ANY_IDENTIFIER_SYSTEM: 'true',
   };
