@@ -92,7 +92,7 @@ export const fhirServerErrors = {
     message: 'Only GET /fhir/metadata is served to {address}',
     status: 403,
     exit: 1,
-    hint: 'The full FHIR API answers loopback callers only; --open-api exposes it to the network (unauthenticated).',
+    hint: "The full FHIR API answers the server's own user (and root) on loopback only: go through the gateway with a key. --open-api exposes it to the network (unauthenticated).",
   },
   ERR_FHIR_STORE_VERSION: {
     message: 'The FHIR store has schema version {version}, newer than this toolkit reads (up to {supported})',

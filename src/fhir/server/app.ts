@@ -6,7 +6,8 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HospitalApiError } from '../../errors/index.js';
-import { isLoopback } from '../../util/listen-address.js';
+import { isServiceCaller } from '../../util/local-peer.js';
+import type { Socket } from 'node:net';
 import { guardSockets, serverTimeouts, type SocketLimits } from '../../util/socket-guard.js';
 import { FORBIDDEN_KEYS, forbiddenKeyPath } from '../validation/forbidden-keys.js';
 import type { SqliteFhirStore } from '../store/sqlite-store.js';
@@ -53,10 +54,10 @@ export interface FhirAppOptions extends BaseUrlOptions {
   policy?: Partial<WritePolicy>;
   limits?: Partial<FhirLimits>;
   /**
-   * Callers that get the full API; every other address gets `GET /fhir/metadata` only (403 otherwise).
-   * Default: loopback addresses (the native gateway and the Hospital API run on this host).
+   * Callers that get the full API; every other one gets `GET /fhir/metadata` only (403 otherwise).
+   * Default: this server's own user or root on loopback (the native gateway runs on this host as the service).
    */
-  fullAccess?: (address: string) => boolean;
+  fullAccess?: (socket: Socket) => boolean | Promise<boolean>;
 }
 
 const JSON_TYPES = ['application/json', 'application/fhir+json', 'application/json+fhir', 'application/json-patch+json'];
@@ -118,7 +119,7 @@ function send(reply: FastifyReply, res: FhirResponse): FastifyReply {
 export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
   const limits: FhirLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const policy: WritePolicy = { ...DEFAULT_POLICY, ...options.policy };
-  const fullAccess = options.fullAccess ?? ((address: string) => isLoopback(address.replace(/^::ffff:/i, '')));
+  const fullAccess = options.fullAccess ?? isServiceCaller;
   const app = Fastify({
     logger: false,
     bodyLimit: limits.bodyLimit,
@@ -141,9 +142,11 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
 
   // Unauthenticated patient data never leaves the host: other addresses may read the CapabilityStatement only
   // (the spec's check needs GET /fhir/metadata on this port). Checked before the body is read.
+  // On loopback that is this server's own user (the gateway, the toolkit's commands) or root, not every local account
+  // (src/util/local-peer.ts, issue 24).
   app.addHook('onRequest', async (request) => {
     const address = request.raw.socket.remoteAddress ?? '';
-    if (fullAccess(address)) return;
+    if (await fullAccess(request.raw.socket)) return;
     const path = (request.raw.url ?? '').split('?')[0];
     if (request.method === 'GET' && (path === '/fhir/metadata' || path === '/fhir/metadata/')) return;
     throw new HospitalApiError('ERR_FHIR_METADATA_ONLY', { address: address.replace(/^::ffff:/, '') });

@@ -6,6 +6,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
+import type { Socket } from 'node:net';
+import { isLoopback } from '../../util/listen-address.js';
+import { isServiceCaller } from '../../util/local-peer.js';
 import { guardSockets, serverTimeouts, type SocketLimits } from '../../util/socket-guard.js';
 import Fastify from 'fastify';
 import { HospitalApiError } from '../../errors/index.js';
@@ -55,6 +58,16 @@ export interface AdminServerOptions {
   proxyHealth?: () => unknown;
   /** The prometheus exposition served on GET /metrics (src/gateway/plugins/prometheus/exporter.ts). */
   metrics?: () => string;
+  /** Who may call; default adminCallerAllowed. */
+  callerAllowed?: (socket: Socket) => boolean | Promise<boolean>;
+}
+
+/**
+ * A loopback caller must be the gateway's own user or root; an admin listener the operator put on
+ * another address (Kong's admin_listen) answers that address as Kong does.
+ */
+export function adminCallerAllowed(socket: Socket): boolean | Promise<boolean> {
+  return isLoopback((socket.remoteAddress ?? '').replace(/^::ffff:/i, '')) ? isServiceCaller(socket) : true;
 }
 
 export interface AdminServer {
@@ -99,6 +112,16 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       .code(code)
       .header('content-type', 'application/json; charset=utf-8')
       .send(JSON.stringify({ message: code === 413 ? 'Request size limit exceeded' : code === 500 ? 'An unexpected error occurred' : 'Bad request' }));
+  });
+  // The admin API hands out keys and password hashes: on loopback it answers the gateway's own user and root
+  // only, not every local account (issue 24; src/util/local-peer.ts). Asked before the body is read.
+  const allowed = options.callerAllowed ?? adminCallerAllowed;
+  app.addHook('onRequest', async (req, reply) => {
+    if (await allowed(req.raw.socket)) return;
+    return reply
+      .code(403)
+      .header('content-type', 'application/json; charset=utf-8')
+      .send(JSON.stringify({ message: "The admin API answers the gateway's own user and root only" }));
   });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
