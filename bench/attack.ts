@@ -240,6 +240,7 @@ export async function run(): Promise<BenchSection> {
     };
   } finally {
     await execa('node', [BIN, 'down', '--dir', dir], { env, reject: false, timeout: 60_000 });
-    rmSync(dir, { recursive: true, force: true });
+    // KEEP=1 leaves the stack's folder (its logs) for a look afterwards
+    if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -32,6 +32,12 @@ export class Exchange implements FailureSink {
   /** The chain whose log phases run once the response closes (null: no plugin has one, or no route ran). */
   private logChain: readonly ChainSlot[] | null = null;
   private call: UpstreamCall | null = null;
+  /**
+   * The connection, kept from the start: once the response has closed, Node has detached it
+   * (`req.socket` is null), and a client that hangs up mid-body made the log phase throw and
+   * the whole gateway exit (a 20,000-resource Bundle cut by its client, issue 24).
+   */
+  private readonly socket: Socket | null;
 
   constructor(
     readonly req: IncomingMessage,
@@ -45,7 +51,9 @@ export class Exchange implements FailureSink {
     readonly startedAt: number,
     /** The peer is in trusted_ips (its X-Forwarded-* are passed on). */
     readonly trusted = false,
-  ) {}
+  ) {
+    this.socket = (req.socket as Socket | null) ?? null;
+  }
 
   /** Runs `chain` from slot `i`; then proxies (route) or stops (no route). */
   run(chain: readonly ChainSlot[], i: number): void {
@@ -95,8 +103,8 @@ export class Exchange implements FailureSink {
     const responded = call !== null && call.respondedAt > 0;
     let ingress = 0;
     let egress = 0;
-    if (this.req.httpVersionMajor < 2) {
-      const socket = this.req.socket;
+    const socket = this.socket;
+    if (this.req.httpVersionMajor < 2 && socket !== null) {
       const mark = byteMarks.get(socket) ?? { read: 0, written: 0 };
       ingress = socket.bytesRead - mark.read;
       egress = socket.bytesWritten - mark.written;
