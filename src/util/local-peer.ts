@@ -81,6 +81,11 @@ export async function loopbackPeerUid(socket: Socket): Promise<number | null> {
   return null;
 }
 
+/** Whether the connection comes from this host's loopback (IPv4-mapped addresses included). */
+export function isLoopbackPeer(socket: Socket): boolean {
+  return isLoopback((socket.remoteAddress ?? '').replace(/^::ffff:/i, ''));
+}
+
 /** Whether the kernel tells who owns a connection here (Linux's /proc/net/tcp). */
 export const PEER_UIDS_KNOWN = existsSync(TABLES[0]);
 
@@ -92,7 +97,7 @@ export function isServiceCaller(socket: Socket): Promise<boolean> {
   let answer = known.get(socket);
   if (!answer) {
     answer = (async () => {
-      if (!isLoopback((socket.remoteAddress ?? '').replace(/^::ffff:/i, ''))) return false;
+      if (!isLoopbackPeer(socket)) return false;
       if (!PEER_UIDS_KNOWN) return true;
       const uid = await loopbackPeerUid(socket);
       return uid !== null && (uid === 0 || uid === process.getuid?.());

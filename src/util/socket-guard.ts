@@ -18,6 +18,7 @@
  * tls.createServer handshakeTimeout (https://nodejs.org/api/tls.html#tlscreateserveroptions-secureconnectionlistener),
  * which http2.createSecureServer and https.createServer pass on to tls.Server.
  */
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { Server as NetServer, Socket } from 'node:net';
 
 export interface SocketLimits {
@@ -179,4 +180,15 @@ export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tl
     stats: () => ({ open: entries.size, ...stats }),
     stop: () => clearInterval(sweep),
   };
+}
+
+/** A plain node:http server with every socket bounded; with no TLS handshake, that deadline is the idle one. */
+export function createBoundedHttpServer(
+  limits: Omit<SocketLimits, 'handshakeTimeoutMs'>,
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): HttpServer {
+  const bounds: SocketLimits = { ...limits, handshakeTimeoutMs: limits.idleTimeoutMs };
+  const server = createServer(serverTimeouts(bounds), handler);
+  guardSockets(server, bounds);
+  return server;
 }

@@ -4,11 +4,11 @@
  * FHIR semantics in dispatch.ts, writes.ts and transaction.ts.
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HospitalApiError } from '../../errors/index.js';
 import { isServiceCaller } from '../../util/local-peer.js';
 import type { Socket } from 'node:net';
-import { guardSockets, serverTimeouts, type SocketLimits } from '../../util/socket-guard.js';
+import { createBoundedHttpServer } from '../../util/socket-guard.js';
 import { FORBIDDEN_KEYS, forbiddenKeyPath } from '../validation/forbidden-keys.js';
 import type { SqliteFhirStore } from '../store/sqlite-store.js';
 import { publicBaseUrl, type BaseUrlOptions } from './base-url.js';
@@ -125,13 +125,7 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
     bodyLimit: limits.bodyLimit,
     exposeHeadRoutes: false,
     // node:http enforces the time-outs; its checker runs every connectionsCheckingInterval (30 s by default)
-    serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => {
-      // Plain HTTP: no handshake, so its deadline is the idle one.
-      const bounds: SocketLimits = { ...limits, handshakeTimeoutMs: limits.idleTimeoutMs };
-      const server = createServer(serverTimeouts(bounds), handler);
-      guardSockets(server, bounds);
-      return server;
-    },
+    serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => createBoundedHttpServer(limits, handler),
   });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, jsonParser(limits.maxDepth));

@@ -5,11 +5,9 @@
  * The logger is off: request bodies carry keys and passwords.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:http';
 import type { Socket } from 'node:net';
-import { isLoopback } from '../../util/listen-address.js';
-import { isServiceCaller } from '../../util/local-peer.js';
-import { guardSockets, serverTimeouts, type SocketLimits } from '../../util/socket-guard.js';
+import { isLoopbackPeer, isServiceCaller } from '../../util/local-peer.js';
+import { createBoundedHttpServer, type SocketLimits } from '../../util/socket-guard.js';
 import Fastify from 'fastify';
 import { HospitalApiError } from '../../errors/index.js';
 import type { GatewayStore } from '../store/index.js';
@@ -67,7 +65,7 @@ export interface AdminServerOptions {
  * another address (Kong's admin_listen) answers that address as Kong does.
  */
 export function adminCallerAllowed(socket: Socket): boolean | Promise<boolean> {
-  return isLoopback((socket.remoteAddress ?? '').replace(/^::ffff:/i, '')) ? isServiceCaller(socket) : true;
+  return isLoopbackPeer(socket) ? isServiceCaller(socket) : true;
 }
 
 export interface AdminServer {
@@ -81,13 +79,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   const app = Fastify({
     logger: false,
     bodyLimit: 16 * 1024 * 1024,
-    serverFactory: (handler) => {
-      // Plain HTTP: no handshake, so its deadline is the idle one.
-      const bounds: SocketLimits = { ...limits, handshakeTimeoutMs: limits.idleTimeoutMs };
-      const server = createServer(serverTimeouts(bounds), handler);
-      guardSockets(server, bounds);
-      return server;
-    },
+    serverFactory: (handler) => createBoundedHttpServer(limits, handler),
   });
   const ctx: AdminContext = {
     store: options.store,
