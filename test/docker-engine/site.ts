@@ -5,7 +5,7 @@
  * them, the real CLI on a tier install directory with its step timings, a
  * compose project's containers and volumes, and the purge after a file.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +19,7 @@ import { installPaths } from '../../src/install-dir/layout.js';
 import { VERSION } from '../../src/version.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { freePort } from '../../src/util/port-check.js';
-import { runCli } from '../helpers/cli.js';
+import { BIN, runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
 import { until as untilHelper } from '../helpers/until.js';
 import { buildImages, docker, TIER_IMAGES } from './engine.js';
@@ -48,11 +48,24 @@ export interface CliRun {
   err: string;
 }
 
-/** The real CLI on `dir` (or `on`), each step's time added to `timings` under its command name. */
-export function tierCli(dir: string, timings: Timings) {
+/**
+ * The real CLI on `dir` (or `on`), each step's time added to `timings` under its command name. With
+ * `hostsFile`, the CLI runs in a mount namespace of its own where that file is /etc/hosts: the site's
+ * host name resolves for it (and for the docker and Compose commands it runs) as a hospital's DNS would,
+ * and nothing else on the machine sees the name.
+ */
+export function tierCli(dir: string, timings: Timings, hostsFile?: string) {
   return async (args: string[], options: { env?: Record<string, string>; on?: string } = {}): Promise<CliRun> => {
     const t0 = Date.now();
-    const r = await runCli([...args, '--dir', options.on ?? dir], { timeout: 900_000, ...(options.env ? { env: options.env } : {}) });
+    const run = { timeout: 900_000, ...(options.env ? { env: options.env } : {}) };
+    const cliArgs = [...args, '--dir', options.on ?? dir];
+    const r = hostsFile
+      ? await execa('unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount --bind "$0" /etc/hosts && exec "$@"', hostsFile, 'node', BIN, ...cliArgs], {
+          reject: false,
+          ...run,
+          env: { NO_COLOR: '1', ...options.env },
+        })
+      : await runCli(cliArgs, run);
     const name = args.slice(0, args[0] === 'consumer' || args[0] === 'cert' ? 2 : 1).join(' ');
     timings[name] = (timings[name] ?? 0) + (Date.now() - t0);
     return { code: r.exitCode, out: String(r.stdout), err: String(r.stderr) };
@@ -118,13 +131,39 @@ export function syntheticIds(entries: Array<{ resource: { identifier?: Array<{ s
   return ids;
 }
 
-/** A tier file's install: its directory, the platform stand-in's, the compose project, the CLI on it. */
-export function tierSite(prefix: string) {
+/** A tier file's install: its directory, the platform stand-in's, the compose project, the CLI on it (see tierCli for `hostsFile`). */
+export function tierSite(prefix: string, hostsFile?: string) {
   const dir = tempDir(`${prefix}-`);
   const platformDir = tempDir(`${prefix}-platform-`);
   const project = projectName(dir);
   const timings: Timings = {};
-  return { dir, platformDir, project, platformName: `${project}-platform`, timings, cli: tierCli(dir, timings) };
+  return { dir, platformDir, project, platformName: `${project}-platform`, timings, cli: tierCli(dir, timings, hostsFile) };
+}
+
+/**
+ * A site host name that is not loopback, on addresses the test makes: a Docker network with the
+ * documentation range 198.51.100.0/24 (RFC 5737, which this machine does not use) gives the engine's host
+ * the address 198.51.100.1 on a bridge of its own, with nothing attached to any real network. The name
+ * resolves through a hosts file that only the CLI's own mount namespace sees (tierCli). The network
+ * carries no container: it is there for its host address, as a hospital server's LAN address would be.
+ */
+export const SITE_HOST = Object.freeze({ name: 'hospital.test', address: '198.51.100.1', subnet: '198.51.100.0/24' });
+const SITE_NETWORK = `hospital-api-tier-site${process.env.HOSPITAL_API_TIER_SUFFIX ? `-${process.env.HOSPITAL_API_TIER_SUFFIX}` : ''}`;
+
+export function siteHostsFile(): string {
+  const file = join(tempDir('site-hosts-'), 'hosts');
+  writeFileSync(file, `127.0.0.1 localhost\n${SITE_HOST.address} ${SITE_HOST.name}\n`);
+  return file;
+}
+
+/** Makes the site address (a network left by an earlier, failed run is replaced). */
+export async function createSiteAddress(): Promise<void> {
+  await removeSiteAddress();
+  await docker(['network', 'create', '--label', 'hospital-api-tier=site', '--subnet', SITE_HOST.subnet, '--gateway', SITE_HOST.address, SITE_NETWORK]);
+}
+
+export async function removeSiteAddress(): Promise<void> {
+  await docker(['network', 'rm', SITE_NETWORK], { allowFail: true });
 }
 
 /** A file's beforeAll: the images (timed), free ports for what the install publishes, the platform stand-in's tokens. */

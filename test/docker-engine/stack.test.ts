@@ -6,13 +6,19 @@
  * `"` and `\` still works → the admin port answers on no host address →
  * published ports bound as configured → reinstall with lost secrets is refused.
  *
+ * The site is installed as a hospital installs it, under a host name that is
+ * not loopback (issue 27): `hospital.test`, the engine host's own address on a
+ * bridge this file makes from 198.51.100.0/24 (site.ts SITE_HOST), resolved by
+ * the CLI alone. The gateway and the API are published on that address, FHIR
+ * stays on 127.0.0.1, and verify passes without opening FHIR.
+ *
  * The images are the tier's (scripts/docker-engine.mjs): a real Postgres from
  * Debian's postgresql-15, and kong / hapi stand-ins that keep the real images'
  * interface (no curl in kong, no shell in hapi, the dialect rule of HAPI 8) with
  * the project's native gateway and FHIR server inside. They are passed with the
  * install image flags; the real tags stay the defaults. Containers talk to each
- * other and to 127.0.0.1 only. Without an engine every test is skipped with one
- * plain line.
+ * other; the test talks to 127.0.0.1 and the site address only. Without an
+ * engine every test is skipped with one plain line.
  */
 import { chownSync, cpSync, readdirSync, readFileSync, rmSync, statSync, appendFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,7 +31,7 @@ import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
 import { docker, engineAnswers, sayNoEngine } from './engine.js';
-import { API_IMAGE, containersOf, formatTimings, IMAGE_FLAGS, prepareTier, purgeProjects, runningContainer, syntheticIds, tcpOpens, tierSite } from './site.js';
+import { API_IMAGE, containersOf, createSiteAddress, formatTimings, IMAGE_FLAGS, prepareTier, purgeProjects, removeSiteAddress, runningContainer, SITE_HOST, siteHostsFile, syntheticIds, tcpOpens, tierSite } from './site.js';
 import { recordFixture } from './record.js';
 import { checkMetrics, hasPromtool } from '../monitoring/promtool.js';
 
@@ -39,12 +45,12 @@ const PLATFORM_PORT = 8088;
 /** Printable, no spaces; `$`, `"` and `\` are what Compose's env-file syntax would change. */
 const SPECIAL_KEY = 'k$HOME"q\\x\\n$$-0123456789abcdef';
 
-const { dir, platformDir, project, platformName, timings, cli } = tierSite('hapi-docker-tier');
+const { dir, platformDir, project, platformName, timings, cli } = tierSite('hapi-docker-tier', siteHostsFile());
 let ports: Record<string, number> = {};
 
 /** The first install makes the CA; reruns keep the TLS material (no TLS flag). */
 const installArgs = (first = false) => [
-  'install', '--runtime', 'docker', '--host', '127.0.0.1', ...(first ? ['--generate-ca'] : []), '--platform-url', `http://platform:${PLATFORM_PORT}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
+  'install', '--runtime', 'docker', '--host', SITE_HOST.name, '--bind-address', SITE_HOST.address, ...(first ? ['--generate-ca'] : []), '--platform-url', `http://platform:${PLATFORM_PORT}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
   '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
   ...IMAGE_FLAGS,
 ];
@@ -53,7 +59,7 @@ const containers = () => containersOf(project);
 const container = (service: string) => runningContainer(project, service);
 
 async function postPatient(careId: string, token: string) {
-  const res = await request(`http://127.0.0.1:${ports.api}/api/patients`, {
+  const res = await request(`http://${SITE_HOST.address}:${ports.api}/api/patients`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ platformCareId: careId, token }),
@@ -68,6 +74,7 @@ let tokens: Array<{ careId: string; token: string }> = [];
 describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
   beforeAll(async () => {
     ({ ports, tokens } = await prepareTier({ platformDir, timings }, dataset.patients.map((p) => p.careId)));
+    await createSiteAddress();
   }, 3_600_000);
 
   afterAll(async () => {
@@ -75,6 +82,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     await docker(['rm', '-f', platformName], { allowFail: true });
     // the tier's own volumes go with it (`down --volumes` is the documented purge)
     await purgeProjects([{ project, dir }]);
+    await removeSiteAddress();
     process.stdout.write(`docker tier timings (s): ${formatTimings(timings)}\n`);
     removeTempDirs();
   }, 600_000);
@@ -82,18 +90,23 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
   it('installs on the engine; the gateway is provisioned through the admin API inside kong, which has no curl', async () => {
     const r = await cli([...installArgs(true), '--json']);
     expect(r.code, `${r.out}\n${r.err}`).toBe(0);
-    const result = JSON.parse(r.out).result as { runtime: string; provisioning: Array<{ name: string; change: string }> };
+    const result = JSON.parse(r.out).result as { runtime: string; provisioning: Array<{ name: string; change: string }>; endpoints: Record<string, string> };
     expect(result.runtime).toBe('docker');
+    // the endpoint table names the site for what is published on it, and FHIR where it is published: loopback
+    expect(result.endpoints.apiBase).toBe(`http://${SITE_HOST.name}:${ports.api}`);
+    expect(result.endpoints.keyAuthBase).toBe(`https://${SITE_HOST.name}:${ports.gatewayHttps}/fhir-api-key-auth`);
+    expect(result.endpoints.fhirBase).toBe(`http://127.0.0.1:${ports.fhir}/fhir`);
     expect(result.provisioning.map((s) => s.change)).toEqual(Array(result.provisioning.length).fill('created'));
     expect(result.provisioning.length).toBe(10);
     // the kong image has no curl, as the official one (Kong/docker-kong ubuntu/Dockerfile purges it)
     const kong = await container('kong');
     const curl = await docker(['exec', kong.Id, 'sh', '-c', 'command -v curl'], { allowFail: true });
     expect(curl.code).not.toBe(0);
-    // HAPI started with the Postgres dialect, read the way HAPI 8 reads it
-    const hapi = await container('hapi');
-    const logs = await docker(['logs', hapi.Id]);
-    expect(logs.out + logs.err).toContain('HHH000400: Using dialect: ca.uhn.fhir.jpa.model.dialect.HapiFhirPostgresDialect');
+    // HAPI runs on the Postgres dialect: its schema is in Postgres, as the real image leaves it (HAPI 8 logs
+    // the dialect at DEBUG only, so no log line is asked for; with the H2 dialect the schema is never made)
+    const db = await container('hapi-database');
+    const schema = await docker(['exec', db.Id, 'psql', '-U', 'hapi', '-d', 'hapi', '-tAc', "SELECT to_regclass('public.hfj_resource') IS NOT NULL"]);
+    expect(schema.out.trim()).toBe('t');
     // the API is held back until the hospital has created its key
     expect((await containers()).some((c) => c.Config?.Labels?.['com.docker.compose.service'] === 'hospital-api')).toBe(false);
   }, 1_800_000);
@@ -111,7 +124,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     const consumer = await cli(['consumer', 'create', 'tier-hospital', '--write-env']);
     expect(consumer.code, consumer.err).toBe(0);
     // returned only after the API answered its health check
-    const health = await request(`http://127.0.0.1:${ports.api}/api/health-check`);
+    const health = await request(`http://${SITE_HOST.address}:${ports.api}/api/health-check`);
     expect(health.statusCode).toBe(200);
     expect(await health.body.json()).toEqual({});
     // never root
@@ -121,8 +134,9 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     const data = join(dir, 'tier-data');
     const gen = await runCli(['fhir', 'generate', '--patients', String(PATIENTS), '--seed', SEED, '--sizes', SIZES, '--out', data]);
     expect(gen.exitCode, String(gen.stderr)).toBe(0);
-    const load = await runCli(['fhir', 'load', join(data, '00-shared.json'), join(data, '01-patients.ndjson'), '--url', `http://127.0.0.1:${ports.fhir}/fhir`]);
-    expect(load.exitCode, String(load.stderr)).toBe(0);
+    // no --url: the installation's own FHIR address (127.0.0.1, where it is published), not the site name
+    const load = await cli(['fhir', 'load', join(data, '00-shared.json'), join(data, '01-patients.ndjson')]);
+    expect(load.code, load.err).toBe(0);
 
     const status = await cli(['status', '--json']);
     expect(status.code, status.err).toBe(0);
@@ -184,16 +198,19 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     expect(JSON.stringify((JSON.parse((await docker(['inspect', api.Id])).out) as ContainerInspect[])[0])).not.toContain('0123456789abcdef');
   }, 300_000);
 
-  it('the admin port answers on no host address; published ports are bound to 127.0.0.1 as configured', async () => {
+  it('the admin port answers on no host address; published ports are bound as configured: the site address, FHIR on 127.0.0.1', async () => {
     const all = await containers();
     const bindings = all.flatMap((c) =>
       Object.entries(c.NetworkSettings?.Ports ?? {}).flatMap(([target, list]) => (list ?? []).map((b) => `${c.Config?.Labels?.['com.docker.compose.service']} ${target} ${b.HostIp}:${b.HostPort}`)),
     );
     expect(bindings.sort()).toEqual([
       `hapi 8080/tcp 127.0.0.1:${ports.fhir}`,
-      `hospital-api 9000/tcp 127.0.0.1:${ports.api}`,
-      `kong 8443/tcp 127.0.0.1:${ports.gatewayHttps}`,
+      `hospital-api 9000/tcp ${SITE_HOST.address}:${ports.api}`,
+      `kong 8443/tcp ${SITE_HOST.address}:${ports.gatewayHttps}`,
     ]);
+    // the site address reaches the gateway, never FHIR
+    expect(await tcpOpens(SITE_HOST.address, ports.gatewayHttps!)).toBe(true);
+    expect(await tcpOpens(SITE_HOST.address, ports.fhir!)).toBe(false);
     // from the host, the kong container's own address: the proxy answers, the admin API does not
     const kong = await container('kong');
     const ip = Object.values((kong.NetworkSettings as { Networks?: Record<string, { IPAddress?: string }> }).Networks ?? {})[0]?.IPAddress;

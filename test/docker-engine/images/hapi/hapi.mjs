@@ -19,6 +19,12 @@ const env = process.env;
 const H2 = 'ca.uhn.fhir.jpa.model.dialect.HapiFhirH2Dialect';
 const POSTGRES = 'ca.uhn.fhir.jpa.model.dialect.HapiFhirPostgresDialect';
 
+function startDelay() {
+  const s = Number(env.STANDIN_START_DELAY_S ?? 0);
+  if (!(s > 0)) return Promise.resolve();
+  log(`stand-in: starting slowly (${s} s), as the real image does`);
+  return new Promise((resolve) => setTimeout(resolve, s * 1000));
+}
 function log(msg) {
   process.stdout.write(`${new Date().toISOString()}  INFO 1 --- [main] ${msg}\n`);
 }
@@ -54,6 +60,10 @@ const password = prop('spring.datasource.password', 'SPRING_DATASOURCE_PASSWORD'
 const dialect = env['spring.jpa.properties.hibernate.dialect'] ?? tree['spring.jpa.properties.hibernate.dialect'] ?? env.HIBERNATE_DIALECT ?? H2;
 
 log('Starting Application using Java 17 (hospital-api HAPI FHIR stand-in, v8.10.0-3 interface)');
+// The real server takes tens of seconds (JVM, Spring, Hibernate) before it listens. The tier's slow
+// variant (STANDIN_START_DELAY_S, set in a derived image) makes the stand-in do the same, so install's
+// waits and the watchdog's probes are tried against a slow FHIR start.
+await startDelay();
 log(`HHH000400: Using dialect: ${dialect}`);
 const m = /^jdbc:postgresql:\/\/([^:/]+)(?::(\d+))?\/([^?]+)/.exec(url ?? '');
 if (!m) fail(`the stand-in needs a jdbc:postgresql datasource, got ${url ? 'another URL' : 'none'}`);
@@ -67,6 +77,10 @@ try {
   fail(`Unable to obtain connection from database: ${String(err.stderr ?? err.message).trim()}`);
 }
 
+// HAPI's schema on the Postgres dialect: the resource table (hapi-fhir-jpaserver-model ResourceTable,
+// @Table(name = "HFJ_RESOURCE"); Postgres folds the name to lower case). The tier proves the dialect from
+// this table, as it would on the real image, not from a log line (HAPI 8 logs the dialect at DEBUG only).
+psql(conn, 'CREATE TABLE IF NOT EXISTS hfj_resource (res_id bigint PRIMARY KEY)');
 const data = '/data';
 restoreBlob(conn, 'fhir.sqlite', join(data, 'fhir.sqlite'));
 // The starter's AppProperties are @ConfigurationProperties(prefix = "hapi.fhir"): Spring Boot's relaxed

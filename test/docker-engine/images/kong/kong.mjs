@@ -57,6 +57,13 @@ function pemOf(value) {
 }
 
 async function start() {
+  // The tier's slow variant (STANDIN_START_DELAY_S, set in a derived image): a gateway that takes its
+  // time before it listens, so install's waits and the watchdog are tried against a slow start.
+  const delay = Number(env.STANDIN_START_DELAY_S ?? 0);
+  if (delay > 0) {
+    process.stderr.write(`kong stand-in: starting slowly (${delay} s)\n`);
+    await new Promise((resolve) => setTimeout(resolve, delay * 1000));
+  }
   const c = conn();
   if (!bootstrapped(c)) die('Database needs bootstrapping or is older than Kong 1.0.\n\nTo start a new installation from scratch, run \'kong migrations bootstrap\'.');
   const run = mkdtempSync(join(tmpdir(), 'kong-'));
