@@ -7,7 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { HospitalApiError } from '../errors/index.js';
-import { PORT_FLAGS } from '../install/port-flags.js';
+import { DOCKER_FLAGS, PORT_FLAGS } from '../install/port-flags.js';
 import type { Io } from '../output/io.js';
 import { readInstallConfig } from '../install-dir/install-config.js';
 import { installPaths } from '../install-dir/layout.js';
@@ -17,7 +17,7 @@ import { patientsCurl } from './curl.js';
 import { readTokens, writeTokens, type DemoToken } from './tokens.js';
 import * as step from './steps.js';
 
-export interface DemoOptions extends step.DemoPorts {
+export interface DemoOptions extends step.DemoPorts, step.DemoRuntimeChoice {
   dir: string;
   patients?: string;
   sizes?: string;
@@ -36,6 +36,11 @@ export interface DemoResult {
 
 function portsOf(o: DemoOptions): step.DemoPorts {
   const keys = [...PORT_FLAGS.map((p) => p.key), 'platformPort'] as const;
+  return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
+}
+
+function runtimeChoiceOf(o: DemoOptions): step.DemoRuntimeChoice {
+  const keys = ['runtime', ...DOCKER_FLAGS.map((d) => d.key)] as const;
   return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
 }
 
@@ -59,25 +64,32 @@ export async function runDemo(options: DemoOptions, io: Io): Promise<DemoResult>
     throw new HospitalApiError('ERR_USAGE', { detail: `--patients must be a whole number from 1 to 1000, got "${options.patients}"` });
   }
   parseSizes(options.sizes ?? '10-2000');
+  const choice = runtimeChoiceOf(options);
+  const runtimeName = step.demoRuntime(choice);
   if (existsSync(installPaths(dir).installJson) && !readInstallConfig(dir).demo) {
     throw new HospitalApiError('ERR_RUNTIME_DEMO_REFUSED', { dir });
   }
   // Installed means install ran to the end (provisioning included); a run cut short is completed by rerunning install.
   const installed = existsSync(step.demoPaths(dir).installed);
   const settings = await step.ensureDemoSettings(dir, options);
-  if (!installed) {
-    await timed('install (native, generated CA)', () => step.install(dir, settings, portsOf(options), (t) => io.log(t)));
-  }
-  const config = readInstallConfig(dir);
-  const runtime = await openRuntime(dir);
-  await timed('up (supervised components + DEMO platform stand-in)', () => runtime.up({ demo: true }));
-  // Loading (FHIR server) and the consumer (gateway + API restart) touch different components: run both at once.
-  const [patients] = await Promise.all([
-    timed('load generated data (once)', () => step.loadDataOnce(dir, config, patientCount, options.sizes ?? '10-2000')),
-    timed('consumer create demo --write-env (once)', () => step.ensureConsumer(dir, runtime, (t) => io.log(t))),
-  ]);
+  // The data and its tokens first: the platform stand-in starts with the stack and reads them.
+  const patients = await timed('generate synthetic patients (once)', () => step.generateDataOnce(dir, patientCount, options.sizes ?? '10-2000'));
   let tokens = readTokens(dir);
   if (tokens.length !== patients.length) tokens = writeTokens(dir, patients.map((p) => p.careId));
+  if (!installed) {
+    await timed(`install (${runtimeName}, generated CA)`, () => step.install(dir, settings, portsOf(options), choice, (t) => io.log(t)));
+  }
+  const config = readInstallConfig(dir);
+  if (choice.runtime !== undefined && config.runtime !== runtimeName) {
+    throw new HospitalApiError('ERR_INSTALL_RUNTIME_CONFLICT', { dir, existing: config.runtime, requested: runtimeName });
+  }
+  const runtime = await openRuntime(dir);
+  await timed('up (the stack + DEMO platform stand-in)', () => runtime.up({ demo: true }));
+  // Loading (FHIR server) and the consumer (gateway + API restart) touch different components: run both at once.
+  await Promise.all([
+    timed('load generated data (once)', () => step.loadDataOnce(dir, config, patientCount)),
+    timed('consumer create demo --write-env (once)', () => step.ensureConsumer(dir, runtime, (t) => io.log(t))),
+  ]);
   const record = await timed('verify', () => step.verify(dir, runtime, (t) => io.log(t)));
   const toVerified = (Date.now() - t0) / 1000;
 

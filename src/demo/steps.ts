@@ -13,11 +13,11 @@ import { endpoints, type InstallConfig } from '../install-dir/install-config.js'
 import type { Runtime } from '../runtime/types.js';
 import { installPaths } from '../install-dir/layout.js';
 import { demoSettingsPath, readDemoSettings, type DemoSettings } from '../install-dir/demo-settings.js';
-import { DEMO_RUNTIME } from '../runtime/profiles.js';
+import { DEMO_RUNTIME, isRuntimeName, profileOf, RUNTIME_NAMES, siteEndpoints, type RuntimeName } from '../runtime/profiles.js';
 import { readEnvFile } from '../util/env-file.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { freePort } from '../util/port-check.js';
-import type { PortFlags } from '../install/port-flags.js';
+import type { DockerFlags, PortFlags } from '../install/port-flags.js';
 import { runInstall } from '../install/run.js';
 import { runGenerate } from '../fhir-data/generate/command.js';
 import { PLATFORM_CARE_ID_SYSTEM } from '../fhir-data/generate/model.js';
@@ -28,6 +28,11 @@ import { formatCheckProgress } from '../checks/render.js';
 
 export interface DemoPorts extends PortFlags {
   platformPort?: string;
+}
+
+/** The runtime a demo installs on (native unless `--runtime docker`) and, for docker, its images and bind addresses. */
+export interface DemoRuntimeChoice extends DockerFlags {
+  runtime?: string;
 }
 
 export interface ManifestPatient {
@@ -60,17 +65,26 @@ export async function ensureDemoSettings(dir: string, ports: DemoPorts): Promise
   return settings;
 }
 
+/** The runtime a demo run asks for: `--runtime`, else native (never docker by mere presence of an engine). */
+export function demoRuntime(choice: DemoRuntimeChoice): RuntimeName {
+  if (choice.runtime === undefined) return DEMO_RUNTIME;
+  if (!isRuntimeName(choice.runtime)) throw new HospitalApiError('ERR_USAGE', { detail: `--runtime must be ${RUNTIME_NAMES.join(' or ')}, got "${choice.runtime}"` });
+  return choice.runtime;
+}
+
 /** The install engineer's own code, in process, with the demo label install.json carries. */
-export async function install(dir: string, settings: DemoSettings, ports: DemoPorts, log: (text: string) => void): Promise<void> {
+export async function install(dir: string, settings: DemoSettings, ports: DemoPorts, choice: DemoRuntimeChoice, log: (text: string) => void): Promise<void> {
   const { platformPort: _unused, ...installPorts } = ports;
+  const runtime = demoRuntime(choice);
   await runInstall(
     {
       ...installPorts,
-      runtime: DEMO_RUNTIME,
+      ...choice,
+      runtime,
       generateCa: true,
       demo: true,
       dir: installPaths(dir).root,
-      platformUrl: `http://127.0.0.1:${settings.platformPort}`,
+      platformUrl: profileOf(runtime).demoPlatformUrl(settings.platformPort),
       // The generated patients carry their care id in this system (src/fhir-data/generate/model.ts).
       identifierSystem: PLATFORM_CARE_ID_SYSTEM,
     },
@@ -79,22 +93,32 @@ export async function install(dir: string, settings: DemoSettings, ports: DemoPo
   writeFileAtomic(demoPaths(dir).installed, JSON.stringify({ installedAt: new Date().toISOString() }) + '\n');
 }
 
-/** Generates the data set and loads it into the FHIR server, once per install. */
-export async function loadDataOnce(dir: string, config: InstallConfig, patients: number, sizes: string): Promise<ManifestPatient[]> {
+/**
+ * Generates the data set once per install (before the stack starts: the platform stand-in's tokens
+ * are made from it, and a docker stand-in reads its copy of them when it starts).
+ */
+export async function generateDataOnce(dir: string, patients: number, sizes: string): Promise<ManifestPatient[]> {
   const p = demoPaths(dir);
-  if (!existsSync(p.loaded)) {
+  if (!existsSync(p.manifest)) {
     mkdirSync(p.data, { recursive: true });
     // The generator's own hints ("Load with: …") would only confuse a demo run.
     const quiet = createIo({ quiet: true, stdout: new Writable({ write: (_c, _e, done) => done() }) });
     await runGenerate({ patients, seed: 'hospital-api-demo', sizes, out: p.data }, quiet);
+  }
+  return (JSON.parse(readFileSync(p.manifest, 'utf8')) as { patients: ManifestPatient[] }).patients;
+}
+
+/** Loads the generated data set into the installation's FHIR server, where this host reaches it, once per install. */
+export async function loadDataOnce(dir: string, config: InstallConfig, patients: number): Promise<void> {
+  const p = demoPaths(dir);
+  if (!existsSync(p.loaded)) {
     const summary = await load(
-      { files: [join(p.data, '00-shared.json'), join(p.data, '01-patients.ndjson')], url: `http://127.0.0.1:${config.ports.fhir}/fhir` },
+      { files: [join(p.data, '00-shared.json'), join(p.data, '01-patients.ndjson')], url: siteEndpoints(config).fhirBase },
       createIo({ stdout: process.stderr }),
     );
     if (summary.failed > 0) throw fail('load data', dir, `${summary.failed} bundles failed to load`);
     writeFileAtomic(p.loaded, JSON.stringify({ loadedAt: new Date().toISOString(), patients }) + '\n');
   }
-  return (JSON.parse(readFileSync(p.manifest, 'utf8')) as { patients: ManifestPatient[] }).patients;
 }
 
 /** Creates the demo consumer and its key unless hospital-api.env already has one. */

@@ -5,7 +5,6 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { installPaths } from '../install-dir/layout.js';
 import { writeSecretFile } from '../util/atomic-write.js';
 import { safeEqual } from '../util/constant-time.js';
@@ -16,7 +15,7 @@ export interface DemoToken {
 }
 
 export function tokensPath(dir: string): string {
-  return join(installPaths(dir).root, 'demo', 'tokens.json');
+  return installPaths(dir).demoTokens;
 }
 
 export function readTokens(dir: string): DemoToken[] {

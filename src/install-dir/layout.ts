@@ -40,6 +40,8 @@ export function installPaths(dir: string) {
     run: join(root, 'run'),
     reports: join(root, 'reports'),
     docker: join(root, 'docker'),
+    /** DEMO ONLY: the platform stand-in's tokens (written by src/demo/tokens.ts). */
+    demoTokens: join(root, 'demo', 'tokens.json'),
   } as const;
 }
 

@@ -60,6 +60,8 @@ export interface RuntimeProfile {
   readonly folders: readonly RuntimeFolder[];
   /** Where the gateway's services send FHIR requests. */
   fhirUpstream(config: InstallConfig): string;
+  /** DEMO ONLY: where a demo install's API finds the platform stand-in listening on `port` (PLATFORM_API_URL). */
+  demoPlatformUrl(port: number): string;
   /**
    * The FHIR base URL as this host reaches it directly (the spec's `{fhir_url}`):
    * where the FHIR port is actually published, so check 4.5.2 reads

@@ -92,6 +92,10 @@ describe('hospital-api demo', () => {
     expect(r.exitCode).toBe(2);
     expect(String(r.stderr)).toContain('--patients must be a whole number');
     expect(existsSync(fresh)).toBe(false);
+    const runtime = await runCli(['demo', '--dir', fresh, '--runtime', 'podman']);
+    expect(runtime.exitCode).toBe(2);
+    expect(String(runtime.stderr)).toContain('--runtime must be docker or native, got "podman"');
+    expect(existsSync(fresh)).toBe(false);
   });
 
   it('refuses to touch an installation that is not a demo', async () => {

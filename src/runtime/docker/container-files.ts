@@ -16,6 +16,7 @@
  *   docker/api/tls/platform-ca.pem   PLATFORM_CA_FILE's certificates, when the hospital set one
  *   docker/api-logs/                 the API's audit log, writable by the API's uid
  *   docker/api-status/               where the API answers a key reload (api-reload.json), writable by its uid
+ *   docker/platform/demo/tokens.json DEMO ONLY: the platform stand-in's copy of demo/tokens.json, 0600, the API's uid
  *
  * Who reads the database passwords: the Postgres images read their
  * POSTGRES_PASSWORD_FILE from ../secrets as root before dropping privileges
@@ -222,4 +223,22 @@ export function writeContainerFiles(dir: string, readers: SecretReaders = { kong
     // files put back by a restore run as root belong to root: the API must still append its audit log
     if (process.getuid?.() === 0) for (const f of readdirSync(join(docker, name))) chownSync(join(docker, name, f), user.uid, user.gid);
   }
+  writeDemoPlatformFiles(p.demoTokens, join(docker, 'platform'), user);
+}
+
+/**
+ * DEMO ONLY: the platform stand-in's copy of the demo tokens (docker/platform/demo/tokens.json, 0600,
+ * owned by the API's uid, which the stand-in runs as). Only a demo install has tokens; a production
+ * install has no docker/platform folder.
+ */
+function writeDemoPlatformFiles(tokens: string, folder: string, user: ImageUser): void {
+  if (!existsSync(tokens)) {
+    rmSync(folder, { recursive: true, force: true });
+    return;
+  }
+  dirFor(folder, 0o700, user);
+  dirFor(join(folder, 'demo'), 0o700, user);
+  const copy = join(folder, 'demo', 'tokens.json');
+  writeSecretFile(copy, readFileSync(tokens));
+  if (process.getuid?.() === 0) chownSync(copy, user.uid, user.gid);
 }

@@ -22,6 +22,7 @@ import { reloadDockerApiKey, reloadDockerGatewayTls, restoreDockerData, snapshot
 import { componentsFromInspect, serviceOf, stalePidJoins, versionsFromInspect, type ContainerInspect, type ImageInspect } from './parse.js';
 import { builtApiImage, composeFile, projectName, settingsOf } from './render.js';
 import { refuseStaleVolumes } from './volumes.js';
+import { DEMO_PLATFORM } from './demo-platform.js';
 import { SERVICE_OF } from './services.js';
 
 /** Every long-running service but the API, which waits for its key (as native does). */
@@ -151,7 +152,9 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
       const withApi = apiReady(dir);
       const build = withApi && !settings.images.api ? ['--build'] : [];
       await ensureApiImage(c);
-      await c.compose(['up', '-d', '--remove-orphans', ...build, ...STACK_WITHOUT_API, ...(withApi ? [SERVICE_OF.api] : [])], {
+      // a demo install's project has the platform stand-in too (demo-platform.ts)
+      const demo = config.demo ? [DEMO_PLATFORM.service] : [];
+      await c.compose(['up', '-d', '--remove-orphans', ...build, ...STACK_WITHOUT_API, ...demo, ...(withApi ? [SERVICE_OF.api] : [])], {
         timeoutMs: null,
         onProgress: progress,
       });

@@ -13,6 +13,7 @@ import { basename, join } from 'node:path';
 import type { RuntimeProfile } from '../profile.js';
 import { API_CONTAINER_PATHS } from './container-paths.js';
 import { SERVICE_OF } from './services.js';
+import { DEMO_PLATFORM } from './demo-platform.js';
 
 function password(): string {
   return randomBytes(24).toString('base64url');
@@ -70,6 +71,8 @@ export const dockerProfile: RuntimeProfile = {
     await pullMissingImages(dockerCli('', '', { docker: 'docker', compose: compose.argv }), imagesToPull(settingsOf(config)), log);
   },
   fhirUpstream: () => 'http://hapi:8080/fhir',
+  // the stand-in is a service of the demo project (render.ts DEMO_PLATFORM), reached over its network
+  demoPlatformUrl: () => DEMO_PLATFORM.url,
   // HAPI's port is published on fhirBindAddress only (127.0.0.1 unless the hospital opened it):
   // a site's host name would reach nothing there. Published on every address, the host name does.
   fhirBaseOnHost(config) {
@@ -86,7 +89,7 @@ export const dockerProfile: RuntimeProfile = {
     paths: [
       { path: p.secrets, recursive: true },
       ...[p.tls, p.docker, join(p.docker, 'api'), join(p.docker, 'api', 'tls')].map((path) => ({ path, recursive: false })),
-      ...[join(p.docker, 'secrets'), join(p.docker, 'hapi-config'), join(p.docker, 'api-logs')].map((path) => ({ path, recursive: true })),
+      ...[join(p.docker, 'secrets'), join(p.docker, 'hapi-config'), join(p.docker, 'api-logs'), join(p.docker, 'platform')].map((path) => ({ path, recursive: true })),
       { path: join(p.docker, 'api', 'hospital-api.env'), recursive: false },
     ],
     summary: 'settings and keys 0600',

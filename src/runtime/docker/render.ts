@@ -11,6 +11,7 @@ import { parse } from 'yaml';
 import { PROJECT_ROOT } from '../../version.js';
 import { gatewayStatusPort, type DockerSettings, type InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';
+import { demoPlatformService } from './demo-platform.js';
 
 /**
  * Default images (issue 10), current and pinned: Kong 3.9.3 (nginx CVE fixes,
@@ -267,6 +268,7 @@ export function renderCompose(dir: string, config: InstallConfig, template = rea
     gatewayPublish: publish(s.bindAddress, config.ports.gatewayHttps, 8443),
     apiPublish: publish(s.bindAddress, config.ports.api, 9000),
     fhirPublish: publish(s.fhirBindAddress, config.ports.fhir, 8080),
+    demoPlatform: { raw: config.demo ? demoPlatformService(s.images.api ?? builtApiImage(config.toolkitVersion), user) : '' },
     ...monitoringValues(config),
   });
   parse(text, { merge: true });

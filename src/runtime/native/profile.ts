@@ -31,6 +31,8 @@ export const nativeProfile: RuntimeProfile = {
   prepare: async () => {},
   folders: [],
   fhirUpstream: (config) => `http://127.0.0.1:${config.ports.fhir}/fhir`,
+  // the stand-in is a supervised component on loopback (components.ts)
+  demoPlatformUrl: (port) => `http://127.0.0.1:${port}`,
   // the FHIR server listens on the install's host and answers GET /fhir/metadata to any address (components.ts)
   fhirBaseOnHost: (config) => endpoints(config).fhirBase,
   gatewayHttpOnHost: true,

@@ -216,6 +216,19 @@ describe('templates/compose.yaml rendered', () => {
     expect(s.hapi!.depends_on).toEqual({ 'hapi-database': { condition: 'service_healthy' } });
   });
 
+  it('a demo install alone has the platform stand-in: the API image, never root, no port, its own read-only token copy', () => {
+    expect(render().services.platform).toBeUndefined();
+    const demo = render({ ...base, demo: true }).services;
+    const platform = demo.platform!;
+    expect(platform.image).toBe(demo['hospital-api']!.image);
+    expect(platform.user).toBe(demo['hospital-api']!.user);
+    expect(platform.user!.split(':')[0]).not.toBe('0');
+    expect(platform.ports).toBeUndefined();
+    expect(platform.command).toEqual(['demo', '--platform-stand-in', '--listen', '0.0.0.0:8088', '--dir', '/platform']);
+    expect(platform.volumes).toEqual(['./platform:/platform:ro']);
+    expect(platform.init).toBe(true);
+  });
+
   it('quotes values, so an image name cannot inject YAML', () => {
     expect(renderTemplate('x: {{v}}\n', { v: 'a: b\ny: z' })).toBe('x: "a: b\\ny: z"\n');
     expect(() => renderTemplate('{{missing}}', {})).toThrow(/missing/);
