@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyServerOptions, type FastifyInstance } from 'fastify';
 import { HospitalApiError } from '../errors/index.js';
 import { guardSockets, type SocketLimits } from '../util/socket-guard.js';
-import { openAuditLog } from './audit.js';
+import { openAuditLog, type AuditFs } from './audit.js';
 import type { ApiConfig } from './config.js';
 import type { ApiContext } from './context.js';
 import { sendError, toApiError } from './error-reply.js';
@@ -21,6 +21,8 @@ import { registerPatientsRoute } from './routes/patients.js';
 export interface BuildOptions {
   /** Fastify logger: false in tests, pino options to stderr in serve. */
   logger?: FastifyServerOptions['logger'];
+  /** The audit log's file operations (tests put a disk that fails behind them); node:fs/promises by default. */
+  auditFs?: AuditFs;
 }
 
 export interface HospitalApi {
@@ -80,7 +82,7 @@ export async function buildApp(config: ApiConfig, options: BuildOptions = {}): P
         ? `hospital-api serve: audit log ${config.auditLog} is writable again; serving records\n`
         : `hospital-api serve: audit log ${config.auditLog} failed: ${health.reason}; no patient data is sent until it can be written\n`,
     );
-  }, { onRepair: (bytes) => process.stderr.write(`hospital-api serve: audit log ${config.auditLog}: cut an unfinished last line (${bytes} bytes) before appending\n`) });
+  }, { ...(options.auditFs ? { fs: options.auditFs } : {}), onRepair: (bytes) => process.stderr.write(`hospital-api serve: audit log ${config.auditLog}: cut an unfinished last line (${bytes} bytes) before appending\n`) });
   const context: ApiContext = {
     config,
     platform: createPlatformClient(config),

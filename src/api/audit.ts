@@ -76,9 +76,24 @@ export interface AuditHealth {
   reason: string | null;
 }
 
+/** One appended line: `written` once write() has put it in the file, `synced` once fdatasync has put it on disk. */
+export interface AuditAppend {
+  /** @throws ERR_API_AUDIT_UNAVAILABLE when the line could not be written (then `synced` rejects too) */
+  written: Promise<void>;
+  /** @throws ERR_API_AUDIT_UNAVAILABLE when the line could not be written or synced */
+  synced: Promise<void>;
+}
+
 export interface AuditLog {
   /** Appends one line and syncs it. @throws ERR_API_AUDIT_UNAVAILABLE when it cannot be written */
   write(record: AuditRecord | AuditProbeRecord): Promise<void>;
+  /**
+   * Appends one line, telling apart its write and its sync, so a caller can
+   * overlap the sync with work that sends nothing (the `started` line and the
+   * record's FHIR fetches). `synced` is never left unobserved: it is safe to
+   * await it late, or never when `written` rejects.
+   */
+  append(record: AuditRecord | AuditProbeRecord): AuditAppend;
   /** The outcome of the last write. */
   health(): AuditHealth;
   close(): Promise<void>;
@@ -86,6 +101,7 @@ export interface AuditLog {
 
 interface Pending {
   line: string;
+  written: () => void;
   resolve: () => void;
   reject: (err: Error) => void;
 }
@@ -150,7 +166,7 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
   // process may have died mid-line) and after a failed batch (its take-back may have failed too).
   let checkTail = true;
 
-  const writeBatch = async (data: string): Promise<void> => {
+  const writeBatch = async (data: string, onWritten: () => void): Promise<void> => {
     // Write-only, as before: opening a FIFO or a hung mount blocks here, and /api/ready's deadline reports it.
     const handle = await fs.open(path, 'a', 0o600);
     try {
@@ -173,6 +189,7 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
       }
       try {
         await handle.writeFile(data);
+        onWritten();
         await handle.datasync();
         checkTail = false;
       } catch (err) {
@@ -194,7 +211,9 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
       const batch = queue;
       queue = [];
       try {
-        await writeBatch(batch.map((p) => p.line).join(''));
+        await writeBatch(batch.map((p) => p.line).join(''), () => {
+          for (const p of batch) p.written();
+        });
         setHealth({ ok: true, reason: null });
         for (const p of batch) p.resolve();
       } catch (err) {
@@ -208,13 +227,35 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
     flushing = null;
   };
 
-  return {
-    write(record) {
-      return new Promise<void>((resolve, reject) => {
-        queue.push({ line: `${JSON.stringify(record)}\n`, resolve, reject });
-        flushing ??= flush();
+  const append = (record: AuditRecord | AuditProbeRecord): AuditAppend => {
+    let written!: () => void;
+    let writeFailed!: (err: Error) => void;
+    const writtenP = new Promise<void>((resolve, reject) => {
+      written = resolve;
+      writeFailed = reject;
+    });
+    const synced = new Promise<void>((resolve, reject) => {
+      queue.push({
+        line: `${JSON.stringify(record)}\n`,
+        written,
+        resolve,
+        // Settles `written` too (a no-op once it has resolved): a line that failed before its write was never written.
+        reject: (err) => {
+          writeFailed(err);
+          reject(err);
+        },
       });
-    },
+      flushing ??= flush();
+    });
+    // Observed here so a caller that awaits only `written` (which failed) leaves no unhandled rejection.
+    synced.catch(() => undefined);
+    writtenP.catch(() => undefined);
+    return { written: writtenP, synced };
+  };
+
+  return {
+    write: (record) => append(record).synced,
+    append,
     health: () => health,
     async close() {
       while (flushing) await flushing;

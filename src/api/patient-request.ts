@@ -97,9 +97,16 @@ export class PatientRequest {
     return this.#ending;
   }
 
-  /** The `started` line of a record, on disk before anything of it is fetched. @throws ERR_API_AUDIT_UNAVAILABLE */
-  writeStarted(): Promise<void> {
-    return this.#audit.write(this.#line('started', { decision: 'granted', code: null, status: 200, aborted: false }));
+  /**
+   * The `started` line of a record: resolves once it is written (write()
+   * returned) and before anything of the record is fetched, with the promise
+   * of its sync, which the record awaits before its first byte goes out; its
+   * fetches overlap the fdatasync. @throws ERR_API_AUDIT_UNAVAILABLE (the line was not written)
+   */
+  async writeStarted(): Promise<{ synced: Promise<void> }> {
+    const { written, synced } = this.#audit.append(this.#line('started', { decision: 'granted', code: null, status: 200, aborted: false }));
+    await written;
+    return { synced };
   }
 
   /**

@@ -1,10 +1,13 @@
 /**
  * The worker behind POST /api/patients once exactly one patient matched: its
- * record, streamed. The `started` line is on disk before anything is fetched
- * or sent (so even a SIGKILL mid-stream leaves a trace); every page of
- * $everything goes out as it arrives, the next fetched while this one is
- * written; the end line is on disk before the closing bytes. A failure before
- * the first byte is an ordinary error reply; after it, the connection is cut.
+ * record, streamed. The `started` line is written before anything is fetched
+ * and on disk (fdatasync) before anything is sent, so even a SIGKILL mid-stream
+ * leaves a trace; its sync runs while the first page is fetched, and a sync that
+ * fails ends the request in ERR_API_AUDIT_UNAVAILABLE with nothing of the record
+ * sent (issue 28; docs/api.md#audit-log). Every page of $everything goes out as
+ * it arrives, the next fetched while this one is written; the end line is on
+ * disk before the closing bytes. A failure before the first byte is an ordinary
+ * error reply; after it, the connection is cut.
  */
 import type { FastifyReply } from 'fastify';
 import type { ApiContext } from './context.js';
@@ -18,21 +21,28 @@ export async function streamRecord(ctx: ApiContext, state: PatientRequest, reply
   state.forPatient(patientId);
   // The caller left while the platform or the search answered: its end line is written; fetch nothing for nobody.
   if (state.ended) return reply.hijack();
-  await state.writeStarted();
+  const { synced } = await state.writeStarted();
 
   const writer = new RecordWriter(reply, ctx.config.sendTimeoutMs, (bytes) => state.sent(bytes));
   try {
     await ctx.fhir.everything(
       patientId,
-      (entries, count) => {
+      async (entries, count) => {
+        // Fail closed: not one byte of the record before its started line is on disk.
+        await synced;
         ctx.metrics.pages.inc();
         ctx.metrics.resources.inc(count);
         return writer.page(entries, count);
       },
       state.stats,
     );
+    await synced;
   } catch (err) {
-    if (!writer.open) throw err;
+    if (!writer.open) {
+      // A failed sync outranks a FHIR failure it overlapped: the caller is told the audit log is down.
+      await synced;
+      throw err;
+    }
     await state.cut(err);
     return reply;
   }

@@ -1,16 +1,20 @@
 /**
  * Issue #12 on the Hospital API: the audit trail fails closed and is on disk
- * before a response ends, a record leaves a `started` line before its first
- * byte (SIGKILL mid-stream), bounded work (concurrency, page bytes, stalled
+ * before a response ends, a record's `started` line is written before any of
+ * its FHIR requests and on disk before its first byte (its sync may overlap the
+ * first page's fetch, issue 28; a failed sync sends nothing; SIGKILL mid-stream), bounded work (concurrency, page bytes, stalled
  * callers), listener time-outs and connection cap, /api/ready bounded in time.
  */
 import { execFileSync } from 'node:child_process';
 import { closeSync, constants, mkdirSync, openSync, readFileSync, readSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
+import { open as fsOpen } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { tempDir } from '../helpers/tmp.js';
+import { until } from '../helpers/until.js';
+import type { AuditFs } from '../../src/api/audit.js';
 import { startCli } from '../helpers/cli.js';
 import { freePort } from '../../src/util/port-check.js';
 import { API_KEY, TOKEN_OK, defaultPlatform, testPki, useHarness, type Harness } from './harness.js';
@@ -99,6 +103,69 @@ describe('audit trail fails closed', () => {
     const lines = t.auditLines();
     expect(lines.map((l) => l.phase)).toEqual(['probe', 'started', 'end']);
     expect(lines[0]).toMatchObject({ detail: 'readiness check: audit log writable again' });
+  });
+
+  /**
+   * A disk whose fdatasync of the `started` line waits until the record's first $everything page has been
+   * requested (the sync overlaps the fetch), then succeeds or fails with EIO as `syncFails` says. The FHIR
+   * stand-in notes, as each $everything request arrives, whether the started line was already in the file.
+   */
+  async function overlappedSync(syncFails: boolean) {
+    let t: Harness | undefined;
+    const startedInFileAtFetch: boolean[] = [];
+    const fs: AuditFs = {
+      async open(path, flags, mode) {
+        const handle = await fsOpen(path, flags, mode);
+        let started = false;
+        return new Proxy(handle, {
+          get(target, key) {
+            if (key === 'writeFile') {
+              return (data: string) => {
+                started = data.includes('"phase":"started"');
+                return target.writeFile(data);
+              };
+            }
+            if (key === 'datasync' && started) {
+              return async () => {
+                await until(() => t !== undefined && everythingCalls(t) > 0, { what: 'a page requested while the started line syncs', timeoutMs: 5_000, intervalMs: 10 });
+                if (syncFails) throw Object.assign(new Error('EIO'), { code: 'EIO' });
+                return target.datasync();
+              };
+            }
+            const value = Reflect.get(target, key, target) as unknown;
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        });
+      },
+    };
+    t = await harness({
+      auditFs: fs,
+      fhir: {
+        records: { p1: makeRecord('p1', 5) },
+        gate: async () => {
+          const h = t as Harness;
+          if (everythingCalls(h) > startedInFileAtFetch.length) startedInFileAtFetch.push(readFileSync(h.auditPath, 'utf8').includes('"phase":"started"'));
+        },
+      },
+    });
+    return { t, res: await t.post(ok), startedInFileAtFetch };
+  }
+
+  it('writes the started line before the first FHIR page is requested, and sends the record once its sync succeeded', async () => {
+    const { t, res, startedInFileAtFetch } = await overlappedSync(false);
+    expect(res.status).toBe(200);
+    expect(res.json.resources).toHaveLength(5);
+    expect(startedInFileAtFetch).toEqual([true]);
+    expect(t.auditLines().map((l) => l.phase)).toEqual(['started', 'end']);
+  });
+
+  it('sends no patient data when the started line was written but its sync fails, though its first page was fetched meanwhile', async () => {
+    const { t, res, startedInFileAtFetch } = await overlappedSync(true);
+    expect(startedInFileAtFetch).toEqual([true]);
+    expect(res.status).toBe(503);
+    expect(res.json.error.code).toBe('ERR_API_AUDIT_UNAVAILABLE');
+    expect(res.text).not.toContain('Observation');
+    expect(res.text).not.toContain('"resources"');
   });
 
   it('has the end line on disk before the caller has the whole response', async () => {

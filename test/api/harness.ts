@@ -6,6 +6,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, afterEach } from 'vitest';
+import type { AuditFs } from '../../src/api/audit.js';
 import { loadConfig } from '../../src/api/config.js';
 import { startApi, type RunningApi } from '../../src/api/server.js';
 import { makeTestPki, type TestPki } from '../helpers/pki.js';
@@ -20,6 +21,8 @@ export interface HarnessOptions {
   fhir?: Partial<FhirOptions>;
   platform?: (authorization: string | undefined, seen: Seen) => PlatformReply;
   platformTls?: boolean;
+  /** The audit log's file operations (a disk that fails on cue). */
+  auditFs?: AuditFs;
 }
 
 export interface Harness {
@@ -83,7 +86,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ...options.env,
   };
   const config = loadConfig({ host: '127.0.0.1', port: 0 }, env, dir);
-  const running = await startApi(config);
+  const running = await startApi(config, options.auditFs ? { auditFs: options.auditFs } : {});
   const url = running.url;
   return {
     dir,
