@@ -25,7 +25,7 @@ import { refuseStaleVolumes } from './volumes.js';
 import { SERVICE_OF } from './services.js';
 
 /** Every long-running service but the API, which waits for its key (as native does). */
-export const STACK_WITHOUT_API: readonly string[] = Object.freeze(['kong-database', 'kong-migrations', 'kong-migrations-up', 'kong-migrations-finish', 'kong', 'hapi-database', 'hapi-pidns', 'hapi', 'hapi-watchdog']);
+export const STACK_WITHOUT_API: readonly string[] = Object.freeze(['kong-database', 'kong-migrations', 'kong-migrations-up', 'kong-migrations-finish', 'kong', 'hapi-database', 'hapi-pidns', 'hapi', 'hapi-watchdog', 'fhir-door']);
 
 /** The API container starts only once the hospital has created its key and named the platform. */
 export function apiReady(dir: string): boolean {
@@ -106,7 +106,7 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     }
   };
 
-  const longRunning = (withApi: boolean): string[] => ['hapi', 'hapi-database', 'hapi-pidns', 'hapi-watchdog', 'kong', 'kong-database', ...(withApi ? ['hospital-api'] : [])];
+  const longRunning = (withApi: boolean): string[] => ['fhir-door', 'hapi', 'hapi-database', 'hapi-pidns', 'hapi-watchdog', 'kong', 'kong-database', ...(withApi ? ['hospital-api'] : [])];
 
   /**
    * hapi-watchdog runs the API's image before the API itself starts: when that image
