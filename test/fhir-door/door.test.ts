@@ -21,6 +21,7 @@ interface Seen {
   method: string;
   url: string;
   authorization: string | undefined;
+  host: string | undefined;
 }
 
 let upstream: Server;
@@ -38,7 +39,7 @@ function defaultAnswer(req: IncomingMessage, res: ServerResponse): void {
 
 beforeAll(async () => {
   upstream = createServer((req, res) => {
-    seen.push({ method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization });
+    seen.push({ method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization, host: req.headers.host });
     answer(req, res);
   });
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
@@ -147,7 +148,8 @@ describe('fhir door', () => {
     release();
     await new Promise<void>((r) => res.once('end', () => r()));
     expect(clientGot).toBe('[first][second]done');
-    expect(seen).toEqual([{ method: 'POST', url: '/fhir/Patient?x=1', authorization: undefined }]);
+    // the caller's Host goes on (HAPI's links name the address the caller used); the token does not
+    expect(seen).toEqual([{ method: 'POST', url: '/fhir/Patient?x=1', authorization: undefined, host: `127.0.0.1:${port}` }]);
   });
 
   it('breaks a response off when the upstream breaks it off: the caller never sees it complete', async () => {
