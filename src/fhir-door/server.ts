@@ -124,7 +124,8 @@ export async function startFhirDoor(options: FhirDoorOptions): Promise<FhirDoor>
       answer = await pool.request({
         path: target.raw,
         method: req.method as 'GET',
-        headers: copyHeaders(req.headers, ['authorization']),
+        // Expect: Node's server has already answered 100-continue to the caller; undici refuses to send it
+        headers: copyHeaders(req.headers, ['authorization', 'expect']),
         body: hasBody ? req : null,
         signal: abort.signal,
       });

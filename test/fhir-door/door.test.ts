@@ -152,6 +152,26 @@ describe('fhir door', () => {
     expect(seen).toEqual([{ method: 'POST', url: '/fhir/Patient?x=1', authorization: undefined, host: `127.0.0.1:${port}` }]);
   });
 
+  it('forwards a body sent with Expect: 100-continue (curl sends it for bodies over 1 KiB)', async () => {
+    answer = (req, res) => {
+      let n = 0;
+      req.on('data', (d: Buffer) => (n += d.length));
+      req.on('end', () => res.writeHead(200, { 'content-type': 'text/plain' }).end(String(n)));
+    };
+    const { port } = new URL(door.url);
+    const got = await new Promise<string>((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port: Number(port), method: 'POST', path: '/fhir', headers: { authorization: `Bearer ${TOKEN}`, expect: '100-continue', 'content-length': '4096' } });
+      req.on('continue', () => req.end('x'.repeat(4096)));
+      req.on('response', (r) => {
+        let text = `${r.statusCode} `;
+        r.on('data', (d: Buffer) => (text += d.toString()));
+        r.on('end', () => resolve(text));
+      });
+      req.on('error', reject);
+    });
+    expect(got).toBe('200 4096');
+  });
+
   it('breaks a response off when the upstream breaks it off: the caller never sees it complete', async () => {
     for (const framing of ['chunked', 'content-length'] as const) {
       answer = (req, res) => {
