@@ -20,7 +20,8 @@ import { dockerCli, requireCompose, type DockerBinaries, type DockerCli } from '
 import { resolveImageUsers, writeContainerFiles } from './container-files.js';
 import { reloadDockerApiKey, reloadDockerGatewayTls, restoreDockerData, snapshotDockerData, type DayTwoContext } from './day-two.js';
 import { componentsFromInspect, serviceOf, stalePidJoins, versionsFromInspect, type ContainerInspect, type ImageInspect } from './parse.js';
-import { builtApiImage, composeFile, projectName, settingsOf } from './render.js';
+import { builtApiImage, composeFile, projectName, renderCompose, settingsOf } from './render.js';
+import { writeIfChanged } from '../../install-dir/write-if-changed.js';
 import { refuseStaleVolumes } from './volumes.js';
 import { SERVICE_OF } from './services.js';
 
@@ -146,6 +147,9 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     async up() {
       const c = await cli();
       await pullMissingImages(c, imagesToPull(settings), progress);
+      // an install made by an older toolkit gets this one's compose project (day two: the FHIR door in
+      // HAPI's place, issue 24), rendered from its install.json as install would; unchanged, nothing is written
+      if (writeIfChanged(composeFile(dir), renderCompose(dir, config)).change === 'updated') progress(`${composeFile(dir)} rewritten from this toolkit's template`);
       writeContainerFiles(dir, await resolveImageUsers(c, dir, settings.images));
       await refuseStaleVolumes(c, dir, project, { waitReady: () => waitReady(['hapi-database', 'kong-database'], { fhir: false, api: false }) });
       const withApi = apiReady(dir);
