@@ -79,21 +79,33 @@ async function serve(options: ServeOptions, io: Io): Promise<number> {
 
 /**
  * Without --url, `fhir load` goes to the installation's own FHIR address (issue 27: the docker
- * runtime publishes HAPI on its own port and address), read from install.json through the
+ * runtime publishes its FHIR port on its own port and address), read from install.json through the
  * runtime's profile; with no installation there, the loader's default (a bare `hospital-api fhir`).
- * A --dir that names no installation is an error rather than a silent fallback.
+ * A --dir that names no installation is an error rather than a silent fallback. Requests to the
+ * installation carry what its runtime asks for there (docker: the FHIR door's token from
+ * <dir>/secrets); a --url elsewhere gets none of it.
  */
-async function installationFhirBase(dir: string | undefined): Promise<string | undefined> {
+async function installationFhirTarget(dir: string | undefined, url: string | undefined): Promise<{ url?: string; headers?: Record<string, string> }> {
   const { existsSync } = await import('node:fs');
   const { defaultInstallDir, installPaths } = await import('../install-dir/layout.js');
   const paths = installPaths(dir ?? defaultInstallDir());
   if (!existsSync(paths.installJson)) {
     if (dir !== undefined) throw new HospitalApiError('ERR_USAGE', { detail: `--dir ${paths.root} holds no installation (no install.json); give --url instead` });
-    return undefined;
+    return url === undefined ? {} : { url };
   }
   const { readInstallConfig } = await import('../install-dir/install-config.js');
-  const { siteEndpoints } = await import('../runtime/profiles.js');
-  return siteEndpoints(readInstallConfig(paths.root)).fhirBase;
+  const { siteFhirClient } = await import('../runtime/profiles.js');
+  const site = siteFhirClient(paths.root, readInstallConfig(paths.root));
+  if (url === undefined) return { url: site.base, headers: site.headers };
+  return sameOrigin(url, site.base) ? { url, headers: site.headers } : { url };
+}
+
+function sameOrigin(a: string, b: string): boolean {
+  try {
+    return new URL(a).origin === new URL(b).origin;
+  } catch {
+    return false; // the loader reports the bad --url
+  }
 }
 
 export function register(program: Command): void {
@@ -121,8 +133,23 @@ export function register(program: Command): void {
       action<GlobalOptions & { url?: string; dir?: string; concurrency?: string; state?: string }>('fhir load', async (options, io, args) => {
         const { runLoad } = await import('../fhir-data/load/command.js');
         const files = args.length ? args : [];
-        const url = options.url ?? (await installationFhirBase(options.dir));
-        return runLoad({ files, ...(url ? { url } : {}), ...pick(options, ['concurrency', 'state']) }, io);
+        const target = await installationFhirTarget(options.dir, options.url);
+        return runLoad({ files, ...target, ...pick(options, ['concurrency', 'state']) }, io);
+      }),
+    );
+
+  // the docker runtime's door in front of HAPI (templates/compose.yaml, service fhir-door); not for people
+  fhir
+    .command('door', { hidden: true })
+    .description('forward to one FHIR server: GET /fhir/metadata open, everything else with the door token')
+    .requiredOption('--upstream <origin>', 'the FHIR server, an http origin such as http://hapi:8080')
+    .requiredOption('--token-file <file>', 'the file holding the door token')
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--port <port>', 'port to listen on', '8080')
+    .action(
+      action<GlobalOptions & { upstream: string; tokenFile: string; host: string; port: string }>('fhir door', async (options) => {
+        const { runFhirDoor } = await import('../fhir-door/command.js');
+        return runFhirDoor({ host: options.host, port: parsePort(options.port), upstream: options.upstream, tokenFile: options.tokenFile });
       }),
     );
 

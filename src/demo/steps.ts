@@ -13,7 +13,7 @@ import { endpoints, type InstallConfig } from '../install-dir/install-config.js'
 import type { Runtime } from '../runtime/types.js';
 import { installPaths } from '../install-dir/layout.js';
 import { demoSettingsPath, readDemoSettings, type DemoSettings } from '../install-dir/demo-settings.js';
-import { DEMO_RUNTIME, isRuntimeName, profileOf, RUNTIME_NAMES, siteEndpoints, type RuntimeName } from '../runtime/profiles.js';
+import { DEMO_RUNTIME, isRuntimeName, profileOf, RUNTIME_NAMES, siteFhirClient, type RuntimeName } from '../runtime/profiles.js';
 import { readEnvFile } from '../util/env-file.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { freePort } from '../util/port-check.js';
@@ -112,8 +112,10 @@ export async function generateDataOnce(dir: string, patients: number, sizes: str
 export async function loadDataOnce(dir: string, config: InstallConfig, patients: number): Promise<void> {
   const p = demoPaths(dir);
   if (!existsSync(p.loaded)) {
+    // the installation's FHIR address and what it asks of a client on this host (docker: the door's token)
+    const site = siteFhirClient(dir, config);
     const summary = await load(
-      { files: [join(p.data, '00-shared.json'), join(p.data, '01-patients.ndjson')], url: siteEndpoints(config).fhirBase },
+      { files: [join(p.data, '00-shared.json'), join(p.data, '01-patients.ndjson')], url: site.base, headers: site.headers },
       createIo({ stdout: process.stderr }),
     );
     if (summary.failed > 0) throw fail('load data', dir, `${summary.failed} bundles failed to load`);

@@ -35,6 +35,12 @@ export const fhirDataErrors = {
     exit: 2,
     hint: 'Use an http(s) base such as http://127.0.0.1:8080/fhir.',
   },
+  ERR_FHIR_LOAD_UNAUTHORIZED: {
+    message: 'FHIR server at {url} refused the load with HTTP 401: {detail}',
+    status: 502,
+    exit: 2,
+    hint: "On the docker runtime the FHIR port needs the installation's door token: give --dir <install dir> (and no --url, or the installation's own FHIR address) so the load reads it from <install dir>/secrets/fhir-door-token.",
+  },
   ERR_FHIR_LOAD_UNREACHABLE: {
     message: 'FHIR server at {url} is unreachable: {detail}',
     status: 502,

@@ -8,6 +8,7 @@ import { gatewayAdminErrors } from './gateway-admin.js';
 import { gatewayProxyErrors } from './gateway-proxy.js';
 import { fhirServerErrors } from './fhir-server.js';
 import { fhirDataErrors } from './fhir-data.js';
+import { fhirDoorErrors } from './fhir-door.js';
 import { installErrors } from './install.js';
 import { runtimeErrors } from './runtime.js';
 import { maintenanceErrors } from './maintenance.js';
@@ -20,6 +21,7 @@ export const errorTables = {
   gatewayProxy: gatewayProxyErrors,
   fhirServer: fhirServerErrors,
   fhirData: fhirDataErrors,
+  fhirDoor: fhirDoorErrors,
   install: installErrors,
   runtime: runtimeErrors,
   maintenance: maintenanceErrors,

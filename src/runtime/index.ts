@@ -10,7 +10,7 @@ import type { Runtime } from './types.js';
 import { createSystemdRuntime } from './systemd/runtime.js';
 import { createNativeRuntime } from './native/index.js';
 
-export { defaultRuntime, isRuntimeName, profileOf, RUNTIME_NAMES, siteEndpoints } from './profiles.js';
+export { defaultRuntime, isRuntimeName, profileOf, RUNTIME_NAMES, siteEndpoints, siteFhirClient } from './profiles.js';
 export { recordedStack, type RecordedStack } from './native/recorded.js';
 // `hospital-api systemd` writes the units the systemd runtime runs
 export { defaultUnitOptions, renderUnits, TARGET as SYSTEMD_TARGET } from './systemd/units.js';

@@ -68,6 +68,12 @@ export interface RuntimeProfile {
    * /fhir/metadata there and install's endpoint table prints it (issue 27).
    */
   fhirBaseOnHost(config: InstallConfig): string;
+  /**
+   * What a client on this host sends with every request for the full FHIR API at fhirBaseOnHost
+   * (native: nothing, the FHIR server knows its own user; docker: the FHIR door's token as
+   * `Authorization: Bearer`). A secret: never logged. GET /fhir/metadata needs none of it.
+   */
+  fhirClientHeaders(paths: InstallPaths): Record<string, string>;
   /** True when the gateway's plain HTTP proxy port is reachable from this host (verify probes routes there too, issue 23). */
   readonly gatewayHttpOnHost: boolean;
   /** Components that read a new gateway certificate only when they start: install restarts them after replacing it. */

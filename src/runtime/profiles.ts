@@ -4,6 +4,7 @@
  * names install accepts. Light on purpose: neither profile loads its runtime.
  */
 import { endpoints, RUNTIME_NAMES, type InstallConfig, type RuntimeName } from '../install-dir/install-config.js';
+import { installPaths } from '../install-dir/layout.js';
 import { dockerProfile } from './docker/profile.js';
 import { nativeProfile } from './native/profile.js';
 import type { RuntimeProfile } from './profile.js';
@@ -33,4 +34,14 @@ export async function defaultRuntime(): Promise<RuntimeName> {
 /** An installation's public URLs, with the FHIR base where this host actually reaches it (its runtime's profile). */
 export function siteEndpoints(config: InstallConfig): ReturnType<typeof endpoints> {
   return { ...endpoints(config), fhirBase: profileOf(config.runtime).fhirBaseOnHost(config) };
+}
+
+/**
+ * How a client on this host reaches an installation's full FHIR API: the base where its port is
+ * published and the headers its runtime asks for there (docker: the FHIR door's token). The headers
+ * are a secret: send them to that base only, never print them.
+ */
+export function siteFhirClient(dir: string, config: InstallConfig): { base: string; headers: Record<string, string> } {
+  const profile = profileOf(config.runtime);
+  return { base: profile.fhirBaseOnHost(config), headers: profile.fhirClientHeaders(installPaths(dir)) };
 }

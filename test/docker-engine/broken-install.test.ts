@@ -96,8 +96,9 @@ async function compose(args: string[], extra: string[] = []): Promise<void> {
 }
 
 /** A node server run from the hapi stand-in image on the project network (`alias` there), published on `hostPort`. */
-async function runStandIn(containerPort: number, hostPort: number, server: string, alias?: string): Promise<void> {
-  await docker(['run', '-d', '--name', standInName, '--network', network, ...(alias ? ['--network-alias', alias] : []), '-p', `127.0.0.1:${hostPort}:${containerPort}`,
+async function runStandIn(containerPort: number, hostPort: number | null, server: string, alias?: string): Promise<void> {
+  const publish = hostPort === null ? [] : ['-p', `127.0.0.1:${hostPort}:${containerPort}`];
+  await docker(['run', '-d', '--name', standInName, '--network', network, ...(alias ? ['--network-alias', alias] : []), ...publish,
     '--entrypoint', '/usr/local/bin/node', TIER_IMAGES.hapi, '-e', server], { timeout: 300_000 });
 }
 
@@ -170,7 +171,7 @@ const site: BrokenInstallSite = {
   },
   async impersonateFhir() {
     const hapi = await stopHapi();
-    // on the project network as `hapi`, published where HAPI was: the gateway and the host both reach it
+    // on the project network as `hapi`, unpublished like HAPI: the gateway reaches it, and the host through the FHIR door
     const server = [
       "require('node:http').createServer((req, res) => {",
       "  const body = req.url.endsWith('/metadata') ? { resourceType: 'OperationOutcome', issue: [] } : { resourceType: 'Bundle', type: 'searchset' };",
@@ -182,7 +183,7 @@ const site: BrokenInstallSite = {
       await hapi.restart();
     };
     try {
-      await runStandIn(8080, ports.fhir, server, 'hapi');
+      await runStandIn(8080, null, server, 'hapi');
       await waitUntil('the stand-in on the FHIR port', async () => (await metadataType()) === 'OperationOutcome');
     } catch (err) {
       await repair();

@@ -162,6 +162,19 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     expect(logs.out).not.toMatch(/^\S*kong[-_]1\s*\|/m);
   }, 1_800_000);
 
+  it('the FHIR port (the FHIR door, issue 24): another local account gets /fhir/metadata and 401 for the rest; fhir load --dir still loads', async () => {
+    const asNobody = async (path: string) =>
+      (await execa('runuser', ['-u', 'nobody', '--', 'curl', '-s', '-o', '/dev/null', '-w', '%{http_code}', `http://127.0.0.1:${ports.fhir}${path}`], { reject: false })).stdout;
+    expect(await asNobody('/fhir/Patient')).toBe('401');
+    expect(await asNobody('/fhir/metadata')).toBe('200');
+    expect((statSync(join(installPaths(dir).secrets, 'fhir-door-token')).mode & 0o777).toString(8)).toBe('600');
+    const data = tempDir('hapi-docker-day2-door-');
+    writeFileSync(join(data, 'org.ndjson'), JSON.stringify({ resourceType: 'Organization', id: 'through-the-door', name: 'Through the door' }) + '\n');
+    const load = await runCli(['--json', 'fhir', 'load', '--dir', dir, join(data, 'org.ndjson')]);
+    expect(load.exitCode, String(load.stderr)).toBe(0);
+    expect(JSON.parse(String(load.stdout)).result).toMatchObject({ bundles: 1, failed: 0 });
+  }, 300_000);
+
   it('consumer rotate-key --write-env under a steady stream of POST /api/patients: no failed request, no restart', async () => {
     const apiBefore = await container('hospital-api');
     const keyBefore = readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY;

@@ -229,7 +229,8 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     const data = join(dir, 'hung-data');
     const gen = await runCli(['fhir', 'generate', '--patients', '1', '--seed', SEED, '--sizes', SIZES, '--out', data]);
     expect(gen.exitCode, String(gen.stderr)).toBe(0);
-    const load = await runCli(['fhir', 'load', join(data, '00-shared.json'), join(data, '01-patients.ndjson'), '--url', `http://127.0.0.1:${ports.fhir}/fhir`]);
+    // --dir: the installation's FHIR address, through its FHIR door with the install's token
+    const load = await runCli(['fhir', 'load', join(data, '00-shared.json'), join(data, '01-patients.ndjson'), '--dir', dir]);
     expect(load.exitCode, String(load.stderr)).toBe(0);
     timings.install = Date.now() - t1;
   }, 1_800_000);

@@ -216,7 +216,8 @@ describe.skipIf(!engine)('docker runtime interfaces on a real engine (issue 10)'
     const data = join(dir, 'iface-data');
     const gen = await runCli(['fhir', 'generate', '--patients', String(PATIENTS), '--seed', SEED, '--sizes', SIZES, '--out', data]);
     expect(gen.exitCode, String(gen.stderr)).toBe(0);
-    const load = await runCli(['fhir', 'load', join(data, '00-shared.json'), join(data, '01-patients.ndjson'), '--url', `http://127.0.0.1:${ports.fhir}/fhir`]);
+    // --dir: the installation's FHIR address, through its FHIR door with the install's token
+    const load = await runCli(['fhir', 'load', join(data, '00-shared.json'), join(data, '01-patients.ndjson'), '--dir', dir]);
     expect(load.exitCode, String(load.stderr)).toBe(0);
 
     const patient = largest();
@@ -276,7 +277,9 @@ describe.skipIf(!engine)('docker runtime interfaces on a real engine (issue 10)'
     const patient = largest();
     const base = `http://127.0.0.1:${ports.fhir}/fhir`;
     const search = async (headers: Record<string, string>) => {
-      const res = await request(`${base}/Patient?identifier=${encodeURIComponent(patient.careId)}`, { headers: { accept: 'application/fhir+json', ...headers } });
+      // through the FHIR door, which passes the caller's Host and X-Forwarded-* on and keeps its token
+      const token = readFileSync(join(installPaths(dir).secrets, 'fhir-door-token'), 'utf8').trim();
+      const res = await request(`${base}/Patient?identifier=${encodeURIComponent(patient.careId)}`, { headers: { accept: 'application/fhir+json', authorization: `Bearer ${token}`, ...headers } });
       expect(res.statusCode).toBe(200);
       const b = (await res.body.json()) as { link?: Array<{ relation: string; url: string }> };
       return b.link!.find((l) => l.relation === 'self')!.url;

@@ -141,7 +141,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     const status = await cli(['status', '--json']);
     expect(status.code, status.err).toBe(0);
     const comps = (JSON.parse(status.out).result.components as Array<{ name: string; state: string }>).map((c) => [c.name, c.state]);
-    expect(comps).toEqual([['hapi', 'up'], ['hapi-database', 'up'], ['hapi-pidns', 'up'], ['hapi-watchdog', 'up'], ['hospital-api', 'up'], ['kong', 'up'], ['kong-database', 'up']]);
+    expect(comps).toEqual([['fhir-door', 'up'], ['hapi', 'up'], ['hapi-database', 'up'], ['hapi-pidns', 'up'], ['hapi-watchdog', 'up'], ['hospital-api', 'up'], ['kong', 'up'], ['kong-database', 'up']]);
     const verify = await cli(['verify']);
     expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
     recordFixture('container-inspect.json', await containers());
@@ -204,7 +204,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
       Object.entries(c.NetworkSettings?.Ports ?? {}).flatMap(([target, list]) => (list ?? []).map((b) => `${c.Config?.Labels?.['com.docker.compose.service']} ${target} ${b.HostIp}:${b.HostPort}`)),
     );
     expect(bindings.sort()).toEqual([
-      `hapi 8080/tcp 127.0.0.1:${ports.fhir}`,
+      `fhir-door 8080/tcp 127.0.0.1:${ports.fhir}`,
       `hospital-api 9000/tcp ${SITE_HOST.address}:${ports.api}`,
       `kong 8443/tcp ${SITE_HOST.address}:${ports.gatewayHttps}`,
     ]);

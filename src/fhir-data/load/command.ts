@@ -19,6 +19,8 @@ import { LoadState } from './state.js';
 export interface LoadOptions {
   files: string[];
   url?: string;
+  /** Sent with every request: the installation's credential for its FHIR port (a secret, never printed). */
+  headers?: Record<string, string>;
   concurrency?: number | string;
   state?: string;
 }
@@ -75,7 +77,7 @@ export async function load(options: LoadOptions, io: Io): Promise<LoadSummary> {
       let fileBytes = 0;
       let error: unknown;
       const send = async (unit: LoadUnit) => {
-        const result = await postBundle(agent, base, unit.bundle, unit.label);
+        const result = await postBundle(agent, base, unit.bundle, unit.label, options.headers);
         summary.bundles++;
         summary.created += result.created;
         summary.kept += result.kept;

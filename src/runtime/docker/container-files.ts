@@ -11,6 +11,8 @@
  *     gateway.pem|key                KONG_SSL_CERT / KONG_SSL_CERT_KEY (paths), 0600
  *   docker/hapi-config/              0700, owned by the hapi image's user:
  *     spring.datasource.password     Spring configtree for HAPI, 0600
+ *   docker/fhir-door/               0700, owned by the API's uid (the door runs as it, from the same image):
+ *     token                          the FHIR door's token (door-token.ts), 0600
  *   docker/api/hospital-api.env      the API's settings with container paths; owned by the API's uid, 0600
  *   docker/api/tls/ca.pem            the CA the gateway certificate is checked against (FHIR_CA_FILE)
  *   docker/api/tls/platform-ca.pem   PLATFORM_CA_FILE's certificates, when the hospital set one
@@ -45,6 +47,7 @@ import { installPaths } from '../../install-dir/layout.js';
 import type { DockerCli } from './compose.js';
 import { apiUser, projectName } from './render.js';
 import { API_CONTAINER_PATHS } from './container-paths.js';
+import { ensureDoorToken } from './door-token.js';
 
 /** A uid:gid a container's processes run as. */
 export interface ImageUser {
@@ -191,6 +194,9 @@ export function writeContainerFiles(dir: string, readers: SecretReaders = { kong
   ]);
   // HAPI's, private to the hapi image's user
   writeReadable(join(docker, 'hapi-config'), readers.hapi, [{ name: 'spring.datasource.password', data: readTrimmed(join(p.secrets, 'hapi-pg-password')) }]);
+
+  // the FHIR door's token, private to the uid the door runs as (the API's); made here for an install from before the door
+  writeReadable(join(docker, 'fhir-door'), user, [{ name: 'token', data: ensureDoorToken(p) + '\n' }]);
 
   // the API: its settings with container paths, and the certificates they name
   const api = join(docker, 'api');

@@ -20,13 +20,14 @@ import { dockerCli, requireCompose, type DockerBinaries, type DockerCli } from '
 import { resolveImageUsers, writeContainerFiles } from './container-files.js';
 import { reloadDockerApiKey, reloadDockerGatewayTls, restoreDockerData, snapshotDockerData, type DayTwoContext } from './day-two.js';
 import { componentsFromInspect, serviceOf, stalePidJoins, versionsFromInspect, type ContainerInspect, type ImageInspect } from './parse.js';
-import { builtApiImage, composeFile, projectName, settingsOf } from './render.js';
+import { builtApiImage, composeFile, projectName, renderCompose, settingsOf } from './render.js';
+import { writeIfChanged } from '../../install-dir/write-if-changed.js';
 import { refuseStaleVolumes } from './volumes.js';
 import { DEMO_PLATFORM } from './demo-platform.js';
 import { SERVICE_OF } from './services.js';
 
 /** Every long-running service but the API, which waits for its key (as native does). */
-export const STACK_WITHOUT_API: readonly string[] = Object.freeze(['kong-database', 'kong-migrations', 'kong-migrations-up', 'kong-migrations-finish', 'kong', 'hapi-database', 'hapi-pidns', 'hapi', 'hapi-watchdog']);
+export const STACK_WITHOUT_API: readonly string[] = Object.freeze(['kong-database', 'kong-migrations', 'kong-migrations-up', 'kong-migrations-finish', 'kong', 'hapi-database', 'hapi-pidns', 'hapi', 'hapi-watchdog', 'fhir-door']);
 
 /** The API container starts only once the hospital has created its key and named the platform. */
 export function apiReady(dir: string): boolean {
@@ -107,7 +108,7 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     }
   };
 
-  const longRunning = (withApi: boolean): string[] => ['hapi', 'hapi-database', 'hapi-pidns', 'hapi-watchdog', 'kong', 'kong-database', ...(withApi ? ['hospital-api'] : [])];
+  const longRunning = (withApi: boolean): string[] => ['fhir-door', 'hapi', 'hapi-database', 'hapi-pidns', 'hapi-watchdog', 'kong', 'kong-database', ...(withApi ? ['hospital-api'] : [])];
 
   /**
    * hapi-watchdog runs the API's image before the API itself starts: when that image
@@ -147,6 +148,9 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     async up() {
       const c = await cli();
       await pullMissingImages(c, imagesToPull(settings), progress);
+      // an install made by an older toolkit gets this one's compose project (day two: the FHIR door in
+      // HAPI's place, issue 24), rendered from its install.json as install would; unchanged, nothing is written
+      if (writeIfChanged(composeFile(dir), renderCompose(dir, config)).change === 'updated') progress(`${composeFile(dir)} rewritten from this toolkit's template`);
       writeContainerFiles(dir, await resolveImageUsers(c, dir, settings.images));
       await refuseStaleVolumes(c, dir, project, { waitReady: () => waitReady(['hapi-database', 'kong-database'], { fhir: false, api: false }) });
       const withApi = apiReady(dir);

@@ -10,7 +10,7 @@ import type { ComponentState, ComponentVersion } from '../types.js';
 export const ONE_SHOT_SERVICES: ReadonlySet<string> = new Set(['kong-migrations', 'kong-migrations-up', 'kong-migrations-finish']);
 
 /** The long-running services of templates/compose.yaml: each must be listed, or it is down. */
-export const LONG_RUNNING_SERVICES: readonly string[] = Object.freeze(['hapi', 'hapi-database', 'hapi-pidns', 'hapi-watchdog', 'hospital-api', 'kong', 'kong-database']);
+export const LONG_RUNNING_SERVICES: readonly string[] = Object.freeze(['fhir-door', 'hapi', 'hapi-database', 'hapi-pidns', 'hapi-watchdog', 'hospital-api', 'kong', 'kong-database']);
 
 /** The holder of the PID namespace hapi and hapi-watchdog join (templates/compose.yaml, "Hung components"). */
 export const PIDNS_HOLDER = 'hapi-pidns';

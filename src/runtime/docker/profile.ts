@@ -14,6 +14,7 @@ import type { RuntimeProfile } from '../profile.js';
 import { API_CONTAINER_PATHS } from './container-paths.js';
 import { SERVICE_OF } from './services.js';
 import { DEMO_PLATFORM } from './demo-platform.js';
+import { DOOR_TOKEN_FILE, newDoorToken, readDoorToken } from './door-token.js';
 
 function password(): string {
   return randomBytes(24).toString('base64url');
@@ -53,6 +54,8 @@ export const dockerProfile: RuntimeProfile = {
     return {
       'kong-pg-password': kong + '\n',
       'hapi-pg-password': hapi + '\n',
+      // the FHIR door's token (door-token.ts), copied to the fhir-door container before each start
+      [DOOR_TOKEN_FILE]: (readDoorToken(paths) ?? newDoorToken()) + '\n',
       // Kong and HAPI read these passwords from files (KONG_PG_PASSWORD_FILE, a Spring
       // configtree) that the docker runtime copies under <dir>/docker/ before each start.
     };
@@ -71,15 +74,21 @@ export const dockerProfile: RuntimeProfile = {
     await pullMissingImages(dockerCli('', '', { docker: 'docker', compose: compose.argv }), imagesToPull(settingsOf(config)), log);
   },
   fhirUpstream: () => 'http://hapi:8080/fhir',
-  // the stand-in is a service of the demo project (render.ts DEMO_PLATFORM), reached over its network
+  // the stand-in is a service of the demo project (demo-platform.ts DEMO_PLATFORM), reached over its network
   demoPlatformUrl: () => DEMO_PLATFORM.url,
-  // HAPI's port is published on fhirBindAddress only (127.0.0.1 unless the hospital opened it):
+  // HAPI is not published: the FHIR door (src/fhir-door/) is, in its place, on fhirBindAddress only (127.0.0.1 unless the hospital opened it):
   // a site's host name would reach nothing there. Published on every address, the host name does.
   fhirBaseOnHost(config) {
     const bind = config.docker?.fhirBindAddress ?? '127.0.0.1';
     const everywhere = bind === '0.0.0.0' || bind === '::';
     const host = everywhere ? (config.hosts[0] ?? 'localhost') : bind;
     return `http://${isIP(host) === 6 ? `[${host}]` : host}:${config.ports.fhir}/fhir`;
+  },
+  // the door opens GET /fhir/metadata to anyone and the rest to its token (door-token.ts); an install
+  // from before the door has no token yet, and HAPI itself is still published there until its next `up`
+  fhirClientHeaders(paths): Record<string, string> {
+    const token = readDoorToken(paths);
+    return token === null ? {} : { authorization: `Bearer ${token}` };
   },
   // Kong's plain proxy port (8000) is not published
   gatewayHttpOnHost: false,
@@ -89,7 +98,7 @@ export const dockerProfile: RuntimeProfile = {
     paths: [
       { path: p.secrets, recursive: true },
       ...[p.tls, p.docker, join(p.docker, 'api'), join(p.docker, 'api', 'tls')].map((path) => ({ path, recursive: false })),
-      ...[join(p.docker, 'secrets'), join(p.docker, 'hapi-config'), join(p.docker, 'api-logs'), join(p.docker, 'platform')].map((path) => ({ path, recursive: true })),
+      ...[join(p.docker, 'secrets'), join(p.docker, 'hapi-config'), join(p.docker, 'fhir-door'), join(p.docker, 'api-logs'), join(p.docker, 'platform')].map((path) => ({ path, recursive: true })),
       { path: join(p.docker, 'api', 'hospital-api.env'), recursive: false },
     ],
     summary: 'settings and keys 0600',

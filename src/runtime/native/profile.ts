@@ -35,6 +35,8 @@ export const nativeProfile: RuntimeProfile = {
   demoPlatformUrl: (port) => `http://127.0.0.1:${port}`,
   // the FHIR server listens on the install's host and answers GET /fhir/metadata to any address (components.ts)
   fhirBaseOnHost: (config) => endpoints(config).fhirBase,
+  // the FHIR server gives its full API to its own user and root (src/util/local-peer.ts): no credential
+  fhirClientHeaders: () => ({}),
   gatewayHttpOnHost: true,
   restartForNewCertificate: ['gateway'],
   privacy: (p) => ({

@@ -137,6 +137,27 @@ describe('the docker copies of the database passwords (issue 12)', () => {
   });
 });
 
+describe("the FHIR door's token (issue 24)", () => {
+  it('an install from before the door gets one on its next start: 0600 in secrets/, copied 0600 for the door, kept after; verify names a loose copy', async () => {
+    const dir = installDir();
+    const p = installPaths(dir);
+    const kept = join(p.secrets, 'fhir-door-token');
+    writeContainerFiles(dir, { kong: { uid: process.getuid!(), gid: process.getgid!() }, hapi: { uid: process.getuid!(), gid: process.getgid!() } });
+    const token = readFileSync(kept, 'utf8');
+    expect(token).toMatch(/^[A-Za-z0-9_-]{43}\n$/);
+    expect(modeOf(kept)).toBe('600');
+    const copy = join(p.docker, 'fhir-door', 'token');
+    expect(readFileSync(copy, 'utf8')).toBe(token);
+    expect([modeOf(join(p.docker, 'fhir-door')), modeOf(copy)]).toEqual(['700', '600']);
+    // the next start keeps it: the door and the CLI keep agreeing
+    writeContainerFiles(dir, { kong: { uid: process.getuid!(), gid: process.getgid!() }, hapi: { uid: process.getuid!(), gid: process.getgid!() } });
+    expect(readFileSync(kept, 'utf8')).toBe(token);
+    expect((await checkOf(dir)).status).toBe('pass');
+    chmodSync(copy, 0o644);
+    expect((await checkOf(dir)).summary).toBe('1 path(s) readable by other users: docker/fhir-door/token (0644)');
+  });
+});
+
 describe("the API container's settings file", () => {
   it('carries the patient match settings of hospital-api.env (the API container reads only this copy)', () => {
     const dir = installDir();

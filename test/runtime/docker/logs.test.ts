@@ -68,7 +68,7 @@ describe('docker logs', () => {
     const s = site();
     const { got, options } = collect();
     await dockerLogs(s.cli, s.audit, options);
-    expect(got.map(([n]) => n)).toEqual(['hapi', 'hapi-database', 'hapi-pidns', 'hapi-watchdog', 'hospital-api', 'kong', 'kong-database', 'audit']);
+    expect(got.map(([n]) => n)).toEqual(['fhir-door', 'hapi', 'hapi-database', 'hapi-pidns', 'hapi-watchdog', 'hospital-api', 'kong', 'kong-database', 'audit']);
   });
 
   it('an unknown component is refused, naming the ones that exist', async () => {

@@ -57,15 +57,29 @@ describe('templates/compose.yaml rendered', () => {
   it('publishes the gateway HTTPS and API ports on the bind address, FHIR on loopback only, admin never', () => {
     const published = (c: InstallConfig) => Object.entries(render(c).services).flatMap(([name, s]) => (s.ports ?? []).map((p) => `${name} ${p}`)).sort();
     // a host on the network: every address for the gateway and API; FHIR stays on 127.0.0.1
-    expect(published({ ...base, docker: dockerSettings(base.hosts, undefined) })).toEqual(['hapi 127.0.0.1:18080:8080', 'hospital-api 0.0.0.0:19000:9000', 'kong 0.0.0.0:18443:8443']);
+    expect(published({ ...base, docker: dockerSettings(base.hosts, undefined) })).toEqual(['fhir-door 127.0.0.1:18080:8080', 'hospital-api 0.0.0.0:19000:9000', 'kong 0.0.0.0:18443:8443']);
     // a loopback-only install publishes on 127.0.0.1 only
     const local = { ...base, hosts: ['localhost'] };
-    expect(published(local)).toEqual(['hapi 127.0.0.1:18080:8080', 'hospital-api 127.0.0.1:19000:9000', 'kong 127.0.0.1:18443:8443']);
+    expect(published(local)).toEqual(['fhir-door 127.0.0.1:18080:8080', 'hospital-api 127.0.0.1:19000:9000', 'kong 127.0.0.1:18443:8443']);
     // explicit flags, kept by a rerun without them
     const chosen = dockerSettings(base.hosts, undefined, { bindAddress: '10.1.2.3', fhirBindAddress: '10.1.2.3' });
     expect(dockerSettings(base.hosts, chosen)).toEqual(chosen);
-    expect(published({ ...base, docker: chosen })).toEqual(['hapi 10.1.2.3:18080:8080', 'hospital-api 10.1.2.3:19000:9000', 'kong 10.1.2.3:18443:8443']);
+    expect(published({ ...base, docker: chosen })).toEqual(['fhir-door 10.1.2.3:18080:8080', 'hospital-api 10.1.2.3:19000:9000', 'kong 10.1.2.3:18443:8443']);
     expect(publish('::1', 9000, 9000)).toBe('[::1]:9000:9000');
+  });
+
+  it('publishes the FHIR door, never HAPI: the door runs the API image as its uid, forwards to hapi:8080 only, reads its token from a file', () => {
+    const s = render({ ...base, docker: dockerSettings(base.hosts, undefined, { fhirBindAddress: '10.9.8.7' }) }).services;
+    expect(s.hapi!.ports).toBeUndefined();
+    const door = s['fhir-door']!;
+    expect(door.ports).toEqual(['10.9.8.7:18080:8080']);
+    expect(door.image).toBe(s['hospital-api']!.image);
+    expect(door.user).toBe(s['hospital-api']!.user);
+    expect(door.command).toEqual(['fhir', 'door', '--host', '0.0.0.0', '--port', '8080', '--upstream', 'http://hapi:8080', '--token-file', '/run/hospital-api-door/token']);
+    expect(door.volumes).toEqual(['./fhir-door:/run/hospital-api-door:ro']);
+    // the token is a file, never the environment
+    expect(door.environment).toBeUndefined();
+    expect(door).toMatchObject({ read_only: true, cap_drop: ['ALL'], security_opt: ['no-new-privileges:true'], init: true });
   });
 
   it("keeps Kong's admin API on loopback inside its container; no reports, no version header, fixed workers", () => {
