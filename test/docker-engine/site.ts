@@ -156,14 +156,64 @@ export function siteHostsFile(): string {
   return file;
 }
 
-/** Makes the site address (a network left by an earlier, failed run is replaced). */
-export async function createSiteAddress(): Promise<void> {
-  await removeSiteAddress();
-  await docker(['network', 'create', '--label', 'hospital-api-tier=site', '--subnet', SITE_HOST.subnet, '--gateway', SITE_HOST.address, SITE_NETWORK]);
+/** The bridge of the site network, named so the LAN client can be plugged into it. */
+const SITE_BRIDGE = 'hapi-site0';
+/** A machine on the hospital's LAN: a network namespace of the test's own, 198.51.100.2 on the site bridge. */
+export const SITE_LAN = Object.freeze({ netns: 'hospital-api-tier-lan', address: '198.51.100.2', hostVeth: 'hapi-lan-h', clientVeth: 'hapi-lan-c' });
+
+async function ip(args: string[], allowFail = false): Promise<void> {
+  const r = await execa('ip', args, { reject: false, stdin: 'ignore' });
+  if (r.exitCode !== 0 && !allowFail) throw new Error(`ip ${args.join(' ')}: ${String(r.stderr).trim()}`);
 }
 
+/**
+ * Makes the site address and a LAN client beside it (what an earlier, failed run left is replaced):
+ * the site network's bridge gives the engine's host 198.51.100.1, and a network namespace plugged
+ * into that bridge by a veth is a LAN machine at 198.51.100.2, from which the platform's requests
+ * come (lanCurl). Nothing is routed anywhere else.
+ */
+export async function createSiteAddress(): Promise<void> {
+  await removeSiteAddress();
+  await docker(['network', 'create', '--label', 'hospital-api-tier=site', '-o', `com.docker.network.bridge.name=${SITE_BRIDGE}`, '--subnet', SITE_HOST.subnet, '--gateway', SITE_HOST.address, SITE_NETWORK]);
+  await ip(['netns', 'add', SITE_LAN.netns]);
+  await ip(['link', 'add', SITE_LAN.hostVeth, 'type', 'veth', 'peer', 'name', SITE_LAN.clientVeth]);
+  await ip(['link', 'set', SITE_LAN.clientVeth, 'netns', SITE_LAN.netns]);
+  await ip(['link', 'set', SITE_LAN.hostVeth, 'master', SITE_BRIDGE]);
+  await ip(['link', 'set', SITE_LAN.hostVeth, 'up']);
+  const inLan = (args: string[]) => execa('nsenter', [`--net=/run/netns/${SITE_LAN.netns}`, 'ip', ...args], { stdin: 'ignore' });
+  await inLan(['addr', 'add', `${SITE_LAN.address}/24`, 'dev', SITE_LAN.clientVeth]);
+  await inLan(['link', 'set', SITE_LAN.clientVeth, 'up']);
+  await inLan(['link', 'set', 'lo', 'up']);
+}
+
+/** Removes the LAN client (its namespace takes the veth pair with it) and the site network. */
 export async function removeSiteAddress(): Promise<void> {
+  await ip(['netns', 'del', SITE_LAN.netns], true);
+  await ip(['link', 'del', SITE_LAN.hostVeth], true);
   await docker(['network', 'rm', SITE_NETWORK], { allowFail: true });
+}
+
+/**
+ * curl run on the LAN client, with the site's name resolved to its address as the LAN's DNS would
+ * (`--resolve`). A request body (`data`) or one secret header line (`header`) goes to curl's stdin
+ * (`--data-binary @-`, `-H @-`), so no token or key is in an argument list. Gives the body, the
+ * status code and curl's exit code.
+ */
+export async function lanCurl(
+  url: string,
+  options: { port: number; args?: string[]; data?: string; header?: string },
+): Promise<{ status: number; body: string; code: number }> {
+  const stdin = options.data ?? options.header;
+  const stdinFlag = options.data !== undefined ? ['--data-binary', '@-'] : options.header !== undefined ? ['-H', '@-'] : [];
+  const r = await execa(
+    'nsenter',
+    [`--net=/run/netns/${SITE_LAN.netns}`, 'curl', '-sS', '--max-time', '60', '--resolve', `${SITE_HOST.name}:${options.port}:${SITE_HOST.address}`,
+      '-w', '\n%{http_code}', ...stdinFlag, ...(options.args ?? []), url],
+    { reject: false, ...(stdin === undefined ? { stdin: 'ignore' as const } : { input: stdin }), maxBuffer: 256 * 1024 * 1024 },
+  );
+  const out = String(r.stdout);
+  const nl = out.lastIndexOf('\n');
+  return { status: Number(out.slice(nl + 1)) || 0, body: out.slice(0, Math.max(nl, 0)), code: r.exitCode ?? 1 };
 }
 
 /** A file's beforeAll: the images (timed), free ports for what the install publishes, the platform stand-in's tokens. */

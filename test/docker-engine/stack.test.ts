@@ -10,7 +10,9 @@
  * not loopback (issue 27): `hospital.test`, the engine host's own address on a
  * bridge this file makes from 198.51.100.0/24 (site.ts SITE_HOST), resolved by
  * the CLI alone. The gateway and the API are published on that address, FHIR
- * stays on 127.0.0.1, and verify passes without opening FHIR.
+ * stays on 127.0.0.1, and verify passes without opening FHIR. The platform's
+ * calls come from a machine on the hospital's LAN: a network namespace the
+ * test plugs into that bridge (198.51.100.2), which reaches the site by name.
  *
  * The images are the tier's (scripts/docker-engine.mjs): a real Postgres from
  * Debian's postgresql-15, and kong / hapi stand-ins that keep the real images'
@@ -31,7 +33,7 @@ import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
 import { docker, engineAnswers, sayNoEngine } from './engine.js';
-import { API_IMAGE, containersOf, createSiteAddress, formatTimings, IMAGE_FLAGS, prepareTier, purgeProjects, removeSiteAddress, runningContainer, SITE_HOST, siteHostsFile, syntheticIds, tcpOpens, tierSite } from './site.js';
+import { API_IMAGE, containersOf, createSiteAddress, formatTimings, IMAGE_FLAGS, lanCurl, prepareTier, purgeProjects, removeSiteAddress, runningContainer, SITE_HOST, siteHostsFile, syntheticIds, tcpOpens, tierSite } from './site.js';
 import { recordFixture } from './record.js';
 import { checkMetrics, hasPromtool } from '../monitoring/promtool.js';
 
@@ -58,13 +60,15 @@ const installArgs = (first = false) => [
 const containers = () => containersOf(project);
 const container = (service: string) => runningContainer(project, service);
 
+/** The platform's call, from a machine on the hospital's LAN (site.ts SITE_LAN) to the site's name. */
 async function postPatient(careId: string, token: string) {
-  const res = await request(`http://${SITE_HOST.address}:${ports.api}/api/patients`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ platformCareId: careId, token }),
+  const res = await lanCurl(`http://${SITE_HOST.name}:${ports.api}/api/patients`, {
+    port: ports.api!,
+    args: ['-H', 'content-type: application/json'],
+    data: JSON.stringify({ platformCareId: careId, token }),
   });
-  return { status: res.statusCode, body: (await res.body.json()) as { resources?: Array<{ resource: { resourceType: string; id: string; identifier?: Array<{ system?: string; value?: string }> } }> } };
+  expect(res.code, res.body).toBe(0);
+  return { status: res.status, body: JSON.parse(res.body) as { resources?: Array<{ resource: { resourceType: string; id: string; identifier?: Array<{ system?: string; value?: string }> } }> } };
 }
 
 
@@ -211,6 +215,15 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     // the site address reaches the gateway, never FHIR
     expect(await tcpOpens(SITE_HOST.address, ports.gatewayHttps!)).toBe(true);
     expect(await tcpOpens(SITE_HOST.address, ports.fhir!)).toBe(false);
+    // and so it is from a machine on the LAN: the gateway by its name, over HTTPS checked against the
+    // hospital's CA, refuses a call without the key and answers one with it; the FHIR port is closed
+    const gateway = `https://${SITE_HOST.name}:${ports.gatewayHttps}/fhir-api-key-auth/metadata`;
+    const tls = { port: ports.gatewayHttps!, args: ['--cacert', installPaths(dir).caCert, '-o', '/dev/null'] };
+    expect((await lanCurl(gateway, tls)).status).toBe(401);
+    const key = readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY!;
+    expect((await lanCurl(gateway, { ...tls, header: `apikey: ${key}\n` })).status).toBe(200);
+    const fhir = await lanCurl(`http://${SITE_HOST.address}:${ports.fhir}/fhir/metadata`, { port: ports.fhir! });
+    expect(fhir.code).toBe(7); // curl: failed to connect
     // from the host, the kong container's own address: the proxy answers, the admin API does not
     const kong = await container('kong');
     const ip = Object.values((kong.NetworkSettings as { Networks?: Record<string, { IPAddress?: string }> }).Networks ?? {})[0]?.IPAddress;
