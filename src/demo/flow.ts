@@ -77,7 +77,7 @@ export async function runDemo(options: DemoOptions, io: Io): Promise<DemoResult>
   let tokens = readTokens(dir);
   if (tokens.length !== patients.length) tokens = writeTokens(dir, patients.map((p) => p.careId));
   if (!installed) {
-    await timed(`install (${runtimeName}, generated CA)`, () => step.install(dir, settings, portsOf(options), choice, (t) => io.log(t)));
+    await timed(`install (${runtimeName}, generated CA)`, () => step.install(dir, settings, portsOf(options), runtimeName, choice, (t) => io.log(t)));
   }
   const config = readInstallConfig(dir);
   if (choice.runtime !== undefined && config.runtime !== runtimeName) {

@@ -73,9 +73,8 @@ export function demoRuntime(choice: DemoRuntimeChoice): RuntimeName {
 }
 
 /** The install engineer's own code, in process, with the demo label install.json carries. */
-export async function install(dir: string, settings: DemoSettings, ports: DemoPorts, choice: DemoRuntimeChoice, log: (text: string) => void): Promise<void> {
+export async function install(dir: string, settings: DemoSettings, ports: DemoPorts, runtime: RuntimeName, choice: DemoRuntimeChoice, log: (text: string) => void): Promise<void> {
   const { platformPort: _unused, ...installPorts } = ports;
-  const runtime = demoRuntime(choice);
   await runInstall(
     {
       ...installPorts,

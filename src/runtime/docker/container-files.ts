@@ -242,9 +242,6 @@ function writeDemoPlatformFiles(tokens: string, folder: string, user: ImageUser)
     rmSync(folder, { recursive: true, force: true });
     return;
   }
-  dirFor(folder, 0o700, user);
-  dirFor(join(folder, 'demo'), 0o700, user);
-  const copy = join(folder, 'demo', 'tokens.json');
-  writeSecretFile(copy, readFileSync(tokens));
-  if (process.getuid?.() === 0) chownSync(copy, user.uid, user.gid);
+  writeReadable(folder, user, []);
+  writeReadable(join(folder, 'demo'), user, [{ name: 'tokens.json', data: readFileSync(tokens) }]);
 }

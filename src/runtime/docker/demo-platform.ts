@@ -2,7 +2,7 @@
  * DEMO ONLY (`hospital-api demo --runtime docker`): the platform stand-in as a
  * service of a demo install's compose project.
  */
-/** DEMO ONLY: the platform stand-in's address on the project network (`hospital-api demo --runtime docker`). */
+/** Its address on the project network. */
 export const DEMO_PLATFORM = Object.freeze({ service: 'platform', port: 8088, url: 'http://platform:8088' });
 
 /**
@@ -28,4 +28,3 @@ export function demoPlatformService(image: string, user: { uid: number; gid: num
     '',
   ].join('\n');
 }
-

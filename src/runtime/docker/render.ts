@@ -230,6 +230,7 @@ export function apiUser(uid = process.getuid?.() ?? API_IMAGE_UID, gid = process
 export function renderCompose(dir: string, config: InstallConfig, template = readFileSync(TEMPLATE_PATH, 'utf8')): string {
   const s = settingsOf(config);
   const user = apiUser();
+  const apiImage = s.images.api ?? builtApiImage(config.toolkitVersion);
   const build = s.images.api
     ? ''
     : [
@@ -244,7 +245,7 @@ export function renderCompose(dir: string, config: InstallConfig, template = rea
     kongImage: s.images.kong,
     postgresImage: s.images.postgres,
     hapiImage: s.images.hapi,
-    apiImage: s.images.api ?? builtApiImage(config.toolkitVersion),
+    apiImage,
     apiBuild: { raw: build },
     apiUser: `${user.uid}:${user.gid}`,
     kongWorkers: KONG_WORKERS,
@@ -268,7 +269,7 @@ export function renderCompose(dir: string, config: InstallConfig, template = rea
     gatewayPublish: publish(s.bindAddress, config.ports.gatewayHttps, 8443),
     apiPublish: publish(s.bindAddress, config.ports.api, 9000),
     fhirPublish: publish(s.fhirBindAddress, config.ports.fhir, 8080),
-    demoPlatform: { raw: config.demo ? demoPlatformService(s.images.api ?? builtApiImage(config.toolkitVersion), user) : '' },
+    demoPlatform: { raw: config.demo ? demoPlatformService(apiImage, user) : '' },
     ...monitoringValues(config),
   });
   parse(text, { merge: true });

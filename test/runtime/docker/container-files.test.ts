@@ -6,7 +6,7 @@
  * engine tier (test/docker-engine/broken-install.test.ts) proves the
  * containers still read them.
  */
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -15,6 +15,7 @@ import type { CheckContext } from '../../../src/checks/types.js';
 import type { DockerCli } from '../../../src/runtime/docker/compose.js';
 import { numericUser, parseId, resolveImageUsers, writeContainerFiles } from '../../../src/runtime/docker/container-files.js';
 import { installPaths } from '../../../src/install-dir/layout.js';
+import { apiUser } from '../../../src/runtime/docker/render.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 const ROOT = process.getuid?.() === 0;
@@ -155,6 +156,25 @@ describe("the FHIR door's token (issue 24)", () => {
     expect((await checkOf(dir)).status).toBe('pass');
     chmodSync(copy, 0o644);
     expect((await checkOf(dir)).summary).toBe('1 path(s) readable by other users: docker/fhir-door/token (0644)');
+  });
+});
+
+describe('DEMO: the platform stand-in\'s copy of the demo tokens', () => {
+  it('a demo install gets docker/platform/demo/tokens.json 0600 in 0700 folders, owned by the API uid; without tokens there is no folder', async () => {
+    const dir = installDir();
+    const p = installPaths(dir);
+    const readers = { kong: { uid: process.getuid!(), gid: process.getgid!() }, hapi: { uid: process.getuid!(), gid: process.getgid!() } };
+    writeContainerFiles(dir, readers);
+    expect(existsSync(join(p.docker, 'platform'))).toBe(false);
+    mkdirSync(join(p.root, 'demo'), { recursive: true, mode: 0o700 });
+    writeFileSync(p.demoTokens, '{"demo":true,"tokens":[]}\n', { mode: 0o600 });
+    writeContainerFiles(dir, readers);
+    const copy = join(p.docker, 'platform', 'demo', 'tokens.json');
+    expect(readFileSync(copy, 'utf8')).toBe('{"demo":true,"tokens":[]}\n');
+    expect([modeOf(join(p.docker, 'platform')), modeOf(join(p.docker, 'platform', 'demo')), modeOf(copy)]).toEqual(['700', '700', '600']);
+    const api = apiUser();
+    expect(statSync(copy).uid).toBe(api.uid);
+    expect((await checkOf(dir)).status).toBe('pass');
   });
 });
 
