@@ -354,6 +354,8 @@ async function load(images) {
   await Promise.all(missing.map((node) => nodeDocker(node)`docker load -q -i ${tar}`.quiet()));
   // the tags follow the tier's: a tag moved to a rebuilt image is moved on the nodes too
   await Promise.all(NODES.flatMap((node) => images.map((image, i) => nodeDocker(node)`docker tag ${ids[i]} ${image}`.quiet())));
+  // and the images those tags left (untagged now) go, so the kept data roots do not grow rebuild by rebuild
+  await Promise.all(missing.map((node) => nodeDocker(node)`docker image prune -f`.quiet().nothrow()));
   log(`docker load into ${missing.map((n) => n.name).join(' ')}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }
 
