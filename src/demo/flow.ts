@@ -10,10 +10,10 @@ import { HospitalApiError } from '../errors/index.js';
 import { DOCKER_FLAGS, PORT_FLAGS } from '../install/port-flags.js';
 import type { Io } from '../output/io.js';
 import { readInstallConfig } from '../install-dir/install-config.js';
-import { installPaths } from '../install-dir/layout.js';
+import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
 import { openRuntime } from '../runtime/index.js';
 import { parseSizes } from '../fhir-data/generate/dataset.js';
-import { patientsCurl } from './curl.js';
+import { patientsCurl, shellQuote } from './curl.js';
 import { readTokens, writeTokens, type DemoToken } from './tokens.js';
 import * as step from './steps.js';
 
@@ -119,5 +119,18 @@ export function renderDemo(result: DemoResult, io: Io): void {
   io.out('');
   io.out(result.curl);
   io.out('');
-  io.out('Status: `hospital-api status`   Logs: `hospital-api logs -f`   Stop: `npm stop`');
+  io.out(nextCommands(result.dir));
+}
+
+/**
+ * How to look at and stop this demo: plain commands (and `npm stop`) reach only the default installation, so a
+ * demo in another folder, or run with --runtime docker somewhere else, gets commands that name its --dir.
+ */
+export function nextCommands(dir: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (installPaths(dir).root === defaultInstallDir(env)) {
+    return 'Status: `hospital-api status`   Logs: `hospital-api logs -f`   Stop: `npm stop`';
+  }
+  const root = installPaths(dir).root;
+  const at = `--dir ${/^[A-Za-z0-9_./:@%+,-]+$/.test(root) ? root : shellQuote(root)}`;
+  return `Status: \`hospital-api status ${at}\`   Logs: \`hospital-api logs -f ${at}\`   Stop: \`hospital-api down ${at}\``;
 }

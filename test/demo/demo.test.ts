@@ -68,6 +68,15 @@ describe('hospital-api demo', () => {
     const body = JSON.parse(pasted.stdout) as { resources: Array<{ resource: { resourceType: string } }> };
     expect(body.resources.some((e) => e.resource.resourceType === 'Patient')).toBe(true);
     expect(body.resources.length).toBeGreaterThanOrEqual(10);
+
+    // this demo is not the default installation, so the commands it suggests name its folder, and they reach it
+    const next = out.split('\n').find((l) => l.startsWith('Status: '))!;
+    expect(next).toContain(`\`hospital-api down --dir ${installPaths(dir).root}\``);
+    expect(next).not.toContain('npm stop');
+    const status = /`hospital-api (status --dir [^`]+)`/.exec(next)![1]!.split(' ');
+    const shown = await runCli([...status, '--json']);
+    expect(shown.exitCode, String(shown.stderr)).toBe(0);
+    expect(JSON.parse(String(shown.stdout)).ok).toBe(true);
   });
 
   it('reuses the install on a second run, with the same data and the same curl', async () => {
