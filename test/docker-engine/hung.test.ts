@@ -1,7 +1,7 @@
 /**
  * Issue 12, "the supervisor replaces a component that is alive but has not
  * answered its health probe for a bounded time", on a real Docker engine:
- * one install, then the hospital-api process and then every process of the
+ * one install, then the hospital-api process, the FHIR door and then every process of the
  * kong container are SIGSTOPped from the host (alive, never answering), and
  * each container must be restarted by the engine (a `die` with SIGKILL's 137,
  * then a `start`, a higher RestartCount, a new process) within a bounded time,
@@ -249,8 +249,8 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     removeTempDirs();
   }, 600_000);
 
-  it('runs kong, hospital-api and the databases under docker-init, each answering, ready and healthy', async () => {
-    for (const service of ['kong', 'hospital-api', 'kong-database', 'hapi-database']) {
+  it('runs kong, hospital-api, the FHIR door and the databases under docker-init, each answering, ready and healthy', async () => {
+    for (const service of ['kong', 'hospital-api', 'fhir-door', 'kong-database', 'hapi-database']) {
       const c = await container(service);
       expect((c as { HostConfig?: { Init?: boolean } }).HostConfig?.Init, service).toBe(true);
       // PID 1 in the container is docker-init, not the component (pid_namespaces(7))
@@ -279,6 +279,22 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     const res = await postPatient();
     expect(res.status).toBe(200);
     expect(res.resources).toBeGreaterThan(0);
+  }, REPLACED_WITHIN_MS + 300_000);
+
+  it('a SIGSTOPped FHIR door is killed by its healthcheck and restarted by the engine; the FHIR port answers again', async () => {
+    const metadata = async (timeoutMs: number) => {
+      const res = await request(`http://127.0.0.1:${ports.fhir}/fhir/metadata`, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+      return { status: res.statusCode, body: (await res.body.json()) as { resourceType?: string } };
+    };
+    expect((await metadata(10_000)).body.resourceType).toBe('CapabilityStatement');
+    const replaced = await hangAndAwaitReplacement('fhir-door', async () => {
+      // hung: the published port accepts (docker-proxy) but the door never answers
+      await expect(metadata(2_000)).rejects.toThrow();
+    });
+    expectRestartedByPolicy(replaced);
+    const logs = await docker(['logs', replaced.after.Id]);
+    expect(logs.out + logs.err).toMatch(new RegExp(`hung-probe: no answer from http://127\\.0\\.0\\.1:8080/ within 3000 ms, ${HUNG_PROBE.failures} probe\\(s\\) in a row: SIGKILL to pid \\d+`));
+    await waitUntil('the restarted door answering /fhir/metadata', async () => (await metadata(3_000).catch(() => ({ status: 0 }))).status === 200, 60_000);
   }, REPLACED_WITHIN_MS + 300_000);
 
   it('a SIGSTOPped kong is killed by its healthcheck and restarted; /api/ready answers within 2 s meanwhile; records flow again', async () => {

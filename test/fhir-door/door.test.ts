@@ -14,6 +14,7 @@ import { startFhirDoor, type FhirDoor } from '../../src/fhir-door/server.js';
 import { startCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { until } from '../helpers/until.js';
+import { answers } from '../../src/runtime/docker/hung-probe.js';
 
 const TOKEN = 'door-token-for-tests-0123456789abcdef';
 
@@ -210,6 +211,22 @@ describe('fhir door', () => {
     expect(seen).toEqual([]);
     // the same door still forwards a plain target with the same token
     expect((await raw('GET /fhir/Patient HTTP/1.1', ['Host: localhost', auth])).startsWith('HTTP/1.1 200 ')).toBe(true);
+  });
+
+  it('answers its hung probe (a target it refuses itself) while the upstream hangs: a hung HAPI never gets the door replaced', async () => {
+    // the upstream takes the request and never answers, as a SIGSTOPped HAPI behind docker's network does
+    const held: ServerResponse[] = [];
+    answer = (_req, res) => void held.push(res);
+    const hung = request(`${door.url}/fhir/metadata`, { headersTimeout: 60_000 }).then((r) => r.body.text()).catch(() => 'cut');
+    await until(async () => held.length === 1, { what: 'the metadata request held by the upstream' });
+    // templates/compose.yaml probes http://127.0.0.1:8080/ with hung-probe's own check
+    expect(await answers(`${door.url}/`, 3_000)).toBe(true);
+    const probed = await request(`${door.url}/`);
+    expect(probed.statusCode).toBe(400);
+    await probed.body.dump();
+    expect(seen.map((s) => s.url)).toEqual(['/fhir/metadata']);
+    for (const res of held) res.end();
+    await hung;
   });
 
   it('answers 502 with an OperationOutcome when the upstream does not answer', async () => {

@@ -156,9 +156,9 @@ describe('templates/compose.yaml rendered', () => {
     expect(apiUser(1234, 1235)).toEqual({ uid: 1234, gid: 1235 });
   });
 
-  it('runs kong, hospital-api and the databases under docker-init with a healthcheck that replaces them when hung; HAPI has none (distroless: see its watchdog)', () => {
+  it('runs kong, hospital-api, the FHIR door and the databases under docker-init with a healthcheck that replaces them when hung; HAPI has none (distroless: see its watchdog)', () => {
     const s = render().services;
-    for (const name of ['kong', 'hospital-api']) {
+    for (const name of ['kong', 'hospital-api', 'fhir-door']) {
       expect(s[name]!.init, name).toBe(true);
       expect(s[name]!.healthcheck, name).toMatchObject({ interval: `${HUNG_PROBE.intervalS}s`, timeout: '10s', retries: HUNG_PROBE.failures });
     }
@@ -168,6 +168,15 @@ describe('templates/compose.yaml rendered', () => {
       '--timeout-ms', String(HUNG_PROBE.timeoutS * 1000), '--failures', String(HUNG_PROBE.failures), '--start-grace', String(HUNG_PROBE.startGraceS),
       '--state', '/tmp/hospital-api-health',
     ]);
+    // the door is probed on a target it refuses itself (only /fhir is forwarded): a hung HAPI behind it never gets it
+    // killed; its root is read-only, so the probe's count lives on a tmpfs
+    expect(s['fhir-door']!.healthcheck!.test).toEqual([
+      'CMD', 'node', '/app/dist/runtime/docker/hung-probe.js', '--url', 'http://127.0.0.1:8080/',
+      '--timeout-ms', String(HUNG_PROBE.timeoutS * 1000), '--failures', String(HUNG_PROBE.failures), '--start-grace', String(HUNG_PROBE.startGraceS),
+      '--state', '/tmp/fhir-door-health',
+    ]);
+    expect(s['fhir-door']!.read_only).toBe(true);
+    expect((s['fhir-door'] as { tmpfs?: string[] }).tmpfs).toEqual(['/tmp']);
     // the shell probe: $ doubled for Compose's interpolation, the limits filled in, Kong's admin port
     const [kind, script] = s.kong!.healthcheck!.test as [string, string];
     expect(kind).toBe('CMD-SHELL');
