@@ -8,7 +8,7 @@
  * - slowloris on every port: request heads trickled a header line a second
  *   (on the TLS port, a handshake trickled a byte a second);
  * - slow bodies on every HTTP port: a 60,000-byte Content-Length body (under
- *   every body limit), a byte a second;
+ *   every body limit), a byte a second, each socket the server closes opened again;
  * - a wrong-password basic-auth flood on the gateway's /fhir-api (one source);
  * - one 20,000-resource FHIR transaction Bundle posted through the gateway
  *   (/fhir-api-key-auth), again each time the last one ends.
@@ -176,9 +176,9 @@ export async function run(): Promise<BenchSection> {
     const body = bundle(BUNDLE_RESOURCES);
 
     const loads: Load[] = [
-      socketsLoad('idle', `${perPort * all.length} idle sockets`, { ports: all, perPort, tlsPort: ports.gatewayHttps }),
-      socketsLoad('slowloris', `slowloris (${SLOW_PER_PORT}/port)`, { ports: all, perPort: SLOW_PER_PORT, tlsPort: ports.gatewayHttps }),
-      socketsLoad('slow-bodies', `slow bodies (${SLOW_PER_PORT}/HTTP port, reopened)`, { ports: http, perPort: SLOW_PER_PORT, tlsPort: ports.gatewayHttps }),
+      socketsLoad('idle', `${perPort * all.length} idle sockets`, { ports: all, perPort, tlsPort: ports.gatewayHttps, reopen: false }),
+      socketsLoad('slowloris', `slowloris (${SLOW_PER_PORT}/port)`, { ports: all, perPort: SLOW_PER_PORT, tlsPort: ports.gatewayHttps, reopen: false }),
+      socketsLoad('slow-bodies', `slow bodies (${SLOW_PER_PORT}/HTTP port, reopened)`, { ports: http, perPort: SLOW_PER_PORT, tlsPort: ports.gatewayHttps, reopen: true }),
       loopLoad('flood', 'basic-auth wrong-password flood (10 at a time)', 10, async () => {
         const res = await request(`${gw}/fhir-api/Patient`, { dispatcher: tlsAgent, headers: { authorization: `Basic ${Buffer.from('demo:wrong-password').toString('base64')}` } });
         await res.body.dump();
