@@ -7,22 +7,32 @@
  *   and admin, FHIR), scaled down with a note when `ulimit -n` is lower;
  * - slowloris on every port: request heads trickled a header line a second
  *   (on the TLS port, a handshake trickled a byte a second);
- * - slow bodies on every HTTP port: a 1 MB Content-Length body, a byte a second;
+ * - slow bodies on every HTTP port: a 60,000-byte Content-Length body (under
+ *   every body limit), a byte a second, each socket the server closes opened again;
  * - a wrong-password basic-auth flood on the gateway's /fhir-api (one source);
  * - one 20,000-resource FHIR transaction Bundle posted through the gateway
  *   (/fhir-api-key-auth), again each time the last one ends.
  * Each load's p50/p99/errors are printed beside the unloaded figures with the
  * goal "p99 < 2× unloaded, 0 errors", and the supervisor's restarts at the end.
+ *
+ * To find which load or port hurts: `--only slow-bodies,flood` runs the loads
+ * named (idle, slowloris, slow-bodies, flood, bundle), `--ports api,fhir` aims
+ * the socket loads at those ports only (api, gateway-http, gateway-https,
+ * gateway-admin, fhir). The socket loads run in a child process (bench/attackers.ts)
+ * so their write bursts never delay the honest caller's own clock; each row
+ * gives this process's event-loop delay p99 to show it stayed quiet.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
+import { fork, type ChildProcess } from 'node:child_process';
 import { tmpdir } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { Agent, request } from 'undici';
 import { readEnvFile } from '../src/util/env-file.js';
 import { freePort } from '../src/util/port-check.js';
+import type { AttackKind, AttackPlan } from './attackers.js';
 import { percentile, round, type BenchSection } from './report.js';
 import { parseDuration } from './soak.js';
 
@@ -45,67 +55,54 @@ function fileLimit(): number {
   }
 }
 
-function open(port: number): Promise<Socket | null> {
-  return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1');
-    s.on('error', () => resolve(null));
-    s.once('connect', () => resolve(s));
-  });
-}
-
 interface Load {
+  /** The name `--only` picks it by. */
+  key: string;
   name: string;
   start(): Promise<void>;
   stop(): Promise<string>;
 }
 
-function socketsLoad(name: string, ports: number[], perPort: number, first: (port: number) => string | Buffer, drip: (port: number) => string | Buffer): Load {
-  const held: Array<{ s: Socket; port: number }> = [];
-  let timer: NodeJS.Timeout | null = null;
-  let closedByServer = 0;
+/** A socket load, run by a child process (bench/attackers.ts) so its writes never run on this event loop. */
+function socketsLoad(key: AttackKind, name: string, plan: Omit<AttackPlan, 'kind'>): Load {
+  let child: ChildProcess | null = null;
+  const reply = <T>(c: ChildProcess, field: string) =>
+    new Promise<T>((resolve, reject) => {
+      const onMessage = (m: Record<string, T>) => {
+        if (!(field in m)) return;
+        c.off('message', onMessage);
+        resolve(m[field] as T);
+      };
+      c.on('message', onMessage);
+      c.once('exit', (code) => reject(new Error(`attackers exited (${code}) before answering ${field}`)));
+    });
   return {
+    key,
     name,
     async start() {
-      for (const port of ports) {
-        for (let i = 0; i < perPort; i += 250) {
-          const batch = await Promise.all(Array.from({ length: Math.min(250, perPort - i) }, () => open(port)));
-          for (const s of batch) {
-            if (!s) continue;
-            s.on('close', () => (closedByServer += 1));
-            s.resume();
-            const f = first(port);
-            if (f.length) s.write(f);
-            held.push({ s, port });
-          }
-        }
-      }
-      timer = setInterval(() => {
-        for (const { s, port } of held) {
-          const d = drip(port);
-          if (d.length && !s.destroyed) s.write(d);
-        }
-      }, 1_000);
+      child = fork(join(root, 'bench/attackers.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      const started = reply<boolean>(child, 'started');
+      child.send({ kind: key, ...plan } satisfies AttackPlan);
+      await started;
     },
     async stop() {
-      if (timer) clearInterval(timer);
-      const before = closedByServer;
-      for (const { s } of held) {
-        s.removeAllListeners('close');
-        s.destroy();
-      }
-      return `${held.length} opened, ${before} closed by the server`;
+      if (!child) return 'never started';
+      const detail = reply<string>(child, 'detail');
+      child.send('stop');
+      return await detail;
     },
   };
 }
 
 /** `one` returns the status it got and whether it was the expected one. */
-function loopLoad(name: string, concurrency: number, one: () => Promise<[number, boolean]>): Load {
+function loopLoad(key: string, name: string, concurrency: number, one: () => Promise<[number, boolean]>): Load {
   let running = false;
   let sent = 0;
   let answered = 0;
   const statuses = new Map<string, number>();
   let workers: Promise<void>[] = [];
   return {
+    key,
     name,
     async start() {
       running = true;
@@ -135,6 +132,18 @@ function bundle(n: number): string {
   return JSON.stringify({ resourceType: 'Bundle', type: 'transaction', entry });
 }
 
+/** `--flag a,b`: the names given (each must be one of `known`), or all of `known`. */
+function listArg(flag: string, known: string[]): string[] {
+  const argv = process.argv.slice(2);
+  const i = argv.findIndex((a) => a === flag || a.startsWith(`${flag}=`));
+  if (i < 0) return known;
+  const value = (argv[i]!.includes('=') ? argv[i]!.split('=')[1] : argv[i + 1]) ?? '';
+  const names = value.split(',').map((n) => n.trim()).filter(Boolean);
+  const unknown = names.filter((n) => !known.includes(n));
+  if (!names.length || unknown.length) throw new Error(`${flag}: expected some of ${known.join(', ')}, got "${value}"`);
+  return names;
+}
+
 export async function run(): Promise<BenchSection> {
   const durationMs = parseDuration(process.argv.slice(2), '--duration', 3 * 60_000);
   const phaseMs = durationMs / 6;
@@ -154,8 +163,11 @@ export async function run(): Promise<BenchSection> {
     const apiKey = readEnvFile(join(dir, 'hospital-api.env')).FHIR_API_KEY ?? '';
     const tlsAgent = new Agent({ connect: { ca }, connections: 16 });
     const gw = `https://localhost:${ports.gatewayHttps}`;
-    const all = [ports.api, ports.gatewayHttp, ports.gatewayHttps, ports.gatewayAdmin, ports.fhir];
-    const http = [ports.api, ports.gatewayHttp, ports.gatewayAdmin, ports.fhir];
+    const byName: Record<string, number> = { api: ports.api, 'gateway-http': ports.gatewayHttp, 'gateway-https': ports.gatewayHttps, 'gateway-admin': ports.gatewayAdmin, fhir: ports.fhir };
+    const aimed = listArg('--ports', Object.keys(byName));
+    const all = aimed.map((n) => byName[n]!);
+    const http = aimed.filter((n) => n !== 'gateway-https').map((n) => byName[n]!);
+    if (aimed.length < Object.keys(byName).length) notes.push(`socket loads aimed at ${aimed.join(', ')} only`);
 
     const limit = fileLimit();
     const idle = Math.min(IDLE_SOCKETS, Math.max(100, limit - 1_000));
@@ -164,26 +176,26 @@ export async function run(): Promise<BenchSection> {
     const body = bundle(BUNDLE_RESOURCES);
 
     const loads: Load[] = [
-      socketsLoad(`${perPort * all.length} idle sockets`, all, perPort, () => '', () => ''),
-      socketsLoad(`slowloris (${SLOW_PER_PORT}/port)`, all, SLOW_PER_PORT,
-        (p) => (p === ports.gatewayHttps ? Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00]) : 'GET / HTTP/1.1\r\nHost: a\r\n'),
-        (p) => (p === ports.gatewayHttps ? Buffer.from([0x01]) : 'X-a: b\r\n')),
-      socketsLoad(`slow bodies (${SLOW_PER_PORT}/HTTP port)`, http, SLOW_PER_PORT,
-        () => 'POST /api/patients HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{', () => ' '),
-      loopLoad('basic-auth wrong-password flood (10 at a time)', 10, async () => {
+      socketsLoad('idle', `${perPort * all.length} idle sockets`, { ports: all, perPort, tlsPort: ports.gatewayHttps, reopen: false }),
+      socketsLoad('slowloris', `slowloris (${SLOW_PER_PORT}/port)`, { ports: all, perPort: SLOW_PER_PORT, tlsPort: ports.gatewayHttps, reopen: false }),
+      socketsLoad('slow-bodies', `slow bodies (${SLOW_PER_PORT}/HTTP port, reopened)`, { ports: http, perPort: SLOW_PER_PORT, tlsPort: ports.gatewayHttps, reopen: true }),
+      loopLoad('flood', 'basic-auth wrong-password flood (10 at a time)', 10, async () => {
         const res = await request(`${gw}/fhir-api/Patient`, { dispatcher: tlsAgent, headers: { authorization: `Basic ${Buffer.from('demo:wrong-password').toString('base64')}` } });
         await res.body.dump();
         return [res.statusCode, res.statusCode === 401 || res.statusCode === 429];
       }),
-      loopLoad(`${BUNDLE_RESOURCES}-resource Bundle through the gateway`, 1, async () => {
+      loopLoad('bundle', `${BUNDLE_RESOURCES}-resource Bundle through the gateway`, 1, async () => {
         const res = await request(`${gw}/fhir-api-key-auth`, { dispatcher: tlsAgent, method: 'POST', headers: { 'content-type': 'application/fhir+json', apikey: apiKey }, body, headersTimeout: 600_000, bodyTimeout: 600_000 });
         await res.body.dump();
         return [res.statusCode, res.statusCode === 200];
       }),
     ];
 
+    const only = listArg('--only', loads.map((l) => l.key));
     const token = tokens[0]!;
-    const honest = async (): Promise<{ p50: number; p99: number; n: number; errors: number; kinds: string }> => {
+    const honest = async (): Promise<{ p50: number; p99: number; n: number; errors: number; kinds: string; loopP99: number }> => {
+      const loop = monitorEventLoopDelay({ resolution: 10 });
+      loop.enable();
       const latencies: number[] = [];
       let errors = 0;
       const kinds = new Map<string, number>();
@@ -210,21 +222,22 @@ export async function run(): Promise<BenchSection> {
         latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
       }
       await agent.close();
+      loop.disable();
       latencies.sort((a, b) => a - b);
-      return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), n: latencies.length, errors, kinds: [...kinds].map(([k, n]) => `${k}×${n}`).join(' ') };
+      return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), n: latencies.length, errors, kinds: [...kinds].map(([k, n]) => `${k}×${n}`).join(' '), loopP99: loop.percentile(99) / 1e6 };
     };
 
     process.stderr.write('attack: unloaded…\n');
     const base = await honest();
-    const rows: BenchSection['rows'] = [{ load: 'none (unloaded)', requests: base.n, 'p50 ms': round(base.p50, 1), 'p99 ms': round(base.p99, 1), 'p99 / unloaded': 1, errors: base.errors, 'load detail': base.kinds }];
+    const rows: BenchSection['rows'] = [{ load: 'none (unloaded)', requests: base.n, 'p50 ms': round(base.p50, 1), 'p99 ms': round(base.p99, 1), 'p99 / unloaded': 1, errors: base.errors, 'bench loop p99 ms': round(base.loopP99, 1), 'load detail': base.kinds }];
     const targets: BenchSection['targets'] = [];
-    for (const load of loads) {
+    for (const load of loads.filter((l) => only.includes(l.key))) {
       process.stderr.write(`attack: ${load.name}…\n`);
       await load.start();
       const r = await honest();
       const detail = await load.stop();
       const ratio = r.p99 / base.p99;
-      rows.push({ load: load.name, requests: r.n, 'p50 ms': round(r.p50, 1), 'p99 ms': round(r.p99, 1), 'p99 / unloaded': round(ratio, 2), errors: r.errors, 'load detail': `${detail}${r.kinds ? `; errors ${r.kinds}` : ''}` });
+      rows.push({ load: load.name, requests: r.n, 'p50 ms': round(r.p50, 1), 'p99 ms': round(r.p99, 1), 'p99 / unloaded': round(ratio, 2), errors: r.errors, 'bench loop p99 ms': round(r.loopP99, 1), 'load detail': `${detail}${r.kinds ? `; errors ${r.kinds}` : ''}` });
       targets.push({ name: `${load.name}: p99 / unloaded, errors`, value: round(ratio, 2), target: '< 2, 0 errors', met: ratio < 2 && r.errors === 0 });
     }
     await tlsAgent.close();

@@ -19,7 +19,7 @@ const benches: Record<string, () => Promise<{ run: Bench }>> = {
 /** Run only when named: `npm run bench -- soak [--duration 2m]` (10 minutes by default), `npm run bench -- attack [--duration 3m]`. */
 const ON_REQUEST = new Set(['soak', 'attack']);
 /** Flags that take a value (read by the bench itself). */
-const VALUE_FLAGS = new Set(['--duration', '--warmup']);
+const VALUE_FLAGS = new Set(['--duration', '--warmup', '--only', '--ports']);
 
 const args = process.argv.slice(2);
 const wanted = args.filter((a, i) => !a.startsWith('-') && !VALUE_FLAGS.has(args[i - 1] ?? ''));

@@ -50,35 +50,85 @@ export function procAddresses(address: string, port: number): string[] {
   return [];
 }
 
-/** The uid owning the socket whose local end is `from` and remote end `to`, in one /proc/net/tcp* text; null if absent. */
+/**
+ * The uid owning the socket whose local end is `from` and remote end `to`, in one /proc/net/tcp* text; null if absent.
+ * The table lists every TCP socket of the host (10,000 and more under an idle-socket attack), so the pair is found
+ * with one indexOf per address form, not by splitting every line: a line reads "sl: local rem st …", its two
+ * addresses fixed-width and separated by single spaces.
+ */
 export function ownerIn(table: string, from: string[], to: string[]): number | null {
-  for (const line of table.split('\n')) {
-    const f = line.trim().split(/\s+/);
-    // sl local rem st tx:rx tr:when retrnsmt uid …
-    if (f.length < 8 || !from.includes(f[1] ?? '') || !to.includes(f[2] ?? '')) continue;
-    const uid = Number(f[7]);
-    return Number.isInteger(uid) ? uid : null;
+  for (const f of from) {
+    for (const t of to) {
+      const at = table.indexOf(` ${f} ${t} `);
+      if (at < 0) continue;
+      const end = table.indexOf('\n', at);
+      const fields = table.slice(at, end < 0 ? undefined : end).trim().split(/\s+/);
+      // local rem st tx:rx tr:when retrnsmt uid …
+      const uid = Number(fields[6]);
+      return Number.isInteger(uid) ? uid : null;
+    }
   }
   return null;
 }
 
+/** How many times this process has read the socket tables (the cost loopbackPeerUid shares). */
+let tableReads = 0;
+export function peerTableReads(): number {
+  return tableReads;
+}
+
+async function readTables(): Promise<string[]> {
+  tableReads += 1;
+  const texts = await Promise.all(TABLES.map((path) => readFile(path, 'utf8').catch(() => null)));
+  return texts.filter((t): t is string => t !== null);
+}
+
+interface Lookup {
+  from: string[];
+  to: string[];
+  resolve(uid: number | null): void;
+}
+
+/**
+ * Lookups share reads: each read of the tables answers every lookup that asked before it began, so a burst of
+ * k new connections (an attacker's reconnects) costs two reads, not k (the kernel prints the whole table each
+ * time). A lookup that asks during a read waits for the next one: that read began before its socket may have
+ * been listed.
+ */
+let waiting: Lookup[] = [];
+let reading = false;
+
+async function drain(): Promise<void> {
+  reading = true;
+  try {
+    while (waiting.length) {
+      const batch = waiting;
+      waiting = [];
+      const tables = await readTables();
+      for (const l of batch) {
+        let uid: number | null = null;
+        for (const text of tables) {
+          uid = ownerIn(text, l.from, l.to);
+          if (uid !== null) break;
+        }
+        l.resolve(uid);
+      }
+    }
+  } finally {
+    reading = false;
+  }
+}
+
 /** The uid of a loopback connection's caller; null when it cannot be found. */
-export async function loopbackPeerUid(socket: Socket): Promise<number | null> {
+export function loopbackPeerUid(socket: Socket): Promise<number | null> {
   const { remoteAddress, remotePort, localAddress, localPort } = socket;
-  if (!remoteAddress || !remotePort || !localAddress || !localPort) return null;
+  if (!remoteAddress || !remotePort || !localAddress || !localPort) return Promise.resolve(null);
   const from = procAddresses(remoteAddress, remotePort);
   const to = procAddresses(localAddress, localPort);
-  for (const path of TABLES) {
-    let text: string;
-    try {
-      text = await readFile(path, 'utf8');
-    } catch {
-      continue;
-    }
-    const uid = ownerIn(text, from, to);
-    if (uid !== null) return uid;
-  }
-  return null;
+  return new Promise((resolve) => {
+    waiting.push({ from, to, resolve });
+    if (!reading) void drain();
+  });
 }
 
 /** Whether the connection comes from this host's loopback (IPv4-mapped addresses included). */

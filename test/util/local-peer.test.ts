@@ -11,10 +11,11 @@ import { existsSync } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
 import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loopbackPeerUid, ownerIn, procAddresses } from '../../src/util/local-peer.js';
+import { loopbackPeerUid, ownerIn, peerTableReads, procAddresses } from '../../src/util/local-peer.js';
 import { startFhir } from '../fhir-data/server.js';
 import { closeGatewayAdmins, gatewayAdmin } from '../helpers/gateway-admin.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { until } from '../helpers/until.js';
 
 const linux = existsSync('/proc/net/tcp');
 const canSwitchUser = linux && process.getuid?.() === 0 && existsSync('/usr/sbin/runuser') && existsSync('/usr/bin/curl');
@@ -54,6 +55,39 @@ describe('who is calling on loopback', () => {
     // the caller's socket is the one whose local end is the peer (port 0xD431)
     expect(ownerIn(table, procAddresses('127.0.0.1', 0xd431), procAddresses('127.0.0.1', 8080))).toBe(1000);
     expect(ownerIn(table, procAddresses('127.0.0.1', 1), procAddresses('127.0.0.1', 8080))).toBeNull();
+    // the server's own line (local 8080, remote 0xD431) is not the caller's
+    expect(ownerIn(table, procAddresses('127.0.0.1', 8080), procAddresses('127.0.0.1', 0xd431))).toBe(104);
+    // an address is matched whole: 0100007F:1F90 inside the IPv4-mapped form is not it
+    const v6 = '   0: 0000000000000000FFFF00000100007F:D431 0000000000000000FFFF00000100007F:1F90 01 00000000:00000000 00:00000000 00000000  1000        0 2 1';
+    expect(ownerIn(v6, ['0100007F:D431'], ['0100007F:1F90'])).toBeNull();
+    expect(ownerIn(v6, procAddresses('127.0.0.1', 0xd431), procAddresses('127.0.0.1', 8080))).toBe(1000);
+  });
+
+  // Slow bodies on the FHIR and admin ports (attack bench): each new connection read and split the whole
+  // table, which lists every socket of the host, so a burst of reconnects blocked the honest caller's path.
+  it.skipIf(!linux)('answers a burst of new connections from shared reads of the table, each with its own caller', async () => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as { port: number }).port;
+    const sockets: Socket[] = [];
+    const clients: Socket[] = [];
+    server.on('connection', (s) => sockets.push(s));
+    try {
+      for (let i = 0; i < 50; i += 1) clients.push(connect(port, '127.0.0.1'));
+      await until(() => sockets.length === 50, { what: '50 accepted connections' });
+      const before = peerTableReads();
+      const uids = await Promise.all(sockets.map((s) => loopbackPeerUid(s)));
+      expect(uids).toEqual(sockets.map(() => process.getuid?.()));
+      expect(peerTableReads() - before).toBeLessThanOrEqual(2);
+      // a lookup asked after those reads is answered by a new read (never by an older table)
+      expect(await loopbackPeerUid(sockets[0]!)).toBe(process.getuid?.());
+      expect(peerTableReads() - before).toBeLessThanOrEqual(3);
+    } finally {
+      for (const c of clients) c.destroy();
+      for (const s of sockets) s.destroy();
+      server.close();
+    }
   });
 
   it.skipIf(!linux)('finds this process as the caller, over IPv4 and to a dual-stack listener', async () => {
