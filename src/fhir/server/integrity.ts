@@ -16,13 +16,21 @@ const RELATIVE = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[A-Za-
 
 /** `Type/id` targets a resource names, with the FHIRPath-like location of each (first one seen). */
 export function localReferences(resource: Resource, base: string): Map<string, string> {
+  return collect(resource, base, true);
+}
+
+/**
+ * One walk for both: with `paths` false no location string is built (locations are needed only for a
+ * refusal's message, and building one per node was most of the walk's cost); the targets come in the same order.
+ */
+function collect(resource: Resource, base: string, paths: boolean): Map<string, string> {
   const out = new Map<string, string>();
   const prefix = `${base}/`;
-  const stack: Array<[unknown, string]> = [[resource, resource.resourceType]];
+  const stack: Array<[unknown, string]> = [[resource, paths ? resource.resourceType : '']];
   while (stack.length) {
     const [node, path] = stack.pop()!;
     if (Array.isArray(node)) {
-      node.forEach((x, i) => stack.push([x, `${path}[${i}]`]));
+      node.forEach((x, i) => stack.push([x, paths ? `${path}[${i}]` : '']));
       continue;
     }
     if (!node || typeof node !== 'object') continue;
@@ -32,21 +40,28 @@ export function localReferences(resource: Resource, base: string): Map<string, s
         const m = RELATIVE.exec(rel);
         if (m && isResourceType(m[1]!)) {
           const target = `${m[1]}/${m[2]}`;
-          if (!out.has(target)) out.set(target, `${path}.reference`);
+          if (!out.has(target)) out.set(target, paths ? `${path}.reference` : '');
         }
-      } else if (value && typeof value === 'object') stack.push([value, `${path}.${key}`]);
+      } else if (value && typeof value === 'object') stack.push([value, paths ? `${path}.${key}` : '']);
     }
   }
   return out;
 }
 
-/** Throws ERR_FHIR_REFERENCE_NOT_FOUND (400) for the first reference whose target is not stored. */
-export function checkReferences(ctx: FhirContext, resource: Resource, where?: string): void {
+/**
+ * Throws ERR_FHIR_REFERENCE_NOT_FOUND (400) for the first reference whose target is not stored. `known`:
+ * targets already found stored in this same state of the store (a transaction's checks after all its
+ * writes), not asked again; targets found are added to it.
+ */
+export function checkReferences(ctx: FhirContext, resource: Resource, where?: string, known?: Set<string>): void {
   if (!ctx.policy.referentialIntegrity) return;
-  for (const [target, path] of localReferences(resource, ctx.base)) {
-    const [type, id] = target.split('/') as [string, string];
-    if (!ctx.store.exists(type, id)) {
+  for (const target of collect(resource, ctx.base, false).keys()) {
+    if (known?.has(target)) continue;
+    const slash = target.indexOf('/');
+    if (!ctx.store.exists(target.slice(0, slash), target.slice(slash + 1))) {
+      const path = localReferences(resource, ctx.base).get(target);
       throw new HospitalApiError('ERR_FHIR_REFERENCE_NOT_FOUND', { detail: `${where ? `${where}: ` : ''}${target}, specified in path ${path}` });
     }
+    known?.add(target);
   }
 }

@@ -318,10 +318,12 @@ async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: st
         results[p.index] = responseEntry(res, preferReturn);
         yield;
       }
-      // 4. referential integrity once every entry is written (entries may point at each other)
+      // 4. referential integrity once every entry is written (entries may point at each other); nothing is
+      // written meanwhile, so a target found once is not looked up again (the Bundle's entries share theirs)
+      const known = new Set<string>();
       for (const d of deferred) {
         current = Number(/\[(\d+)\]/.exec(d.where)?.[1] ?? current);
-        checkReferences(ctx, d.resource, d.where);
+        checkReferences(ctx, d.resource, d.where, known);
         yield;
       }
       return results;

@@ -88,6 +88,27 @@ describe('referential integrity on write', () => {
     expect(tx.body.issue[0].expression).toEqual(['Bundle.entry[0]']);
   });
 
+  it('in a transaction, a target shared by many entries is looked up once, and a later entry\'s dangling or deleted target is still refused', async () => {
+    const shared = (await call(fhir.base, 'POST', 'Patient', { resourceType: 'Patient' })).body;
+    const doomed = (await call(fhir.base, 'POST', 'Patient', { resourceType: 'Patient' })).body;
+    const obs = (text: string, ref: string) => ({ resource: { resourceType: 'Observation', status: 'final', code: { text }, subject: { reference: ref } }, request: { method: 'POST', url: 'Observation' } });
+    const many = Array.from({ length: 12 }, (_, i) => obs(`shared-${i}`, `Patient/${shared.id}`));
+    // (the doomed target is found here first: what one transaction found must not carry over to the next)
+    const ok = await call(fhir.base, 'POST', '', { resourceType: 'Bundle', type: 'transaction', entry: [...many, obs('doomed-ok', `Patient/${doomed.id}`)] });
+    expect(ok.status).toBe(200);
+    // the dangling target comes after twelve entries whose (shared) target was found
+    const dangling = await call(fhir.base, 'POST', '', { resourceType: 'Bundle', type: 'transaction', entry: [...many, obs('after', 'Patient/not-there')] });
+    expect(dangling.status).toBe(400);
+    expect(dangling.body.issue[0].diagnostics).toContain('Bundle.entry[12]: Patient/not-there, specified in path Observation.subject.reference');
+    // a target the same transaction deletes (DELETE runs first) is gone for every entry, the first one included
+    const deleted = await call(fhir.base, 'POST', '', { resourceType: 'Bundle', type: 'transaction', entry: [
+      obs('to-deleted', `Patient/${doomed.id}`), ...many, { request: { method: 'DELETE', url: `Patient/${doomed.id}` } },
+    ] });
+    expect(deleted.status).toBe(400);
+    expect(deleted.body.issue[0].expression).toEqual(['Bundle.entry[0]']);
+    expect((await call(fhir.base, 'GET', `Patient/${doomed.id}`)).status).toBe(200);
+  });
+
   it('resolves a transaction\'s own urn:uuid, conditional and PUT-created targets first, whatever the entry order', async () => {
     await call(fhir.base, 'POST', 'Practitioner', { resourceType: 'Practitioner', identifier: [{ system: S, value: 'doc' }] });
     const r = await call(fhir.base, 'POST', '', { resourceType: 'Bundle', type: 'transaction', entry: [
