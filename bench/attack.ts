@@ -34,7 +34,7 @@ import { readEnvFile } from '../src/util/env-file.js';
 import { freePort } from '../src/util/port-check.js';
 import type { AttackKind, AttackPlan } from './attackers.js';
 import { percentile, round, type BenchSection } from './report.js';
-import { parseDuration } from './soak.js';
+import { flagValue, parseDuration } from './soak.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const BIN = join(root, 'bin/hospital-api.js');
@@ -134,10 +134,8 @@ function bundle(n: number): string {
 
 /** `--flag a,b`: the names given (each must be one of `known`), or all of `known`. */
 function listArg(flag: string, known: string[]): string[] {
-  const argv = process.argv.slice(2);
-  const i = argv.findIndex((a) => a === flag || a.startsWith(`${flag}=`));
-  if (i < 0) return known;
-  const value = (argv[i]!.includes('=') ? argv[i]!.split('=')[1] : argv[i + 1]) ?? '';
+  const value = flagValue(process.argv.slice(2), flag);
+  if (value === undefined) return known;
   const names = value.split(',').map((n) => n.trim()).filter(Boolean);
   const unknown = names.filter((n) => !known.includes(n));
   if (!names.length || unknown.length) throw new Error(`${flag}: expected some of ${known.join(', ')}, got "${value}"`);

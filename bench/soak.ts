@@ -26,10 +26,16 @@ const SAMPLE_MS = 5_000;
 const MAX_GROWTH = 0.1;
 
 /** `--duration 10m`, `--duration 120s`, `--duration 90` (seconds). */
-export function parseDuration(argv: string[], flag = '--duration', fallbackMs = 10 * 60_000): number {
+/** The value of `--flag v` or `--flag=v` in argv: undefined when the flag is absent, '' when it has no value. */
+export function flagValue(argv: string[], flag: string): string | undefined {
   const i = argv.findIndex((a) => a === flag || a.startsWith(`${flag}=`));
-  if (i < 0) return fallbackMs;
-  const value = argv[i]?.includes('=') ? argv[i]?.split('=')[1] : argv[i + 1];
+  if (i < 0) return undefined;
+  return (argv[i]?.includes('=') ? argv[i]?.split('=')[1] : argv[i + 1]) ?? '';
+}
+
+export function parseDuration(argv: string[], flag = '--duration', fallbackMs = 10 * 60_000): number {
+  const value = flagValue(argv, flag);
+  if (value === undefined) return fallbackMs;
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value ?? '');
   if (!m) throw new Error(`${flag}: expected e.g. 10m, 120s or 90, got "${value}"`);
   const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];

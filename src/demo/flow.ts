@@ -127,10 +127,10 @@ export function renderDemo(result: DemoResult, io: Io): void {
  * demo in another folder, or run with --runtime docker somewhere else, gets commands that name its --dir.
  */
 export function nextCommands(dir: string, env: NodeJS.ProcessEnv = process.env): string {
-  if (installPaths(dir).root === defaultInstallDir(env)) {
+  const root = installPaths(dir).root;
+  if (root === defaultInstallDir(env)) {
     return 'Status: `hospital-api status`   Logs: `hospital-api logs -f`   Stop: `npm stop`';
   }
-  const root = installPaths(dir).root;
   const at = `--dir ${/^[A-Za-z0-9_./:@%+,-]+$/.test(root) ? root : shellQuote(root)}`;
   return `Status: \`hospital-api status ${at}\`   Logs: \`hospital-api logs -f ${at}\`   Stop: \`hospital-api down ${at}\``;
 }
