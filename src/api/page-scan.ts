@@ -4,10 +4,10 @@
  * parsed, so each entry goes out exactly as the server sent it (decimals such
  * as 1.50 keep their precision: issue #2 "each element the Bundle entry as the
  * server sent it"). Only the Bundle minus its entries is parsed (links, type).
- * JSON's structural characters are ASCII, and UTF-8 never reuses ASCII bytes
- * inside multi-byte characters, so scanning bytes is safe.
+ * Bytes are read with src/util/json-bytes.ts.
  */
 import { HospitalApiError } from '../errors/index.js';
+import { CLOSE_ARR, CLOSE_OBJ, COLON, COMMA, OPEN_ARR, OPEN_OBJ, QUOTE, skipWs, stringEnd } from '../util/json-bytes.js';
 import { parseBundlePage } from './bundle-page.js';
 
 export interface RawEntry {
@@ -28,34 +28,14 @@ export interface ScannedPage {
   self: string | undefined;
 }
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_OBJ = 0x7b;
-const CLOSE_OBJ = 0x7d;
-const OPEN_ARR = 0x5b;
-const CLOSE_ARR = 0x5d;
-const COMMA = 0x2c;
-
 function bad(detail: string): HospitalApiError {
   return new HospitalApiError('ERR_API_FHIR_BAD_RESPONSE', { detail });
 }
 
-function skipWs(b: Buffer, i: number): number {
-  let c = b[i];
-  while (c === 32 || c === 10 || c === 13 || c === 9) c = b[++i];
-  return i;
-}
-
 function skipString(b: Buffer, i: number): number {
-  let j = i + 1;
-  for (;;) {
-    const q = b.indexOf(QUOTE, j);
-    if (q < 0) throw bad('unterminated string');
-    let k = q - 1;
-    while (b[k] === BACKSLASH) k--;
-    if ((q - 1 - k) % 2 === 0) return q + 1;
-    j = q + 1;
-  }
+  const end = stringEnd(b, i);
+  if (end < 0) throw bad('unterminated string');
+  return end;
 }
 
 /** Index just past the JSON value starting at `i`. */
@@ -127,7 +107,7 @@ function leadingFullUrl(raw: Buffer): string | null {
   let i = skipWs(raw, 1);
   if (raw.compare(FULL_URL_KEY, 0, FULL_URL_KEY.length, i, i + FULL_URL_KEY.length) !== 0) return null;
   i = skipWs(raw, i + FULL_URL_KEY.length);
-  if (raw[i] !== 0x3a) return null; // ':'
+  if (raw[i] !== COLON) return null;
   i = skipWs(raw, i + 1);
   if (raw[i] !== QUOTE) return null;
   const end = skipString(raw, i);

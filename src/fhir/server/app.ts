@@ -9,12 +9,12 @@ import { HospitalApiError } from '../../errors/index.js';
 import { isServiceCaller } from '../../util/local-peer.js';
 import type { Socket } from 'node:net';
 import { createBoundedHttpServer } from '../../util/socket-guard.js';
-import { FORBIDDEN_KEYS, forbiddenKeyPath } from '../validation/forbidden-keys.js';
 import type { SqliteFhirStore } from '../store/sqlite-store.js';
 import { publicBaseUrl, type BaseUrlOptions } from './base-url.js';
 import { DEFAULT_POLICY, type FhirContext, type FhirRequest, type FhirResponse, type WritePolicy } from './context.js';
 import { dispatch } from './dispatch.js';
 import { checkAcceptable, FHIR_JSON } from './format.js';
+import { parseJsonBody } from './json-body.js';
 import { errorOutcome, outcome } from './outcome.js';
 import { processBundle } from './transaction.js';
 
@@ -62,51 +62,6 @@ export interface FhirAppOptions extends BaseUrlOptions {
 
 const JSON_TYPES = ['application/json', 'application/fhir+json', 'application/json+fhir', 'application/json-patch+json'];
 
-/**
- * One iterative walk of the parsed body (a recursive walk is what overflows the stack): nesting deeper
- * than `max`, or a key that reaches a prototype (`__proto__`, `constructor`, `prototype`: no FHIR
- * element has such a name, and JSON.parse keeps `__proto__` as an own key that would be stored and
- * served back). The path of a forbidden key is worked out only when there is one.
- */
-function inspect(value: unknown, max: number): 'too-deep' | 'forbidden-key' | undefined {
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length) {
-    const [node, depth] = stack.pop()!;
-    if (!node || typeof node !== 'object') continue;
-    if (depth > max) return 'too-deep';
-    if (Array.isArray(node)) {
-      for (const v of node) if (v && typeof v === 'object') stack.push([v, depth + 1]);
-      continue;
-    }
-    for (const k of Object.keys(node)) {
-      if (FORBIDDEN_KEYS.has(k)) return 'forbidden-key';
-      const v = (node as Record<string, unknown>)[k];
-      if (v && typeof v === 'object') stack.push([v, depth + 1]);
-    }
-  }
-  return undefined;
-}
-
-function jsonParser(maxDepth: number) {
-  return (_req: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void): void => {
-    if (body.trim() === '') return done(null, undefined);
-    let value: unknown;
-    try {
-      value = JSON.parse(body);
-    } catch (err) {
-      return done(new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail: `body is not JSON: ${(err as Error).message}` }));
-    }
-    const found = inspect(value, maxDepth);
-    if (found === 'too-deep') return done(new HospitalApiError('ERR_FHIR_TOO_COMPLEX', { detail: `JSON nested deeper than ${maxDepth} levels` }));
-    if (found === 'forbidden-key') {
-      const path = forbiddenKeyPath(value) ?? '$';
-      const text = `"${path.slice(path.lastIndexOf('.') + 1)}" is not a FHIR element`;
-      return done(new HospitalApiError('ERR_FHIR_FORBIDDEN_KEY', { path }, { cause: { issues: [{ code: 'structure', details: { text }, expression: [path] }] } }));
-    }
-    done(null, value);
-  };
-}
-
 function send(reply: FastifyReply, res: FhirResponse): FastifyReply {
   reply.code(res.status).header('content-type', FHIR_JSON);
   if (res.etag) reply.header('etag', res.etag);
@@ -128,7 +83,8 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
     serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => createBoundedHttpServer(limits, handler),
   });
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, jsonParser(limits.maxDepth));
+  // parsed in stretches, its depth and keys checked on the way (json-body.ts, issue 24)
+  app.addContentTypeParser(JSON_TYPES, { parseAs: 'buffer' }, (_req: FastifyRequest, body: Buffer) => parseJsonBody(body, limits.maxDepth));
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_r, body, done) => done(null, String(body)));
   app.addContentTypeParser('*', (req, _payload, done) => {
     done(new HospitalApiError('ERR_FHIR_UNSUPPORTED_MEDIA_TYPE', { type: String(req.headers['content-type'] ?? 'none').slice(0, 60) }));

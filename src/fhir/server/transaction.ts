@@ -22,7 +22,7 @@ import { checkResource } from '../validation/validate.js';
 import { checkReferences } from './integrity.js';
 import { errorOutcome, outcome } from './outcome.js';
 import { isResourceType } from './resource-types.js';
-import { drain, sliced, timeSlicer } from './time-slice.js';
+import { drain, sliced, timeSlicer, type Tick } from './time-slice.js';
 import { checkBody, conditionalMatch, conditionQuery, storeChecked, written } from './writes.js';
 
 interface Entry {
@@ -163,6 +163,20 @@ function patchBody(resource: unknown): unknown {
   return resource;
 }
 
+/**
+ * The response Bundle, serialized entry by entry with the event loop's turns between stretches: one
+ * JSON.stringify of 20,000 response entries would be a block of its own (issue 24).
+ */
+async function responseBundle(type: 'transaction-response' | 'batch-response', entries: Array<Record<string, unknown>>, tick: Tick): Promise<FhirResponse> {
+  const parts: string[] = new Array(entries.length);
+  for (let i = 0; i < entries.length; i++) {
+    parts[i] = JSON.stringify(entries[i]);
+    const turn = tick();
+    if (turn) await turn;
+  }
+  return { status: 200, raw: Buffer.from(`{"resourceType":"Bundle","type":"${type}","entry":[${parts.join(',')}]}`) };
+}
+
 export async function processBundle(ctx: FhirContext, bundle: unknown, preferReturn?: string): Promise<FhirResponse> {
   const b = bundle as { resourceType?: string; type?: string; entry?: Entry[] };
   if (!b || b.resourceType !== 'Bundle') throw invalid('POST to the base takes a Bundle');
@@ -198,7 +212,7 @@ async function batch(ctx: FhirContext, entries: Entry[], preferReturn?: string):
       if (turn) await turn;
     }
   });
-  return { status: 200, body: { resourceType: 'Bundle', type: 'batch-response', entry: out } };
+  return responseBundle('batch-response', out, tick);
 }
 
 function batchEntry(ctx: FhirContext, entry: Entry, i: number, preferReturn?: string): Record<string, unknown> {
@@ -334,7 +348,7 @@ async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: st
       for (let g = ctx.store.writeGate(); g; g = ctx.store.writeGate()) await g;
       responses = ctx.store.transaction(() => drain(writes(ctx)));
     }
-    return { status: 200, body: { resourceType: 'Bundle', type: 'transaction-response', entry: responses } };
+    return await responseBundle('transaction-response', responses, tick);
   } catch (err) {
     const e = toHospitalApiError(err);
     const [status, oo] = entryError(e);
