@@ -100,6 +100,12 @@ export const fhirServerErrors = {
     exit: 3,
     hint: 'It was written by a newer hospital-api: run that version (or restore a backup taken before the upgrade).',
   },
+  ERR_FHIR_BUNDLE_THREAD: {
+    message: 'The thread running this Bundle stopped before it answered ({detail}); nothing of the Bundle was committed',
+    status: 500,
+    exit: 1,
+    hint: 'Send the Bundle again; the FHIR server log names what stopped the thread.',
+  },
   ERR_FHIR_STORE_OPEN: {
     message: 'Cannot open the FHIR store in {path}: {detail}',
     status: 500,

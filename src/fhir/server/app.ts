@@ -15,6 +15,7 @@ import { DEFAULT_POLICY, type FhirContext, type FhirRequest, type FhirResponse, 
 import { dispatch } from './dispatch.js';
 import { checkAcceptable, FHIR_JSON } from './format.js';
 import { parseJsonBody } from './json-body.js';
+import { bundleThread, THREAD_BODY_BYTES } from './bundle-thread.js';
 import { errorOutcome, outcome } from './outcome.js';
 import { processBundle } from './transaction.js';
 
@@ -62,6 +63,14 @@ export interface FhirAppOptions extends BaseUrlOptions {
 
 const JSON_TYPES = ['application/json', 'application/fhir+json', 'application/json+fhir', 'application/json-patch+json'];
 
+/** `/fhir`, `/fhir/`: the base, where transaction and batch Bundles are POSTed. */
+const BASE_PATH = /^\/fhir\/?$/;
+
+/** A large Bundle's request bytes, left unparsed for the Bundle thread. */
+class BundleBytes {
+  constructor(readonly bytes: Buffer) {}
+}
+
 function send(reply: FastifyReply, res: FhirResponse): FastifyReply {
   reply.code(res.status).header('content-type', FHIR_JSON);
   if (res.etag) reply.header('etag', res.etag);
@@ -83,8 +92,14 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
     serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => createBoundedHttpServer(limits, handler),
   });
   app.removeAllContentTypeParsers();
-  // parsed in stretches, its depth and keys checked on the way (json-body.ts, issue 24)
-  app.addContentTypeParser(JSON_TYPES, { parseAs: 'buffer' }, (_req: FastifyRequest, body: Buffer) => parseJsonBody(body, limits.maxDepth));
+  // A large Bundle POSTed to the base goes to the Bundle thread as its bytes (bundle-thread.ts); any other body
+  // is parsed here in stretches, its depth and keys checked on the way (json-body.ts, issue 24).
+  const thread = bundleThread(options.store, policy, limits.maxDepth);
+  app.addHook('onClose', () => thread.close());
+  app.addContentTypeParser(JSON_TYPES, { parseAs: 'buffer' }, (req: FastifyRequest, body: Buffer) =>
+    req.method === 'POST' && body.length >= THREAD_BODY_BYTES && BASE_PATH.test(req.url.split('?')[0] ?? '')
+      ? Promise.resolve(new BundleBytes(body))
+      : parseJsonBody(body, limits.maxDepth));
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_r, body, done) => done(null, String(body)));
   app.addContentTypeParser('*', (req, _payload, done) => {
     done(new HospitalApiError('ERR_FHIR_UNSUPPORTED_MEDIA_TYPE', { type: String(req.headers['content-type'] ?? 'none').slice(0, 60) }));
@@ -128,7 +143,12 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
       throw new HospitalApiError('ERR_FHIR_TOO_COMPLEX', { detail: `${params.length} parameters; at most ${limits.maxParams} are accepted` });
     }
     const prefer = /return=(minimal|representation|OperationOutcome)/.exec(String(request.headers.prefer ?? ''))?.[1];
-    if (segments.length === 0 && method === 'POST') return send(reply, await processBundle(ctx, body, prefer));
+    if (segments.length === 0 && method === 'POST') {
+      if (!(body instanceof BundleBytes)) return send(reply, await processBundle(ctx, body, prefer));
+      const answer = await thread.run({ body: body.bytes, base: ctx.base, ...(prefer ? { preferReturn: prefer } : {}) });
+      // no thread to take it: parsed and run here, in stretches
+      return send(reply, answer ?? (await processBundle(ctx, await parseJsonBody(body.bytes, limits.maxDepth), prefer)));
+    }
     const req: FhirRequest = { method, segments, params, body };
     const ifMatch = request.headers['if-match'];
     const ifNoneExist = request.headers['if-none-exist'];

@@ -282,6 +282,19 @@ export class SqliteFhirStore implements FhirStore {
     return this.db.isTransaction ? fn() : inTransaction(this.db, fn);
   }
 
+  /**
+   * Where another connection (a worker thread's) opens this same store: its file, its options, and the newest
+   * write stamp handed out, so that connection's writes stamp later than this one's; `adoptStamp` takes its
+   * newest back.
+   */
+  peer(): { file: string; options: StoreOptions; stamp: number } {
+    return { file: this.db.location() as string, options: this.options, stamp: this.lastStamp };
+  }
+
+  adoptStamp(stamp: number): void {
+    this.lastStamp = Math.max(this.lastStamp, stamp);
+  }
+
   /** Top level: BEGIN IMMEDIATE (one writer, no upgrade deadlock); nested: a SAVEPOINT, so a failed inner call undoes only itself. */
   transaction<T>(fn: () => T): T {
     return inTransaction(this.db, fn);

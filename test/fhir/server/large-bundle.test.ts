@@ -7,8 +7,8 @@
  */
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request } from 'undici';
-import { describe, expect, it, vi } from 'vitest';
-import { SqliteFhirStore } from '../../../src/fhir/store/sqlite-store.js';
+import { describe, expect, it } from 'vitest';
+import { bundlesSentToThread, onBundleThreadWriting } from '../../../src/fhir/server/bundle-thread.js';
 import { call, ids, useFhirServer } from './helpers.js';
 
 const fhir = useFhirServer();
@@ -85,7 +85,9 @@ describe('a large Bundle does not stall other callers', () => {
   let patientId = '';
   it('a 20,000-entry transaction: metadata and a read sent after it are answered first, and it commits', async () => {
     patientId = (await call(fhir.base, 'POST', 'Patient', { resourceType: 'Patient', name: [{ family: 'Waiting' }] })).body.id;
+    const sent = bundlesSentToThread();
     const { order, status, reply } = await bundleWithReads(bundle('transaction', 'tx'), patientId);
+    expect(bundlesSentToThread()).toBe(sent + 1); // run on the Bundle thread, not the one answering the reads
     expect(status).toBe(200);
     expect(reply.entry).toHaveLength(N);
     expect(order.indexOf('bundle')).toBe(2);
@@ -114,13 +116,11 @@ describe('a large Bundle does not stall other callers', () => {
   }, 120_000);
 
   it('while its writes run: reads are answered first and see none of its rows; a write waits for its commit', async () => {
-    // the first resource the transaction writes starts the other callers (after validation, in the write phase)
+    // the Bundle thread's write transaction beginning starts the other callers (after validation, in the write phase)
     const writing = new Promise<void>((resolve) => {
-      const original = SqliteFhirStore.prototype.update;
-      const spy = vi.spyOn(SqliteFhirStore.prototype, 'update').mockImplementation(function (this: SqliteFhirStore, ...args) {
-        spy.mockRestore();
+      const off = onBundleThreadWriting(() => {
+        off();
         resolve();
-        return original.apply(this, args);
       });
     });
     let seen = -1;

@@ -1,0 +1,93 @@
+/**
+ * What the Bundle thread runs (bundle-thread.ts): one transaction or batch Bundle, from its request
+ * bytes to its response bytes, on a connection of the thread's own to the server's SQLite file. The
+ * parse, the R4 validation, the writes, the COMMIT's sync to disk and the garbage they leave all
+ * happen on this thread, none on the thread that answers other callers (issue 24).
+ */
+import { openDatabase, type Database } from '../store/sqlite.js';
+import { SqliteFhirStore, type StoreOptions } from '../store/sqlite-store.js';
+import { loadStructureDefinitions } from '../validation/validate.js';
+import type { WritePolicy } from './context.js';
+import { parseJsonBody } from './json-body.js';
+import { errorOutcome } from './outcome.js';
+import { processBundle } from './transaction.js';
+
+export interface BundleJob {
+  id: number;
+  /** The request body as received. */
+  body: Uint8Array;
+  base: string;
+  policy: WritePolicy;
+  preferReturn?: string;
+  maxDepth: number;
+  /** The server store's newest write stamp (sqlite-store.ts peer()). */
+  stamp: number;
+}
+
+export interface BundleDone {
+  id: number;
+  status: number;
+  /** The response body (a transaction-response, batch-response or OperationOutcome). */
+  raw: Uint8Array;
+  /** The newest write stamp after the Bundle, for the server's store to adopt. */
+  stamp: number;
+}
+
+/** The thread's store: says once per Bundle when the Bundle's first write transaction begins. */
+class ThreadStore extends SqliteFhirStore {
+  job: number | undefined;
+
+  constructor(db: Database, options: StoreOptions, private readonly writing: (job: number) => void) {
+    super(db, options);
+  }
+
+  #began(): void {
+    if (this.job === undefined) return;
+    this.writing(this.job);
+    this.job = undefined;
+  }
+
+  override bulkTransaction<T>(fn: (store: SqliteFhirStore) => Promise<T>): Promise<T> {
+    return super.bulkTransaction((own) => (this.#began(), fn(own)));
+  }
+
+  override transaction<T>(fn: () => T): T {
+    if (!this.db.isTransaction) this.#began();
+    return super.transaction(fn);
+  }
+}
+
+let store: ThreadStore | undefined;
+
+/**
+ * Opens the thread's connection and, when writes are validated, the R4 StructureDefinitions.
+ * `writing` is told when a Bundle's writes begin (bundle-thread.ts onBundleThreadWriting).
+ */
+export function openThread(file: string, options: StoreOptions, validate: boolean, writing: (job: number) => void): void {
+  store = new ThreadStore(openDatabase(file), options, writing);
+  if (validate) loadStructureDefinitions();
+}
+
+export async function runJob(job: BundleJob): Promise<BundleDone> {
+  if (!store) throw new Error('the Bundle thread has no store open');
+  store.adoptStamp(job.stamp);
+  store.job = job.id;
+  let status: number;
+  let raw: Buffer;
+  try {
+    const bundle = await parseJsonBody(Buffer.from(job.body.buffer, job.body.byteOffset, job.body.byteLength), job.maxDepth);
+    const res = await processBundle({ store, base: job.base, policy: job.policy }, bundle, job.preferReturn);
+    status = res.status;
+    raw = res.raw ?? Buffer.from(JSON.stringify(res.body));
+  } catch (err) {
+    const [code, oo] = errorOutcome(err);
+    status = code;
+    raw = Buffer.from(JSON.stringify(oo));
+  }
+  return { id: job.id, status, raw, stamp: store.peer().stamp };
+}
+
+export function closeThread(): void {
+  store?.close();
+  store = undefined;
+}
