@@ -415,4 +415,31 @@ describe('which connection the guard drops at the cap', () => {
       g.close();
     }
   });
+
+  it('forgets a connection that went away mid-request: it neither counts towards the cap nor stands as the one to drop', async () => {
+    const g = await guarded(2);
+    const held: Conn[] = [];
+    try {
+      const gone = await open(g.port);
+      gone.socket.write('GET /work HTTP/1.1\r\nHost: h\r\n\r\n');
+      await until(() => g.work.length === 1, { what: 'the request in progress', intervalMs: 10 });
+      // Its response closes after its socket: the end of that request must not bring the connection back.
+      gone.socket.destroy();
+      await until(() => g.guard.stats().open === 0, { what: 'the server forgot the closed connection', intervalMs: 10 });
+
+      for (let i = 0; i < 2; i++) {
+        const c = await open(g.port);
+        held.push(c);
+        await answered(c);
+      }
+      const newcomer = await open(g.port);
+      held.push(newcomer);
+      await answered(newcomer);
+      await until(() => held[0]!.isClosed(), { what: 'the idlest live connection dropped', intervalMs: 10 });
+      expect(g.guard.stats()).toMatchObject({ open: 2, evicted: 1 });
+    } finally {
+      for (const c of held) c.socket.destroy();
+      g.close();
+    }
+  });
 });
