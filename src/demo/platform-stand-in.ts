@@ -3,10 +3,30 @@
  * 2), run by the supervisor as the `platform` component of a demo install.
  * It accepts the demo tokens `hospital-api demo` printed, each for its own
  * care id, and answers `{platformCareId}` so the Hospital API can check the
- * grant matches the patient asked for. Loopback only.
+ * grant matches the patient asked for. Loopback under the native runtime; the
+ * docker runtime publishes it on the compose network (0.0.0.0), so its
+ * listener is bounded like every other (issue 24).
  */
 import Fastify, { type FastifyInstance } from 'fastify';
+import { createBoundedHttpServer, type SocketLimits } from '../util/socket-guard.js';
 import { careIdFor, readTokens } from './tokens.js';
+
+/** Plain HTTP: no TLS handshake to bound. */
+export type StandInLimits = Omit<SocketLimits, 'handshakeTimeoutMs'>;
+
+/**
+ * One small request per patient request of the Hospital API, so the bounds are
+ * the gateway admin API's (src/gateway/admin/server.ts): header, request,
+ * keep-alive and idle time-outs, and at `maxConnections` a newcomer closes
+ * the idlest connection rather than being refused (src/util/socket-guard.ts).
+ */
+export const STAND_IN_LIMITS: StandInLimits = Object.freeze({
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  idleTimeoutMs: 10_000,
+  maxConnections: 256,
+});
 
 function presentedToken(header: string | string[] | undefined): string | undefined {
   const value = Array.isArray(header) ? header[0] : header;
@@ -15,8 +35,9 @@ function presentedToken(header: string | string[] | undefined): string | undefin
   return value.replace(/^Bearer\s+/i, '');
 }
 
-export function buildPlatformStandIn(dir: string): FastifyInstance {
-  const app = Fastify({ logger: false });
+export function buildPlatformStandIn(dir: string, bounds: Partial<StandInLimits> = {}): FastifyInstance {
+  const limits: StandInLimits = { ...STAND_IN_LIMITS, ...bounds };
+  const app = Fastify({ logger: false, serverFactory: (handler) => createBoundedHttpServer(limits, handler) });
   app.get('/health', async () => ({ demo: true }));
   const validate = async (req: { headers: Record<string, string | string[] | undefined>; body?: unknown; query?: unknown }, reply: { code(n: number): unknown }) => {
     const token = presentedToken(req.headers.authorization);

@@ -68,6 +68,52 @@ interface Entry {
   /** Last time a request began or ended (or the connection opened / was secured). */
   lastActive: number;
   inFlight: number;
+  /** Neighbours in the IdleOrder, while the connection is in it. */
+  older: Entry | null;
+  newer: Entry | null;
+  queued: boolean;
+}
+
+/**
+ * The connections that may be dropped at the cap (open, no request in
+ * progress), least recently active first, as a doubly linked list through the
+ * entries: taking the idlest, moving one to the back on activity and removing
+ * one are each O(1), so a flood of newcomers at a cap of 10,000 costs the same
+ * per connection as at a cap of 10. (A Set re-inserted on activity keeps the
+ * same order, but V8's ordered hash tables leave a deleted slot in place until
+ * the next rehash, and an iterator from the front walks over every one of
+ * them: dropping from the front over and over makes "the first" linear again.)
+ */
+class IdleOrder {
+  private oldest: Entry | null = null;
+  private newest: Entry | null = null;
+
+  /** The connection idle the longest, or null when every connection has a request in progress. */
+  first(): Entry | null {
+    return this.oldest;
+  }
+
+  /** Puts `e` at the back: it was active just now. */
+  touch(e: Entry): void {
+    this.remove(e);
+    e.older = this.newest;
+    e.newer = null;
+    if (this.newest) this.newest.newer = e;
+    else this.oldest = e;
+    this.newest = e;
+    e.queued = true;
+  }
+
+  remove(e: Entry): void {
+    if (!e.queued) return;
+    if (e.older) e.older.newer = e.newer;
+    else this.oldest = e.newer;
+    if (e.newer) e.newer.older = e.older;
+    else this.newest = e.older;
+    e.older = null;
+    e.newer = null;
+    e.queued = false;
+  }
 }
 
 export interface SocketGuardStats {
@@ -107,34 +153,38 @@ export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tl
   s.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.maxConnections = Number.MAX_SAFE_INTEGER;
   const entries = new Set<Entry>();
+  // Invariant: an entry is in `idle` exactly when it is in `entries` with no request in progress.
+  const idle = new IdleOrder();
   const stats = { evicted: 0, refused: 0, timedOut: 0 };
 
-  const victim = (): Entry | null => {
-    let best: Entry | null = null;
-    for (const e of entries) {
-      if (e.inFlight > 0) continue;
-      if (!best || e.lastActive < best.lastActive) best = e;
-    }
-    return best;
+  const forget = (e: Entry): void => {
+    entries.delete(e);
+    idle.remove(e);
+  };
+  /** Activity on `e`: it becomes the newest drop candidate, unless it is gone or busy. */
+  const active = (e: Entry): void => {
+    e.lastActive = Date.now();
+    if (e.inFlight === 0 && entries.has(e)) idle.touch(e);
   };
 
   server.prependListener('connection', (raw: Socket) => {
     if (entries.size >= limits.maxConnections) {
-      const v = victim();
+      const v = idle.first();
       if (!v) {
         stats.refused += 1;
         raw.destroy();
         return;
       }
       stats.evicted += 1;
-      entries.delete(v);
+      forget(v);
       v.socket.destroy();
     }
     const now = Date.now();
-    const entry: Entry = { socket: raw, tls, secured: false, connectedAt: now, lastActive: now, inFlight: 0 };
+    const entry: Entry = { socket: raw, tls, secured: false, connectedAt: now, lastActive: now, inFlight: 0, older: null, newer: null, queued: false };
     (raw as unknown as Record<symbol, Entry>)[ENTRY] = entry;
     entries.add(entry);
-    raw.once('close', () => entries.delete(entry));
+    idle.touch(entry);
+    raw.once('close', () => forget(entry));
   });
 
   if (tls) {
@@ -144,8 +194,8 @@ export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tl
       (socket as unknown as Record<symbol, Entry>)[ENTRY] = entry;
       entry.secured = true;
       entry.socket = socket;
-      entry.lastActive = Date.now();
-      socket.once('close', () => entries.delete(entry));
+      active(entry);
+      socket.once('close', () => forget(entry));
     });
   }
 
@@ -155,9 +205,10 @@ export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tl
     if (!entry) return;
     entry.inFlight += 1;
     entry.lastActive = Date.now();
+    idle.remove(entry);
     res.once('close', () => {
       entry.inFlight -= 1;
-      entry.lastActive = Date.now();
+      active(entry);
     });
   });
 
@@ -169,7 +220,7 @@ export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tl
         : e.inFlight === 0 && now - e.lastActive > limits.idleTimeoutMs;
       if (!late) continue;
       stats.timedOut += 1;
-      entries.delete(e);
+      forget(e);
       e.socket.destroy();
     }
   }, checkEvery(limits));

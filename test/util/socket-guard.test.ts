@@ -1,13 +1,20 @@
 /**
  * Issue 24, "Every listener bounds every socket": for each listener kind (the
  * API's public and metrics listeners, the gateway's HTTP, HTTPS, admin and
- * status listeners, the FHIR server), real raw sockets on 127.0.0.1 show that
- * a socket that sends nothing is closed within the idle bound, a TLS handshake
- * that stalls is closed, trickled headers are cut, and at the cap a new honest
- * connection is served while the idlest connection is the one dropped.
- * "Busy is not dead": the supervisor's health probe is answered while the
- * public cap is full.
+ * status listeners, the FHIR server, the FHIR door, the DEMO platform
+ * stand-in), real raw sockets on 127.0.0.1 show that a socket that sends
+ * nothing is closed within the idle bound, a TLS handshake that stalls is
+ * closed, trickled headers are cut, and at the cap a new honest connection is
+ * served while the idlest connection is the one dropped; the gateway's HTTPS
+ * listener does the same for HTTP/2 sessions. Which connection is dropped:
+ * the one idle the longest by last activity (not the oldest), never one with
+ * a request in progress. "Busy is not dead": the supervisor's health probe is
+ * answered while the public cap is full.
  */
+import { createServer, type ServerResponse } from 'node:http';
+import { connect as h2connect, type ClientHttp2Session } from 'node:http2';
+import type { AddressInfo, Socket } from 'node:net';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startApi } from '../../src/api/server.js';
@@ -16,6 +23,9 @@ import { startAdminServer } from '../../src/gateway/admin/server.js';
 import { openStore } from '../../src/gateway/store/index.js';
 import { startStatusServer } from '../../src/gateway/status/server.js';
 import { startFhirServer } from '../../src/fhir/server/start.js';
+import { startFhirDoor } from '../../src/fhir-door/server.js';
+import { buildPlatformStandIn } from '../../src/demo/platform-stand-in.js';
+import { guardSockets, serverTimeouts, type SocketGuard, type SocketLimits } from '../../src/util/socket-guard.js';
 import { probe } from '../../src/runtime/native/health.js';
 import { STAND_IN_PLUGINS, TOOLKIT_VERSION } from '../gateway/admin/harness.js';
 import { Snapshots, startProxyOn } from '../gateway/proxy/harness.js';
@@ -104,6 +114,24 @@ async function startFhir(b: Bounds): Promise<Running> {
   return { at: hostPort(fhir.url), path: '/fhir/metadata', close: () => fhir.close() };
 }
 
+async function startDoor(b: Bounds): Promise<Running> {
+  const door = await startFhirDoor({
+    host: '127.0.0.1', port: 0, upstream: 'http://127.0.0.1:9', token: 'door-token-for-tests-only',
+    limits: { headersTimeoutMs: b.headersMs, requestTimeoutMs: Math.max(b.headersMs, 1_000), idleTimeoutMs: b.idleMs, maxConnections: b.cap },
+  });
+  // No token: the door answers 401 itself and never calls the (absent) upstream.
+  return { at: hostPort(door.url), path: '/fhir/Patient', close: () => door.close() };
+}
+
+async function startStandIn(b: Bounds): Promise<Running> {
+  const app = buildPlatformStandIn(tempDir('guard-platform-'), {
+    headersTimeoutMs: b.headersMs, requestTimeoutMs: Math.max(b.headersMs, 1_000), idleTimeoutMs: b.idleMs, maxConnections: b.cap,
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as AddressInfo;
+  return { at: { host: '127.0.0.1', port }, path: '/health', close: () => app.close() };
+}
+
 const listeners: Array<[string, (b: Bounds) => Promise<Running>]> = [
   ['API public', (b) => startApiOn(b, 'public')],
   ['API metrics', (b) => startApiOn(b, 'metrics')],
@@ -112,6 +140,8 @@ const listeners: Array<[string, (b: Bounds) => Promise<Running>]> = [
   ['gateway admin', startAdmin],
   ['gateway status', startStatus],
   ['FHIR', startFhir],
+  ['FHIR door', startDoor],
+  ['DEMO platform stand-in', startStandIn],
 ];
 
 /** Short bounds so a test sees the cut; long ones where the test needs connections to stay. */
@@ -189,6 +219,227 @@ describe('busy is not dead: the supervisor health probe while the public cap is 
     } finally {
       for (const h of held) h.socket.destroy();
       await l.close();
+    }
+  });
+});
+
+/** An HTTP/2 client of the gateway's HTTPS listener, with the session's close observed. */
+interface H2Client {
+  session: ClientHttp2Session;
+  isClosed(): boolean;
+  closed: Promise<void>;
+}
+
+async function h2Client(at: Endpoint): Promise<H2Client> {
+  const session = h2connect(`https://${at.host}:${at.port}`, { ca: at.tls!.ca });
+  let done = false;
+  const closed = new Promise<void>((resolve) => session.once('close', () => {
+    done = true;
+    resolve();
+  }));
+  session.on('error', () => {});
+  await new Promise<void>((resolve, reject) => {
+    session.once('connect', () => resolve());
+    session.once('error', reject);
+  });
+  return { session, closed, isClosed: () => done };
+}
+
+/** One stream on the session; its status once the answer has ended. */
+function h2Get(c: H2Client, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const stream = c.session.request({ ':path': path });
+    let status = 0;
+    stream.once('response', (h) => (status = Number(h[':status'])));
+    stream.on('data', () => {});
+    stream.once('end', () => resolve(status));
+    stream.once('error', reject);
+    stream.end();
+  });
+}
+
+describe('gateway HTTPS listener: HTTP/2 sessions are bounded too', () => {
+  it('closes an HTTP/2 session with no stream in progress after the idle time-out', async () => {
+    // The proxy's own idle-session timer is its keep-alive time-out (60 s here): the close comes from the guard.
+    const l = await startGateway(SHORT, true);
+    try {
+      const c = await h2Client(l.at);
+      expect(await h2Get(c, '/')).toBeGreaterThan(0);
+      await until(() => c.isClosed(), { what: 'the idle HTTP/2 session closed', timeoutMs: 5_000, intervalMs: 20 });
+    } finally {
+      await l.close();
+    }
+  });
+
+  it('at the cap serves a new HTTP/2 client and drops the session idle the longest by its last stream, not the oldest', async () => {
+    const l = await startGateway(LONG, true);
+    const held: H2Client[] = [];
+    try {
+      for (let i = 0; i < LONG.cap; i++) {
+        const c = await h2Client(l.at);
+        await h2Get(c, '/');
+        held.push(c);
+      }
+      // The oldest session is active again: the second one is now idle the longest.
+      await h2Get(held[0]!, '/');
+      const newcomer = await h2Client(l.at);
+      held.push(newcomer);
+      expect(await h2Get(newcomer, '/')).toBeGreaterThan(0);
+      await until(() => held[1]!.isClosed(), { what: 'the idlest (second) session dropped', timeoutMs: 5_000, intervalMs: 20 });
+      expect([held[0]!.isClosed(), held[2]!.isClosed(), newcomer.isClosed()]).toEqual([false, false, false]);
+    } finally {
+      for (const c of held) c.session.destroy();
+      await l.close();
+    }
+  });
+});
+
+/**
+ * The rule for the connection dropped at the cap, on a bare guarded node:http
+ * server: the one idle the longest by its last activity (a request begun or
+ * ended, the connection opened), not the one connected first; a connection
+ * with a request in progress is never dropped, and when every one has, the
+ * newcomer is refused.
+ */
+describe('which connection the guard drops at the cap', () => {
+  interface Guarded {
+    port: number;
+    guard: SocketGuard;
+    /** Responses of GET /work, held until the test ends them. */
+    work: ServerResponse[];
+    close(): void;
+  }
+
+  async function guarded(cap: number): Promise<Guarded> {
+    const limits: SocketLimits = { headersTimeoutMs: 30_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 30_000, handshakeTimeoutMs: 30_000, idleTimeoutMs: 30_000, maxConnections: cap };
+    const work: ServerResponse[] = [];
+    const server = createServer(serverTimeouts(limits), (req, res) => {
+      if (req.url === '/work') work.push(res);
+      else res.end('ok');
+    });
+    const guard = guardSockets(server, limits);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return {
+      port: (server.address() as AddressInfo).port,
+      guard,
+      work,
+      close: () => {
+        for (const res of work) res.end();
+        server.closeAllConnections();
+        server.close();
+      },
+    };
+  }
+
+  /** A keep-alive connection with its close observed. */
+  interface Conn {
+    socket: Socket;
+    isClosed(): boolean;
+    text(): string;
+  }
+
+  async function open(port: number): Promise<Conn> {
+    const socket = connect(port, '127.0.0.1');
+    let done = false;
+    let text = '';
+    socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    socket.once('close', () => (done = true));
+    socket.on('error', () => {});
+    await new Promise<void>((resolve, reject) => {
+      socket.once('connect', resolve);
+      socket.once('error', reject);
+    });
+    return { socket, isClosed: () => done, text: () => text };
+  }
+
+  /** GET / on the kept-alive connection; resolves once the answer has arrived. */
+  async function answered(c: Conn): Promise<void> {
+    const before = c.text().length;
+    c.socket.write('GET / HTTP/1.1\r\nHost: h\r\n\r\n');
+    await until(() => c.text().slice(before).endsWith('ok'), { what: 'the answer on a kept-alive connection', intervalMs: 10 });
+  }
+
+  it('drops the connection idle the longest by last activity, not the oldest', async () => {
+    const g = await guarded(3);
+    const held: Conn[] = [];
+    try {
+      for (let i = 0; i < 3; i++) {
+        const c = await open(g.port);
+        await answered(c);
+        held.push(c);
+      }
+      // The first connection is the oldest, but asks again: the second is now idle the longest.
+      await answered(held[0]!);
+      const newcomer = await open(g.port);
+      held.push(newcomer);
+      await answered(newcomer);
+      await until(() => held[1]!.isClosed(), { what: 'the idlest (second) connection dropped', intervalMs: 10 });
+      expect([held[0]!.isClosed(), held[2]!.isClosed()]).toEqual([false, false]);
+      await answered(held[0]!);
+      expect(g.guard.stats()).toMatchObject({ open: 3, evicted: 1, refused: 0 });
+    } finally {
+      for (const c of held) c.socket.destroy();
+      g.close();
+    }
+  });
+
+  it('never drops a connection with a request in progress, and refuses the newcomer when every one has', async () => {
+    const g = await guarded(2);
+    const held: Conn[] = [];
+    try {
+      // The first connection's request began before the second connection's last activity: by time it is the idlest.
+      const busy = await open(g.port);
+      held.push(busy);
+      busy.socket.write('GET /work HTTP/1.1\r\nHost: h\r\n\r\n');
+      await until(() => g.work.length === 1, { what: 'the first request in progress', intervalMs: 10 });
+      const idle = await open(g.port);
+      held.push(idle);
+      await answered(idle);
+
+      const third = await open(g.port);
+      held.push(third);
+      await answered(third);
+      await until(() => idle.isClosed(), { what: 'the idle connection dropped, not the busy one', intervalMs: 10 });
+      expect(busy.isClosed()).toBe(false);
+
+      // Now both connections have a request in progress: a newcomer is closed at once, unanswered.
+      third.socket.write('GET /work HTTP/1.1\r\nHost: h\r\n\r\n');
+      await until(() => g.work.length === 2, { what: 'the second request in progress', intervalMs: 10 });
+      expect(await honestRequest({ host: '127.0.0.1', port: g.port }, '/')).toBeNull();
+      expect(g.guard.stats()).toMatchObject({ open: 2, evicted: 1, refused: 1 });
+
+      g.work[0]!.end('done');
+      await until(() => busy.text().endsWith('done'), { what: 'the busy request answered in the end', intervalMs: 10 });
+    } finally {
+      for (const c of held) c.socket.destroy();
+      g.close();
+    }
+  });
+
+  it('forgets a connection that went away mid-request: it neither counts towards the cap nor stands as the one to drop', async () => {
+    const g = await guarded(2);
+    const held: Conn[] = [];
+    try {
+      const gone = await open(g.port);
+      gone.socket.write('GET /work HTTP/1.1\r\nHost: h\r\n\r\n');
+      await until(() => g.work.length === 1, { what: 'the request in progress', intervalMs: 10 });
+      // Its response closes after its socket: the end of that request must not bring the connection back.
+      gone.socket.destroy();
+      await until(() => g.guard.stats().open === 0, { what: 'the server forgot the closed connection', intervalMs: 10 });
+
+      for (let i = 0; i < 2; i++) {
+        const c = await open(g.port);
+        held.push(c);
+        await answered(c);
+      }
+      const newcomer = await open(g.port);
+      held.push(newcomer);
+      await answered(newcomer);
+      await until(() => held[0]!.isClosed(), { what: 'the idlest live connection dropped', intervalMs: 10 });
+      expect(g.guard.stats()).toMatchObject({ open: 2, evicted: 1 });
+    } finally {
+      for (const c of held) c.socket.destroy();
+      g.close();
     }
   });
 });

@@ -6,11 +6,11 @@
  * unless named explicitly, like the admin API; small and local, so the limits
  * are tight.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { HospitalApiError } from '../../errors/index.js';
 import type { ListenAddress } from '../../util/listen-address.js';
-import { guardSockets, serverTimeouts, type SocketLimits } from '../../util/socket-guard.js';
+import { createBoundedHttpServer, type SocketLimits } from '../../util/socket-guard.js';
 
 export interface StatusServer {
   /** host:port as bound ([v6]:port). */
@@ -18,12 +18,18 @@ export interface StatusServer {
   close(): Promise<void>;
 }
 
-/** Scrapes are small and frequent; every socket is bounded (src/util/socket-guard.ts, issue 24). */
-export const STATUS_LISTENER_LIMITS: SocketLimits = {
+/** Plain HTTP: no TLS handshake to bound. */
+export type StatusListenerLimits = Omit<SocketLimits, 'handshakeTimeoutMs'>;
+
+/**
+ * Scrapes are small and frequent. Every socket is bounded as the admin API's
+ * (src/util/socket-guard.ts, issue 24): header, request, keep-alive and idle
+ * time-outs, and at `maxConnections` a newcomer closes the idlest connection.
+ */
+export const STATUS_LISTENER_LIMITS: StatusListenerLimits = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
-  handshakeTimeoutMs: 10_000,
   idleTimeoutMs: 10_000,
   maxConnections: 64,
 };
@@ -37,9 +43,9 @@ function json(res: ServerResponse, status: number, message: string): void {
 }
 
 /** Starts the status listener; resolves once it listens. @throws ERR_PORT_IN_USE */
-export async function startStatusServer(at: ListenAddress, metrics: () => string, bounds: Partial<SocketLimits> = {}): Promise<StatusServer> {
-  const limits: SocketLimits = { ...STATUS_LISTENER_LIMITS, ...bounds };
-  const server = createServer(serverTimeouts(limits), (req: IncomingMessage, res: ServerResponse) => {
+export async function startStatusServer(at: ListenAddress, metrics: () => string, bounds: Partial<StatusListenerLimits> = {}): Promise<StatusServer> {
+  const limits: StatusListenerLimits = { ...STATUS_LISTENER_LIMITS, ...bounds };
+  const server = createBoundedHttpServer(limits, (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
@@ -54,7 +60,6 @@ export async function startStatusServer(at: ListenAddress, metrics: () => string
       json(res, 500, 'An unexpected error occurred');
     }
   });
-  guardSockets(server, limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
       reject(err.code === 'EADDRINUSE' ? new HospitalApiError('ERR_PORT_IN_USE', { host: at.host, port: at.port, detail: '' }, { cause: err }) : err);
