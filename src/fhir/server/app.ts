@@ -37,6 +37,11 @@ export interface FhirLimits {
   maxDepth: number;
   /** Most query/form parameters in one request. */
   maxParams: number;
+  /**
+   * The heap a large Bundle's thread may take (bundle-thread.ts), in MB: past it the thread ends, the Bundle
+   * is answered 500 with nothing committed, and the server goes on.
+   */
+  bundleThreadHeapMb: number;
 }
 
 export const DEFAULT_LIMITS: FhirLimits = {
@@ -48,6 +53,8 @@ export const DEFAULT_LIMITS: FhirLimits = {
   idleTimeoutMs: 20_000,
   maxDepth: 200,
   maxParams: 200,
+  // a 64 MB body parses to a few hundred MB of objects; validation's definitions take about 100 MB more
+  bundleThreadHeapMb: 1536,
 };
 
 export interface FhirAppOptions extends BaseUrlOptions {
@@ -94,7 +101,7 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
   app.removeAllContentTypeParsers();
   // A large Bundle POSTed to the base goes to the Bundle thread as its bytes (bundle-thread.ts); any other body
   // is parsed here in stretches, its depth and keys checked on the way (json-body.ts, issue 24).
-  const thread = bundleThread(options.store, policy, limits.maxDepth);
+  const thread = bundleThread(options.store, policy, { maxDepth: limits.maxDepth, heapMb: limits.bundleThreadHeapMb });
   app.addHook('onClose', () => thread.close());
   app.addContentTypeParser(JSON_TYPES, { parseAs: 'buffer' }, (req: FastifyRequest, body: Buffer) =>
     req.method === 'POST' && body.length >= THREAD_BODY_BYTES && BASE_PATH.test(req.url.split('?')[0] ?? '')

@@ -21,6 +21,8 @@ import type { FhirResponse, WritePolicy } from './context.js';
 
 /** From this size a Bundle POSTed to the base goes to the thread. */
 export const THREAD_BODY_BYTES = 256 * 1024;
+/** The smallest heap a Bundle thread is given, in MB. */
+export const MIN_HEAP_MB = 32;
 /** A thread with no Bundle for this long stops. */
 export const IDLE_MS = 60_000;
 
@@ -73,7 +75,8 @@ export function bundlesSentToThread(): number {
   return sentToThread;
 }
 
-export function bundleThread(store: SqliteFhirStore, policy: WritePolicy, maxDepth: number): BundleThread {
+export function bundleThread(store: SqliteFhirStore, policy: WritePolicy, limits: { maxDepth: number; heapMb: number }): BundleThread {
+  const { maxDepth } = limits;
   let worker: Worker | undefined;
   let ready: Promise<boolean> | undefined;
   let idle: NodeJS.Timeout | undefined;
@@ -98,7 +101,12 @@ export function bundleThread(store: SqliteFhirStore, policy: WritePolicy, maxDep
 
   const start = (): Promise<boolean> => {
     const peer = store.peer();
-    const w = new Worker(THREAD_CODE, { eval: true, workerData: { target: TARGET, file: peer.file, options: peer.options, validate: policy.validate } });
+    const w = new Worker(THREAD_CODE, {
+      eval: true,
+      workerData: { target: TARGET, file: peer.file, options: peer.options, validate: policy.validate },
+      // below a few MB V8 cannot even set the thread's heap up, and that failure ends the whole process
+      resourceLimits: { maxOldGenerationSizeMb: Math.max(MIN_HEAP_MB, limits.heapMb) },
+    });
     worker = w;
     w.unref(); // idle, it never keeps the process alive
     return new Promise<boolean>((resolve) => {
