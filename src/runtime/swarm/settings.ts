@@ -23,8 +23,11 @@ export const MAX_FHIR_REPLICAS_ON_OWN_DATABASE = 6;
 /** A node's name or ID as `docker node update` takes it: letters, digits, `.`, `_`, `-`. */
 const NODE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
-/** A database name or user in a URL: what Postgres takes unquoted, plus `-`. */
-const PG_NAME = /^[A-Za-z_][A-Za-z0-9_$-]{0,62}$/;
+/** A database name or user in a URL: what Postgres takes unquoted (no `$`: the stack file would interpolate it), plus `-`. */
+const PG_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,62}$/;
+
+/** A database host in a URL: a DNS name, an IPv4 address, or an IPv6 address in brackets. */
+const PG_HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\])$/;
 
 function bad(name: string, detail: string): HospitalApiError {
   return new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name, detail });
@@ -50,7 +53,7 @@ export function databaseUrl(flag: string, value: string): string {
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') throw bad(flag, `must be postgres://user@host:5432/database, not ${url.protocol}`);
   if (url.password !== '') throw bad(flag, 'must not carry a password: a command line shows in `ps` to every user of this host; the password is read from a file');
-  if (url.hostname === '') throw bad(flag, 'names no host');
+  if (!PG_HOST.test(url.hostname)) throw bad(flag, 'needs a host name or address (postgres://user@host/database)');
   const user = decodeURIComponent(url.username);
   const database = decodeURIComponent(url.pathname.replace(/^\//, ''));
   if (!PG_NAME.test(user)) throw bad(flag, 'needs a user (postgres://user@host/database)');

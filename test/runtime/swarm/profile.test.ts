@@ -72,6 +72,9 @@ describe('swarm settings from the install flags', () => {
     [{ kongDatabaseUrl: 'postgres://kong@db.example' }, '--kong-database-url'],
     [{ fhirDatabaseUrl: 'postgres://hapi@db.example/fhir?sslmode=disable' }, '--fhir-database-url'],
     [{ fhirDatabaseUrl: 'not a url' }, '--fhir-database-url'],
+    // `docker stack deploy` would read ${…} in the stack file as a variable
+    [{ fhirDatabaseUrl: 'postgres://hapi@db$x/fhir' }, '--fhir-database-url'],
+    [{ fhirDatabaseUrl: 'postgres://hapi@db/fh$ir' }, '--fhir-database-url'],
     [{ kongDatabaseNode: 'n1', kongDatabaseUrl: 'postgres://kong@db/kong' }, '--kong-database-node'],
     // HAPI's pools would exceed the stack's own database's connections
     [{ fhirReplicas: '7' }, '--fhir-replicas'],

@@ -13,7 +13,7 @@ import AjvDraft04Module from 'ajv-draft-04';
 import { parse } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { renderStack, stackFile, updateOrder, type StackInputs } from '../../../src/runtime/swarm/render.js';
-import { SECRET_KEYS, secretName, type SecretPayloads } from '../../../src/runtime/swarm/secrets.js';
+import { pgpass, SECRET_KEYS, secretName, type SecretPayloads } from '../../../src/runtime/swarm/secrets.js';
 import { swarmSettings } from '../../../src/runtime/swarm/settings.js';
 import { swarmProfile } from '../../../src/runtime/swarm/profile.js';
 import { projectName, renderCompose } from '../../../src/runtime/docker/render.js';
@@ -93,8 +93,11 @@ describe('the rendered stack file', () => {
     expect(validateStack(stack), JSON.stringify(validateStack.errors)).toBe(true);
   });
 
-  it.each(variants)('uses no key docker stack deploy 20.10 drops or refuses: %s', (_name, config) => {
-    for (const [name, service] of Object.entries(render(config).stack.services)) {
+  it.each(variants)('uses no key docker stack deploy 20.10 drops or refuses, and nothing it would interpolate: %s', (_name, config) => {
+    const { text, stack } = render(config);
+    // docker/cli cli/compose/interpolation: `$` starts a variable
+    expect(text).not.toContain('$');
+    for (const [name, service] of Object.entries(stack.services)) {
       expect(Object.keys(service).filter((k) => NOT_DEPLOYED.includes(k)), name).toEqual([]);
     }
   });
@@ -129,6 +132,12 @@ describe('the rendered stack file', () => {
       expect(stack.secrets[key]!.name.length).toBeLessThanOrEqual(64);
     }
     expect(secretName(stackName, 'pgpass', 'a')).not.toBe(secretName(stackName, 'pgpass', 'b'));
+  });
+
+  it("gives the ops task a password file for both databases, where they are, with libpq's escapes", () => {
+    expect(pgpass(swarmConfig(), { kong: 'k:1', hapi: 'h\\2' })).toBe('kong-database:5432:kong:kong:k\\:1\nhapi-database:5432:hapi:hapi:h\\\\2\n');
+    const outside = swarmConfig({ kongDatabaseUrl: 'postgres://gw@db.hospital.example:6432/gateway' });
+    expect(pgpass(outside, { kong: 'a', hapi: 'b' }).split('\n')[0]).toBe('db.hospital.example:6432:gateway:gw:a');
   });
 
   it("mounts each secret for its reader only: 0400 and the reader's uid, Kong's readable in its own task", () => {
