@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import type { InstallFlags } from '../install/options.js';
-import { addDockerOptions, addPortOptions } from '../install/port-flags.js';
+import { addDockerOptions, addPortOptions, addSwarmOptions } from '../install/port-flags.js';
 import { SUMMARIES } from './summaries.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -11,7 +11,7 @@ export function register(program: Command): void {
   const command = program
     .command('install')
     .description(SUMMARIES.install)
-    .option('--runtime <name>', 'docker or native (default: docker when a Docker engine answers)')
+    .option('--runtime <name>', 'docker, native or swarm (swarm: several hosts, not finished yet); default: docker when a Docker engine answers, else native')
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('--host <name>', 'host name or address the gateway certificate names; first is used in URLs (repeatable)', collect)
     .option('--generate-ca', 'create a hospital CA and the gateway and record-signing certificates')
@@ -24,7 +24,7 @@ export function register(program: Command): void {
     .option('--platform-url <url>', 'PLATFORM_API_URL for the Hospital API')
     .option('--identifier-system <uri>', "PLATFORM_IDENTIFIER_SYSTEM: the platform's identifier system; a care id matches only a Patient identifier in it")
     .option('--any-identifier-system', "PLATFORM_ANY_IDENTIFIER_SYSTEM=true: a care id may match an identifier of any system (another patient's hospital number or national id too)");
-  addDockerOptions(addPortOptions(command))
+  addSwarmOptions(addDockerOptions(addPortOptions(command)))
     .option('--cors-origin <origin>', 'allowed CORS origin on fhir-api (repeatable; default *)', collect)
     .option('--cors-header <name>', 'CORS allowed header (repeatable)', collect)
     .option('--cors-exposed-header <name>', 'CORS exposed header (repeatable)', collect)

@@ -13,7 +13,7 @@ import { endpoints, type InstallConfig } from '../install-dir/install-config.js'
 import type { Runtime } from '../runtime/types.js';
 import { installPaths } from '../install-dir/layout.js';
 import { demoSettingsPath, readDemoSettings, type DemoSettings } from '../install-dir/demo-settings.js';
-import { DEMO_RUNTIME, isRuntimeName, profileOf, RUNTIME_NAMES, siteFhirClient, type RuntimeName } from '../runtime/profiles.js';
+import { DEMO_RUNTIME, DEMO_RUNTIMES, profileOf, siteFhirClient, type RuntimeName } from '../runtime/profiles.js';
 import { readEnvFile } from '../util/env-file.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { freePort } from '../util/port-check.js';
@@ -68,8 +68,9 @@ export async function ensureDemoSettings(dir: string, ports: DemoPorts): Promise
 /** The runtime a demo run asks for: `--runtime`, else native (never docker by mere presence of an engine). */
 export function demoRuntime(choice: DemoRuntimeChoice): RuntimeName {
   if (choice.runtime === undefined) return DEMO_RUNTIME;
-  if (!isRuntimeName(choice.runtime)) throw new HospitalApiError('ERR_USAGE', { detail: `--runtime must be ${RUNTIME_NAMES.join(' or ')}, got "${choice.runtime}"` });
-  return choice.runtime;
+  const runtime = DEMO_RUNTIMES.find((name) => name === choice.runtime);
+  if (runtime === undefined) throw new HospitalApiError('ERR_USAGE', { detail: `--runtime must be ${DEMO_RUNTIMES.join(' or ')}, got "${choice.runtime}"` });
+  return runtime;
 }
 
 /** The install engineer's own code, in process, with the demo label install.json carries. */

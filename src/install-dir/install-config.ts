@@ -9,7 +9,7 @@ import { parseJsonFile } from '../util/json-file.js';
 import { installPaths } from './layout.js';
 
 /** The runtimes an install can be made with (src/runtime/ gives each one's profile). */
-export const RUNTIME_NAMES = ['docker', 'native'] as const;
+export const RUNTIME_NAMES = ['docker', 'native', 'swarm'] as const;
 
 export type RuntimeName = (typeof RUNTIME_NAMES)[number];
 
@@ -76,6 +76,8 @@ export interface InstallConfig {
   upgrades?: Array<{ from: number; to: number; toolkitVersion: string; at: string; backup: string | null }>;
   /** Docker runtime only: images and the host addresses ports are published on (absent: the defaults). */
   docker?: DockerSettings;
+  /** Docker Swarm runtime only (issue 29): images, replicas, where the databases are, the overlay's encryption. */
+  swarm?: SwarmSettings;
   /** `install --monitoring`: the gateway's status listener is published on loopback and <dir>/monitoring/ holds a Prometheus scrape config. */
   monitoring?: boolean;
 }
@@ -90,7 +92,33 @@ export interface DockerSettings {
   fhirBindAddress: string;
 }
 
+/** Where a Swarm install's database is: on the one node carrying its label (`node`: the node install labels, null: one labelled already), or outside the swarm (`url`, never with a password). */
+export type SwarmDatabase = { node: string | null } | { url: string };
+
+/** What `install` chose for the Docker Swarm runtime; kept so a rerun without flags changes nothing. */
+export interface SwarmSettings {
+  /** As the docker runtime's; `api: null` is the tag the repository's Dockerfile is built as, which every node must hold. */
+  images: { kong: string; hapi: string; postgres: string; api: string | null };
+  /** Tasks of each replicated service, 1-9. */
+  replicas: { gateway: number; fhir: number; api: number };
+  databases: { kong: SwarmDatabase; fhir: SwarmDatabase };
+  /** IPsec between nodes on the stack's overlay network (`--overlay-encryption`, on unless turned off). */
+  overlayEncryption: boolean;
+}
+
 const port = { type: 'integer', minimum: 1, maximum: 65535 } as const;
+const replicas = { type: 'integer', minimum: 1, maximum: 9 } as const;
+const swarmDatabase = {
+  oneOf: [
+    { type: 'object', required: ['node'], properties: { node: { type: ['string', 'null'], minLength: 1 } }, additionalProperties: false },
+    { type: 'object', required: ['url'], properties: { url: { type: 'string', minLength: 1 } }, additionalProperties: false },
+  ],
+} as const;
+const images = {
+  type: 'object',
+  required: ['kong', 'hapi', 'postgres', 'api'],
+  properties: { kong: { type: 'string' }, hapi: { type: 'string' }, postgres: { type: 'string' }, api: { type: ['string', 'null'] } },
+} as const;
 const strings = { type: 'array', items: { type: 'string' } } as const;
 
 /** install.json as `install` writes it; anything else is refused naming the field. */
@@ -122,13 +150,20 @@ export const INSTALL_CONFIG_SCHEMA = {
       type: 'object',
       required: ['images', 'bindAddress', 'fhirBindAddress'],
       properties: {
-        images: {
-          type: 'object',
-          required: ['kong', 'hapi', 'postgres', 'api'],
-          properties: { kong: { type: 'string' }, hapi: { type: 'string' }, postgres: { type: 'string' }, api: { type: ['string', 'null'] } },
-        },
+        images,
         bindAddress: { type: 'string', minLength: 1 },
         fhirBindAddress: { type: 'string', minLength: 1 },
+      },
+    },
+    // additive: an install.json without it is read as before (the format stays 2)
+    swarm: {
+      type: 'object',
+      required: ['images', 'replicas', 'databases', 'overlayEncryption'],
+      properties: {
+        images,
+        replicas: { type: 'object', required: ['gateway', 'fhir', 'api'], properties: { gateway: replicas, fhir: replicas, api: replicas } },
+        databases: { type: 'object', required: ['kong', 'fhir'], properties: { kong: swarmDatabase, fhir: swarmDatabase } },
+        overlayEncryption: { type: 'boolean' },
       },
     },
     upgrades: {

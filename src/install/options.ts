@@ -5,12 +5,12 @@
 import { isIP } from 'node:net';
 import { existsSync } from 'node:fs';
 import { HospitalApiError } from '../errors/index.js';
-import type { DockerFlags, PortFlags } from './port-flags.js';
+import { DOCKER_FLAGS, SWARM_FLAGS, type DockerFlags, type PortFlags, type SwarmFlags } from './port-flags.js';
 import { DEFAULT_PORTS, type InstallConfig, type InstallPorts, type RuntimeName } from '../install-dir/install-config.js';
 import { isRuntimeName, RUNTIME_NAMES } from '../runtime/profiles.js';
 import { isIdentifierSystem } from '../install-dir/api-settings.js';
 
-export interface InstallFlags extends PortFlags, DockerFlags {
+export interface InstallFlags extends PortFlags, DockerFlags, SwarmFlags {
   runtime?: string;
   dir?: string;
   host?: string[];
@@ -60,6 +60,8 @@ export interface InstallPlan {
   supervisor: 'builtin' | 'systemd' | null;
   /** Docker flags as given (validated); merged with the previous install's in run.ts. */
   docker: DockerFlags;
+  /** Every runtime flag given, by key, with its name on the command line: the runtime's profile checks and takes them. */
+  runtimeFlags: Array<{ key: (typeof RUNTIME_FLAGS)[number]['key']; flag: string; value: string }>;
   /** The gateway status listener and a Prometheus scrape config (docs/operations.md "Monitoring"). */
   monitoring: boolean;
 }
@@ -179,6 +181,16 @@ function parseDockerFlags(f: InstallFlags): DockerFlags {
   return out;
 }
 
+/** The flags of every runtime but the ports (install's own), one list. */
+export const RUNTIME_FLAGS = [...DOCKER_FLAGS, ...SWARM_FLAGS] as const;
+
+function givenRuntimeFlags(f: InstallFlags): InstallPlan['runtimeFlags'] {
+  return RUNTIME_FLAGS.flatMap(({ key, flag }) => {
+    const value = f[key];
+    return value === undefined ? [] : [{ key, flag, value }];
+  });
+}
+
 function list(values: string[] | undefined): string[] | null {
   return values?.length ? values : null;
 }
@@ -191,7 +203,7 @@ function list(values: string[] | undefined): string[] | null {
 export function parseInstallFlags(f: InstallFlags, previous: InstallConfig | null = null): InstallPlan {
   let runtime: RuntimeName | null = null;
   if (f.runtime !== undefined) {
-    if (!isRuntimeName(f.runtime)) throw bad('--runtime', `expected ${RUNTIME_NAMES.join(' or ')}`);
+    if (!isRuntimeName(f.runtime)) throw bad('--runtime', `expected one of ${RUNTIME_NAMES.join(', ')}`);
     runtime = f.runtime;
   }
   const prevCors = previous?.cors;
@@ -213,6 +225,7 @@ export function parseInstallFlags(f: InstallFlags, previous: InstallConfig | nul
     demo: f.demo === true || previous?.demo === true,
     supervisor: parseSupervisor('--supervisor', f.supervisor),
     docker: parseDockerFlags(f),
+    runtimeFlags: givenRuntimeFlags(f),
     monitoring: f.monitoring ?? previous?.monitoring === true,
   };
 }

@@ -44,3 +44,25 @@ export function addDockerOptions(command: Command): Command {
   for (const d of DOCKER_FLAGS) command.option(`${d.flag} <value>`, d.help);
   return command;
 }
+
+/**
+ * Docker Swarm runtime flags (issue 29): replicas, where the databases are, the overlay's encryption.
+ * A database URL never carries a password (a command line shows in `ps`).
+ */
+export const SWARM_FLAGS = [
+  { key: 'gatewayReplicas', flag: '--gateway-replicas', help: 'swarm: gateway (Kong) tasks, 1-9, one per node (default 2)' },
+  { key: 'fhirReplicas', flag: '--fhir-replicas', help: 'swarm: FHIR server (HAPI) tasks, 1-9 (default 2)' },
+  { key: 'apiReplicas', flag: '--api-replicas', help: 'swarm: Hospital API tasks, 1-9, one per node (default 2)' },
+  { key: 'kongDatabaseNode', flag: '--kong-database-node', help: "swarm: the node that keeps Kong's database (install labels it)" },
+  { key: 'fhirDatabaseNode', flag: '--fhir-database-node', help: "swarm: the node that keeps HAPI's database (install labels it)" },
+  { key: 'kongDatabaseUrl', flag: '--kong-database-url', help: "swarm: Kong's database outside the swarm, postgres://user@host:5432/db (no password in it)" },
+  { key: 'fhirDatabaseUrl', flag: '--fhir-database-url', help: "swarm: HAPI's database outside the swarm, postgres://user@host:5432/db (no password in it)" },
+  { key: 'overlayEncryption', flag: '--overlay-encryption', help: 'swarm: on or off, IPsec between nodes on the stack network (default on)' },
+] as const;
+
+export type SwarmFlags = { [F in (typeof SWARM_FLAGS)[number] as F['key']]?: string };
+
+export function addSwarmOptions(command: Command): Command {
+  for (const d of SWARM_FLAGS) command.option(`${d.flag} <value>`, d.help);
+  return command;
+}

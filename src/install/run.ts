@@ -12,9 +12,9 @@ import { HospitalApiError } from '../errors/index.js';
 import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
 import { missingApiSettings } from '../install-dir/api-settings.js';
 import { INSTALL_FORMAT, readInstallConfig, type InstallConfig, type RuntimeName } from '../install-dir/install-config.js';
-import { defaultRuntime, openRuntime, profileOf, siteEndpoints } from '../runtime/index.js';
+import { defaultRuntime, openRuntime, profileOf, runtimesTaking, siteEndpoints } from '../runtime/index.js';
 import type { Runtime } from '../runtime/types.js';
-import { parseInstallFlags, parseSupervisor, type InstallFlags } from './options.js';
+import { parseInstallFlags, parseSupervisor, type InstallFlags, type InstallPlan } from './options.js';
 import { prepareTls } from './tls.js';
 import { writeInstallFiles } from './files.js';
 import { writeIfChanged, type FileChange } from '../install-dir/write-if-changed.js';
@@ -64,12 +64,24 @@ function supervisorOf(runtime: RuntimeName, flag: 'builtin' | 'systemd' | null, 
   return chosen ? { supervisor: chosen } : {};
 }
 
+/** A runtime flag the chosen runtime does not take is refused, naming both, before anything is written. */
+function refuseOtherRuntimesFlags(runtime: RuntimeName, plan: InstallPlan): void {
+  const takes = profileOf(runtime).installFlags;
+  const other = plan.runtimeFlags.find((f) => !takes.includes(f.key));
+  if (other === undefined) return;
+  const owners = runtimesTaking(other.key);
+  throw new HospitalApiError('ERR_USAGE', {
+    detail: `${other.flag} is not a flag of the ${runtime} runtime${owners.length ? ` (only of ${owners.join(', ')})` : ''}; this install uses ${runtime}`,
+  });
+}
+
 export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Promise<InstallResult> {
   const dir = installPaths(flags.dir ?? defaultInstallDir()).root;
   const paths = installPaths(dir);
   const previous = existsSync(paths.installJson) ? readInstallConfig(dir) : null;
   const plan = parseInstallFlags(flags, previous);
   const runtime = await chooseRuntime(plan.runtime, previous, dir);
+  refuseOtherRuntimesFlags(runtime, plan);
   hooks.log(`install: ${runtime} runtime in ${dir}`);
   const profile = profileOf(runtime);
   const required = profile.requiredHosts.map((h) => ({ runtime, ...h }));
@@ -88,7 +100,7 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
     ...(plan.monitoring ? { monitoring: true } : {}),
     ...(previous?.upgrades ? { upgrades: previous.upgrades } : {}),
     ...supervisorOf(runtime, plan.supervisor, previous, plan.demo),
-    ...(await profile.installSettings(plan.hosts, previous, plan.docker)),
+    ...(await profile.installSettings(plan.hosts, previous, { ...Object.fromEntries(plan.runtimeFlags.map((f) => [f.key, f.value])), ...plan.docker })),
   };
   const rendered = await profile.renderFiles(dir, config);
   if (config.monitoring) rendered.push(...monitoringFiles(dir, config));

@@ -24,8 +24,24 @@ export interface RuntimeFolder {
   kind: 'docker';
 }
 
-/** The install flags a runtime's own settings come from (`install --kong-image …`). */
-export type RuntimeFlags = Partial<Record<'kongImage' | 'hapiImage' | 'postgresImage' | 'apiImage' | 'bindAddress' | 'fhirBindAddress', string>>;
+/** The install flags a runtime's own settings come from (`install --kong-image …`), as given. */
+export type RuntimeFlags = Partial<Record<RuntimeFlag, string>>;
+
+export type RuntimeFlag =
+  | 'kongImage'
+  | 'hapiImage'
+  | 'postgresImage'
+  | 'apiImage'
+  | 'bindAddress'
+  | 'fhirBindAddress'
+  | 'gatewayReplicas'
+  | 'fhirReplicas'
+  | 'apiReplicas'
+  | 'kongDatabaseNode'
+  | 'fhirDatabaseNode'
+  | 'kongDatabaseUrl'
+  | 'fhirDatabaseUrl'
+  | 'overlayEncryption';
 
 export interface RuntimeProfile {
   readonly name: RuntimeName;
@@ -39,6 +55,8 @@ export interface RuntimeProfile {
   readonly certificateHosts: readonly string[];
   /** Of those, the ones a certificate the hospital brings must name too, and why. */
   readonly requiredHosts: ReadonlyArray<{ name: string; why: string }>;
+  /** The runtime flags it takes: install refuses any other one given (ERR_USAGE naming the runtime) before it writes anything. */
+  readonly installFlags: readonly RuntimeFlag[];
   /** What install records in install.json for this runtime alone (docker: images and bind addresses). */
   installSettings(hosts: string[], previous: InstallConfig | null, flags: RuntimeFlags): Promise<Partial<InstallConfig>>;
   /** The settings install manages in hospital-api.env: how the API reaches the gateway, its CA and audit log. */

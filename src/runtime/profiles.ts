@@ -7,15 +7,27 @@ import { endpoints, RUNTIME_NAMES, type InstallConfig, type RuntimeName } from '
 import { installPaths } from '../install-dir/layout.js';
 import { dockerProfile } from './docker/profile.js';
 import { nativeProfile } from './native/profile.js';
-import type { RuntimeProfile } from './profile.js';
+import { swarmProfile } from './swarm/profile.js';
+import type { RuntimeFlag, RuntimeProfile } from './profile.js';
 
 export { RUNTIME_NAMES, type RuntimeName };
 
-/** In the order install prefers them when --runtime is not given. */
-const PROFILES: Readonly<Record<RuntimeName, RuntimeProfile>> = { docker: dockerProfile, native: nativeProfile };
+/**
+ * In the order install prefers them when --runtime is not given. Swarm is last and never the default:
+ * native, before it, is always available; a hospital asks for several hosts with --runtime swarm.
+ */
+const PROFILES: Readonly<Record<RuntimeName, RuntimeProfile>> = { docker: dockerProfile, native: nativeProfile, swarm: swarmProfile };
 
 /** The runtime the DEMO (`npm start`) installs: the one that needs nothing but Node. */
 export const DEMO_RUNTIME: RuntimeName = 'native';
+
+/** The runtimes the DEMO can run on (`demo --runtime`): one host each, so not swarm. */
+export const DEMO_RUNTIMES: readonly RuntimeName[] = ['docker', 'native'];
+
+/** The runtimes whose install takes `flag` (for the error that refuses it elsewhere). */
+export function runtimesTaking(flag: RuntimeFlag): RuntimeName[] {
+  return Object.values(PROFILES).filter((p) => p.installFlags.includes(flag)).map((p) => p.name);
+}
 
 export function isRuntimeName(name: string): name is RuntimeName {
   return (RUNTIME_NAMES as readonly string[]).includes(name);

@@ -1,8 +1,8 @@
 /**
  * The runtime seam is real (issue 25): outside src/runtime/, no code decides by
- * a runtime's name ('docker'/'native' as a string literal: a comparison, a
+ * a runtime's name ('docker'/'native'/'swarm' as a string literal: a comparison, a
  * choice, a manifest kind) and nothing imports a runtime's internals
- * (src/runtime/{docker,native,systemd}/); what differs between runtimes comes
+ * (src/runtime/{docker,native,systemd,swarm}/); what differs between runtimes comes
  * from the runtime or its profile (src/runtime/profile.ts). Comments do not
  * count. Two literals are the install directory's format itself and are
  * allowed by their exact line: the list of runtime names install.json accepts,
@@ -15,12 +15,12 @@ import { describe, expect, it } from 'vitest';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 
-const NAME_LITERAL = /(['"`])(docker|native)\1/;
-const INTERNAL_IMPORT = /(?:from\s+|import\s*\(\s*)(['"`])[^'"`]*\bruntime\/(?:docker|native|systemd)\/[^'"`]*\1/;
+const NAME_LITERAL = /(['"`])(docker|native|swarm)\1/;
+const INTERNAL_IMPORT = /(?:from\s+|import\s*\(\s*)(['"`])[^'"`]*\bruntime\/(?:docker|native|systemd|swarm)\/[^'"`]*\1/;
 
 /** file (relative to src/) → the exact lines allowed to hold a runtime name. */
 const ALLOWED: Readonly<Record<string, readonly string[]>> = {
-  'install-dir/install-config.ts': ["export const RUNTIME_NAMES = ['docker', 'native'] as const;"],
+  'install-dir/install-config.ts': ["export const RUNTIME_NAMES = ['docker', 'native', 'swarm'] as const;"],
   'install-dir/layout.ts': ["docker: join(root, 'docker'),"],
 };
 
@@ -58,6 +58,8 @@ describe('the runtime seam', () => {
   it('flags what it is for, and not comments or the allowed lines', () => {
     expect(offenders('install/x.ts', "if (config.runtime === 'docker') {}")).toHaveLength(1);
     expect(offenders('install/x.ts', 'const r = "native";')).toHaveLength(1);
+    expect(offenders('install/x.ts', "if (config.runtime === 'swarm') {}")).toHaveLength(1);
+    expect(offenders('commands/x.ts', "const { f } = await import('../runtime/swarm/render.js');")).toHaveLength(1);
     expect(offenders('commands/x.ts', "const { f } = await import('../runtime/native/state.js');")).toHaveLength(1);
     expect(offenders('commands/x.ts', "import { f } from '../runtime/systemd/units.js';")).toHaveLength(1);
     expect(offenders('commands/x.ts', "import { openRuntime } from '../runtime/index.js';")).toEqual([]);

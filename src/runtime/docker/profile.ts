@@ -32,6 +32,7 @@ export const dockerProfile: RuntimeProfile = {
   componentNames: SERVICE_OF,
   certificateHosts: ['localhost', '127.0.0.1', 'kong'],
   requiredHosts: [{ name: 'kong', why: 'the Hospital API container reaches the gateway as https://kong:8443' }],
+  installFlags: ['kongImage', 'hapiImage', 'postgresImage', 'apiImage', 'bindAddress', 'fhirBindAddress'],
   async installSettings(hosts, previous, flags) {
     const { dockerSettings } = await import('./render.js');
     return { docker: dockerSettings(hosts, previous?.docker, flags) };

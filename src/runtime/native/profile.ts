@@ -15,6 +15,8 @@ export const nativeProfile: RuntimeProfile = {
   componentNames: { api: 'api', gateway: 'gateway', fhir: 'fhir' },
   certificateHosts: ['localhost', '127.0.0.1'],
   requiredHosts: [],
+  // its components are this toolkit on this host: no image, no replica
+  installFlags: [],
   installSettings: async () => ({}),
   apiEnv: (paths, config) => ({
     FHIR_BASE_URL: endpoints(config).keyAuthBase,

@@ -1,0 +1,107 @@
+/**
+ * The Docker Swarm runtime's profile (src/runtime/profile.ts), issue 29: the
+ * docker runtime's components as services of one stack over several hosts,
+ * on an overlay network, so the API still reaches the gateway as
+ * https://kong:8443 and the gateway HAPI as http://hapi:8080; passwords, keys
+ * and the API's settings are Swarm secrets (/run/secrets/ in the tasks).
+ *
+ * Not finished: the runtime itself (deploy phases, admin calls, day two) comes
+ * later, so `install --runtime swarm` checks its flags and then refuses with
+ * ERR_RUNTIME_UNSUPPORTED before anything is written, and openRuntime refuses
+ * an install.json that names it (index.ts). The renderer is loaded only when asked.
+ */
+import { join } from 'node:path';
+import { HospitalApiError } from '../../errors/index.js';
+import type { RuntimeProfile } from '../profile.js';
+import { SERVICE_OF } from '../docker/services.js';
+import { DEMO_PLATFORM } from '../docker/demo-platform.js';
+import { readDoorToken } from '../docker/door-token.js';
+import { dockerProfile } from '../docker/profile.js';
+
+/** Where the API's files are in its tasks: Swarm mounts each secret at /run/secrets/<target> (templates/stack.yaml). */
+export const SWARM_API_PATHS = Object.freeze({
+  env: '/run/secrets/hospital-api.env',
+  ca: '/run/secrets/ca.pem',
+  auditLog: '/var/log/hospital-api/audit.log',
+});
+
+/** What install and openRuntime say until the runtime is finished. */
+export function swarmUnfinished(detail: string): HospitalApiError {
+  return new HospitalApiError('ERR_RUNTIME_UNSUPPORTED', { runtime: 'swarm', detail });
+}
+
+export const swarmProfile: RuntimeProfile = {
+  name: 'swarm',
+  // only a manager of an active swarm deploys stacks; never the default (profiles.ts puts native before it)
+  async available() {
+    const { swarmManagerHere } = await import('./engine.js');
+    return swarmManagerHere();
+  },
+  supervisorChoice: false,
+  componentNames: SERVICE_OF,
+  certificateHosts: ['localhost', '127.0.0.1', 'kong'],
+  requiredHosts: [{ name: 'kong', why: 'the Hospital API tasks reach the gateway as https://kong:8443 on the stack network' }],
+  installFlags: [
+    'kongImage',
+    'hapiImage',
+    'postgresImage',
+    'apiImage',
+    'gatewayReplicas',
+    'fhirReplicas',
+    'apiReplicas',
+    'kongDatabaseNode',
+    'fhirDatabaseNode',
+    'kongDatabaseUrl',
+    'fhirDatabaseUrl',
+    'overlayEncryption',
+  ],
+  async installSettings(_hosts, previous, flags) {
+    const { swarmSettings } = await import('./settings.js');
+    // every flag is checked first, so a bad value is named even now
+    swarmSettings(previous?.swarm, flags);
+    throw swarmUnfinished('install checks its flags but deploys nothing yet; nothing was written');
+  },
+  apiEnv: () => ({
+    FHIR_BASE_URL: 'https://kong:8443/fhir-api-key-auth',
+    FHIR_CA_FILE: SWARM_API_PATHS.ca,
+    AUDIT_LOG: SWARM_API_PATHS.auditLog,
+  }),
+  // each node running an API task keeps its audit log in its api-audit volume; `logs audit` gathers them here
+  auditLogFile: (paths) => join(paths.root, 'swarm', 'api-logs', 'audit.log'),
+  privateFolders: (paths) => [paths.secrets, paths.tls, join(paths.root, 'swarm')],
+  // the same generated secrets as the docker runtime: the two database passwords and the FHIR door's token
+  secrets: (paths) => dockerProfile.secrets(paths),
+  async renderFiles(dir, config) {
+    const { renderStack, stackFile } = await import('./render.js');
+    const { secretPayloads } = await import('./secrets.js');
+    // the node count is known when the runtime deploys, and it renders again then
+    return [{ path: stackFile(dir), text: renderStack(dir, config, { payloads: secretPayloads(dir, config), eligibleNodes: null }) }];
+  },
+  // backups of a swarm install come with its day-two operations
+  folders: [],
+  async prepare() {
+    throw swarmUnfinished('nothing is deployed yet');
+  },
+  fhirUpstream: () => 'http://hapi:8080/fhir',
+  // the demo runs on one host (profiles.ts DEMO_RUNTIMES): never on swarm
+  demoPlatformUrl: () => DEMO_PLATFORM.url,
+  // the FHIR door is published (mode: host, every address) on the admin node, the one install runs on
+  fhirBaseOnHost: (config) => `http://127.0.0.1:${config.ports.fhir}/fhir`,
+  fhirClientHeaders(paths): Record<string, string> {
+    const token = readDoorToken(paths);
+    return token === null ? {} : { authorization: `Bearer ${token}` };
+  },
+  gatewayHttpOnHost: false,
+  // a new certificate is a new secret: the next deploy rolls the gateway's tasks
+  restartForNewCertificate: [],
+  privacy: (p) => ({
+    paths: [
+      { path: p.secrets, recursive: true },
+      { path: p.tls, recursive: false },
+      { path: join(p.root, 'swarm'), recursive: false },
+      { path: join(p.root, 'swarm', 'secrets'), recursive: true },
+    ],
+    summary: 'settings and keys 0600',
+    hint: 'Run `chmod -R go-rwx <path>`; the stack reads its secrets through the Docker CLI, as the installer.',
+  }),
+};
