@@ -4,6 +4,7 @@
  * parse, the R4 validation, the writes, the COMMIT's sync to disk and the garbage they leave all
  * happen on this thread, none on the thread that answers other callers (issue 24).
  */
+import { lowerThisThread } from '../../util/thread-priority.js';
 import { openDatabase, type Database } from '../store/sqlite.js';
 import { SqliteFhirStore, type StoreOptions } from '../store/sqlite-store.js';
 import { loadStructureDefinitions } from '../validation/validate.js';
@@ -57,6 +58,9 @@ class ThreadStore extends SqliteFhirStore {
   }
 }
 
+/** The Bundle thread's nice value (the main thread keeps the process's, 0). */
+export const BUNDLE_THREAD_NICE = 10;
+
 let store: ThreadStore | undefined;
 
 /**
@@ -64,6 +68,8 @@ let store: ThreadStore | undefined;
  * `writing` is told when a Bundle's writes begin (bundle-thread.ts onBundleThreadWriting).
  */
 export function openThread(file: string, options: StoreOptions, validate: boolean, writing: (job: number) => void): void {
+  // a 20,000-entry Bundle is bulk work: on a busy machine the callers it would slow get the CPU first
+  lowerThisThread(BUNDLE_THREAD_NICE);
   store = new ThreadStore(openDatabase(file), options, writing);
   if (validate) loadStructureDefinitions();
 }

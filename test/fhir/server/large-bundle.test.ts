@@ -5,15 +5,25 @@
  * 400 naming the entry, nothing committed). While its writes run, reads see none of its rows and a write
  * waits for it. Real HTTP against the real server on 127.0.0.1.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { bundlesSentToThread, onBundleThreadWriting } from '../../../src/fhir/server/bundle-thread.js';
+import { BUNDLE_THREAD_NICE } from '../../../src/fhir/server/bundle-thread-work.js';
 import { call, ids, useFhirServer } from './helpers.js';
 
 const fhir = useFhirServer();
 const S = 'urn:test:large-bundle';
 const N = 20_000;
+
+/** How many of this process's threads run at `nice` (/proc/self/task/<tid>/stat, field 19: proc(5)). */
+function threadsAtNice(nice: number): number {
+  return readdirSync('/proc/self/task').filter((tid) => {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]) === nice;
+  }).length;
+}
 
 const count = async (query: string): Promise<number> => {
   const r = await call(fhir.base, 'GET', `Basic?identifier=${encodeURIComponent(query)}`);
@@ -86,8 +96,10 @@ describe('a large Bundle does not stall other callers', () => {
   it('a 20,000-entry transaction: metadata and a read sent after it are answered first, and it commits', async () => {
     patientId = (await call(fhir.base, 'POST', 'Patient', { resourceType: 'Patient', name: [{ family: 'Waiting' }] })).body.id;
     const sent = bundlesSentToThread();
+    expect(threadsAtNice(BUNDLE_THREAD_NICE)).toBe(0);
     const { order, status, reply } = await bundleWithReads(bundle('transaction', 'tx'), patientId);
     expect(bundlesSentToThread()).toBe(sent + 1); // run on the Bundle thread, not the one answering the reads
+    expect(threadsAtNice(BUNDLE_THREAD_NICE)).toBe(1); // which yields the CPU to them on a busy machine
     expect(status).toBe(200);
     expect(reply.entry).toHaveLength(N);
     expect(order.indexOf('bundle')).toBe(2);
