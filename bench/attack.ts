@@ -18,8 +18,8 @@
  * To find which load or port hurts: `--only slow-bodies,flood` runs the loads
  * named (idle, slowloris, slow-bodies, flood, bundle), `--ports api,fhir` aims
  * the socket loads at those ports only (api, gateway-http, gateway-https,
- * gateway-admin, fhir). The socket loads run in a child process (bench/attackers.ts)
- * so their write bursts never delay the honest caller's own clock; each row
+ * gateway-admin, fhir). Every load runs in a child process (bench/attackers.ts)
+ * so its writes, requests and garbage never delay the honest caller's own clock; each row
  * gives this process's event-loop delay p99 to show it stayed quiet.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -32,7 +32,7 @@ import { execa } from 'execa';
 import { Agent, request } from 'undici';
 import { readEnvFile } from '../src/util/env-file.js';
 import { freePort } from '../src/util/port-check.js';
-import type { AttackKind, AttackPlan } from './attackers.js';
+import type { AttackPlan } from './attackers.js';
 import { percentile, round, type BenchSection } from './report.js';
 import { flagValue, parseDuration } from './soak.js';
 
@@ -63,8 +63,8 @@ interface Load {
   stop(): Promise<string>;
 }
 
-/** A socket load, run by a child process (bench/attackers.ts) so its writes never run on this event loop. */
-function socketsLoad(key: AttackKind, name: string, plan: Omit<AttackPlan, 'kind'>): Load {
+/** A load, run by a child process (bench/attackers.ts) so its sockets and requests never run on this event loop. */
+function childLoad(name: string, plan: AttackPlan): Load {
   let child: ChildProcess | null = null;
   const reply = <T>(c: ChildProcess, field: string) =>
     new Promise<T>((resolve, reject) => {
@@ -77,12 +77,12 @@ function socketsLoad(key: AttackKind, name: string, plan: Omit<AttackPlan, 'kind
       c.once('exit', (code) => reject(new Error(`attackers exited (${code}) before answering ${field}`)));
     });
   return {
-    key,
+    key: plan.kind,
     name,
     async start() {
       child = fork(join(root, 'bench/attackers.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
       const started = reply<boolean>(child, 'started');
-      child.send({ kind: key, ...plan } satisfies AttackPlan);
+      child.send(plan);
       await started;
     },
     async stop() {
@@ -92,44 +92,6 @@ function socketsLoad(key: AttackKind, name: string, plan: Omit<AttackPlan, 'kind
       return await detail;
     },
   };
-}
-
-/** `one` returns the status it got and whether it was the expected one. */
-function loopLoad(key: string, name: string, concurrency: number, one: () => Promise<[number, boolean]>): Load {
-  let running = false;
-  let sent = 0;
-  let answered = 0;
-  const statuses = new Map<string, number>();
-  let workers: Promise<void>[] = [];
-  return {
-    key,
-    name,
-    async start() {
-      running = true;
-      workers = Array.from({ length: concurrency }, async () => {
-        while (running) {
-          sent += 1;
-          const [status, ok] = await one().catch((err: { code?: string }) => [err.code ?? 'network', false] as [string, boolean]);
-          if (ok) answered += 1;
-          statuses.set(String(status), (statuses.get(String(status)) ?? 0) + 1);
-        }
-      });
-    },
-    async stop() {
-      running = false;
-      await Promise.all(workers);
-      return `${sent} sent, ${answered} answered as expected (${[...statuses].map(([k, n]) => `${k}×${n}`).join(' ')})`;
-    },
-  };
-}
-
-function bundle(n: number): string {
-  const entry = Array.from({ length: n }, (_, i) => ({
-    fullUrl: `urn:uuid:00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
-    resource: { resourceType: 'Patient', identifier: [{ system: 'urn:bench:attack', value: `a${i}` }], name: [{ family: 'Attack', given: [`B${i}`] }] },
-    request: { method: 'POST', url: 'Patient' },
-  }));
-  return JSON.stringify({ resourceType: 'Bundle', type: 'transaction', entry });
 }
 
 /** `--flag a,b`: the names given (each must be one of `known`), or all of `known`. */
@@ -159,7 +121,6 @@ export async function run(): Promise<BenchSection> {
     const tokens = (JSON.parse(readFileSync(join(dir, 'demo', 'tokens.json'), 'utf8')) as { tokens: Array<{ careId: string; token: string }> }).tokens;
     const ca = readFileSync(join(dir, 'tls', 'ca.pem'), 'utf8');
     const apiKey = readEnvFile(join(dir, 'hospital-api.env')).FHIR_API_KEY ?? '';
-    const tlsAgent = new Agent({ connect: { ca }, connections: 16 });
     const gw = `https://localhost:${ports.gatewayHttps}`;
     const byName: Record<string, number> = { api: ports.api, 'gateway-http': ports.gatewayHttp, 'gateway-https': ports.gatewayHttps, 'gateway-admin': ports.gatewayAdmin, fhir: ports.fhir };
     const aimed = listArg('--ports', Object.keys(byName));
@@ -171,21 +132,18 @@ export async function run(): Promise<BenchSection> {
     const idle = Math.min(IDLE_SOCKETS, Math.max(100, limit - 1_000));
     if (idle < IDLE_SOCKETS) notes.push(`idle sockets scaled down to ${idle}: this process may open ${limit} files`);
     const perPort = Math.floor(idle / all.length);
-    const body = bundle(BUNDLE_RESOURCES);
 
     const loads: Load[] = [
-      socketsLoad('idle', `${perPort * all.length} idle sockets`, { ports: all, perPort, tlsPort: ports.gatewayHttps, reopen: false }),
-      socketsLoad('slowloris', `slowloris (${SLOW_PER_PORT}/port)`, { ports: all, perPort: SLOW_PER_PORT, tlsPort: ports.gatewayHttps, reopen: false }),
-      socketsLoad('slow-bodies', `slow bodies (${SLOW_PER_PORT}/HTTP port, reopened)`, { ports: http, perPort: SLOW_PER_PORT, tlsPort: ports.gatewayHttps, reopen: true }),
-      loopLoad('flood', 'basic-auth wrong-password flood (10 at a time)', 10, async () => {
-        const res = await request(`${gw}/fhir-api/Patient`, { dispatcher: tlsAgent, headers: { authorization: `Basic ${Buffer.from('demo:wrong-password').toString('base64')}` } });
-        await res.body.dump();
-        return [res.statusCode, res.statusCode === 401 || res.statusCode === 429];
+      childLoad(`${perPort * all.length} idle sockets`, { kind: 'idle', ports: all, perPort, tlsPort: ports.gatewayHttps, reopen: false }),
+      childLoad(`slowloris (${SLOW_PER_PORT}/port)`, { kind: 'slowloris', ports: all, perPort: SLOW_PER_PORT, tlsPort: ports.gatewayHttps, reopen: false }),
+      childLoad(`slow bodies (${SLOW_PER_PORT}/HTTP port, reopened)`, { kind: 'slow-bodies', ports: http, perPort: SLOW_PER_PORT, tlsPort: ports.gatewayHttps, reopen: true }),
+      childLoad('basic-auth wrong-password flood (10 at a time)', {
+        kind: 'flood', url: `${gw}/fhir-api/Patient`, ca, method: 'GET', concurrency: 10, expect: [401, 429],
+        headers: { authorization: `Basic ${Buffer.from('demo:wrong-password').toString('base64')}` },
       }),
-      loopLoad('bundle', `${BUNDLE_RESOURCES}-resource Bundle through the gateway`, 1, async () => {
-        const res = await request(`${gw}/fhir-api-key-auth`, { dispatcher: tlsAgent, method: 'POST', headers: { 'content-type': 'application/fhir+json', apikey: apiKey }, body, headersTimeout: 600_000, bodyTimeout: 600_000 });
-        await res.body.dump();
-        return [res.statusCode, res.statusCode === 200];
+      childLoad(`${BUNDLE_RESOURCES}-resource Bundle through the gateway`, {
+        kind: 'bundle', url: `${gw}/fhir-api-key-auth`, ca, method: 'POST', concurrency: 1, expect: [200], bundleResources: BUNDLE_RESOURCES,
+        headers: { 'content-type': 'application/fhir+json', apikey: apiKey },
       }),
     ];
 
@@ -238,7 +196,6 @@ export async function run(): Promise<BenchSection> {
       rows.push({ load: load.name, requests: r.n, 'p50 ms': round(r.p50, 1), 'p99 ms': round(r.p99, 1), 'p99 / unloaded': round(ratio, 2), errors: r.errors, 'bench loop p99 ms': round(r.loopP99, 1), 'load detail': `${detail}${r.kinds ? `; errors ${r.kinds}` : ''}` });
       targets.push({ name: `${load.name}: p99 / unloaded, errors`, value: round(ratio, 2), target: '< 2, 0 errors', met: ratio < 2 && r.errors === 0 });
     }
-    await tlsAgent.close();
     const status = await execa('node', [BIN, 'status', '--dir', dir, '--json'], { env, reject: false, timeout: 60_000 });
     const restarts = (JSON.parse(String(status.stdout || '{}')) as { result?: { components?: Array<{ name: string; restarts?: number }> } })
       .result?.components?.map((c) => `${c.name} ${c.restarts ?? 0}`).join(', ') ?? `unknown (status exited ${status.exitCode})`;

@@ -1,30 +1,94 @@
 /**
- * The attack bench's socket loads, run in a child process of bench/attack.ts
- * (`node --import tsx bench/attackers.ts`, over IPC) so that the attackers'
- * once-a-second write bursts (up to 1,000 sockets) and their connects never
- * run on the honest caller's event loop: in one process they delayed the
- * caller's own clock, which then counted the delay as the server's.
+ * The attack bench's loads, run in a child process of bench/attack.ts
+ * (`node --import tsx bench/attackers.ts`, over IPC) so that none of them runs
+ * on the honest caller's event loop: the socket loads' once-a-second write
+ * bursts (up to 1,000 sockets) and connects, the flood's 1,500 TLS requests a
+ * second and the Bundle's 5 MB encrypted and its 3 MB answer read, in one
+ * process with the caller, delayed the caller's own clock, which then counted
+ * the delay as the server's.
  *
- * With `reopen`, a socket the server closes is opened again at once.
- * Messages: the parent sends one `AttackPlan`; the child opens the sockets and
- * answers `{ started: opened }`; on `'stop'` it closes them, answers
+ * Socket loads (idle, slowloris, slow bodies) hold sockets; with `reopen`, a
+ * socket the server closes is opened again at once. Request loads (flood,
+ * bundle) send the same request again as soon as each answer ends, `concurrency`
+ * at a time. Messages: the parent sends one `AttackPlan`; the child starts the
+ * load and answers `{ started: true }`; on `'stop'` it stops, answers
  * `{ detail }` and exits.
  */
 import { connect, type Socket } from 'node:net';
+import { Agent, request } from 'undici';
 
 /** The Content-Length a slow body announces. */
 export const SLOW_BODY_BYTES = 60_000;
 
-export type AttackKind = 'idle' | 'slowloris' | 'slow-bodies';
+export type SocketKind = 'idle' | 'slowloris' | 'slow-bodies';
+export type RequestKind = 'flood' | 'bundle';
+export type AttackKind = SocketKind | RequestKind;
 
-export interface AttackPlan {
-  kind: AttackKind;
+export interface SocketPlan {
+  kind: SocketKind;
   ports: number[];
   perPort: number;
   /** The TLS port, where slowloris trickles a handshake instead of a request head. */
   tlsPort: number;
   /** Open again a socket the server closes (slow bodies, as the issue's attacker does). */
   reopen: boolean;
+}
+
+export interface RequestPlan {
+  kind: RequestKind;
+  /** https:// on the gateway, verified against `ca`. */
+  url: string;
+  ca: string;
+  method: 'GET' | 'POST';
+  headers: Record<string, string>;
+  /** For `bundle`: a transaction of this many new Patients is the body. */
+  bundleResources?: number;
+  concurrency: number;
+  /** The statuses that count as answered as expected. */
+  expect: number[];
+}
+
+export type AttackPlan = SocketPlan | RequestPlan;
+
+/** A transaction Bundle of `n` new Patients, each with its own urn:uuid fullUrl. */
+export function bundleBody(n: number): string {
+  const entry = Array.from({ length: n }, (_, i) => ({
+    fullUrl: `urn:uuid:00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+    resource: { resourceType: 'Patient', identifier: [{ system: 'urn:bench:attack', value: `a${i}` }], name: [{ family: 'Attack', given: [`B${i}`] }] },
+    request: { method: 'POST', url: 'Patient' },
+  }));
+  return JSON.stringify({ resourceType: 'Bundle', type: 'transaction', entry });
+}
+
+/** Sends the plan's request again as each answer ends, `concurrency` at a time, until stopped. */
+function requests(plan: RequestPlan): () => Promise<string> {
+  const agent = new Agent({ connect: { ca: plan.ca }, connections: plan.concurrency });
+  const body = plan.bundleResources ? bundleBody(plan.bundleResources) : undefined;
+  let running = true;
+  let sent = 0;
+  let answered = 0;
+  const statuses = new Map<string, number>();
+  const workers = Array.from({ length: plan.concurrency }, async () => {
+    while (running) {
+      sent += 1;
+      let status: string;
+      try {
+        const res = await request(plan.url, { dispatcher: agent, method: plan.method, headers: plan.headers, body, headersTimeout: 600_000, bodyTimeout: 600_000 });
+        await res.body.dump();
+        status = String(res.statusCode);
+        if (plan.expect.includes(res.statusCode)) answered += 1;
+      } catch (err) {
+        status = (err as { code?: string }).code ?? 'network';
+      }
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    }
+  });
+  return async () => {
+    running = false;
+    await Promise.all(workers);
+    await agent.close();
+    return `${sent} sent, ${answered} answered as expected (${[...statuses].map(([k, n]) => `${k}×${n}`).join(' ')})`;
+  };
 }
 
 function open(port: number): Promise<Socket | null> {
@@ -36,7 +100,7 @@ function open(port: number): Promise<Socket | null> {
 }
 
 /** What each socket sends first, and then once a second. */
-function bytes(plan: AttackPlan, port: number): { first: string | Buffer; drip: string | Buffer } {
+function bytes(plan: SocketPlan, port: number): { first: string | Buffer; drip: string | Buffer } {
   switch (plan.kind) {
     case 'idle':
       return { first: '', drip: '' };
@@ -52,7 +116,7 @@ function bytes(plan: AttackPlan, port: number): { first: string | Buffer; drip: 
 }
 
 /** Opens the sockets (and, with `reopen`, again each one the server closes). */
-async function attack(plan: AttackPlan): Promise<() => string> {
+async function sockets(plan: SocketPlan): Promise<() => Promise<string>> {
   const held = new Set<{ s: Socket; drip: string | Buffer }>();
   let opened = 0;
   let closedByServer = 0;
@@ -85,7 +149,7 @@ async function attack(plan: AttackPlan): Promise<() => string> {
   const timer = setInterval(() => {
     for (const { s, drip } of held) if (drip.length && !s.destroyed) s.write(drip);
   }, 1_000);
-  return () => {
+  return async () => {
     stopping = true;
     clearInterval(timer);
     for (const { s } of held) s.destroy();
@@ -94,14 +158,13 @@ async function attack(plan: AttackPlan): Promise<() => string> {
 }
 
 if (process.send) {
-  let stop: (() => string) | null = null;
+  let stop: (() => Promise<string>) | null = null;
   process.on('message', (msg: AttackPlan | 'stop') => {
     if (msg === 'stop') {
-      const detail = stop ? stop() : 'never started';
-      process.send!({ detail }, () => process.exit(0));
+      void (stop ? stop() : Promise.resolve('never started')).then((detail) => process.send!({ detail }, () => process.exit(0)));
       return;
     }
-    void attack(msg).then((s) => {
+    void ('url' in msg ? Promise.resolve(requests(msg)) : sockets(msg)).then((s) => {
       stop = s;
       process.send!({ started: true });
     });
