@@ -40,9 +40,14 @@ export const DOCKER_FLAGS = [
 
 export type DockerFlags = { [F in (typeof DOCKER_FLAGS)[number] as F['key']]?: string };
 
-export function addDockerOptions(command: Command): Command {
-  for (const d of DOCKER_FLAGS) command.option(`${d.flag} <value>`, d.help);
+/** Adds each of `flags` as an option taking a value. */
+function addValueOptions(command: Command, flags: ReadonlyArray<{ flag: string; help: string }>): Command {
+  for (const d of flags) command.option(`${d.flag} <value>`, d.help);
   return command;
+}
+
+export function addDockerOptions(command: Command): Command {
+  return addValueOptions(command, DOCKER_FLAGS);
 }
 
 /**
@@ -63,6 +68,5 @@ export const SWARM_FLAGS = [
 export type SwarmFlags = { [F in (typeof SWARM_FLAGS)[number] as F['key']]?: string };
 
 export function addSwarmOptions(command: Command): Command {
-  for (const d of SWARM_FLAGS) command.option(`${d.flag} <value>`, d.help);
-  return command;
+  return addValueOptions(command, SWARM_FLAGS);
 }

@@ -29,6 +29,12 @@ export function readDoorToken(paths: InstallPaths): string | null {
   return token === '' ? null : token;
 }
 
+/** What a FHIR client on the host sends through the door: the token, or nothing before the door has one. */
+export function doorClientHeaders(paths: InstallPaths): Record<string, string> {
+  const token = readDoorToken(paths);
+  return token === null ? {} : { authorization: `Bearer ${token}` };
+}
+
 /** The token, kept or made (day two: an install from before the door gets one on its next `up`). */
 export function ensureDoorToken(paths: InstallPaths): string {
   const kept = readDoorToken(paths);

@@ -14,7 +14,7 @@ import type { RuntimeProfile } from '../profile.js';
 import { API_CONTAINER_PATHS } from './container-paths.js';
 import { SERVICE_OF } from './services.js';
 import { DEMO_PLATFORM } from './demo-platform.js';
-import { DOOR_TOKEN_FILE, newDoorToken, readDoorToken } from './door-token.js';
+import { DOOR_TOKEN_FILE, newDoorToken, readDoorToken, doorClientHeaders } from './door-token.js';
 
 function password(): string {
   return randomBytes(24).toString('base64url');
@@ -87,10 +87,7 @@ export const dockerProfile: RuntimeProfile = {
   },
   // the door opens GET /fhir/metadata to anyone and the rest to its token (door-token.ts); an install
   // from before the door has no token yet, and HAPI itself is still published there until its next `up`
-  fhirClientHeaders(paths): Record<string, string> {
-    const token = readDoorToken(paths);
-    return token === null ? {} : { authorization: `Bearer ${token}` };
-  },
+  fhirClientHeaders: doorClientHeaders,
   // Kong's plain proxy port (8000) is not published
   gatewayHttpOnHost: false,
   restartForNewCertificate: [],

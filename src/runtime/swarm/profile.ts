@@ -15,7 +15,7 @@ import { HospitalApiError } from '../../errors/index.js';
 import type { RuntimeProfile } from '../profile.js';
 import { SERVICE_OF } from '../docker/services.js';
 import { DEMO_PLATFORM } from '../docker/demo-platform.js';
-import { readDoorToken } from '../docker/door-token.js';
+import { doorClientHeaders } from '../docker/door-token.js';
 import { dockerProfile } from '../docker/profile.js';
 
 /** Where the API's files are in its tasks: Swarm mounts each secret at /run/secrets/<target> (templates/stack.yaml). */
@@ -87,10 +87,7 @@ export const swarmProfile: RuntimeProfile = {
   demoPlatformUrl: () => DEMO_PLATFORM.url,
   // the FHIR door is published (mode: host, every address) on the admin node, the one install runs on
   fhirBaseOnHost: (config) => `http://127.0.0.1:${config.ports.fhir}/fhir`,
-  fhirClientHeaders(paths): Record<string, string> {
-    const token = readDoorToken(paths);
-    return token === null ? {} : { authorization: `Bearer ${token}` };
-  },
+  fhirClientHeaders: doorClientHeaders,
   gatewayHttpOnHost: false,
   // a new certificate is a new secret: the next deploy rolls the gateway's tasks
   restartForNewCertificate: [],
