@@ -8,11 +8,10 @@
  * listener is bounded like every other (issue 24).
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import { createBoundedHttpServer, type SocketLimits } from '../util/socket-guard.js';
+import { createBoundedHttpServer, type PlainHttpLimits } from '../util/socket-guard.js';
 import { careIdFor, readTokens } from './tokens.js';
 
-/** Plain HTTP: no TLS handshake to bound. */
-export type StandInLimits = Omit<SocketLimits, 'handshakeTimeoutMs'>;
+export type StandInLimits = PlainHttpLimits;
 
 /**
  * One small request per patient request of the Hospital API, so the bounds are

@@ -20,10 +20,10 @@ import { pipeline } from 'node:stream/promises';
 import { Pool } from 'undici';
 import { HospitalApiError, toHospitalApiError } from '../errors/index.js';
 import { safeEqual } from '../util/constant-time.js';
-import { createBoundedHttpServer, type SocketLimits } from '../util/socket-guard.js';
+import { createBoundedHttpServer, type PlainHttpLimits } from '../util/socket-guard.js';
 import { bearerToken, isOpen, parseTarget } from './target.js';
 
-export type DoorLimits = Omit<SocketLimits, 'handshakeTimeoutMs'> & { upstreamTimeoutMs: number };
+export type DoorLimits = PlainHttpLimits & { upstreamTimeoutMs: number };
 
 /** As the native FHIR server bounds its own listener (src/fhir/server/app.ts DEFAULT_LIMITS); HAPI gets 5 minutes per answer. */
 export const DOOR_LIMITS: DoorLimits = Object.freeze({

@@ -233,9 +233,12 @@ export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tl
   };
 }
 
+/** The limits of a plain-HTTP listener: no TLS handshake to bound. */
+export type PlainHttpLimits = Omit<SocketLimits, 'handshakeTimeoutMs'>;
+
 /** A plain node:http server with every socket bounded; with no TLS handshake, that deadline is the idle one. */
 export function createBoundedHttpServer(
-  limits: Omit<SocketLimits, 'handshakeTimeoutMs'>,
+  limits: PlainHttpLimits,
   handler: (req: IncomingMessage, res: ServerResponse) => void,
 ): HttpServer {
   const bounds: SocketLimits = { ...limits, handshakeTimeoutMs: limits.idleTimeoutMs };

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { isLoopbackPeer, isServiceCaller } from '../../util/local-peer.js';
-import { createBoundedHttpServer, type SocketLimits } from '../../util/socket-guard.js';
+import { createBoundedHttpServer, type PlainHttpLimits } from '../../util/socket-guard.js';
 import Fastify from 'fastify';
 import { HospitalApiError } from '../../errors/index.js';
 import type { GatewayStore } from '../store/index.js';
@@ -33,7 +33,7 @@ export interface AdminNodeInfo {
  * (src/util/socket-guard.ts, issue 24). Admin requests are small and local, so
  * the defaults are tight.
  */
-export type AdminListenerLimits = Omit<SocketLimits, 'handshakeTimeoutMs'>;
+export type AdminListenerLimits = PlainHttpLimits;
 
 export const ADMIN_LISTENER_LIMITS: AdminListenerLimits = {
   headersTimeoutMs: 10_000,

@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { HospitalApiError } from '../../errors/index.js';
 import type { ListenAddress } from '../../util/listen-address.js';
-import { createBoundedHttpServer, type SocketLimits } from '../../util/socket-guard.js';
+import { createBoundedHttpServer, type PlainHttpLimits } from '../../util/socket-guard.js';
 
 export interface StatusServer {
   /** host:port as bound ([v6]:port). */
@@ -18,8 +18,7 @@ export interface StatusServer {
   close(): Promise<void>;
 }
 
-/** Plain HTTP: no TLS handshake to bound. */
-export type StatusListenerLimits = Omit<SocketLimits, 'handshakeTimeoutMs'>;
+export type StatusListenerLimits = PlainHttpLimits;
 
 /**
  * Scrapes are small and frequent. Every socket is bounded as the admin API's
