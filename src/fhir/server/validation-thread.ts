@@ -21,11 +21,12 @@ const HEAP_MB = 512;
 /** A thread that failed this many times is not started again: entries are validated on the caller's thread. */
 const MAX_FAILURES = 3;
 
-// Plain CommonJS run with `eval`, so it starts the same from src (vitest and tsx need tsx's loader in the
-// thread for TypeScript) and from dist (plain .js), as bundle-thread.ts does.
+// Plain JavaScript run with `eval`, so it starts the same from src (vitest and tsx need tsx's loader in the
+// thread for TypeScript) and from dist (plain .js), as bundle-thread.ts does. No `require`: the thread inherits
+// the process's flags, and under `--input-type=module` the code runs as an ES module, where only `import()` works in both.
 const THREAD_CODE = `
-const { parentPort, workerData } = require('node:worker_threads');
 (async () => {
+  const { parentPort, workerData } = await import('node:worker_threads');
   if (workerData.target.endsWith('.ts')) (await import('tsx/esm/api')).register();
   const { openThread, runJob } = await import(workerData.target);
   openThread();

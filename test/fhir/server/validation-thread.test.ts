@@ -5,6 +5,7 @@
  * nothing written. Real HTTP against the real server on 127.0.0.1; the main-thread answer comes from the
  * same Bundle run through processBundle on a store of its own, with no validation thread.
  */
+import { execFileSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { processBundle } from '../../../src/fhir/server/transaction.js';
 import { entriesValidatedOnThread } from '../../../src/fhir/server/validation-thread.js';
@@ -90,4 +91,29 @@ describe('the validation thread', () => {
     expect(await stored('order-a-0')).toBe(0);
     expect(await stored('order-b-0')).toBe(0);
   }, 60_000);
+});
+
+describe('the threads under --input-type=module', () => {
+  // A program that starts the server from `node --input-type=module -e` (the bench does) passes that flag on to
+  // its worker threads: their code must run there too, or every Bundle is validated on the main thread.
+  it('validate a transaction on the validation thread and run a large Bundle on the Bundle thread', () => {
+    const dist = new URL('../../../dist/fhir/server/', import.meta.url).href;
+    const script = `
+const { startFhirServer } = await import(${JSON.stringify(`${dist}start.js`)});
+const { entriesValidatedOnThread } = await import(${JSON.stringify(`${dist}validation-thread.js`)});
+const { bundlesSentToThread } = await import(${JSON.stringify(`${dist}bundle-thread.js`)});
+const s = await startFhirServer({ host: '127.0.0.1', port: 0, dataDir: process.argv[1] });
+const post = async (n, pad) => {
+  const entry = Array.from({ length: n }, (_, i) => ({ resource: { resourceType: 'Basic', code: { text: 'entry ' + i + pad } }, request: { method: 'POST', url: 'Basic' } }));
+  const res = await fetch(s.url, { method: 'POST', headers: { 'content-type': 'application/fhir+json' }, body: JSON.stringify({ resourceType: 'Bundle', type: 'transaction', entry }) });
+  await res.arrayBuffer();
+  return res.status;
+};
+const small = await post(30, '');
+const large = await post(3000, ' '.repeat(100));
+process.stdout.write(JSON.stringify({ small, large, validated: entriesValidatedOnThread(), sent: bundlesSentToThread() }));
+await s.close();`;
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script, tempDir('fhir-esm-flag-')], { encoding: 'utf8', timeout: 60_000 });
+    expect(JSON.parse(out)).toEqual({ small: 200, large: 200, validated: 30, sent: 1 });
+  }, 90_000);
 });
