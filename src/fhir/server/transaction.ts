@@ -12,9 +12,9 @@
  * between them (time-slice.ts); a batch commits and yields between stretches of entries (its entries are
  * independent, R4 http.html#transaction). The transaction's writes stay one SQLite transaction (atomic).
  */
-import { randomUUID } from 'node:crypto';
 import { HospitalApiError, toHospitalApiError } from '../../errors/index.js';
 import { matchIds } from '../search/match-ids.js';
+import { newResourceId } from '../store/new-id.js';
 import type { Resource } from '../store/types.js';
 import type { FhirContext, FhirRequest, FhirResponse } from './context.js';
 import { dispatch, unsupported } from './dispatch.js';
@@ -299,7 +299,7 @@ async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: st
         if (p.method === 'POST' && id === undefined) {
           const cond = p.entry.request?.ifNoneExist;
           p.existing = cond ? conditionalMatch(ctx, type, conditionQuery(type, cond)) : undefined;
-          target = `${type}/${p.existing ?? randomUUID()}`;
+          target = `${type}/${p.existing ?? newResourceId()}`;
           p.segments = [type, target.slice(type.length + 1)];
         } else if ((p.method === 'PUT' || p.method === 'DELETE') && id === undefined && p.params.length) {
           const q = new URLSearchParams(p.params).toString();
@@ -309,7 +309,7 @@ async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: st
             continue;
           }
           const bodyId = p.entry.resource?.id;
-          target = `${type}/${match ?? bodyId ?? randomUUID()}`;
+          target = `${type}/${match ?? bodyId ?? newResourceId()}`;
           p.segments = [type, target.slice(type.length + 1)];
           p.params = [];
           p.conditional = true;
