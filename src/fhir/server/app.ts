@@ -5,6 +5,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { availableParallelism } from 'node:os';
 import { HospitalApiError } from '../../errors/index.js';
 import { isServiceCaller } from '../../util/local-peer.js';
 import type { Socket } from 'node:net';
@@ -109,8 +110,9 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
   // is parsed here in stretches, its depth and keys checked on the way (json-body.ts, issue 24).
   const thread = bundleThread(options.store, policy, { maxDepth: limits.maxDepth, heapMb: limits.bundleThreadHeapMb });
   app.addHook('onClose', () => thread.close());
-  // a smaller transaction's entries are validated on a thread of their own, beside the writes (issue 28)
-  const validator = policy.validate ? validationThread() : undefined;
+  // a smaller transaction's entries are validated on a thread of their own, beside the writes (issue 28); with a
+  // single core there is nothing beside the writes to run it on, and the thread would only cost its memory
+  const validator = policy.validate && availableParallelism() > 1 ? validationThread() : undefined;
   app.addHook('onClose', async () => validator?.close());
   app.addContentTypeParser(JSON_TYPES, { parseAs: 'buffer' }, async (req: FastifyRequest, body: Buffer) => {
     if (req.method !== 'POST' || !BASE_PATH.test(req.url.split('?')[0] ?? '')) return parseJsonBody(body, limits.maxDepth);

@@ -6,6 +6,7 @@
  * same Bundle run through processBundle on a store of its own, with no validation thread.
  */
 import { execFileSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
 import { processBundle } from '../../../src/fhir/server/transaction.js';
 import { entriesValidatedOnThread } from '../../../src/fhir/server/validation-thread.js';
@@ -49,7 +50,8 @@ async function sameAnswer(bundle: any): Promise<any> {
   return res;
 }
 
-describe('the validation thread', () => {
+// the server starts no validation thread on a single core (nothing to run it beside the writes)
+describe.skipIf(availableParallelism() < 2)('the validation thread', () => {
   it('validates a valid transaction there and it is written', async () => {
     const res = await sameAnswer(transaction('ok', 30));
     expect(res.status).toBe(200);
@@ -96,7 +98,7 @@ describe('the validation thread', () => {
 describe('the threads under --input-type=module', () => {
   // A program that starts the server from `node --input-type=module -e` (the bench does) passes that flag on to
   // its worker threads: their code must run there too, or every Bundle is validated on the main thread.
-  it('validate a transaction on the validation thread and run a large Bundle on the Bundle thread', () => {
+  it.skipIf(availableParallelism() < 2)('validate a transaction on the validation thread and run a large Bundle on the Bundle thread', () => {
     const dist = new URL('../../../dist/fhir/server/', import.meta.url).href;
     const script = `
 const { startFhirServer } = await import(${JSON.stringify(`${dist}start.js`)});
