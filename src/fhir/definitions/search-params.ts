@@ -22,6 +22,13 @@ export interface ParamDef {
   target: string[];
   /** Returns the raw values the parameter's expression selects in a resource. */
   extract: (resource: Record<string, unknown>) => unknown[];
+  /**
+   * A reference parameter whose expression is another reference parameter's narrowed to one target type
+   * (`Observation.subject.where(resolve() is Patient)`, the `patient` parameter, narrows `subject`, whose
+   * expression is `Observation.subject`): every row the other parameter has with that target type is one of
+   * this parameter's too, so the index keeps it once (store/indexer.ts) and searches read both (search/param-rows.ts).
+   */
+  narrows?: { code: string; targetType: string };
 }
 
 /** One R4 SearchParameter, reduced to the fields the server reads (the shape of search-parameters.r4.json). */
@@ -69,9 +76,26 @@ function load(): Map<string, Map<string, ParamDef>> {
     }
   }
   for (const [type, m] of byType) for (const sp of common) if (!m.has(sp.code)) addParam(byType, type, sp, 'Resource');
+  for (const [type, m] of byType) findNarrowing(type, m);
   const res = new Map<string, ParamDef>();
   byType.set('Resource', res);
   return byType;
+}
+
+/** Each type's expression of each parameter, for findNarrowing. */
+const expressions = new WeakMap<ParamDef, string>();
+
+/** Marks the reference parameters that narrow another one of the same type (ParamDef.narrows). */
+function findNarrowing(type: string, params: Map<string, ParamDef>): void {
+  const byExpression = new Map<string, string>();
+  for (const def of params.values()) if (def.type === 'reference') byExpression.set(expressions.get(def) ?? '', def.code);
+  const narrowed = new RegExp(`^(${type}(?:\\.${IDENT})+)\\.where\\(\\(?resolve\\(\\) is (${IDENT})\\)?\\)$`);
+  for (const def of params.values()) {
+    if (def.type !== 'reference') continue;
+    const m = narrowed.exec(expressions.get(def) ?? '');
+    const base = m ? byExpression.get(m[1]!) : undefined;
+    if (m && base !== undefined && base !== def.code) def.narrows = { code: base, targetType: m[2]! };
+  }
 }
 
 function addParam(all: Map<string, Map<string, ParamDef>>, type: string, sp: SpResource, exprBase = type): void {
@@ -79,14 +103,16 @@ function addParam(all: Map<string, Map<string, ParamDef>>, type: string, sp: SpR
   if (!expr) return;
   let m = all.get(type);
   if (!m) all.set(type, (m = new Map()));
-  m.set(sp.code, {
+  const def: ParamDef = {
     code: sp.code,
     type: sp.type as IndexedType,
     url: sp.url,
     description: sp.description ?? '',
     target: sp.target ?? [],
     extract: compile(type, expr),
-  });
+  };
+  expressions.set(def, expr.trim());
+  m.set(sp.code, def);
 }
 
 /** Splits `a | b` at the top level (not inside parentheses or quotes). */

@@ -2,10 +2,13 @@
  * Writes and clears a resource's index rows and Patient-compartment rows with
  * prepared statements (one INSERT per row inside the caller's transaction:
  * measured here at ~8,900 res/s for this pattern on better-sqlite3, see docs/fhir.md).
+ * A reference parameter that narrows another (ParamDef.narrows) gets no row the other one holds already
+ * (issue 28: ~1 index row fewer per clinical resource); search/param-rows.ts reads them back together.
  */
 import { columnGet, columnStatement, type Database, type Statement } from './sqlite.js';
 import { extractIndex } from './index-rows.js';
 import { compartmentParams } from './compartment.js';
+import { paramDef } from '../definitions/search-params.js';
 
 export class Indexer {
   private readonly pids = new Map<string, Map<string, number>>();
@@ -66,7 +69,13 @@ export class Indexer {
     // INSERT OR IGNORE: the primary key already makes duplicate values one row
     for (const [code, system, value] of rows.token) s.token.run(this.pid(type, code)!, value, system ?? '', rid);
     for (const [code, value] of rows.string) s.string.run(this.pid(type, code)!, value, rid);
-    for (const [code, t, id] of rows.reference) s.ref.run(this.pid(type, code)!, id, t, rid);
+    const refs = rows.reference;
+    for (const [code, t, id] of refs) {
+      // a row the narrowed parameter holds already (ParamDef.narrows: `patient` = `subject` rows pointing at a Patient)
+      const narrows = paramDef(type, code)?.narrows;
+      if (narrows && t === narrows.targetType && refs.some(([c, t2, id2]) => c === narrows.code && t2 === t && id2 === id)) continue;
+      s.ref.run(this.pid(type, code)!, id, t, rid);
+    }
     for (const [code, lo, hi] of rows.date) s.date.run(this.pid(type, code)!, lo, hi, rid);
     for (const [code, value] of rows.number) s.number.run(this.pid(type, code)!, value, rid);
     // Membership follows the unmodified HL7 R4 Patient CompartmentDefinition (http://hl7.org/fhir/R4/compartmentdefinition-patient.html)
