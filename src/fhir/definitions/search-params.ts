@@ -23,12 +23,14 @@ export interface ParamDef {
   /** Returns the raw values the parameter's expression selects in a resource. */
   extract: (resource: Record<string, unknown>) => unknown[];
   /**
-   * A reference parameter whose expression is another reference parameter's narrowed to one target type
-   * (`Observation.subject.where(resolve() is Patient)`, the `patient` parameter, narrows `subject`, whose
-   * expression is `Observation.subject`): every row the other parameter has with that target type is one of
-   * this parameter's too, so the index keeps it once (store/indexer.ts) and searches read both (search/param-rows.ts).
+   * Parameters of the same type whose rows are all rows of this one too, so the index keeps each such row once,
+   * under them (store/indexer.ts), and searches read theirs with this one's (search/param-rows.ts): a part of
+   * this parameter's expression is the other's whole expression (`combo-code` = `Observation.code |
+   * Observation.component.code` shares `code`'s rows), or, for a reference, the other's narrowed to one target
+   * type (`patient` = `Observation.subject.where(resolve() is Patient)` shares the rows of `subject` that
+   * point at a Patient: `targetType`). A parameter that shares is never shared by another (no chains).
    */
-  narrows?: { code: string; targetType: string };
+  shares?: Array<{ code: string; targetType?: string }>;
 }
 
 /** One R4 SearchParameter, reduced to the fields the server reads (the shape of search-parameters.r4.json). */
@@ -85,16 +87,33 @@ function load(): Map<string, Map<string, ParamDef>> {
 /** Each type's expression of each parameter, for findNarrowing. */
 const expressions = new WeakMap<ParamDef, string>();
 
-/** Marks the reference parameters that narrow another one of the same type (ParamDef.narrows). */
+/** Finds, per type, the parameters whose rows include another's (ParamDef.shares). */
 function findNarrowing(type: string, params: Map<string, ParamDef>): void {
+  // a parameter's whole expression, by its search type: only a parameter of the same type (same table, same row form) shares
   const byExpression = new Map<string, string>();
-  for (const def of params.values()) if (def.type === 'reference') byExpression.set(expressions.get(def) ?? '', def.code);
+  for (const def of params.values()) byExpression.set(`${def.type} ${expressions.get(def) ?? ''}`, def.code);
   const narrowed = new RegExp(`^(${type}(?:\\.${IDENT})+)\\.where\\(\\(?resolve\\(\\) is (${IDENT})\\)?\\)$`);
+  const found = new Map<ParamDef, NonNullable<ParamDef['shares']>>();
   for (const def of params.values()) {
-    if (def.type !== 'reference') continue;
-    const m = narrowed.exec(expressions.get(def) ?? '');
-    const base = m ? byExpression.get(m[1]!) : undefined;
-    if (m && base !== undefined && base !== def.code) def.narrows = { code: base, targetType: m[2]! };
+    const shares: NonNullable<ParamDef['shares']> = [];
+    for (const raw of splitUnion(expressions.get(def) ?? '')) {
+      let part = raw;
+      while (part.startsWith('(') && part.endsWith(')') && balanced(part.slice(1, -1))) part = part.slice(1, -1).trim();
+      const whole = byExpression.get(`${def.type} ${part}`);
+      if (whole !== undefined && whole !== def.code) {
+        shares.push({ code: whole });
+        continue;
+      }
+      const m = def.type === 'reference' ? narrowed.exec(part) : null;
+      const base = m ? byExpression.get(`reference ${m[1]}`) : undefined;
+      if (m && base !== undefined && base !== def.code) shares.push({ code: base, targetType: m[2]! });
+    }
+    if (shares.length) found.set(def, shares);
+  }
+  // no chains: a parameter that shares another's rows holds only some of its own, so none shares its rows
+  for (const [def, shares] of found) {
+    const kept = shares.filter((s) => ![...found.keys()].some((d) => d.code === s.code));
+    if (kept.length) def.shares = kept;
   }
 }
 

@@ -1,7 +1,8 @@
 /**
- * Issue 28: a reference parameter that narrows another (Observation `patient` = `subject` pointing at a Patient,
- * Encounter `practitioner` = `participant.individual` pointing at a Practitioner) keeps no index row of its own
- * where the other's row says the same; every search must still answer as if it had them all: values, bare ids,
+ * Issue 28: a parameter whose rows include another's (Observation `patient` = `subject` pointing at a Patient,
+ * Encounter `practitioner` = `participant.individual` pointing at a Practitioner, `combo-code` = `code` |
+ * `component.code`, Patient `name` and `phonetic`) keeps no index row of its own where the other's row says
+ * the same; every search must still answer as if it had them all: values, bare ids, :not,
  * :missing, _include, _revinclude, _sort, the Patient compartment (Encounter is in it through `patient`), and a
  * reference that names Patient without parsing as one (kept as the narrowing parameter's own row).
  * Real HTTP against the real server on 127.0.0.1, referential integrity off so targets need not exist.
@@ -55,6 +56,26 @@ describe('parameters that narrow another', () => {
     expect(mine(ids(everything.body))).toEqual(['Encounter/n-enc', 'Observation/n-a', 'Patient/np1', 'Practitioner/npr1']);
   });
 
+  it('answer as if they had rows of their own when a part of their expression is another parameter', async () => {
+    const put = async (resource: Record<string, unknown>) => expect((await call(fhir.base, 'PUT', `${resource.resourceType}/${resource.id}`, resource)).status).toBe(201);
+    const loinc = (code: string) => ({ coding: [{ system: 'http://loinc.org', code }] });
+    await put({ resourceType: 'Observation', id: 'c-a', status: 'final', code: loinc('85354-9'), component: [{ code: loinc('8480-6') }, { code: loinc('8462-4') }] });
+    await put({ resourceType: 'Observation', id: 'c-b', status: 'final', code: loinc('8480-6') });
+    await put({ resourceType: 'Observation', id: 'c-c', status: 'final', code: { text: 'no coding' } });
+    await put({ resourceType: 'Patient', id: 'c-p', name: [{ family: 'Combofamily', given: ['Ann'] }] });
+    const mine = (xs: string[]) => sorted(xs.filter((x) => /\/c-/.test(x)));
+    expect(mine(await search('Observation?combo-code=http://loinc.org|85354-9'))).toEqual(['Observation/c-a']);
+    expect(mine(await search('Observation?combo-code=8480-6'))).toEqual(['Observation/c-a', 'Observation/c-b']);
+    expect(mine(await search('Observation?code=8480-6'))).toEqual(['Observation/c-b']);
+    expect(mine(await search('Observation?component-code=8480-6'))).toEqual(['Observation/c-a']);
+    expect(mine(await search('Observation?combo-code:missing=true&_count=1000'))).toEqual(['Observation/c-c']);
+    expect(mine(await search('Observation?combo-code:not=8462-4&_count=1000'))).toEqual(['Observation/c-b', 'Observation/c-c']);
+    expect(await search('Observation?_id=c-a,c-b,c-c&_sort=-combo-code')).toEqual(['Observation/c-c', 'Observation/c-b', 'Observation/c-a']);
+    expect(mine(await search('Patient?name=combofam'))).toEqual(['Patient/c-p']);
+    expect(mine(await search('Patient?phonetic=combofam'))).toEqual(['Patient/c-p']);
+    expect(mine(await search('Patient?name:exact=ann'))).toEqual(['Patient/c-p']);
+  });
+
   it('keep no row that the parameter they narrow holds', async () => {
     const db = fhir.server.store.db;
     const rows = (code: string, id: string) =>
@@ -62,5 +83,10 @@ describe('parameters that narrow another', () => {
     expect(rows('subject', 'n-a')).toBe(1);
     expect(rows('patient', 'n-a')).toBe(0);
     expect(rows('patient', 'n-e')).toBe(1);
+    const tokens = (code: string, id: string) =>
+      (db.prepare(`SELECT count(*) n FROM sp_token x JOIN param p ON p.pid = x.pid JOIN resource r ON r.rid = x.rid WHERE p.type = 'Observation' AND p.code = ? AND r.id = ?`).get(code, id) as { n: number }).n;
+    expect(tokens('code', 'c-a')).toBe(1);
+    expect(tokens('component-code', 'c-a')).toBe(2);
+    expect(tokens('combo-code', 'c-a')).toBe(0);
   });
 });
