@@ -22,6 +22,15 @@ export interface ParamDef {
   target: string[];
   /** Returns the raw values the parameter's expression selects in a resource. */
   extract: (resource: Record<string, unknown>) => unknown[];
+  /**
+   * Parameters of the same type whose rows are all rows of this one too, so the index keeps each such row once,
+   * under them (store/indexer.ts), and searches read theirs with this one's (search/param-rows.ts): a part of
+   * this parameter's expression is the other's whole expression (`combo-code` = `Observation.code |
+   * Observation.component.code` shares `code`'s rows), or, for a reference, the other's narrowed to one target
+   * type (`patient` = `Observation.subject.where(resolve() is Patient)` shares the rows of `subject` that
+   * point at a Patient: `targetType`). A parameter that shares is never shared by another (no chains).
+   */
+  shares?: Array<{ code: string; targetType?: string }>;
 }
 
 /** One R4 SearchParameter, reduced to the fields the server reads (the shape of search-parameters.r4.json). */
@@ -69,9 +78,43 @@ function load(): Map<string, Map<string, ParamDef>> {
     }
   }
   for (const [type, m] of byType) for (const sp of common) if (!m.has(sp.code)) addParam(byType, type, sp, 'Resource');
+  for (const [type, m] of byType) findNarrowing(type, m);
   const res = new Map<string, ParamDef>();
   byType.set('Resource', res);
   return byType;
+}
+
+/** Each type's expression of each parameter, for findNarrowing. */
+const expressions = new WeakMap<ParamDef, string>();
+
+/** Finds, per type, the parameters whose rows include another's (ParamDef.shares). */
+function findNarrowing(type: string, params: Map<string, ParamDef>): void {
+  // a parameter's whole expression, by its search type: only a parameter of the same type (same table, same row form) shares
+  const byExpression = new Map<string, string>();
+  for (const def of params.values()) byExpression.set(`${def.type} ${expressions.get(def) ?? ''}`, def.code);
+  const narrowed = new RegExp(`^(${type}(?:\\.${IDENT})+)\\.where\\(\\(?resolve\\(\\) is (${IDENT})\\)?\\)$`);
+  const found = new Map<ParamDef, NonNullable<ParamDef['shares']>>();
+  for (const def of params.values()) {
+    const shares: NonNullable<ParamDef['shares']> = [];
+    for (const raw of splitUnion(expressions.get(def) ?? '')) {
+      let part = raw;
+      while (part.startsWith('(') && part.endsWith(')') && balanced(part.slice(1, -1))) part = part.slice(1, -1).trim();
+      const whole = byExpression.get(`${def.type} ${part}`);
+      if (whole !== undefined && whole !== def.code) {
+        shares.push({ code: whole });
+        continue;
+      }
+      const m = def.type === 'reference' ? narrowed.exec(part) : null;
+      const base = m ? byExpression.get(`reference ${m[1]}`) : undefined;
+      if (m && base !== undefined && base !== def.code) shares.push({ code: base, targetType: m[2]! });
+    }
+    if (shares.length) found.set(def, shares);
+  }
+  // no chains: a parameter that shares another's rows holds only some of its own, so none shares its rows
+  for (const [def, shares] of found) {
+    const kept = shares.filter((s) => ![...found.keys()].some((d) => d.code === s.code));
+    if (kept.length) def.shares = kept;
+  }
 }
 
 function addParam(all: Map<string, Map<string, ParamDef>>, type: string, sp: SpResource, exprBase = type): void {
@@ -79,14 +122,16 @@ function addParam(all: Map<string, Map<string, ParamDef>>, type: string, sp: SpR
   if (!expr) return;
   let m = all.get(type);
   if (!m) all.set(type, (m = new Map()));
-  m.set(sp.code, {
+  const def: ParamDef = {
     code: sp.code,
     type: sp.type as IndexedType,
     url: sp.url,
     description: sp.description ?? '',
     target: sp.target ?? [],
     extract: compile(type, expr),
-  });
+  };
+  expressions.set(def, expr.trim());
+  m.set(sp.code, def);
 }
 
 /** Splits `a | b` at the top level (not inside parentheses or quotes). */

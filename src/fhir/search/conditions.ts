@@ -66,16 +66,17 @@ const TABLE: Record<ParamDef['type'], string> = {
   token: 'sp_token', uri: 'sp_token', string: 'sp_string', reference: 'sp_ref', date: 'sp_date', number: 'sp_number',
 };
 
-export function paramCondition(def: ParamDef, pid: number, name: string, modifier: string | undefined, value: string): Sql {
+/** `rows`: the condition selecting the parameter's index rows (param-rows.ts). */
+export function paramCondition(def: ParamDef, rows: Sql, name: string, modifier: string | undefined, value: string): Sql {
   const table = TABLE[def.type];
   if (modifier === 'missing') {
     if (value !== 'true' && value !== 'false') throw bad(name, ':missing takes true or false');
-    return { sql: `r.rid ${value === 'true' ? 'NOT ' : ''}IN (SELECT rid FROM ${table} WHERE pid = ?)`, args: [pid] };
+    return { sql: `r.rid ${value === 'true' ? 'NOT ' : ''}IN (SELECT rid FROM ${table} WHERE ${rows.sql})`, args: rows.args };
   }
   const alternatives = splitEscaped(value, ',', name).map((v) => valueCondition(def, name, modifier, v));
   const inner = or(alternatives);
   const negate = modifier === 'not';
-  const rids = { sql: `SELECT rid FROM ${table} WHERE pid = ? AND (${inner.sql})`, args: [pid, ...inner.args] };
+  const rids = { sql: `SELECT rid FROM ${table} WHERE ${rows.sql} AND (${inner.sql})`, args: [...rows.args, ...inner.args] };
   return { sql: `r.rid ${negate ? 'NOT ' : ''}IN (${rids.sql})`, args: rids.args, ...(negate ? {} : { rids }) };
 }
 

@@ -6,6 +6,8 @@ import { HospitalApiError } from '../../errors/index.js';
 import { columnAll } from '../store/sqlite.js';
 import type { Resource } from '../store/types.js';
 import { paramDef, paramsFor } from '../definitions/search-params.js';
+import type { Sql } from './conditions.js';
+import { paramRows } from './param-rows.js';
 import type { SearchSource } from './source.js';
 
 function parseSpec(spec: string): { source: string; code: string; target: string | undefined } {
@@ -14,17 +16,19 @@ function parseSpec(spec: string): { source: string; code: string; target: string
   return { source, code, target };
 }
 
-function refPids(store: SearchSource, source: string, code: string): number[] {
+/** The conditions selecting the sp_ref rows (alias x) of each reference parameter named (param-rows.ts). */
+function refRows(store: SearchSource, source: string, code: string): Sql[] {
   const codes = code === '*' ? [...paramsFor(source).values()].filter((d) => d.type === 'reference').map((d) => d.code) : [code];
-  const pids: number[] = [];
+  const out: Sql[] = [];
   for (const c of codes) {
-    if (paramDef(source, c)?.type !== 'reference') {
+    const def = paramDef(source, c);
+    if (def?.type !== 'reference') {
       throw new HospitalApiError('ERR_FHIR_INVALID_SEARCH', { name: '_include', detail: `${source}:${c} is not a reference parameter` });
     }
-    const pid = store.indexer.pid(source, c, true);
-    if (pid !== undefined) pids.push(pid);
+    const rows = paramRows(store, source, def, true, 'x.');
+    if (rows !== undefined) out.push(rows);
   }
-  return pids;
+  return out;
 }
 
 export function includes(store: SearchSource, type: string, rids: number[], matches: Resource[], include: string[], revinclude: string[]): Resource[] {
@@ -45,20 +49,20 @@ export function includes(store: SearchSource, type: string, rids: number[], matc
   for (const spec of include) {
     const { source, code, target } = parseSpec(spec);
     if (source !== type) continue;
-    for (const pid of refPids(store, source, code)) {
+    for (const rows of refRows(store, source, code)) {
       const sql = `SELECT t.content FROM sp_ref x JOIN resource t ON t.type = x.target_type AND t.id = x.target_id
-        WHERE x.pid = ? AND x.rid IN (${ridList}) AND t.deleted = 0${target ? ' AND x.target_type = ?' : ''}`;
-      add(columnAll<string>(store.column(sql), ...(target ? [pid, target] : [pid])));
+        WHERE ${rows.sql} AND x.rid IN (${ridList}) AND t.deleted = 0${target ? ' AND x.target_type = ?' : ''}`;
+      add(columnAll<string>(store.column(sql), ...rows.args, ...(target ? [target] : [])));
     }
   }
   const ids = matches.map((m) => m.id as string);
   for (const spec of revinclude) {
     const { source, code, target } = parseSpec(spec);
     if (target && target !== type) continue;
-    for (const pid of refPids(store, source, code)) {
+    for (const rows of refRows(store, source, code)) {
       const sql = `SELECT r.content FROM sp_ref x JOIN resource r ON r.rid = x.rid
-        WHERE x.pid = ? AND x.target_type = ? AND x.target_id IN (${ids.map(() => '?').join(',')}) AND r.deleted = 0`;
-      add(columnAll<string>(store.column(sql), pid, type, ...ids));
+        WHERE ${rows.sql} AND x.target_type = ? AND x.target_id IN (${ids.map(() => '?').join(',')}) AND r.deleted = 0`;
+      add(columnAll<string>(store.column(sql), ...rows.args, type, ...ids));
     }
   }
   return out;

@@ -6,6 +6,7 @@
 import { HospitalApiError } from '../../errors/index.js';
 import { idCondition, lastUpdatedCondition, paramCondition, type Sql } from './conditions.js';
 import { paramDef } from '../definitions/search-params.js';
+import { paramRows } from './param-rows.js';
 import { sortKeys, type SortKey } from './sort.js';
 import type { SearchSource } from './source.js';
 import type { SearchRequest } from './types.js';
@@ -57,11 +58,11 @@ export function plan(store: SearchSource, request: SearchRequest, lookupOnly: bo
     else {
       const def = paramDef(type, name);
       if (!def) continue; // unknown parameters are ignored (R4 lenient handling) and left out of link.self
-      const pid = store.indexer.pid(type, name, lookupOnly);
+      const rows = paramRows(store, type, def, lookupOnly);
       // the value is checked even when the parameter was never indexed (an empty or malformed value is a 400 either way)
-      if (pid === undefined) paramCondition(def, -1, name, modifier, value);
+      if (rows === undefined) paramCondition(def, { sql: 'pid = ?', args: [-1] }, name, modifier, value);
       // a parameter never indexed matches nothing (or everything with :missing=true / :not)
-      p.where.push(pid === undefined ? (modifier === 'not' || (modifier === 'missing' && value === 'true') ? { sql: '1', args: [] } : { sql: '0', args: [] }) : paramCondition(def, pid, name, modifier, value));
+      p.where.push(rows === undefined ? (modifier === 'not' || (modifier === 'missing' && value === 'true') ? { sql: '1', args: [] } : { sql: '0', args: [] }) : paramCondition(def, rows, name, modifier, value));
     }
     p.used.push([fullName, value]);
   }

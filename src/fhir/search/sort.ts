@@ -5,6 +5,7 @@
 import { HospitalApiError } from '../../errors/index.js';
 import type { SqlValue } from '../store/sqlite.js';
 import { paramDef } from '../definitions/search-params.js';
+import { paramRows } from './param-rows.js';
 import type { SearchSource } from './source.js';
 
 export interface SortKey {
@@ -34,7 +35,7 @@ export function sortKeys(store: SearchSource, type: string, spec: string): SortK
       const def = paramDef(type, name);
       if (!def) throw new HospitalApiError('ERR_FHIR_INVALID_SEARCH', { name: '_sort', detail: `${type} has no search parameter "${name}"` });
       const [table, column, missing] = COLUMN[def.type] as [string, string, string];
-      const pid = store.indexer.pid(type, name, true) ?? -1;
-      return { expr: `COALESCE((SELECT MIN(${column}) FROM ${table} x WHERE x.rid = r.rid AND x.pid = ?), ${missing})`, args: [pid], desc };
+      const rows = paramRows(store, type, def, true, 'x.') ?? { sql: 'x.pid = ?', args: [-1] };
+      return { expr: `COALESCE((SELECT MIN(${column}) FROM ${table} x WHERE x.rid = r.rid AND ${rows.sql}), ${missing})`, args: rows.args, desc };
     });
 }

@@ -5,6 +5,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { availableParallelism } from 'node:os';
 import { HospitalApiError } from '../../errors/index.js';
 import { isServiceCaller } from '../../util/local-peer.js';
 import type { Socket } from 'node:net';
@@ -18,6 +19,7 @@ import { parseJsonBody } from './json-body.js';
 import { bundleThread, THREAD_BODY_BYTES } from './bundle-thread.js';
 import { errorOutcome, outcome } from './outcome.js';
 import { processBundle } from './transaction.js';
+import { validationThread } from './validation-thread.js';
 
 /** The limits of the FHIR listener (issue 12: bounded resources, time-outs on every listener). */
 export interface FhirLimits {
@@ -78,6 +80,11 @@ class BundleBytes {
   constructor(readonly bytes: Buffer) {}
 }
 
+/** A Bundle parsed here, with its request bytes (the validation thread reads them: validation-thread.ts). */
+class ParsedBundle {
+  constructor(readonly bytes: Buffer, readonly value: unknown) {}
+}
+
 function send(reply: FastifyReply, res: FhirResponse): FastifyReply {
   reply.code(res.status).header('content-type', FHIR_JSON);
   if (res.etag) reply.header('etag', res.etag);
@@ -103,10 +110,14 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
   // is parsed here in stretches, its depth and keys checked on the way (json-body.ts, issue 24).
   const thread = bundleThread(options.store, policy, { maxDepth: limits.maxDepth, heapMb: limits.bundleThreadHeapMb });
   app.addHook('onClose', () => thread.close());
-  app.addContentTypeParser(JSON_TYPES, { parseAs: 'buffer' }, (req: FastifyRequest, body: Buffer) =>
-    req.method === 'POST' && body.length >= THREAD_BODY_BYTES && BASE_PATH.test(req.url.split('?')[0] ?? '')
-      ? Promise.resolve(new BundleBytes(body))
-      : parseJsonBody(body, limits.maxDepth));
+  // a smaller transaction's entries are validated on a thread of their own, beside the writes (issue 28); with a
+  // single core there is nothing beside the writes to run it on, and the thread would only cost its memory
+  const validator = policy.validate && availableParallelism() > 1 ? validationThread() : undefined;
+  app.addHook('onClose', async () => validator?.close());
+  app.addContentTypeParser(JSON_TYPES, { parseAs: 'buffer' }, async (req: FastifyRequest, body: Buffer) => {
+    if (req.method !== 'POST' || !BASE_PATH.test(req.url.split('?')[0] ?? '')) return parseJsonBody(body, limits.maxDepth);
+    return body.length >= THREAD_BODY_BYTES ? new BundleBytes(body) : new ParsedBundle(body, await parseJsonBody(body, limits.maxDepth));
+  });
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_r, body, done) => done(null, String(body)));
   app.addContentTypeParser('*', (req, _payload, done) => {
     done(new HospitalApiError('ERR_FHIR_UNSUPPORTED_MEDIA_TYPE', { type: String(req.headers['content-type'] ?? 'none').slice(0, 60) }));
@@ -151,6 +162,11 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
     }
     const prefer = /return=(minimal|representation|OperationOutcome)/.exec(String(request.headers.prefer ?? ''))?.[1];
     if (segments.length === 0 && method === 'POST') {
+      if (body instanceof ParsedBundle) {
+        const bytes = body.bytes;
+        const withThread: FhirContext = validator ? { ...ctx, validateEntries: (indices) => validator.firstInvalid(bytes, indices) } : ctx;
+        return send(reply, await processBundle(withThread, body.value, prefer));
+      }
       if (!(body instanceof BundleBytes)) return send(reply, await processBundle(ctx, body, prefer));
       const answer = await thread.run({ body: body.bytes, base: ctx.base, ...(prefer ? { preferReturn: prefer } : {}) });
       // no thread to take it: parsed and run here, in stretches

@@ -26,11 +26,12 @@ export const MIN_HEAP_MB = 32;
 /** A thread with no Bundle for this long stops. */
 export const IDLE_MS = 60_000;
 
-// Plain CommonJS run with `eval`, so it starts the same from src (vitest and tsx need tsx's loader in the
-// thread for TypeScript) and from dist (plain .js).
+// Plain JavaScript run with `eval`, so it starts the same from src (vitest and tsx need tsx's loader in the
+// thread for TypeScript) and from dist (plain .js). No `require`: the thread inherits the process's flags, and
+// under `--input-type=module` the code runs as an ES module, where only `import()` works in both.
 const THREAD_CODE = `
-const { parentPort, workerData } = require('node:worker_threads');
 (async () => {
+  const { parentPort, workerData } = await import('node:worker_threads');
   if (workerData.target.endsWith('.ts')) (await import('tsx/esm/api')).register();
   const { openThread, runJob, closeThread } = await import(workerData.target);
   openThread(workerData.file, workerData.options, workerData.validate, (id) => parentPort.postMessage({ id, writing: true }));

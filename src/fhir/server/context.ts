@@ -1,6 +1,7 @@
 /** What every interaction gets, whether it came over HTTP or from a Bundle entry. */
 import type { FhirStore } from '../store/types.js';
 import type { SqliteFhirStore } from '../store/sqlite-store.js';
+import type { EntryFinding } from './validation-thread.js';
 
 /** Write rules set when the server starts. */
 export interface WritePolicy {
@@ -24,6 +25,11 @@ export interface FhirContext {
   deferredReferenceChecks?: Array<{ resource: import('../store/types.js').Resource; where: string }>;
   /** Inside a Bundle: names the entry in validation messages. */
   entry?: string;
+  /**
+   * A transaction Bundle's entries validated elsewhere (validation-thread.ts): the first of `indices` whose
+   * resource is invalid, with its findings; null when all are valid; undefined when they must be validated here.
+   */
+  validateEntries?: (indices: number[]) => Promise<EntryFinding | null | undefined>;
 }
 
 export interface FhirRequest {

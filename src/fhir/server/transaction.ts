@@ -12,13 +12,13 @@
  * between them (time-slice.ts); a batch commits and yields between stretches of entries (its entries are
  * independent, R4 http.html#transaction). The transaction's writes stay one SQLite transaction (atomic).
  */
-import { randomUUID } from 'node:crypto';
 import { HospitalApiError, toHospitalApiError } from '../../errors/index.js';
 import { matchIds } from '../search/match-ids.js';
+import { newResourceId } from '../store/new-id.js';
 import type { Resource } from '../store/types.js';
 import type { FhirContext, FhirRequest, FhirResponse } from './context.js';
 import { dispatch, unsupported } from './dispatch.js';
-import { checkResource } from '../validation/validate.js';
+import { checkResource, invalidResource } from '../validation/validate.js';
 import { checkReferences } from './integrity.js';
 import { errorOutcome, outcome } from './outcome.js';
 import { isResourceType } from './resource-types.js';
@@ -49,6 +49,9 @@ interface Parsed {
 
 /** From this many entries a transaction's writes run in stretches on a connection of their own (store.bulkTransaction). */
 export const SLICED_WRITES = 1000;
+
+/** From this many resources to validate a transaction's validation runs on the validation thread (below, the round trip is not worth it). */
+export const THREAD_VALIDATION_ENTRIES = 10;
 
 const ORDER: Record<string, number> = { DELETE: 0, POST: 1, PUT: 2, PATCH: 2, GET: 3, HEAD: 3 };
 const STATUS_TEXT: Record<number, string> = { 200: '200 OK', 201: '201 Created', 204: '204 No Content' };
@@ -247,15 +250,39 @@ async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: st
       const turn = tick();
       if (turn) await turn;
     }
+    // The entries' checks in order; the resources of those before the first refused entry are validated (on the
+    // validation thread when there is one, else here), and the lowest refused index wins, as if each entry were
+    // checked and validated in turn.
+    let refused: { index: number; error: unknown } | undefined;
+    const toValidate: number[] = [];
     for (const p of parsed) {
-      current = p.index;
-      checkEntry(p);
-      if (ctx.policy.validate && ((p.method === 'POST' && p.segments[1] === undefined) || p.method === 'PUT')) {
-        checkResource(p.entry.resource, `Bundle.entry[${p.index}]`, { conditionalReferences: true });
-        p.validated = true;
+      try {
+        checkEntry(p);
+      } catch (error) {
+        refused = { index: p.index, error };
+        break;
       }
+      if (ctx.policy.validate && ((p.method === 'POST' && p.segments[1] === undefined) || p.method === 'PUT')) toValidate.push(p.index);
       const turn = tick();
       if (turn) await turn;
+    }
+    const finding = ctx.validateEntries && toValidate.length >= THREAD_VALIDATION_ENTRIES ? await ctx.validateEntries(toValidate) : undefined;
+    if (finding) {
+      current = finding.index;
+      throw invalidResource(finding.issues, `Bundle.entry[${finding.index}]`);
+    }
+    if (finding === undefined) {
+      for (const index of toValidate) {
+        current = index;
+        checkResource(parsed[index]!.entry.resource, `Bundle.entry[${index}]`, { conditionalReferences: true });
+        const turn = tick();
+        if (turn) await turn;
+      }
+    }
+    for (const index of toValidate) parsed[index]!.validated = true;
+    if (refused) {
+      current = refused.index;
+      throw refused.error;
     }
     // 2.-4. in ONE SQLite transaction. A large Bundle works through it in stretches on a connection of its own
     // (store.bulkTransaction: reads elsewhere see only committed rows meanwhile, other writes wait); a small one
@@ -272,7 +299,7 @@ async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: st
         if (p.method === 'POST' && id === undefined) {
           const cond = p.entry.request?.ifNoneExist;
           p.existing = cond ? conditionalMatch(ctx, type, conditionQuery(type, cond)) : undefined;
-          target = `${type}/${p.existing ?? randomUUID()}`;
+          target = `${type}/${p.existing ?? newResourceId()}`;
           p.segments = [type, target.slice(type.length + 1)];
         } else if ((p.method === 'PUT' || p.method === 'DELETE') && id === undefined && p.params.length) {
           const q = new URLSearchParams(p.params).toString();
@@ -282,7 +309,7 @@ async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: st
             continue;
           }
           const bodyId = p.entry.resource?.id;
-          target = `${type}/${match ?? bodyId ?? randomUUID()}`;
+          target = `${type}/${match ?? bodyId ?? newResourceId()}`;
           p.segments = [type, target.slice(type.length + 1)];
           p.params = [];
           p.conditional = true;

@@ -2,10 +2,26 @@
  * Writes and clears a resource's index rows and Patient-compartment rows with
  * prepared statements (one INSERT per row inside the caller's transaction:
  * measured here at ~8,900 res/s for this pattern on better-sqlite3, see docs/fhir.md).
+ * A parameter whose rows include another's (ParamDef.shares: `patient` and `subject`, `combo-code` and `code`)
+ * gets no row the other one holds already (issue 28); search/param-rows.ts reads them back together.
  */
 import { columnGet, columnStatement, type Database, type Statement } from './sqlite.js';
 import { extractIndex } from './index-rows.js';
 import { compartmentParams } from './compartment.js';
+import { paramDef } from '../definitions/search-params.js';
+
+/**
+ * Whether `row` (its parameter code, then its values) is held by a parameter whose rows this one shares
+ * (ParamDef.shares): the same values under that parameter's code in this resource's rows of the same kind, and,
+ * for a narrowed reference, the target type it narrows to (a reference row's first value).
+ */
+function held(type: string, row: readonly unknown[], all: ReadonlyArray<readonly unknown[]>): boolean {
+  const shares = paramDef(type, row[0] as string)?.shares;
+  if (!shares) return false;
+  return shares.some(
+    (s) => (s.targetType === undefined || row[1] === s.targetType) && all.some((r) => r[0] === s.code && r.length === row.length && r.every((v, i) => i === 0 || v === row[i])),
+  );
+}
 
 export class Indexer {
   private readonly pids = new Map<string, Map<string, number>>();
@@ -63,12 +79,13 @@ export class Indexer {
   private apply(rid: number, resource: Record<string, unknown>, s: Indexer['ins']): void {
     const type = resource.resourceType as string;
     const rows = extractIndex(resource);
-    // INSERT OR IGNORE: the primary key already makes duplicate values one row
-    for (const [code, system, value] of rows.token) s.token.run(this.pid(type, code)!, value, system ?? '', rid);
-    for (const [code, value] of rows.string) s.string.run(this.pid(type, code)!, value, rid);
-    for (const [code, t, id] of rows.reference) s.ref.run(this.pid(type, code)!, id, t, rid);
-    for (const [code, lo, hi] of rows.date) s.date.run(this.pid(type, code)!, lo, hi, rid);
-    for (const [code, value] of rows.number) s.number.run(this.pid(type, code)!, value, rid);
+    // INSERT OR IGNORE: the primary key already makes duplicate values one row. A row another parameter holds
+    // for this one (ParamDef.shares) is not written again.
+    for (const row of rows.token) if (!held(type, row, rows.token)) s.token.run(this.pid(type, row[0])!, row[2], row[1] ?? '', rid);
+    for (const row of rows.string) if (!held(type, row, rows.string)) s.string.run(this.pid(type, row[0])!, row[1], rid);
+    for (const row of rows.reference) if (!held(type, row, rows.reference)) s.ref.run(this.pid(type, row[0])!, row[2], row[1], rid);
+    for (const row of rows.date) if (!held(type, row, rows.date)) s.date.run(this.pid(type, row[0])!, row[1], row[2], rid);
+    for (const row of rows.number) if (!held(type, row, rows.number)) s.number.run(this.pid(type, row[0])!, row[1], rid);
     // Membership follows the unmodified HL7 R4 Patient CompartmentDefinition (http://hl7.org/fhir/R4/compartmentdefinition-patient.html)
     if (type === 'Patient') s.compartment.run(resource.id as string, rid);
     const params = compartmentParams(type);

@@ -14,7 +14,7 @@ import { inTransaction, pragmaValue, queryValue, type Database } from './sqlite.
 
 export const SCHEMA_VERSION = 3;
 /** Bump when index-rows.ts extracts differently: stores indexed by an older extraction are reindexed on open. */
-const INDEX_FORMAT = 1;
+const INDEX_FORMAT = 2; // 2: a parameter keeps no row that a parameter whose rows it shares holds (ParamDef.shares, indexer.ts)
 
 const DDL = `
 CREATE TABLE IF NOT EXISTS resource (

@@ -87,10 +87,14 @@ function describe(issue: OperationOutcomeIssue): string {
 /** Throws ERR_FHIR_RESOURCE_INVALID (400) naming each failing path; `where` prefixes the message (a Bundle entry). */
 export function checkResource(resource: unknown, where?: string, options: ValidationOptions = {}): void {
   const issues = validationIssues(resource, options);
-  if (issues.length === 0) return;
+  if (issues.length > 0) throw invalidResource(issues, where);
+}
+
+/** The ERR_FHIR_RESOURCE_INVALID error for a resource's (non-empty) `issues`, as checkResource throws it. */
+export function invalidResource(issues: OperationOutcomeIssue[], where?: string): HospitalApiError {
   const shown = issues.slice(0, 10).map(describe);
   const more = issues.length > 10 ? ` (and ${issues.length - 10} more)` : '';
-  throw new HospitalApiError(
+  return new HospitalApiError(
     'ERR_FHIR_RESOURCE_INVALID',
     { detail: `${where ? `${where}: ` : ''}${shown.join('; ')}${more}` },
     { cause: { issues: issues.slice(0, 100) } },
