@@ -1,9 +1,9 @@
 /**
  * Writes a record to the raw response as {"resources":[…]}, page by page:
  * the headers and the opening with the first page, a comma between non-empty
- * pages, nothing for a page of repeats only. Each write waits on
- * back-pressure, so the page loop fetches no further page until the response
- * has drained; a caller that takes nothing for SEND_TIMEOUT_MS is cut
+ * pages, nothing for a page of repeats only. Each write waits until its bytes
+ * are in the socket, so the page loop fetches no further page until the
+ * response has drained; a caller that takes nothing for SEND_TIMEOUT_MS is cut
  * (ERR_API_CLIENT_STALLED), so one that never reads holds at most the pages
  * already fetched, and only for that long.
  */
@@ -49,25 +49,29 @@ export class RecordWriter {
     return new Promise<void>((resolve) => this.reply.raw.end(RECORD_CLOSE, () => resolve()));
   }
 
+  /**
+   * Resolves once the chunk has been handed to the socket in full (the write's
+   * callback), not merely queued: a page's bytes are then free for reuse
+   * (page-buffers.ts), and no further page is fetched while they wait.
+   */
   #write(chunk: string | Buffer): Promise<void> {
     const raw = this.reply.raw;
     if (raw.destroyed) return Promise.reject(new Error('caller closed the connection'));
     this.sent(Buffer.byteLength(chunk));
-    if (raw.write(chunk)) return Promise.resolve();
     const ms = this.sendTimeoutMs;
     return new Promise((resolve, reject) => {
-      const done = (err?: Error) => {
+      const done = (err?: Error | null) => {
         clearTimeout(timer);
-        raw.off('drain', onDrain);
         raw.off('close', onClose);
         if (err) reject(err);
         else resolve();
       };
-      const onDrain = () => done();
       const onClose = () => done(new Error('caller closed the connection'));
+      // Armed for every chunk: a small one the socket cannot take yet waits in the response's buffer.
       const timer = setTimeout(() => done(new HospitalApiError('ERR_API_CLIENT_STALLED', { ms })), ms);
-      raw.on('drain', onDrain);
       raw.on('close', onClose);
+      // A failed write (ECONNRESET, EPIPE, a destroyed stream) is the caller gone, as the close is.
+      raw.write(chunk, (err) => (err ? onClose() : done()));
     });
   }
 }
