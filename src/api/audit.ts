@@ -94,6 +94,15 @@ export interface AuditLog {
    * await it late, or never when `written` rejects.
    */
   append(record: AuditRecord | AuditProbeRecord): AuditAppend;
+  /**
+   * Opens the file for the next batch ahead of time, so that its open runs
+   * while the caller does something else (the patient search before the
+   * `started` line, the last page's write before the `end` line); a no-op when
+   * a handle is already open ahead. The next batch within PREPARED_MAX_AGE_MS
+   * uses it, a later one opens the file again (a log moved away meanwhile is
+   * followed as before). Writes nothing.
+   */
+  prepare(): void;
   /** The outcome of the last write. */
   health(): AuditHealth;
   close(): Promise<void>;
@@ -125,6 +134,9 @@ export interface AuditLogOptions {
 }
 
 const NEWLINE = 0x0a;
+
+/** How long a handle opened ahead (AuditLog.prepare) may wait for its batch. */
+export const PREPARED_MAX_AGE_MS = 1000;
 
 /**
  * The size the file must have for its last line to be complete: `size` when
@@ -166,9 +178,26 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
   // process may have died mid-line) and after a failed batch (its take-back may have failed too).
   let checkTail = true;
 
-  const writeBatch = async (data: string, onWritten: () => void): Promise<void> => {
+  const openFile = (): Promise<FileHandle> => fs.open(path, 'a', 0o600);
+  /** A handle opened ahead of its batch (prepare), and when. */
+  let prepared: { handle: Promise<FileHandle>; at: number } | null = null;
+
+  /** The prepared handle when it is fresh, else a new one; a stale one is closed. */
+  const takeHandle = async (): Promise<FileHandle> => {
+    const ahead = prepared;
+    prepared = null;
+    if (ahead && performance.now() - ahead.at <= PREPARED_MAX_AGE_MS) return ahead.handle;
+    if (ahead) void ahead.handle.then((h) => h.close()).catch(() => undefined);
+    return openFile();
+  };
+
+  /**
+   * One batch: its lines written (onWritten), then on disk (onSynced, before
+   * the file is closed: a closed file adds nothing to a synced line's safety).
+   */
+  const writeBatch = async (data: string, onWritten: () => void, onSynced: () => void): Promise<void> => {
     // Write-only, as before: opening a FIFO or a hung mount blocks here, and /api/ready's deadline reports it.
-    const handle = await fs.open(path, 'a', 0o600);
+    const handle = await takeHandle();
     try {
       const stat = await handle.stat();
       // A FIFO or a device (/dev/full in tests) has no tail to check or take back.
@@ -198,6 +227,7 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
         if (regular) await handle.truncate(start).then(() => handle.datasync()).catch(() => undefined);
         throw err;
       }
+      onSynced();
     } catch (err) {
       checkTail = true;
       throw err;
@@ -210,13 +240,22 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
     while (queue.length > 0) {
       const batch = queue;
       queue = [];
+      let synced = false;
       try {
-        await writeBatch(batch.map((p) => p.line).join(''), () => {
-          for (const p of batch) p.written();
-        });
-        setHealth({ ok: true, reason: null });
-        for (const p of batch) p.resolve();
+        await writeBatch(
+          batch.map((p) => p.line).join(''),
+          () => {
+            for (const p of batch) p.written();
+          },
+          () => {
+            synced = true;
+            setHealth({ ok: true, reason: null });
+            for (const p of batch) p.resolve();
+          },
+        );
       } catch (err) {
+        // Only the close failed: the batch is on disk and its requests were told so.
+        if (synced) continue;
         const reason = (err as NodeJS.ErrnoException).code ?? 'write failed';
         // `path` is for the operator's log (auditFailureLog), not the message: that goes to callers.
         setHealth({ ok: false, reason });
@@ -256,9 +295,20 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
   return {
     write: (record) => append(record).synced,
     append,
+    prepare() {
+      if (prepared && performance.now() - prepared.at <= PREPARED_MAX_AGE_MS) return;
+      if (prepared) void prepared.handle.then((h) => h.close()).catch(() => undefined);
+      const handle = openFile();
+      // A failed open is reported by the batch that takes it, as its own open would be.
+      handle.catch(() => undefined);
+      prepared = { handle, at: performance.now() };
+    },
     health: () => health,
     async close() {
       while (flushing) await flushing;
+      const ahead = prepared;
+      prepared = null;
+      await ahead?.handle.then((h) => h.close()).catch(() => undefined);
     },
   };
 }

@@ -30,6 +30,8 @@ export async function streamRecord(ctx: ApiContext, state: PatientRequest, reply
       async (entries, count) => {
         // Fail closed: not one byte of the record before its started line is on disk.
         await synced;
+        // The end line's file opens while this page is written (the last page's write is what precedes it).
+        ctx.audit.prepare();
         ctx.metrics.pages.inc();
         ctx.metrics.resources.inc(count);
         return writer.page(entries, count);

@@ -7,11 +7,11 @@
  * by the real `hospital-api audit verify`.
  */
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openAuditLog, type AuditFs, type AuditProbeRecord } from '../../src/api/audit.js';
+import { openAuditLog, PREPARED_MAX_AGE_MS, type AuditFs, type AuditProbeRecord } from '../../src/api/audit.js';
 import { HospitalApiError } from '../../src/errors/index.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { runCli } from '../helpers/cli.js';
@@ -226,5 +226,80 @@ describe('hospital-api audit verify', () => {
     const r = await runCli(['audit', 'verify', join(tempDir(), 'missing.log')]);
     expect(r.exitCode).toBe(3);
     expect(String(r.stderr)).toContain('ERR_FILE_READ');
+  });
+});
+
+/**
+ * Issue 28: the file of the next batch may be opened ahead (prepare), while the request does something
+ * else, and a line's sync is reported before its file is closed. Counted at a real file, through an fs that
+ * notes each open and close.
+ */
+describe('a file opened ahead, and a sync reported before the close', () => {
+  function countingFs(closeGate?: Promise<void>) {
+    const counts = { appends: 0, closes: 0 };
+    const fs: AuditFs = {
+      async open(path, flags, mode) {
+        const handle = await open(path, flags, mode);
+        if (flags !== 'a') return handle;
+        counts.appends++;
+        return new Proxy(handle, {
+          get(target, key) {
+            if (key === 'close') {
+              return async () => {
+                await closeGate;
+                counts.closes++;
+                return target.close();
+              };
+            }
+            const value = Reflect.get(target, key, target) as unknown;
+            return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+          },
+        }) as FileHandle;
+      },
+    };
+    return { fs, counts };
+  }
+
+  it('writes the next batch to the file opened ahead, and closes a handle nobody took when the log closes', async () => {
+    const path = join(tempDir(), 'audit.log');
+    const { fs, counts } = countingFs();
+    const log = openAuditLog(path, () => {}, { fs });
+    log.prepare();
+    log.prepare(); // one handle ahead at most
+    await log.write(line('one'));
+    expect(counts.appends).toBe(1);
+    log.prepare();
+    await log.close();
+    expect(counts).toEqual({ appends: 2, closes: 2 });
+    expect(wholeLines(path)).toEqual(['one']);
+  });
+
+  it('follows a log moved away when the handle opened ahead is older than PREPARED_MAX_AGE_MS', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'audit.log');
+    const { fs, counts } = countingFs();
+    const log = openAuditLog(path, () => {}, { fs });
+    await log.write(line('before the rotation'));
+    log.prepare();
+    await new Promise((resolve) => setTimeout(resolve, PREPARED_MAX_AGE_MS + 200));
+    renameSync(path, join(dir, 'audit.log.1')); // logrotate
+    await log.write(line('after the rotation'));
+    await log.close();
+    expect(wholeLines(path)).toEqual(['after the rotation']);
+    expect(wholeLines(join(dir, 'audit.log.1'))).toEqual(['before the rotation']);
+    expect(counts.closes).toBe(counts.appends); // the stale handle was closed too
+  });
+
+  it('resolves a line once it is synced, without waiting for its file to close', { timeout: 5_000 }, async () => {
+    let open!: () => void;
+    const { fs, counts } = countingFs(new Promise<void>((resolve) => (open = resolve)));
+    const path = join(tempDir(), 'audit.log');
+    const log = openAuditLog(path, () => {}, { fs });
+    await log.write(line('synced'));
+    expect(counts.closes).toBe(0); // its close is still held
+    expect(wholeLines(path)).toEqual(['synced']);
+    open();
+    await log.close();
+    expect(counts.closes).toBe(1);
   });
 });
