@@ -22,36 +22,32 @@ export interface PooledPage {
   release(): void;
 }
 
-const FIRST_SIZE = 64 * 1024;
-
 export class PageBuffers {
   readonly #free: Buffer[] = [];
 
-  /** Reads a response body into a free buffer, failing past `max` bytes (before the rest is read). */
+  /**
+   * Reads a response body, failing past `max` bytes (before the rest is read), into
+   * a free buffer large enough for it, else into a new one of its exact size
+   * (which then serves the record's later pages: they are about as large).
+   */
   async read(body: Dispatcher.ResponseData['body'], max: number): Promise<PooledPage> {
-    let buf = this.#free.pop() ?? Buffer.allocUnsafe(Math.min(FIRST_SIZE, max));
+    const chunks: Buffer[] = [];
     let size = 0;
-    try {
-      for await (const chunk of body) {
-        const c = chunk as Buffer;
-        if (size + c.length > max) {
-          body.destroy();
-          throw new BodyTooLargeError(max);
-        }
-        if (size + c.length > buf.length) {
-          const bigger = Buffer.allocUnsafe(Math.min(max, Math.max(2 * buf.length, size + c.length)));
-          buf.copy(bigger, 0, 0, size);
-          buf = bigger;
-        }
-        c.copy(buf, size);
-        size += c.length;
+    for await (const chunk of body) {
+      const c = chunk as Buffer;
+      size += c.length;
+      if (size > max) {
+        body.destroy();
+        throw new BodyTooLargeError(max);
       }
-    } catch (err) {
-      this.#free.push(buf);
-      throw err;
+      chunks.push(c);
     }
+    const i = this.#free.findIndex((b) => b.length >= size);
+    // Never a received chunk itself: its memory may be shared, and this buffer is overwritten later.
+    const whole = i >= 0 ? (this.#free.splice(i, 1)[0] as Buffer) : Buffer.allocUnsafeSlow(size);
+    let at = 0;
+    for (const c of chunks) at += c.copy(whole, at);
     let released = false;
-    const whole = buf;
     return {
       bytes: whole.subarray(0, size),
       release: () => {
