@@ -24,6 +24,7 @@
  * of its own, and `hospital-api audit verify` proves it.
  */
 import { mkdirSync } from 'node:fs';
+import type { Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { HospitalApiError } from '../errors/index.js';
@@ -178,17 +179,37 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
   // process may have died mid-line) and after a failed batch (its take-back may have failed too).
   let checkTail = true;
 
+  /** A file opened for a batch; `stat` when it was read ahead and is still the file's size. */
+  interface Opened {
+    handle: FileHandle;
+    stat: Stats | null;
+  }
   const openFile = (): Promise<FileHandle> => fs.open(path, 'a', 0o600);
-  /** A handle opened ahead of its batch (prepare), and when. */
-  let prepared: { handle: Promise<FileHandle>; at: number } | null = null;
+  let batchesStarted = 0;
+  let batchesDone = 0;
+  /**
+   * A file opened (and stat'ed) ahead of its batch by prepare(), when, and whether its size can serve
+   * that batch: when it was read while no batch was being written. (The next batch takes it, so no
+   * other batch runs between the two.)
+   */
+  let prepared: { opened: Promise<Opened>; at: number; idle: boolean } | null = null;
 
-  /** The prepared handle when it is fresh, else a new one; a stale one is closed. */
-  const takeHandle = async (): Promise<FileHandle> => {
+  const closeAhead = (ahead: { opened: Promise<Opened> } | null): Promise<void> =>
+    ahead ? ahead.opened.then((o) => o.handle.close()).catch(() => undefined) : Promise.resolve();
+
+  /**
+   * The file for the batch starting now: the one opened ahead when it is fresh
+   * (with the size read ahead when that is still the file's), else opened now; a stale one is closed.
+   */
+  const takeFile = async (): Promise<Opened> => {
     const ahead = prepared;
     prepared = null;
-    if (ahead && performance.now() - ahead.at <= PREPARED_MAX_AGE_MS) return ahead.handle;
-    if (ahead) void ahead.handle.then((h) => h.close()).catch(() => undefined);
-    return openFile();
+    if (ahead && performance.now() - ahead.at <= PREPARED_MAX_AGE_MS) {
+      const opened = await ahead.opened;
+      return ahead.idle ? opened : { handle: opened.handle, stat: null };
+    }
+    void closeAhead(ahead);
+    return { handle: await openFile(), stat: null };
   };
 
   /**
@@ -197,9 +218,18 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
    */
   const writeBatch = async (data: string, onWritten: () => void, onSynced: () => void): Promise<void> => {
     // Write-only, as before: opening a FIFO or a hung mount blocks here, and /api/ready's deadline reports it.
-    const handle = await takeHandle();
+    const opened = takeFile();
+    batchesStarted++;
     try {
-      const stat = await handle.stat();
+      await writeOpened(await opened, data, onWritten, onSynced);
+    } finally {
+      batchesDone++;
+    }
+  };
+
+  const writeOpened = async ({ handle, stat: ahead }: Opened, data: string, onWritten: () => void, onSynced: () => void): Promise<void> => {
+    try {
+      const stat = ahead ?? (await handle.stat());
       // A FIFO or a device (/dev/full in tests) has no tail to check or take back.
       const regular = stat.isFile();
       let start = stat.size;
@@ -297,18 +327,18 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
     append,
     prepare() {
       if (prepared && performance.now() - prepared.at <= PREPARED_MAX_AGE_MS) return;
-      if (prepared) void prepared.handle.then((h) => h.close()).catch(() => undefined);
-      const handle = openFile();
+      void closeAhead(prepared);
+      const opened = openFile().then(async (handle): Promise<Opened> => ({ handle, stat: await handle.stat().catch(() => null) }));
       // A failed open is reported by the batch that takes it, as its own open would be.
-      handle.catch(() => undefined);
-      prepared = { handle, at: performance.now() };
+      opened.catch(() => undefined);
+      prepared = { opened, at: performance.now(), idle: batchesStarted === batchesDone };
     },
     health: () => health,
     async close() {
       while (flushing) await flushing;
       const ahead = prepared;
       prepared = null;
-      await ahead?.handle.then((h) => h.close()).catch(() => undefined);
+      await closeAhead(ahead);
     },
   };
 }

@@ -290,6 +290,44 @@ describe('a file opened ahead, and a sync reported before the close', () => {
     expect(counts.closes).toBe(counts.appends); // the stale handle was closed too
   });
 
+  it('takes back a failed batch to its own start, though the file was opened ahead while an earlier batch was being written', async () => {
+    // The size read ahead predates 'one' (not yet written then): taking back to it would erase 'one'.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const state = { fail: false, noTakeBack: false };
+    const failing = failingDisk(state);
+    let firstWrite = true;
+    const fs: AuditFs = {
+      async open(path, flags, mode) {
+        const handle = await failing.open(path, flags, mode);
+        return new Proxy(handle, {
+          get(target, key) {
+            if (key === 'writeFile' && firstWrite) {
+              firstWrite = false;
+              return async (data: string) => {
+                await held;
+                return target.writeFile(data);
+              };
+            }
+            const value = Reflect.get(target, key, target) as unknown;
+            return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+          },
+        }) as FileHandle;
+      },
+    };
+    const path = join(tempDir(), 'audit.log');
+    const log = openAuditLog(path, () => {}, { fs });
+    const one = log.write(line('one'));
+    await new Promise((resolve) => setTimeout(resolve, 50)); // 'one' is being written, its write held
+    state.fail = true;
+    log.prepare();
+    await new Promise((resolve) => setTimeout(resolve, 50)); // opened and stat'ed ahead
+    release();
+    await one;
+    expect(await refusal(log.write(line('two, half written')))).toBe('ERR_API_AUDIT_UNAVAILABLE');
+    expect(wholeLines(path)).toEqual(['one']);
+  });
+
   it('resolves a line once it is synced, without waiting for its file to close', { timeout: 5_000 }, async () => {
     let open!: () => void;
     const { fs, counts } = countingFs(new Promise<void>((resolve) => (open = resolve)));
