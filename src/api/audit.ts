@@ -185,8 +185,8 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
     stat: Stats | null;
   }
   const openFile = (): Promise<FileHandle> => fs.open(path, 'a', 0o600);
-  let batchesStarted = 0;
-  let batchesDone = 0;
+  /** A batch is between its start and its sync (or its take-back): the file's size is moving. */
+  let writing = false;
   /**
    * A file opened (and stat'ed) ahead of its batch by prepare(), when, and whether its size can serve
    * that batch: when it was read while no batch was being written. (The next batch takes it, so no
@@ -219,11 +219,11 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
   const writeBatch = async (data: string, onWritten: () => void, onSynced: () => void): Promise<void> => {
     // Write-only, as before: opening a FIFO or a hung mount blocks here, and /api/ready's deadline reports it.
     const opened = takeFile();
-    batchesStarted++;
+    writing = true;
     try {
       await writeOpened(await opened, data, onWritten, onSynced);
     } finally {
-      batchesDone++;
+      writing = false;
     }
   };
 
@@ -255,8 +255,10 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
         checkTail = true;
         // Take back whatever part of the batch reached the file; if that fails too, the next batch cuts it.
         if (regular) await handle.truncate(start).then(() => handle.datasync()).catch(() => undefined);
+        writing = false;
         throw err;
       }
+      writing = false;
       onSynced();
     } catch (err) {
       checkTail = true;
@@ -331,7 +333,7 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
       const opened = openFile().then(async (handle): Promise<Opened> => ({ handle, stat: await handle.stat().catch(() => null) }));
       // A failed open is reported by the batch that takes it, as its own open would be.
       opened.catch(() => undefined);
-      prepared = { opened, at: performance.now(), idle: batchesStarted === batchesDone };
+      prepared = { opened, at: performance.now(), idle: !writing };
     },
     health: () => health,
     async close() {

@@ -236,7 +236,7 @@ describe('hospital-api audit verify', () => {
  */
 describe('a file opened ahead, and a sync reported before the close', () => {
   function countingFs(closeGate?: Promise<void>) {
-    const counts = { appends: 0, closes: 0 };
+    const counts = { appends: 0, closes: 0, stats: 0 };
     const fs: AuditFs = {
       async open(path, flags, mode) {
         const handle = await open(path, flags, mode);
@@ -251,6 +251,7 @@ describe('a file opened ahead, and a sync reported before the close', () => {
                 return target.close();
               };
             }
+            if (key === 'stat') counts.stats++;
             const value = Reflect.get(target, key, target) as unknown;
             return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
           },
@@ -267,10 +268,10 @@ describe('a file opened ahead, and a sync reported before the close', () => {
     log.prepare();
     log.prepare(); // one handle ahead at most
     await log.write(line('one'));
-    expect(counts.appends).toBe(1);
+    expect([counts.appends, counts.stats]).toEqual([1, 1]); // its size was read ahead too
     log.prepare();
     await log.close();
-    expect(counts).toEqual({ appends: 2, closes: 2 });
+    expect(counts).toEqual({ appends: 2, closes: 2, stats: 2 });
     expect(wholeLines(path)).toEqual(['one']);
   });
 
@@ -336,8 +337,13 @@ describe('a file opened ahead, and a sync reported before the close', () => {
     await log.write(line('synced'));
     expect(counts.closes).toBe(0); // its close is still held
     expect(wholeLines(path)).toEqual(['synced']);
+    // Opened ahead while only that close is pending: the size read ahead is the file's, and serves.
+    log.prepare();
+    await new Promise((resolve) => setTimeout(resolve, 50));
     open();
+    await log.write(line('two'));
     await log.close();
-    expect(counts.closes).toBe(1);
+    expect(counts).toEqual({ appends: 2, closes: 2, stats: 2 });
+    expect(wholeLines(path)).toEqual(['synced', 'two']);
   });
 });
