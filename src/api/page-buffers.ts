@@ -5,7 +5,7 @@
  * for outside memory in steps of tens of MB: serve held up to ~40 MB of dead
  * pages during a 100,000-resource record. With reuse, a record holds as many
  * buffers as it has pages in flight (the one being written, the next one being
- * read), each as large as the largest page so far (at most FHIR_MAX_PAGE_BYTES).
+ * read), each the size of the first page it held (at most FHIR_MAX_PAGE_BYTES).
  *
  * A buffer goes back to the pool only when its bytes have been handed to the
  * caller's socket in full (the write's callback), never merely queued: it is
