@@ -14,7 +14,10 @@
  * logrotate, or a path that was unwritable (full disk, a directory in its way)
  * and is writable again, is picked up by the next write with no restart.
  * That is the automatic recovery: the next request, or /api/ready's probe,
- * finds out that writing works again.
+ * finds out that writing works again. A request may open it for its next
+ * batch ahead of time (prepare: during the patient search, while the last
+ * page is written; issue 28), and such a file is used within
+ * PREPARED_MAX_AGE_MS or opened again.
  *
  * No broken line, whatever the disk does (issue 24). A batch that fails half
  * written (ENOSPC after some bytes, EIO at the sync) is taken back at once: the
