@@ -23,7 +23,7 @@ export async function streamRecord(ctx: ApiContext, state: PatientRequest, reply
   if (state.ended) return reply.hijack();
   const { synced } = await state.writeStarted();
   // The end line's file opens as soon as the started line is on disk, while the first page is still on its way.
-  synced.then(() => ctx.audit.prepare(), () => undefined);
+  synced.then(() => ctx.audit.prepare({ syncOnWrite: true }), () => undefined);
 
   const writer = new RecordWriter(reply, ctx.config.sendTimeoutMs, (bytes) => state.sent(bytes));
   try {
@@ -33,7 +33,7 @@ export async function streamRecord(ctx: ApiContext, state: PatientRequest, reply
         // Fail closed: not one byte of the record before its started line is on disk.
         await synced;
         // A file opened ahead is used within a second: a long record's end line gets one opened while its last pages are written.
-        ctx.audit.prepare();
+        ctx.audit.prepare({ syncOnWrite: true });
         ctx.metrics.pages.inc();
         ctx.metrics.resources.inc(count);
         return writer.page(entries, count);

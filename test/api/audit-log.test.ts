@@ -7,7 +7,7 @@
  * by the real `hospital-api audit verify`.
  */
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, constants, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -237,11 +237,13 @@ describe('hospital-api audit verify', () => {
 describe('a file opened ahead, and a sync reported before the close', () => {
   function countingFs(closeGate?: Promise<void>) {
     const counts = { appends: 0, closes: 0, stats: 0 };
+    const syncs = { datasync: 0, dsyncOpens: 0 };
     const fs: AuditFs = {
       async open(path, flags, mode) {
         const handle = await open(path, flags, mode);
-        if (flags !== 'a') return handle;
+        if (flags === 'r') return handle;
         counts.appends++;
+        if (typeof flags === 'number' && (flags & constants.O_DSYNC) !== 0 && (flags & constants.O_APPEND) !== 0) syncs.dsyncOpens++;
         return new Proxy(handle, {
           get(target, key) {
             if (key === 'close') {
@@ -252,13 +254,14 @@ describe('a file opened ahead, and a sync reported before the close', () => {
               };
             }
             if (key === 'stat') counts.stats++;
+            if (key === 'datasync') syncs.datasync++;
             const value = Reflect.get(target, key, target) as unknown;
             return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
           },
         }) as FileHandle;
       },
     };
-    return { fs, counts };
+    return { fs, counts, syncs };
   }
 
   it('writes the next batch to the file opened ahead, and closes a handle nobody took when the log closes', async () => {
@@ -273,6 +276,20 @@ describe('a file opened ahead, and a sync reported before the close', () => {
     await log.close();
     expect(counts).toEqual({ appends: 2, closes: 2, stats: 2 });
     expect(wholeLines(path)).toEqual(['one']);
+  });
+
+  it('syncs a line by fdatasync, or by its write alone in a file opened ahead with O_DSYNC for a line its request waits for', async () => {
+    const path = join(tempDir(), 'audit.log');
+    const { fs, counts, syncs } = countingFs();
+    const log = openAuditLog(path, () => {}, { fs });
+    await log.write(line('plain'));
+    expect(syncs).toEqual({ datasync: 1, dsyncOpens: 0 });
+    log.prepare({ syncOnWrite: true });
+    await log.write(line('synced by its write'));
+    expect(syncs).toEqual({ datasync: 1, dsyncOpens: 1 });
+    await log.close();
+    expect(counts.appends).toBe(2);
+    expect(wholeLines(path)).toEqual(['plain', 'synced by its write']);
   });
 
   it('follows a log moved away when the handle opened ahead is older than PREPARED_MAX_AGE_MS', async () => {
