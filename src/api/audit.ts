@@ -28,7 +28,7 @@
  */
 import { constants, mkdirSync } from 'node:fs';
 import type { Stats } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import { open, stat, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { HospitalApiError } from '../errors/index.js';
 
@@ -215,15 +215,21 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
     ahead ? ahead.opened.then((o) => o.handle.close()).catch(() => undefined) : Promise.resolve();
 
   /**
-   * The file for the batch starting now: the one opened ahead when it is fresh
-   * (with the size read ahead when that is still the file's), else opened now; a stale one is closed.
+   * The file for the batch starting now: the one opened ahead when it is fresh and
+   * still the file at the path (with the size read ahead when that is still the
+   * file's), else opened now; one that is not used is closed.
    */
   const takeFile = async (): Promise<Opened> => {
     const ahead = prepared;
     prepared = null;
     if (ahead && performance.now() - ahead.at <= PREPARED_MAX_AGE_MS) {
-      const opened = await ahead.opened;
-      return ahead.idle ? opened : { ...opened, stat: null };
+      const opened = await ahead.opened.catch(() => null);
+      // Still the file at the path? One moved away, deleted or replaced since (logrotate, an operator, a directory in
+      // its way) must not take the line: a deleted file's line would be "synced" nowhere (fail closed).
+      const now = opened?.stat ? await stat(path).catch(() => null) : null;
+      if (opened && now && now.ino === opened.stat?.ino && now.dev === opened.stat.dev) {
+        return ahead.idle ? opened : { ...opened, stat: null };
+      }
     }
     void closeAhead(ahead);
     return { handle: await openFile(), stat: null, syncOnWrite: false };

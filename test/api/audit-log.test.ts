@@ -292,6 +292,26 @@ describe('a file opened ahead, and a sync reported before the close', () => {
     expect(wholeLines(path)).toEqual(['plain', 'synced by its write']);
   });
 
+  it('writes to the file at the path, never to one opened ahead and then moved away, deleted or replaced', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'audit.log');
+    const { fs } = countingFs();
+    const log = openAuditLog(path, () => {}, { fs });
+    await log.write(line('one'));
+    log.prepare({ syncOnWrite: true });
+    await new Promise((resolve) => setTimeout(resolve, 50)); // opened ahead
+    renameSync(path, join(dir, 'audit.log.1')); // logrotate
+    await log.write(line('two'));
+    expect(wholeLines(path)).toEqual(['two']);
+    expect(wholeLines(join(dir, 'audit.log.1'))).toEqual(['one']);
+    log.prepare({ syncOnWrite: true });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    rmSync(path);
+    mkdirSync(path); // a directory in its way: the line cannot be written, and must not be reported written
+    expect(await refusal(log.write(line('three')))).toBe('ERR_API_AUDIT_UNAVAILABLE');
+    await log.close();
+  });
+
   it('follows a log moved away when the handle opened ahead is older than PREPARED_MAX_AGE_MS', async () => {
     const dir = tempDir();
     const path = join(dir, 'audit.log');
