@@ -11,7 +11,7 @@ import type { ApiConfig } from './config.js';
 import { fhirAccessOf, type FhirAccess } from './fhir-access.js';
 import { identifierQuery, isUnderBase, rebaseNextLink, serverBaseFromSelf } from './fhir-url.js';
 import { KeySet } from './key-set.js';
-import { PageBuffers, type PooledPage } from './page-buffers.js';
+import { PageBuffers, PagePool, type PooledPage } from './page-buffers.js';
 import { scanPage, type ScannedPage } from './page-scan.js';
 import { BodyTooLargeError, classifyFailure, discard, makeAgent, readBytes } from './upstream-http.js';
 
@@ -69,6 +69,8 @@ export function createFhirClient(config: ApiConfig): FhirClient {
   // One reference, swapped whole: a request reads the key and the agent of the same access.
   let current: { access: FhirAccess; agent: Agent } = { access: fhirAccessOf(config), agent: makeAgent(config.fhirCa, config.fhirTimeoutMs) };
   const base = config.fhirBaseUrl;
+  /** Page buffers records hand on to later records (page-buffers.ts). */
+  const pages = new PagePool();
   const headers = {
     accept: 'application/fhir+json',
     // HAPI reuses cached searches for 60 s unless told not to (reuseCachedSearchResultsForMillis, HAPI server_jpa/configuration.md).
@@ -139,7 +141,7 @@ export function createFhirClient(config: ApiConfig): FhirClient {
 
     async everything(patientId, sink, stats) {
       const seen = new KeySet();
-      const buffers = new PageBuffers();
+      const buffers = new PageBuffers(pages);
       let serverBase: URL | null = null;
       type Fetched = { page: ScannedPage; pooled: PooledPage };
       const fetchPage = async (url: URL): Promise<Fetched> => {
@@ -169,6 +171,8 @@ export function createFhirClient(config: ApiConfig): FhirClient {
         await sink(bytes, fresh.length);
         pooled.release();
       }
+      // Every page's bytes are in the socket (each sink settled): the buffers can serve the next record.
+      buffers.finish();
     },
 
     async ping(timeoutMs = config.fhirTimeoutMs) {

@@ -9,8 +9,10 @@
  *
  * A buffer goes back to the pool only when its bytes have been handed to the
  * caller's socket in full (the write's callback), never merely queued: it is
- * then overwritten by a later page of the same record. Pools are never shared
- * between records.
+ * then overwritten by a later page of the same record. A record that completes
+ * (every page's bytes in the socket) hands its buffers on to the process's
+ * PagePool, for the next record; a record that fails keeps them (the garbage
+ * collector takes them), since its last page may still be queued in a socket.
  */
 import type { Dispatcher } from 'undici';
 import { BodyTooLargeError } from './upstream-http.js';
@@ -22,8 +24,43 @@ export interface PooledPage {
   release(): void;
 }
 
+/**
+ * The buffers completed records left for the next ones: a few, each at most
+ * MAX_POOLED_BYTES, so an idle process holds at most POOL_BYTES of them.
+ */
+export class PagePool {
+  static readonly MAX_POOLED_BYTES = 2 * 1024 * 1024;
+  static readonly POOL_BYTES = 8 * 1024 * 1024;
+  readonly #free: Buffer[] = [];
+  #bytes = 0;
+
+  /** A free buffer of at least `size` bytes, or null. */
+  take(size: number): Buffer | null {
+    const i = this.#free.findIndex((b) => b.length >= size);
+    if (i < 0) return null;
+    const buf = this.#free.splice(i, 1)[0] as Buffer;
+    this.#bytes -= buf.length;
+    return buf;
+  }
+
+  /** Keeps `buf` for a later record when it fits. */
+  give(buf: Buffer): void {
+    if (buf.length > PagePool.MAX_POOLED_BYTES || this.#bytes + buf.length > PagePool.POOL_BYTES) return;
+    this.#free.push(buf);
+    this.#bytes += buf.length;
+  }
+}
+
 export class PageBuffers {
   readonly #free: Buffer[] = [];
+
+  /** `shared`: where buffers come from when the record has none free, and go when it completes. */
+  constructor(private readonly shared: PagePool | null = null) {}
+
+  /** The record completed: every page's bytes are in the socket, its buffers go to the shared pool. */
+  finish(): void {
+    for (const buf of this.#free.splice(0)) this.shared?.give(buf);
+  }
 
   /**
    * Reads a response body, failing past `max` bytes (before the rest is read), into
@@ -44,7 +81,7 @@ export class PageBuffers {
     }
     const i = this.#free.findIndex((b) => b.length >= size);
     // Never a received chunk itself: its memory may be shared, and this buffer is overwritten later.
-    const whole = i >= 0 ? (this.#free.splice(i, 1)[0] as Buffer) : Buffer.allocUnsafeSlow(size);
+    const whole = i >= 0 ? (this.#free.splice(i, 1)[0] as Buffer) : (this.shared?.take(size) ?? Buffer.allocUnsafeSlow(size));
     let at = 0;
     for (const c of chunks) at += c.copy(whole, at);
     let released = false;

@@ -13,7 +13,7 @@ import { request } from 'undici';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { ApiConfig } from '../../src/api/config.js';
 import { createFhirClient } from '../../src/api/fhir-client.js';
-import { PageBuffers } from '../../src/api/page-buffers.js';
+import { PageBuffers, PagePool } from '../../src/api/page-buffers.js';
 import { removeTempDirs } from '../helpers/tmp.js';
 import { API_KEY, testPki } from './harness.js';
 import { makeRecord, startFhir } from './stand-ins.js';
@@ -59,6 +59,35 @@ describe('PageBuffers', () => {
     expect(third.bytes.buffer).toBe(first.bytes.buffer);
     expect(fourth.bytes.buffer).not.toBe(first.bytes.buffer);
     expect([third.bytes.toString(), fourth.bytes.toString(), second.bytes.toString()]).toEqual(['c'.repeat(20), 'd'.repeat(20), 'b'.repeat(10)]);
+  });
+
+  it("hands a completed record's released buffers to the next record, and nothing of a record that did not complete", async () => {
+    const pool = new PagePool();
+    const first = new PageBuffers(pool);
+    const a = await first.read(await bodyOf(Buffer.from('a'.repeat(5000))), 1 << 20);
+    const held = await first.read(await bodyOf(Buffer.from('h'.repeat(5000))), 1 << 20);
+    a.release();
+    first.finish(); // `held` was never released: still the first record's
+    const second = new PageBuffers(pool);
+    const b = await second.read(await bodyOf(Buffer.from('b'.repeat(100))), 1 << 20);
+    expect(b.bytes.buffer).toBe(a.bytes.buffer);
+    const c = await second.read(await bodyOf(Buffer.from('c'.repeat(100))), 1 << 20);
+    expect(c.bytes.buffer).not.toBe(held.bytes.buffer);
+    expect(held.bytes.toString()).toBe('h'.repeat(5000));
+    b.release(); // released, but the second record never completes (finish): nothing goes to the pool
+    const third = new PageBuffers(pool);
+    const d = await third.read(await bodyOf(Buffer.from('d'.repeat(100))), 1 << 20);
+    expect([a.bytes.buffer, c.bytes.buffer]).not.toContain(d.bytes.buffer);
+  });
+
+  it('keeps no buffer larger than MAX_POOLED_BYTES for later records', async () => {
+    const pool = new PagePool();
+    const first = new PageBuffers(pool);
+    const big = await first.read(await bodyOf(Buffer.alloc(PagePool.MAX_POOLED_BYTES + 1, 'x')), 1 << 23);
+    big.release();
+    first.finish();
+    const next = await new PageBuffers(pool).read(await bodyOf(Buffer.from('y')), 1 << 23);
+    expect(next.bytes.buffer).not.toBe(big.bytes.buffer);
   });
 
   it('refuses a body past its limit', async () => {
