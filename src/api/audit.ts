@@ -14,7 +14,10 @@
  * logrotate, or a path that was unwritable (full disk, a directory in its way)
  * and is writable again, is picked up by the next write with no restart.
  * That is the automatic recovery: the next request, or /api/ready's probe,
- * finds out that writing works again.
+ * finds out that writing works again. A request may open it for its next
+ * batch ahead of time (prepare: during the patient search, while the last
+ * page is written; issue 28), and such a file is used within
+ * PREPARED_MAX_AGE_MS or opened again.
  *
  * No broken line, whatever the disk does (issue 24). A batch that fails half
  * written (ENOSPC after some bytes, EIO at the sync) is taken back at once: the
@@ -23,8 +26,9 @@
  * it cannot; so every line on disk is a whole JSON line, each starting on a line
  * of its own, and `hospital-api audit verify` proves it.
  */
-import { mkdirSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import { constants, mkdirSync } from 'node:fs';
+import type { Stats } from 'node:fs';
+import { open, stat, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { HospitalApiError } from '../errors/index.js';
 
@@ -84,6 +88,15 @@ export interface AuditAppend {
   synced: Promise<void>;
 }
 
+export interface PrepareOptions {
+  /**
+   * The next line's request will wait for its sync anyway (the `end` line of a record): the file
+   * is opened with O_DSYNC, so its write returns with the line on disk and no fdatasync follows
+   * (open(2): "as though each write(2) was followed by a call to fdatasync(2)"): one call less.
+   */
+  syncOnWrite?: boolean;
+}
+
 export interface AuditLog {
   /** Appends one line and syncs it. @throws ERR_API_AUDIT_UNAVAILABLE when it cannot be written */
   write(record: AuditRecord | AuditProbeRecord): Promise<void>;
@@ -94,6 +107,15 @@ export interface AuditLog {
    * await it late, or never when `written` rejects.
    */
   append(record: AuditRecord | AuditProbeRecord): AuditAppend;
+  /**
+   * Opens the file for the next batch ahead of time, so that its open runs
+   * while the caller does something else (the patient search before the
+   * `started` line, the last page's write before the `end` line); a no-op when
+   * a handle is already open ahead. The next batch within PREPARED_MAX_AGE_MS
+   * uses it, a later one opens the file again (a log moved away meanwhile is
+   * followed as before). Writes nothing.
+   */
+  prepare(options?: PrepareOptions): void;
   /** The outcome of the last write. */
   health(): AuditHealth;
   close(): Promise<void>;
@@ -115,7 +137,7 @@ export function auditFailureLog(err: unknown): { code: string; message: string; 
 
 /** The file operations the log uses (tests put a disk that fails half-way behind them). */
 export interface AuditFs {
-  open(path: string, flags: string, mode: number): Promise<FileHandle>;
+  open(path: string, flags: string | number, mode: number): Promise<FileHandle>;
 }
 
 export interface AuditLogOptions {
@@ -125,6 +147,9 @@ export interface AuditLogOptions {
 }
 
 const NEWLINE = 0x0a;
+
+/** How long a handle opened ahead (AuditLog.prepare) may wait for its batch. */
+export const PREPARED_MAX_AGE_MS = 1000;
 
 /**
  * The size the file must have for its last line to be complete: `size` when
@@ -166,11 +191,68 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
   // process may have died mid-line) and after a failed batch (its take-back may have failed too).
   let checkTail = true;
 
-  const writeBatch = async (data: string, onWritten: () => void): Promise<void> => {
+  /**
+   * A file opened for a batch; `stat` when it was read ahead and is still the file's size;
+   * `syncOnWrite` when it was opened with O_DSYNC (its write is its sync).
+   */
+  interface Opened {
+    handle: FileHandle;
+    stat: Stats | null;
+    syncOnWrite: boolean;
+  }
+  const openFile = (syncOnWrite = false): Promise<FileHandle> =>
+    fs.open(path, syncOnWrite ? constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_DSYNC : 'a', 0o600);
+  /** A batch is between its start and its sync (or its take-back): the file's size is moving. */
+  let writing = false;
+  /**
+   * A file opened (and stat'ed) ahead of its batch by prepare(), when, and whether its size can serve
+   * that batch: when it was read while no batch was being written. (The next batch takes it, so no
+   * other batch runs between the two.)
+   */
+  let prepared: { opened: Promise<Opened>; at: number; idle: boolean } | null = null;
+
+  const closeAhead = (ahead: { opened: Promise<Opened> } | null): Promise<void> =>
+    ahead ? ahead.opened.then((o) => o.handle.close()).catch(() => undefined) : Promise.resolve();
+
+  /**
+   * The file for the batch starting now: the one opened ahead when it is fresh and
+   * still the file at the path (with the size read ahead when that is still the
+   * file's), else opened now; one that is not used is closed.
+   */
+  const takeFile = async (): Promise<Opened> => {
+    const ahead = prepared;
+    prepared = null;
+    if (ahead && performance.now() - ahead.at <= PREPARED_MAX_AGE_MS) {
+      const opened = await ahead.opened.catch(() => null);
+      // Still the file at the path? One moved away, deleted or replaced since (logrotate, an operator, a directory in
+      // its way) must not take the line: a deleted file's line would be "synced" nowhere (fail closed).
+      const now = opened?.stat ? await stat(path).catch(() => null) : null;
+      if (opened && now && now.ino === opened.stat?.ino && now.dev === opened.stat.dev) {
+        return ahead.idle ? opened : { ...opened, stat: null };
+      }
+    }
+    void closeAhead(ahead);
+    return { handle: await openFile(), stat: null, syncOnWrite: false };
+  };
+
+  /**
+   * One batch: its lines written (onWritten), then on disk (onSynced, before
+   * the file is closed: a closed file adds nothing to a synced line's safety).
+   */
+  const writeBatch = async (data: string, onWritten: () => void, onSynced: () => void): Promise<void> => {
     // Write-only, as before: opening a FIFO or a hung mount blocks here, and /api/ready's deadline reports it.
-    const handle = await fs.open(path, 'a', 0o600);
+    const opened = takeFile();
+    writing = true;
     try {
-      const stat = await handle.stat();
+      await writeOpened(await opened, data, onWritten, onSynced);
+    } finally {
+      writing = false;
+    }
+  };
+
+  const writeOpened = async ({ handle, stat: ahead, syncOnWrite }: Opened, data: string, onWritten: () => void, onSynced: () => void): Promise<void> => {
+    try {
+      const stat = ahead ?? (await handle.stat());
       // A FIFO or a device (/dev/full in tests) has no tail to check or take back.
       const regular = stat.isFile();
       let start = stat.size;
@@ -190,14 +272,17 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
       try {
         await handle.writeFile(data);
         onWritten();
-        await handle.datasync();
+        if (!syncOnWrite) await handle.datasync();
         checkTail = false;
       } catch (err) {
         checkTail = true;
         // Take back whatever part of the batch reached the file; if that fails too, the next batch cuts it.
         if (regular) await handle.truncate(start).then(() => handle.datasync()).catch(() => undefined);
+        writing = false;
         throw err;
       }
+      writing = false;
+      onSynced();
     } catch (err) {
       checkTail = true;
       throw err;
@@ -210,13 +295,22 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
     while (queue.length > 0) {
       const batch = queue;
       queue = [];
+      let synced = false;
       try {
-        await writeBatch(batch.map((p) => p.line).join(''), () => {
-          for (const p of batch) p.written();
-        });
-        setHealth({ ok: true, reason: null });
-        for (const p of batch) p.resolve();
+        await writeBatch(
+          batch.map((p) => p.line).join(''),
+          () => {
+            for (const p of batch) p.written();
+          },
+          () => {
+            synced = true;
+            setHealth({ ok: true, reason: null });
+            for (const p of batch) p.resolve();
+          },
+        );
       } catch (err) {
+        // Only the close failed: the batch is on disk and its requests were told so.
+        if (synced) continue;
         const reason = (err as NodeJS.ErrnoException).code ?? 'write failed';
         // `path` is for the operator's log (auditFailureLog), not the message: that goes to callers.
         setHealth({ ok: false, reason });
@@ -256,9 +350,22 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
   return {
     write: (record) => append(record).synced,
     append,
+    prepare(options = {}) {
+      if (prepared && performance.now() - prepared.at <= PREPARED_MAX_AGE_MS) return;
+      void closeAhead(prepared);
+      // Where the platform has no O_DSYNC (Windows), the line is synced by fdatasync as usual.
+      const syncOnWrite = options.syncOnWrite === true && constants.O_DSYNC !== undefined;
+      const opened = openFile(syncOnWrite).then(async (handle): Promise<Opened> => ({ handle, stat: await handle.stat().catch(() => null), syncOnWrite }));
+      // A failed open is reported by the batch that takes it, as its own open would be.
+      opened.catch(() => undefined);
+      prepared = { opened, at: performance.now(), idle: !writing };
+    },
     health: () => health,
     async close() {
       while (flushing) await flushing;
+      const ahead = prepared;
+      prepared = null;
+      await closeAhead(ahead);
     },
   };
 }

@@ -4,12 +4,14 @@
  * Every request goes to FHIR_BASE_URL's origin only, verified against
  * FHIR_CA_FILE, with the `apikey` header (spec §5); the key is never logged.
  */
-import { request, type Agent } from 'undici';
+import { request, type Agent, type Dispatcher } from 'undici';
 import { HospitalApiError } from '../errors/index.js';
 import { parseBundlePage } from './bundle-page.js';
 import type { ApiConfig } from './config.js';
 import { fhirAccessOf, type FhirAccess } from './fhir-access.js';
 import { identifierQuery, isUnderBase, rebaseNextLink, serverBaseFromSelf } from './fhir-url.js';
+import { KeySet } from './key-set.js';
+import { PageBuffers, PagePool, type PooledPage } from './page-buffers.js';
 import { scanPage, type ScannedPage } from './page-scan.js';
 import { BodyTooLargeError, classifyFailure, discard, makeAgent, readBytes } from './upstream-http.js';
 
@@ -21,10 +23,6 @@ export interface EverythingStats {
   resources: number;
 }
 
-/**
- * Called once per page, in order, with the page's new (not yet seen) entries
- * as comma-separated JSON bytes and their count; awaited before the next page.
- */
 /** A Patient the search matched, and the identifier system that matched it. */
 export interface PatientMatch {
   id: string;
@@ -35,9 +33,15 @@ export interface PatientMatch {
   system: string | null;
 }
 
+/**
+ * Called once per page, in order, with the page's new (not yet seen) entries
+ * as comma-separated JSON bytes and their count; awaited before the next page.
+ * The bytes are valid only until the promise it returns settles: their buffer
+ * is then reused for a later page of the record (page-buffers.ts).
+ */
 export type PageSink = (entries: Buffer, count: number) => Promise<void>;
 
-const COMMA = Buffer.from(',');
+const COMMA = 0x2c;
 
 export interface FhirClient {
   /**
@@ -65,6 +69,8 @@ export function createFhirClient(config: ApiConfig): FhirClient {
   // One reference, swapped whole: a request reads the key and the agent of the same access.
   let current: { access: FhirAccess; agent: Agent } = { access: fhirAccessOf(config), agent: makeAgent(config.fhirCa, config.fhirTimeoutMs) };
   const base = config.fhirBaseUrl;
+  /** Page buffers records hand on to later records (page-buffers.ts). */
+  const pages = new PagePool();
   const headers = {
     accept: 'application/fhir+json',
     // HAPI reuses cached searches for 60 s unless told not to (reuseCachedSearchResultsForMillis, HAPI server_jpa/configuration.md).
@@ -72,6 +78,10 @@ export function createFhirClient(config: ApiConfig): FhirClient {
   };
 
   async function getBytes(url: URL, ms = config.fhirTimeoutMs): Promise<Buffer> {
+    return get(url, ms, (body) => readBytes(body, config.fhirMaxPageBytes));
+  }
+
+  async function get<T>(url: URL, ms: number, read: (body: Dispatcher.ResponseData['body']) => Promise<T>): Promise<T> {
     // Last line of defence: the key never leaves for another origin or path.
     if (!isUnderBase(url, base)) throw new HospitalApiError('ERR_API_FHIR_FOREIGN_LINK', { origin: url.origin });
     try {
@@ -83,7 +93,7 @@ export function createFhirClient(config: ApiConfig): FhirClient {
         // 410 Gone = an expired or unknown _getpages id (HAPI's PageMethodBinding.java).
         throw new HospitalApiError('ERR_API_FHIR_UNAVAILABLE', { detail: `${url.pathname} answered ${res.statusCode}` });
       }
-      return await readBytes(res.body, config.fhirMaxPageBytes);
+      return await read(res.body);
     } catch (err) {
       if (err instanceof HospitalApiError) throw err;
       if (err instanceof BodyTooLargeError) {
@@ -130,20 +140,25 @@ export function createFhirClient(config: ApiConfig): FhirClient {
     },
 
     async everything(patientId, sink, stats) {
-      const seen = new Set<string>();
+      const seen = new KeySet();
+      const buffers = new PageBuffers(pages);
       let serverBase: URL | null = null;
-      const fetchPage = (url: URL) => getBytes(url).then(scanPage);
-      let pending: Promise<ScannedPage> | null = fetchPage(endpoint(`/Patient/${patientId}/$everything`, `_count=${config.fhirPageSize}`));
+      type Fetched = { page: ScannedPage; pooled: PooledPage };
+      const fetchPage = async (url: URL): Promise<Fetched> => {
+        const pooled = await get(url, config.fhirTimeoutMs, (body) => buffers.read(body, config.fhirMaxPageBytes));
+        return { page: scanPage(pooled.bytes), pooled };
+      };
+      let pending: Promise<Fetched> | null = fetchPage(endpoint(`/Patient/${patientId}/$everything`, `_count=${config.fhirPageSize}`));
       while (pending) {
-        const p: ScannedPage = await pending;
+        const { page: p, pooled }: Fetched = await pending;
         stats.pages++;
         serverBase ??= serverBaseFromSelf(p.self);
-        const next = p.next ? rebaseNextLink(p.next, base, serverBase) : null;
+        const next: URL | null = p.next ? rebaseNextLink(p.next, base, serverBase) : null;
         if (next && stats.pages >= config.maxPages) {
           throw new HospitalApiError('ERR_API_RECORD_TOO_LARGE', { name: 'MAX_PAGES', limit: config.maxPages });
         }
         // HAPI repeats included resources across pages (hapifhir/hapi-fhir#674); keep the first copy.
-        const fresh = p.entries.filter((e) => e.key === null || (!seen.has(e.key) && seen.add(e.key)));
+        const fresh = freshEntries(p, seen);
         if (stats.resources + fresh.length > config.maxResources) {
           throw new HospitalApiError('ERR_API_RECORD_TOO_LARGE', { name: 'MAX_RESOURCES', limit: config.maxResources });
         }
@@ -151,10 +166,13 @@ export function createFhirClient(config: ApiConfig): FhirClient {
         // Fetch the next page while this one is written out: at most two pages in memory.
         pending = next ? fetchPage(next) : null;
         pending?.catch(() => undefined); // handled when awaited; avoids an unhandled rejection if sink throws
-        // Unchanged pages go out as one zero-copy slice; otherwise the kept entries are re-joined.
-        const bytes = fresh.length === p.entries.length ? p.interior : joinEntries(fresh.map((e) => e.raw));
+        // Unchanged pages go out as one zero-copy slice of the page; otherwise the kept entries are re-joined.
+        const bytes = fresh.length === p.count ? p.interior : joinEntries(p, fresh);
         await sink(bytes, fresh.length);
+        pooled.release();
       }
+      // Every page's bytes are in the socket (each sink settled): the buffers can serve the next record.
+      buffers.finish();
     },
 
     async ping(timeoutMs = config.fhirTimeoutMs) {
@@ -180,8 +198,31 @@ export function createFhirClient(config: ApiConfig): FhirClient {
   };
 }
 
-function joinEntries(raws: Buffer[]): Buffer {
-  const parts: Buffer[] = [];
-  raws.forEach((r, i) => (i === 0 ? parts.push(r) : parts.push(COMMA, r)));
-  return Buffer.concat(parts);
+/** Indexes of the page's entries not seen before (an entry without a key is always kept); their keys join `seen`. */
+function freshEntries(p: ScannedPage, seen: KeySet): number[] {
+  const fresh: number[] = [];
+  for (let i = 0; i < p.count; i++) {
+    const start = p.keys[2 * i] as number;
+    let isNew: boolean;
+    if (start >= 0) isNew = seen.add(p.bytes, start, p.keys[2 * i + 1] as number);
+    else {
+      const key = p.keyOf(i);
+      isNew = key === null || seen.addText(key);
+    }
+    if (isNew) fresh.push(i);
+  }
+  return fresh;
+}
+
+/** The kept entries of a page, comma-separated, in a buffer of their own. */
+function joinEntries(p: ScannedPage, kept: number[]): Buffer {
+  let size = Math.max(0, kept.length - 1);
+  for (const i of kept) size += (p.bounds[2 * i + 1] as number) - (p.bounds[2 * i] as number);
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  kept.forEach((i, n) => {
+    if (n > 0) out[at++] = COMMA;
+    at += p.bytes.copy(out, at, p.bounds[2 * i], p.bounds[2 * i + 1]);
+  });
+  return out;
 }

@@ -1,13 +1,21 @@
 /**
  * The fast path for $everything pages, on the bytes as received: the top-level
- * `entry` array is located and its elements sliced (zero-copy) without being
- * parsed, so each entry goes out exactly as the server sent it (decimals such
- * as 1.50 keep their precision: issue #2 "each element the Bundle entry as the
- * server sent it"). Only the Bundle minus its entries is parsed (links, type).
- * Bytes are read with src/util/json-bytes.ts.
+ * `entry` array is located and its elements delimited without being parsed, so
+ * each entry goes out exactly as the server sent it (decimals such as 1.50 keep
+ * their precision: issue #2 "each element the Bundle entry as the server sent
+ * it"). Only the Bundle minus its entries is parsed (links, type).
+ *
+ * One pass, and nothing allocated per entry (issue 28): an entry is a pair of
+ * offsets into the page, its de-duplication key another pair (the fullUrl's
+ * JSON literal, when it is the entry's first member, as HAPI writes it). No view
+ * of the page outlives the page, so a page's bytes are free for reuse once it
+ * has been written; per-entry Buffer views and key strings were young garbage
+ * that a slow caller's page kept long enough to be promoted, and each view kept
+ * its whole page alive until the next full collection.
+ * Structural bytes are read as in src/util/json-bytes.ts (UTF-8 never reuses an ASCII byte).
  */
 import { HospitalApiError } from '../errors/index.js';
-import { CLOSE_ARR, CLOSE_OBJ, COLON, COMMA, OPEN_ARR, OPEN_OBJ, QUOTE, skipWs, stringEnd } from '../util/json-bytes.js';
+import { BACKSLASH, CLOSE_ARR, CLOSE_OBJ, COLON, COMMA, OPEN_ARR, OPEN_OBJ, QUOTE, skipWs } from '../util/json-bytes.js';
 import { parseBundlePage } from './bundle-page.js';
 
 export interface RawEntry {
@@ -20,26 +28,27 @@ export interface RawEntry {
   key: string | null;
 }
 
-export interface ScannedPage {
-  entries: RawEntry[];
-  /** The bytes between the entry array's brackets (all entries, as sent). */
-  interior: Buffer;
-  next: string | undefined;
-  self: string | undefined;
-}
-
 function bad(detail: string): HospitalApiError {
   return new HospitalApiError('ERR_API_FHIR_BAD_RESPONSE', { detail });
 }
 
-function skipString(b: Buffer, i: number): number {
-  const end = stringEnd(b, i);
-  if (end < 0) throw bad('unterminated string');
-  return end;
+/**
+ * For the string whose opening quote is at `i`: the index just past its closing quote.
+ * A byte loop: FHIR strings are mostly short, where a native indexOf per string cost
+ * twice the whole scan (issue 28 profile). A backslash always escapes the byte after it (RFC 8259 §7).
+ */
+function skipString(b: Uint8Array, i: number): number {
+  const n = b.length;
+  for (let j = i + 1; j < n; j++) {
+    const c = b[j];
+    if (c === QUOTE) return j + 1;
+    if (c === BACKSLASH) j++;
+  }
+  throw bad('unterminated string');
 }
 
 /** Index just past the JSON value starting at `i`. */
-function skipValue(b: Buffer, i: number): number {
+function skipValue(b: Uint8Array, i: number): number {
   const c = b[i];
   if (c === QUOTE) return skipString(b, i);
   if (c !== OPEN_OBJ && c !== OPEN_ARR) {
@@ -47,7 +56,8 @@ function skipValue(b: Buffer, i: number): number {
     return i;
   }
   let depth = 0;
-  for (; i < b.length; i++) {
+  const n = b.length;
+  for (; i < n; i++) {
     const d = b[i];
     if (d === QUOTE) i = skipString(b, i) - 1;
     else if (d === OPEN_OBJ || d === OPEN_ARR) depth++;
@@ -56,88 +66,118 @@ function skipValue(b: Buffer, i: number): number {
   throw bad('unbalanced JSON');
 }
 
-interface EntryArray {
-  raws: Buffer[];
-  /** Offsets of `[` and just past `]`. */
-  start: number;
-  end: number;
-}
-
-/** Finds the top-level `entry` array and slices its elements, or null if there is none. */
-export function scanEntries(b: Buffer): EntryArray | null {
-  let i = skipWs(b, 0);
-  if (b[i] !== OPEN_OBJ) return null;
-  i = skipWs(b, i + 1);
-  while (i < b.length && b[i] !== CLOSE_OBJ) {
-    if (b[i] !== QUOTE) throw bad('malformed JSON');
-    const keyEnd = skipString(b, i);
-    const isEntry = keyEnd - i === 7 && b.toString('latin1', i, keyEnd) === '"entry"';
-    i = skipWs(b, skipWs(b, keyEnd) + 1); // past ':'
-    if (isEntry && b[i] === OPEN_ARR) {
-      const start = i;
-      const raws: Buffer[] = [];
-      i = skipWs(b, i + 1);
-      while (b[i] !== CLOSE_ARR) {
-        if (b[i] !== OPEN_OBJ) throw bad('Bundle.entry holds a non-object');
-        const end = skipValue(b, i);
-        raws.push(b.subarray(i, end));
-        i = skipWs(b, end);
-        if (b[i] === COMMA) i = skipWs(b, i + 1);
-        else if (b[i] !== CLOSE_ARR) throw bad('malformed Bundle.entry');
-      }
-      return { raws, start, end: i + 1 };
-    }
-    i = skipWs(b, skipValue(b, i));
-    if (b[i] === COMMA) i = skipWs(b, i + 1);
-  }
-  return null;
-}
-
+/** Bytes of `"fullUrl"`, the member HAPI writes first in every entry. */
 const FULL_URL_KEY = Buffer.from('"fullUrl"');
 
 /**
- * The entry's fullUrl as a JSON string literal, as sent (quotes and escapes
- * kept), when it is the entry's first member (HAPI writes it first), read from
- * the bytes: one flat string of the URL alone, which is all the de-duplication
- * set keeps per resource for the whole answer. (A regex capture on a decoded
- * head of the entry kept that whole head alive through each key: the record's
- * text stayed in memory until the answer ended, issue 28.)
+ * The span of the entry's fullUrl as a JSON string literal, as sent (quotes and
+ * escapes kept), when it is the entry's first member; else -1 (its key is then
+ * found by parsing the entry, see ScannedPage.keyOf).
  */
-function leadingFullUrl(raw: Buffer): string | null {
-  let i = skipWs(raw, 1);
-  if (raw.compare(FULL_URL_KEY, 0, FULL_URL_KEY.length, i, i + FULL_URL_KEY.length) !== 0) return null;
-  i = skipWs(raw, i + FULL_URL_KEY.length);
-  if (raw[i] !== COLON) return null;
-  i = skipWs(raw, i + 1);
-  if (raw[i] !== QUOTE) return null;
-  const end = skipString(raw, i);
-  return raw.toString('utf8', i, end);
+function leadingFullUrl(b: Buffer, entryStart: number, entryEnd: number, span: Int32Array, at: number): void {
+  span[at] = -1;
+  let i = skipWs(b, entryStart + 1);
+  if (i + FULL_URL_KEY.length > entryEnd || b.compare(FULL_URL_KEY, 0, FULL_URL_KEY.length, i, i + FULL_URL_KEY.length) !== 0) return;
+  i = skipWs(b, i + FULL_URL_KEY.length);
+  if (b[i] !== COLON) return;
+  i = skipWs(b, i + 1);
+  if (b[i] !== QUOTE) return;
+  span[at] = i;
+  span[at + 1] = skipString(b, i);
 }
 
-/** fullUrl when HAPI wrote it first (the usual case, read in place), else a parse. */
-function entryKey(raw: Buffer): string | null {
-  const url = leadingFullUrl(raw);
-  if (url !== null) return url;
-  let e: { fullUrl?: unknown; resource?: { resourceType?: unknown; id?: unknown } };
-  try {
-    e = JSON.parse(raw.toString('utf8')) as typeof e;
-  } catch {
-    throw bad('Bundle entry is not JSON');
+/** One $everything page, delimited: offsets into `bytes`, no copies. */
+export class ScannedPage {
+  constructor(
+    /** The page as received. */
+    readonly bytes: Buffer,
+    /** Entries in the page. */
+    readonly count: number,
+    /** Entry i is bytes[bounds[2i], bounds[2i+1]). */
+    readonly bounds: Uint32Array,
+    /** Entry i's leading fullUrl literal is bytes[keys[2i], keys[2i+1]); keys[2i] is -1 when it has none. */
+    readonly keys: Int32Array,
+    /** The bytes between the entry array's brackets (all entries, as sent). */
+    readonly interior: Buffer,
+    readonly next: string | undefined,
+    readonly self: string | undefined,
+  ) {}
+
+  /** Entry i's bytes (a view of the page). */
+  raw(i: number): Buffer {
+    return this.bytes.subarray(this.bounds[2 * i], this.bounds[2 * i + 1]);
   }
-  if (typeof e.fullUrl === 'string') return JSON.stringify(e.fullUrl);
-  const r = e.resource;
-  return typeof r?.resourceType === 'string' && typeof r.id === 'string' ? `${r.resourceType}/${r.id}` : null;
+
+  /**
+   * Entry i's key when its fullUrl is not its first member: JSON.stringify of the
+   * fullUrl (the literal a server writes for it), else `<resourceType>/<id>`, else null.
+   */
+  keyOf(i: number): string | null {
+    const start = this.keys[2 * i] as number;
+    if (start >= 0) return this.bytes.toString('utf8', start, this.keys[2 * i + 1]);
+    let e: { fullUrl?: unknown; resource?: { resourceType?: unknown; id?: unknown } };
+    try {
+      e = JSON.parse(this.raw(i).toString('utf8')) as typeof e;
+    } catch {
+      throw bad('Bundle entry is not JSON');
+    }
+    if (typeof e.fullUrl === 'string') return JSON.stringify(e.fullUrl);
+    const r = e.resource;
+    return typeof r?.resourceType === 'string' && typeof r.id === 'string' ? `${r.resourceType}/${r.id}` : null;
+  }
+
+  /** The entries as objects (each a view of the page and its key as a string). */
+  get entries(): RawEntry[] {
+    return Array.from({ length: this.count }, (_, i) => ({ raw: this.raw(i), key: this.keyOf(i) }));
+  }
 }
 
 /** Scans one $everything page. @throws ERR_API_FHIR_BAD_RESPONSE */
 export function scanPage(b: Buffer): ScannedPage {
-  const arr = scanEntries(b);
+  let bounds = new Uint32Array(2 * 64);
+  let keys = new Int32Array(2 * 64);
+  let count = 0;
+  let arr: { start: number; end: number } | null = null;
+  let i = skipWs(b, 0);
+  if (b[i] === OPEN_OBJ) {
+    i = skipWs(b, i + 1);
+    while (i < b.length && b[i] !== CLOSE_OBJ) {
+      if (b[i] !== QUOTE) throw bad('malformed JSON');
+      const keyEnd = skipString(b, i);
+      const isEntry = keyEnd - i === 7 && b.toString('latin1', i, keyEnd) === '"entry"';
+      i = skipWs(b, skipWs(b, keyEnd) + 1); // past ':'
+      if (isEntry && b[i] === OPEN_ARR) {
+        const start = i;
+        i = skipWs(b, i + 1);
+        while (b[i] !== CLOSE_ARR) {
+          if (b[i] !== OPEN_OBJ) throw bad('Bundle.entry holds a non-object');
+          const end = skipValue(b, i);
+          if (2 * count === bounds.length) {
+            bounds = grow(bounds, new Uint32Array(2 * bounds.length));
+            keys = grow(keys, new Int32Array(2 * keys.length));
+          }
+          bounds[2 * count] = i;
+          bounds[2 * count + 1] = end;
+          leadingFullUrl(b, i, end, keys, 2 * count);
+          count++;
+          i = skipWs(b, end);
+          if (b[i] === COMMA) i = skipWs(b, i + 1);
+          else if (b[i] !== CLOSE_ARR) throw bad('malformed Bundle.entry');
+        }
+        arr = { start, end: i + 1 };
+        break;
+      }
+      i = skipWs(b, skipValue(b, i));
+      if (b[i] === COMMA) i = skipWs(b, i + 1);
+    }
+  }
   const shell = arr ? `${b.toString('utf8', 0, arr.start)}[]${b.toString('utf8', arr.end)}` : b.toString('utf8');
   const page = parseBundlePage(shell);
-  return {
-    entries: (arr?.raws ?? []).map((raw) => ({ raw, key: entryKey(raw) })),
-    interior: arr ? b.subarray(arr.start + 1, arr.end - 1) : Buffer.alloc(0),
-    next: page.next,
-    self: page.self,
-  };
+  const interior = arr ? b.subarray(arr.start + 1, arr.end - 1) : Buffer.alloc(0);
+  return new ScannedPage(b, count, bounds, keys, interior, page.next, page.self);
+}
+
+function grow<T extends Uint32Array | Int32Array>(from: T, to: T): T {
+  to.set(from);
+  return to;
 }

@@ -22,6 +22,8 @@ export async function streamRecord(ctx: ApiContext, state: PatientRequest, reply
   // The caller left while the platform or the search answered: its end line is written; fetch nothing for nobody.
   if (state.ended) return reply.hijack();
   const { synced } = await state.writeStarted();
+  // The end line's file opens as soon as the started line is on disk, while the first page is still on its way.
+  synced.then(() => ctx.audit.prepare({ syncOnWrite: true }), () => undefined);
 
   const writer = new RecordWriter(reply, ctx.config.sendTimeoutMs, (bytes) => state.sent(bytes));
   try {
@@ -30,6 +32,8 @@ export async function streamRecord(ctx: ApiContext, state: PatientRequest, reply
       async (entries, count) => {
         // Fail closed: not one byte of the record before its started line is on disk.
         await synced;
+        // A file opened ahead is used within a second: a long record's end line gets one opened while its last pages are written.
+        ctx.audit.prepare({ syncOnWrite: true });
         ctx.metrics.pages.inc();
         ctx.metrics.resources.inc(count);
         return writer.page(entries, count);

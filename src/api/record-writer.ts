@@ -1,9 +1,9 @@
 /**
  * Writes a record to the raw response as {"resources":[…]}, page by page:
  * the headers and the opening with the first page, a comma between non-empty
- * pages, nothing for a page of repeats only. Each write waits on
- * back-pressure, so the page loop fetches no further page until the response
- * has drained; a caller that takes nothing for SEND_TIMEOUT_MS is cut
+ * pages, nothing for a page of repeats only. Each write waits until its bytes
+ * are in the socket, so the page loop fetches no further page until the
+ * response has drained; a caller that takes nothing for SEND_TIMEOUT_MS is cut
  * (ERR_API_CLIENT_STALLED), so one that never reads holds at most the pages
  * already fetched, and only for that long.
  */
@@ -31,17 +31,21 @@ export class RecordWriter {
 
   /** One page's new entries (comma-separated JSON) and their count. */
   async page(entries: Buffer, count: number): Promise<void> {
+    // The opening or the comma goes out with the entries, in one write to the socket (one turn of the loop, one syscall).
+    const chunks: Array<string | Buffer> = [];
     if (!this.#open) {
       this.#open = true;
       // Fastify still logs its "request completed" line for a hijacked reply: none of our own.
       this.reply.hijack();
       this.reply.raw.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'x-request-id': this.reply.request.id });
-      await this.#write('{"resources":[');
+      chunks.push('{"resources":[');
     }
-    if (count === 0) return;
-    if (this.#entries > 0) await this.#write(',');
-    this.#entries += count;
-    await this.#write(entries);
+    if (count > 0) {
+      if (this.#entries > 0) chunks.push(',');
+      this.#entries += count;
+      chunks.push(entries);
+    }
+    if (chunks.length > 0) await this.#write(chunks);
   }
 
   /** Completes the record (its bytes were counted with its end line). */
@@ -49,25 +53,31 @@ export class RecordWriter {
     return new Promise<void>((resolve) => this.reply.raw.end(RECORD_CLOSE, () => resolve()));
   }
 
-  #write(chunk: string | Buffer): Promise<void> {
+  /**
+   * Resolves once the chunks have been handed to the socket in full (the last
+   * write's callback: they complete in order), not merely queued: a page's
+   * bytes are then free for reuse (page-buffers.ts), and no further page is
+   * fetched while they wait.
+   */
+  #write(chunks: Array<string | Buffer>): Promise<void> {
     const raw = this.reply.raw;
     if (raw.destroyed) return Promise.reject(new Error('caller closed the connection'));
-    this.sent(Buffer.byteLength(chunk));
-    if (raw.write(chunk)) return Promise.resolve();
+    for (const chunk of chunks) this.sent(Buffer.byteLength(chunk));
+    const last = chunks.length - 1;
     const ms = this.sendTimeoutMs;
     return new Promise((resolve, reject) => {
-      const done = (err?: Error) => {
+      const done = (err?: Error | null) => {
         clearTimeout(timer);
-        raw.off('drain', onDrain);
         raw.off('close', onClose);
         if (err) reject(err);
         else resolve();
       };
-      const onDrain = () => done();
       const onClose = () => done(new Error('caller closed the connection'));
+      // Armed for every chunk: a small one the socket cannot take yet waits in the response's buffer.
       const timer = setTimeout(() => done(new HospitalApiError('ERR_API_CLIENT_STALLED', { ms })), ms);
-      raw.on('drain', onDrain);
       raw.on('close', onClose);
+      // A failed write (ECONNRESET, EPIPE, a destroyed stream) is the caller gone, as the close is.
+      chunks.forEach((chunk, i) => (i < last ? raw.write(chunk) : raw.write(chunk, (err) => (err ? onClose() : done()))));
     });
   }
 }

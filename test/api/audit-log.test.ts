@@ -7,11 +7,11 @@
  * by the real `hospital-api audit verify`.
  */
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, constants, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openAuditLog, type AuditFs, type AuditProbeRecord } from '../../src/api/audit.js';
+import { openAuditLog, PREPARED_MAX_AGE_MS, type AuditFs, type AuditProbeRecord } from '../../src/api/audit.js';
 import { HospitalApiError } from '../../src/errors/index.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { runCli } from '../helpers/cli.js';
@@ -226,5 +226,161 @@ describe('hospital-api audit verify', () => {
     const r = await runCli(['audit', 'verify', join(tempDir(), 'missing.log')]);
     expect(r.exitCode).toBe(3);
     expect(String(r.stderr)).toContain('ERR_FILE_READ');
+  });
+});
+
+/**
+ * Issue 28: the file of the next batch may be opened ahead (prepare), while the request does something
+ * else, and a line's sync is reported before its file is closed. Counted at a real file, through an fs that
+ * notes each open and close.
+ */
+describe('a file opened ahead, and a sync reported before the close', () => {
+  function countingFs(closeGate?: Promise<void>) {
+    const counts = { appends: 0, closes: 0, stats: 0 };
+    const syncs = { datasync: 0, dsyncOpens: 0 };
+    const fs: AuditFs = {
+      async open(path, flags, mode) {
+        const handle = await open(path, flags, mode);
+        if (flags === 'r') return handle;
+        counts.appends++;
+        if (typeof flags === 'number' && (flags & constants.O_DSYNC) !== 0 && (flags & constants.O_APPEND) !== 0) syncs.dsyncOpens++;
+        return new Proxy(handle, {
+          get(target, key) {
+            if (key === 'close') {
+              return async () => {
+                await closeGate;
+                counts.closes++;
+                return target.close();
+              };
+            }
+            if (key === 'stat') counts.stats++;
+            if (key === 'datasync') syncs.datasync++;
+            const value = Reflect.get(target, key, target) as unknown;
+            return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+          },
+        }) as FileHandle;
+      },
+    };
+    return { fs, counts, syncs };
+  }
+
+  it('writes the next batch to the file opened ahead, and closes a handle nobody took when the log closes', async () => {
+    const path = join(tempDir(), 'audit.log');
+    const { fs, counts } = countingFs();
+    const log = openAuditLog(path, () => {}, { fs });
+    log.prepare();
+    log.prepare(); // one handle ahead at most
+    await log.write(line('one'));
+    expect([counts.appends, counts.stats]).toEqual([1, 1]); // its size was read ahead too
+    log.prepare();
+    await log.close();
+    expect(counts).toEqual({ appends: 2, closes: 2, stats: 2 });
+    expect(wholeLines(path)).toEqual(['one']);
+  });
+
+  it('syncs a line by fdatasync, or by its write alone in a file opened ahead with O_DSYNC for a line its request waits for', async () => {
+    const path = join(tempDir(), 'audit.log');
+    const { fs, counts, syncs } = countingFs();
+    const log = openAuditLog(path, () => {}, { fs });
+    await log.write(line('plain'));
+    expect(syncs).toEqual({ datasync: 1, dsyncOpens: 0 });
+    log.prepare({ syncOnWrite: true });
+    await log.write(line('synced by its write'));
+    expect(syncs).toEqual({ datasync: 1, dsyncOpens: 1 });
+    await log.close();
+    expect(counts.appends).toBe(2);
+    expect(wholeLines(path)).toEqual(['plain', 'synced by its write']);
+  });
+
+  it('writes to the file at the path, never to one opened ahead and then moved away, deleted or replaced', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'audit.log');
+    const { fs } = countingFs();
+    const log = openAuditLog(path, () => {}, { fs });
+    await log.write(line('one'));
+    log.prepare({ syncOnWrite: true });
+    await new Promise((resolve) => setTimeout(resolve, 50)); // opened ahead
+    renameSync(path, join(dir, 'audit.log.1')); // logrotate
+    await log.write(line('two'));
+    expect(wholeLines(path)).toEqual(['two']);
+    expect(wholeLines(join(dir, 'audit.log.1'))).toEqual(['one']);
+    log.prepare({ syncOnWrite: true });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    rmSync(path);
+    mkdirSync(path); // a directory in its way: the line cannot be written, and must not be reported written
+    expect(await refusal(log.write(line('three')))).toBe('ERR_API_AUDIT_UNAVAILABLE');
+    await log.close();
+  });
+
+  it('follows a log moved away when the handle opened ahead is older than PREPARED_MAX_AGE_MS', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'audit.log');
+    const { fs, counts } = countingFs();
+    const log = openAuditLog(path, () => {}, { fs });
+    await log.write(line('before the rotation'));
+    log.prepare();
+    await new Promise((resolve) => setTimeout(resolve, PREPARED_MAX_AGE_MS + 200));
+    renameSync(path, join(dir, 'audit.log.1')); // logrotate
+    await log.write(line('after the rotation'));
+    await log.close();
+    expect(wholeLines(path)).toEqual(['after the rotation']);
+    expect(wholeLines(join(dir, 'audit.log.1'))).toEqual(['before the rotation']);
+    expect(counts.closes).toBe(counts.appends); // the stale handle was closed too
+  });
+
+  it('takes back a failed batch to its own start, though the file was opened ahead while an earlier batch was being written', async () => {
+    // The size read ahead predates 'one' (not yet written then): taking back to it would erase 'one'.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const state = { fail: false, noTakeBack: false };
+    const failing = failingDisk(state);
+    let firstWrite = true;
+    const fs: AuditFs = {
+      async open(path, flags, mode) {
+        const handle = await failing.open(path, flags, mode);
+        return new Proxy(handle, {
+          get(target, key) {
+            if (key === 'writeFile' && firstWrite) {
+              firstWrite = false;
+              return async (data: string) => {
+                await held;
+                return target.writeFile(data);
+              };
+            }
+            const value = Reflect.get(target, key, target) as unknown;
+            return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+          },
+        }) as FileHandle;
+      },
+    };
+    const path = join(tempDir(), 'audit.log');
+    const log = openAuditLog(path, () => {}, { fs });
+    const one = log.write(line('one'));
+    await new Promise((resolve) => setTimeout(resolve, 50)); // 'one' is being written, its write held
+    state.fail = true;
+    log.prepare();
+    await new Promise((resolve) => setTimeout(resolve, 50)); // opened and stat'ed ahead
+    release();
+    await one;
+    expect(await refusal(log.write(line('two, half written')))).toBe('ERR_API_AUDIT_UNAVAILABLE');
+    expect(wholeLines(path)).toEqual(['one']);
+  });
+
+  it('resolves a line once it is synced, without waiting for its file to close', { timeout: 5_000 }, async () => {
+    let open!: () => void;
+    const { fs, counts } = countingFs(new Promise<void>((resolve) => (open = resolve)));
+    const path = join(tempDir(), 'audit.log');
+    const log = openAuditLog(path, () => {}, { fs });
+    await log.write(line('synced'));
+    expect(counts.closes).toBe(0); // its close is still held
+    expect(wholeLines(path)).toEqual(['synced']);
+    // Opened ahead while only that close is pending: the size read ahead is the file's, and serves.
+    log.prepare();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    open();
+    await log.write(line('two'));
+    await log.close();
+    expect(counts).toEqual({ appends: 2, closes: 2, stats: 2 });
+    expect(wholeLines(path)).toEqual(['synced', 'two']);
   });
 });

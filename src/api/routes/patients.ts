@@ -61,6 +61,8 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
       // A slot only for a whole body and a granted token, held until the connection closes; past the
       // slots a bounded FIFO wait, then 503 ERR_API_BUSY with Retry-After.
       state.holdSlot(await admit(state));
+      // The audit file opens while the patient is searched: the next line (started, or the end of a {} answer) follows it.
+      ctx.audit.prepare();
       const matches = await ctx.fhir.findPatients(platformCareId);
       if (matches.length !== 1) {
         // Spec §2.2: no match → {}. Several matches → nobody's data (the original health-tag portal took entry[0]).
