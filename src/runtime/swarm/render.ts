@@ -35,7 +35,10 @@ export const POSTGRES_IMAGE_USER = Object.freeze({ uid: 999, gid: 999 });
 export const DATABASE_START_PERIOD_S = 600;
 
 /** The services of templates/stack.yaml. */
-export const STACK_SERVICES = ['kong-database', 'hapi-database', 'kong', 'kong-admin', 'hapi', 'fhir-door', 'hospital-api', 'ops'] as const;
+export const STACK_SERVICES = ['kong-database', 'hapi-database', 'kong-migrations', 'kong', 'kong-admin', 'hapi', 'fhir-door', 'hospital-api', 'ops'] as const;
+
+/** The one-shot services: each runs to completion when the runtime asks, and is at 0 replicas otherwise. */
+export const ONE_SHOT_STACK_SERVICES: readonly StackService[] = ['kong-migrations'];
 
 export type StackService = (typeof STACK_SERVICES)[number];
 
@@ -47,6 +50,8 @@ export interface StackInputs {
   eligibleNodes: number | null;
   /** Replicas of some services other than install.json's (the runtime's start phases). */
   scale?: Partial<Record<StackService, number>>;
+  /** Which run of Kong's migrations this deploy starts (a new value starts a new task); none when absent. */
+  migrationsRun?: string;
 }
 
 /**
@@ -144,6 +149,9 @@ export function renderStack(dir: string, config: InstallConfig, inputs: StackInp
     hapiDatabaseReplicas: scale('hapi-database', 1),
     gatewayReplicas: gateway,
     kongAdminReplicas: scale('kong-admin', 1),
+    // a one-shot: 0 unless the runtime runs it (deploy.ts)
+    kongMigrationsReplicas: scale('kong-migrations', 0),
+    kongMigrationsRun: inputs.migrationsRun ?? 'none',
     fhirReplicas: scale('hapi', replicas.fhir),
     fhirDoorReplicas: scale('fhir-door', 1),
     apiReplicas: apiTasks,
