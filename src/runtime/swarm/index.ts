@@ -27,7 +27,7 @@ import { projectName } from '../docker/render.js';
 import { swarmUnfinished } from './profile.js';
 import { databaseEndpoint } from './databases.js';
 import { ONE_SHOT_STACK_SERVICES, STACK_SERVICES, stackFile, type StackService } from './render.js';
-import { componentsFromSwarm, versionsFromSwarm } from './state.js';
+import { componentsFromSwarm, nodesRunning, versionsFromSwarm } from './state.js';
 import {
   deploy,
   deployedReplicas,
@@ -163,6 +163,11 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
     },
     logs: async () => {
       throw swarmUnfinished('logs are not written yet: `docker service logs <stack>_<service>` on a manager');
+    },
+    async gatewayNodes() {
+      const services = await stackServices(cli, stack);
+      const [tasks, nodes] = await Promise.all([serviceTasks(cli, services), swarmNodes(cli)]);
+      return nodesRunning(stack, SERVICE_OF.gateway as StackService, services, tasks, nodes);
     },
     // Swarm's orchestrator restarts and reschedules the tasks
     supervision: async () => ({ supervisor: null, summary: null }),

@@ -10,7 +10,7 @@
  * and a container that turns unhealthy fails its task, which Swarm replaces.
  * So a service is Up when it has its desired number of running tasks.
  */
-import type { ComponentState, ComponentVersion } from '../types.js';
+import type { ComponentState, ComponentVersion, GatewayNode } from '../types.js';
 import { splitReference } from '../docker/parse.js';
 import { ONE_SHOT_STACK_SERVICES, STACK_SERVICES, type StackService } from './render.js';
 
@@ -158,4 +158,16 @@ export function oneShotOutcome(tasks: TaskInspect[], serviceId: string, marker: 
     failures: failed.length,
     lastError: last ? (last.Status?.Err ?? last.Status?.Message ?? 'failed') : null,
   };
+}
+
+/** The nodes running a task of `service` now, with their addresses, by host name. */
+export function nodesRunning(stack: string, service: StackService, services: ServiceInspect[], tasks: TaskInspect[], nodes: NodeInspect[]): GatewayNode[] {
+  const s = services.find((x) => stackServiceOf(stack, x.Spec.Name) === service);
+  if (!s) return [];
+  const ids = new Set(current(tasks, s.ID).filter((t) => t.Status?.State === 'running').map((t) => t.NodeID));
+  return nodes
+    .filter((n) => ids.has(n.ID))
+    .map((n) => ({ node: n.Description?.Hostname ?? n.ID, address: nodeAddress(n) }))
+    .filter((n): n is GatewayNode => n.address !== null)
+    .sort((a, b) => a.node.localeCompare(b.node));
 }
