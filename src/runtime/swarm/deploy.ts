@@ -142,7 +142,7 @@ export async function deploy(ctx: SwarmContext, inputs: Omit<StackInputs, 'paylo
   mkdirSync(folder, { recursive: true, mode: 0o700 });
   for (const key of SECRET_KEYS) writeIfChanged(join(folder, key), payloads[key], true);
   const text = renderStack(ctx.dir, ctx.config, { payloads, eligibleNodes: eligibleNodes(nodes).length, ...inputs });
-  writeIfChanged(stackFile(ctx.dir), text, true);
+  writeIfChanged(stackFile(ctx.dir), text);
   await ctx.cli.run(['stack', 'deploy', '--compose-file', stackFile(ctx.dir), '--resolve-image', 'never', '--prune', '--with-registry-auth', ctx.stack], {
     timeoutMs: null,
     // a docker CLI from 26 on warns that it does not wait (docker/cli cli/command/stack/deploy.go); the
@@ -191,6 +191,23 @@ export async function waitUp(ctx: SwarmContext, components: () => Promise<Compon
       throw new HospitalApiError('ERR_INSTALL_HEALTH_TIMEOUT', {
         seconds: Math.round(ctx.waitTimeoutMs / 1000),
         what: waiting.map((c) => `${c.name} (${c.detail})`).join(', ') || names.join(', '),
+      });
+    }
+    await sleep(ctx.pollMs);
+  }
+}
+
+/** Waits until no service and no network of the stack is left (`docker stack rm` removes them in the background). */
+export async function waitGone(ctx: SwarmContext): Promise<void> {
+  const deadline = Date.now() + ctx.waitTimeoutMs;
+  for (;;) {
+    const services = await stackServices(ctx.cli, ctx.stack);
+    const networks = lines((await ctx.cli.run(['network', 'ls', '-q', '--filter', `label=com.docker.stack.namespace=${ctx.stack}`])).stdout);
+    if (services.length === 0 && networks.length === 0) return;
+    if (Date.now() > deadline) {
+      throw new HospitalApiError('ERR_INSTALL_HEALTH_TIMEOUT', {
+        seconds: Math.round(ctx.waitTimeoutMs / 1000),
+        what: `stack ${ctx.stack} to be removed (${services.length} services, ${networks.length} networks left)`,
       });
     }
     await sleep(ctx.pollMs);

@@ -13,7 +13,7 @@
  * cannot `docker exec` into another node's containers: exec is an engine call, not a
  * swarm one).
  *
- * Not yet: logs, backup and restore, the key and certificate reloads; each says so
+ * Not yet: backup and restore, the key and certificate reloads; each says so
  * with ERR_RUNTIME_UNSUPPORTED.
  */
 import { HospitalApiError } from '../../errors/index.js';
@@ -26,6 +26,7 @@ import { missingApiSettings } from '../../install-dir/api-settings.js';
 import { projectName } from '../docker/render.js';
 import { swarmUnfinished } from './profile.js';
 import { databaseEndpoint } from './databases.js';
+import { swarmLogs } from './logs.js';
 import { ONE_SHOT_STACK_SERVICES, STACK_SERVICES, stackFile, type StackService } from './render.js';
 import { componentsFromSwarm, nodesRunning, versionsFromSwarm } from './state.js';
 import {
@@ -38,6 +39,7 @@ import {
   stackServices,
   swarmNodes,
   waitOneShot,
+  waitGone,
   waitUp,
   type SwarmContext,
 } from './deploy.js';
@@ -116,12 +118,9 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
     },
     async down() {
       await cli.run(['stack', 'rm', stack], { allowFail: true });
-      // `docker stack rm` returns before the tasks have stopped: wait until no service is left
-      await waitUp(
-        { ...ctx },
-        async () => ((await stackServices(cli, stack)).length === 0 ? [] : [{ name: 'stack', state: 'down', detail: 'services still being removed' }]),
-        [],
-      );
+      // `docker stack rm` returns before the tasks have stopped and the network is gone; a deploy
+      // meanwhile would find the old network still in use
+      await waitGone(ctx);
     },
     async restart(component) {
       const service = ((SERVICE_OF as Readonly<Record<string, string>>)[component] ?? component) as StackService;
@@ -161,9 +160,7 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
     restoreData: async () => {
       throw swarmUnfinished('restore is not written yet');
     },
-    logs: async () => {
-      throw swarmUnfinished('logs are not written yet: `docker service logs <stack>_<service>` on a manager');
-    },
+    logs: (o) => swarmLogs(cli, options.docker ?? 'docker', stack, expected, o),
     async gatewayNodes() {
       const services = await stackServices(cli, stack);
       const [tasks, nodes] = await Promise.all([serviceTasks(cli, services), swarmNodes(cli)]);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { PROJECT_ROOT } from '../../version.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
-import { apiUser, builtApiImage, HAPI_IMAGE_USER, HUNG_PROBE, KONG_WORKERS, postgresProbe, projectName, renderTemplate } from '../docker/render.js';
+import { API_IMAGE_UID, builtApiImage, HAPI_IMAGE_USER, HUNG_PROBE, KONG_WORKERS, postgresProbe, projectName, renderTemplate } from '../docker/render.js';
 import { databaseEndpoint } from './databases.js';
 import { secretName, type SecretKey, type SecretPayloads } from './secrets.js';
 import { swarmSettings } from './settings.js';
@@ -104,7 +104,10 @@ export function renderStack(dir: string, config: InstallConfig, inputs: StackInp
   const kongDb = databaseEndpoint(config, 'kong');
   const hapiDb = databaseEndpoint(config, 'fhir');
   const scale = (service: StackService, fallback: number): number => inputs.scale?.[service] ?? fallback;
-  const api = apiUser();
+  // The image's own user (its Dockerfile), not the installer's as on one host: a task reads no file
+  // of this host, only its secrets (mounted with this uid), and its audit volume takes the owner of
+  // the image's /var/log/hospital-api, which is this user's.
+  const api = { uid: API_IMAGE_UID, gid: API_IMAGE_UID };
   const [hapiUid, hapiGid] = HAPI_IMAGE_USER.split(':').map(Number) as [number, number];
   const secretNames = Object.fromEntries(
     (Object.entries(SECRET_PLACEHOLDERS) as Array<[SecretKey, string]>).map(([key, placeholder]) => [placeholder, secretName(stack, key, inputs.payloads[key])]),
