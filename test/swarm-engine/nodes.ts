@@ -31,6 +31,13 @@ export async function swarmSkipReason(requiredImages: readonly string[]): Promis
   return null;
 }
 
+/** `docker` against the docker tier's engine, where the images are built. */
+export async function onTierEngine(args: string[], options: { timeout?: number } = {}) {
+  const res = await execa('docker', args, { reject: false, timeout: options.timeout ?? 600_000, stdin: 'ignore', env: { DOCKER_HOST: TIER_DOCKER_HOST } });
+  if (res.exitCode !== 0) throw new Error(`docker ${args.slice(0, 3).join(' ')} on the tier engine: exit ${res.exitCode}: ${String(res.stderr).trim().slice(-1000)}`);
+  return String(res.stdout);
+}
+
 /** Runs the script; returns its stderr (the figures it prints), throws with its last words on failure. */
 export async function swarmScript(args: string[], timeoutMs = 600_000): Promise<string> {
   const res = await execa('node', [SWARM_SCRIPT, ...args], { reject: false, stdin: 'ignore', timeout: timeoutMs });

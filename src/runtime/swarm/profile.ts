@@ -5,9 +5,8 @@
  * https://kong:8443 and the gateway HAPI as http://hapi:8080; passwords, keys
  * and the API's settings are Swarm secrets (/run/secrets/ in the tasks).
  *
- * The runtime (index.ts) deploys, reads and reaches the stack; `install --runtime
- * swarm` still checks its flags and then refuses with ERR_RUNTIME_UNSUPPORTED
- * before anything is written, until the three-node tier runs it end to end.
+ * The runtime (index.ts) deploys, reads and reaches the stack; install runs it
+ * from a manager (prepare refuses any other host before anything is written).
  * The renderer and the runtime are loaded only when asked.
  */
 import { join } from 'node:path';
@@ -57,9 +56,7 @@ export const swarmProfile: RuntimeProfile = {
   ],
   async installSettings(_hosts, previous, flags) {
     const { swarmSettings } = await import('./settings.js');
-    // every flag is checked first, so a bad value is named even now
-    swarmSettings(previous?.swarm, flags);
-    throw swarmUnfinished('install checks its flags but deploys nothing yet (the runtime is not tested end to end); nothing was written');
+    return { swarm: swarmSettings(previous?.swarm, flags) };
   },
   apiEnv: () => ({
     FHIR_BASE_URL: 'https://kong:8443/fhir-api-key-auth',
@@ -84,7 +81,8 @@ export const swarmProfile: RuntimeProfile = {
     const { dockerCli } = await import('../docker/compose.js');
     const { labelPlan, selfNode, swarmNodes } = await import('./deploy.js');
     const cli = dockerCli('', '', { docker: 'docker', compose: [] });
-    labelPlan(config, await swarmNodes(cli), await selfNode(cli));
+    const self = await selfNode(cli);
+    labelPlan(config, await swarmNodes(cli), self);
   },
   fhirUpstream: () => 'http://hapi:8080/fhir',
   // the demo runs on one host (profiles.ts DEMO_RUNTIMES): never on swarm
