@@ -40,7 +40,7 @@ import { writeTokens } from '../../src/demo/tokens.js';
 import { projectName } from '../../src/runtime/docker/render.js';
 import { TIER_IMAGES } from '../docker-engine/engine.js';
 import { formatTimings, syntheticIds, type RecordEntry, type Timings } from '../docker-engine/site.js';
-import { MANAGER, nodeSocket, onNode, onTierEngine, secondsSince, swarmLeftovers, swarmScript, swarmSkipReason, type NodeName } from './nodes.js';
+import { lockSwarm, MANAGER, nodeSocket, onNode, onTierEngine, unlockSwarm, secondsSince, swarmLeftovers, swarmScript, swarmSkipReason, type NodeName } from './nodes.js';
 
 const SUFFIX = process.env.HOSPITAL_API_TIER_SUFFIX ? `-${process.env.HOSPITAL_API_TIER_SUFFIX}` : '';
 const STANDINS = fileURLToPath(new URL('../docker-engine/images/', import.meta.url));
@@ -133,6 +133,8 @@ async function proxiesReadTheDatabase(): Promise<void> {
 
 describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (issue 29)', () => {
   beforeAll(async () => {
+    // one file at a time: the swarm's names are fixed
+    await lockSwarm();
     let t0 = Date.now();
     if (!HAPI_HAS_JAVA) {
       await onTierEngine(['build', '-q', '--build-arg', `HAPI_IMAGE=${TIER_IMAGES.hapi}`, '-t', HAPI_IMAGE, fileURLToPath(new URL('./images/hapi-health/', import.meta.url))]);
@@ -156,6 +158,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     await swarmScript(['stop'], 180_000);
     timings['swarm stop'] = Date.now() - t0;
     say(`timings (s): ${formatTimings(timings)}; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+    unlockSwarm();
     expect(await swarmLeftovers()).toEqual([]);
     removeTempDirs();
   }, 300_000);
@@ -244,7 +247,9 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     expect(patient.size).toBeGreaterThan(2 * PAGE_SIZE);
     const token = tokens.find((t) => t.careId === patient.careId)!.token;
     const expected = [patient.patient, ...patient.groups.flatMap((g) => g.resources)].map((r) => r.id);
-    for (const node of await nodesOf('hospital-api')) {
+    const apiNodes = await nodesOf('hospital-api');
+    expect(apiNodes).toHaveLength(2);
+    for (const node of apiNodes) {
       const t0 = Date.now();
       const res = await until(() => fromBridge(`http://${NODE_ADDRESS[node]}:${PORTS.api}/api/patients`, JSON.stringify({ platformCareId: patient.careId, token })), {
         what: `a record from the API on ${node}`,
@@ -257,4 +262,30 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       say(`record of ${expected.length} resources from the API on ${node}: ${secondsSince(t0)} s`);
     }
   }, 300_000);
+
+  it('logs shows each replica by node; down and up bring the stack back with its data', async () => {
+    const logs = await cli(['logs', 'kong', '-n', '5']);
+    expect(logs.code, logs.err).toBe(0);
+    // one line at least from each node that runs a proxy, prefixed with its replica and node
+    for (const node of await nodesOf('kong')) expect(logs.out, node).toMatch(new RegExp(`kong\\.\\d+@${node} \\|`));
+    // the platform stand-in is not the stack's: off its network while the stack removes it
+    await onNode(MANAGER, ['service', 'update', '--detach=false', '--quiet', '--network-rm', `${stack}_backend`, `${stack}-platform`], { timeout: 600_000 });
+    const down = await cli(['down']);
+    expect(down.code, down.err).toBe(0);
+    expect((await onNode(MANAGER, ['service', 'ls', '-q', '--filter', `label=com.docker.stack.namespace=${stack}`])).out.trim()).toBe('');
+    const up = await cli(['up']);
+    expect(up.code, `${up.out}\n${up.err}`).toBe(0);
+    // and on the new one again
+    await onNode(MANAGER, ['service', 'update', '--detach=false', '--quiet', '--network-add', `name=${stack}_backend,alias=platform`, `${stack}-platform`], { timeout: 600_000 });
+    const patient = dataset.patients[0]!;
+    const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const node = (await nodesOf('hospital-api'))[0]!;
+    const res = await until(() => fromBridge(`http://${NODE_ADDRESS[node]}:${PORTS.api}/api/patients`, JSON.stringify({ platformCareId: patient.careId, token })), {
+      what: `a record from the API on ${node} after down and up`,
+      timeoutMs: 90_000,
+      intervalMs: 1000,
+      ok: (r) => r.code === 0 && r.status === 200,
+    });
+    expect(syntheticIds((JSON.parse(res.body) as { resources: RecordEntry[] }).resources).has(patient.patient.id)).toBe(true);
+  }, 900_000);
 });

@@ -67,11 +67,20 @@ export async function stackServices(cli: DockerCli, stack: string): Promise<Serv
   return (await inspect<ServiceInspect>(cli, ['service', 'inspect'], ids)).filter((s) => s.Spec.Labels?.['com.docker.stack.namespace'] === stack);
 }
 
-/** Every task of the services, their history included (DesiredState tells the current ones). */
+/**
+ * Every task of the services, their history included (DesiredState tells the current ones). Swarm
+ * prunes old tasks all the time (its task history limit), so a task listed a moment ago can be gone
+ * when it is inspected: `docker inspect` then prints the others and fails for that one, which is
+ * left out. Any other failure is an error.
+ */
 export async function serviceTasks(cli: DockerCli, services: ServiceInspect[]): Promise<TaskInspect[]> {
   if (services.length === 0) return [];
-  const ids = lines((await cli.run(['service', 'ps', '-q', '--no-trunc', ...services.map((s) => s.ID)])).stdout);
-  return inspect<TaskInspect>(cli, ['inspect', '--type', 'task'], [...new Set(ids)]);
+  const ids = [...new Set(lines((await cli.run(['service', 'ps', '-q', '--no-trunc', ...services.map((s) => s.ID)])).stdout))];
+  if (ids.length === 0) return [];
+  const res = await cli.run(['inspect', '--type', 'task', ...ids], { allowFail: true });
+  const vanished = lines(res.stderr).every((l) => /not found|no such/i.test(l));
+  if (res.exitCode !== 0 && !vanished) throw new HospitalApiError('ERR_INSTALL_DOCKER', { command: 'inspect task', detail: lines(res.stderr).slice(-3).join(' ') || `exit code ${res.exitCode}` });
+  return res.stdout.trim() ? (JSON.parse(res.stdout) as TaskInspect[]) : [];
 }
 
 /** Nodes a published-port task may run on: ready and active (`docker node ls`). */
