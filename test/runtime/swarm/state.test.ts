@@ -6,9 +6,10 @@
  * reads the same from a real swarm.
  */
 import { describe, expect, it } from 'vitest';
-import { componentsFromSwarm, nodeAddress, oneShotOutcome, versionsFromSwarm, type NodeInspect, type ServiceInspect, type TaskInspect } from '../../../src/runtime/swarm/state.js';
+import { componentsFromSwarm, nodeAddress, nodesRunning, oneShotOutcome, versionsFromSwarm, type NodeInspect, type ServiceInspect, type TaskInspect } from '../../../src/runtime/swarm/state.js';
 import { labelPlan, NODE_LABELS } from '../../../src/runtime/swarm/deploy.js';
 import { longRunningServices } from '../../../src/runtime/swarm/index.js';
+import { withoutStackName } from '../../../src/runtime/swarm/logs.js';
 import { swarmSettings } from '../../../src/runtime/swarm/settings.js';
 import type { RuntimeFlags } from '../../../src/runtime/profile.js';
 import { installConfig } from '../../helpers/install-config.js';
@@ -88,6 +89,12 @@ describe('components of a deployed stack', () => {
     ]);
   });
 
+  it('the gateway nodes: where a task runs that Swarm keeps, not one it is stopping (a rolling update)', () => {
+    const tasks = [task('kong', 'id-n2', 'running'), task('kong', 'id-n1', 'running', 'shutdown'), task('kong', 'id-n3', 'starting')];
+    expect(nodesRunning(STACK, 'kong', [service('kong', 2)], tasks, nodes)).toEqual([{ node: 'n2', address: '198.51.100.12' }]);
+    expect(nodesRunning(STACK, 'kong', [], tasks, nodes)).toEqual([]);
+  });
+
   it("a node's address: its own, else the manager's advertised one", () => {
     expect(nodes.map(nodeAddress)).toEqual(['198.51.100.11', '198.51.100.12', '198.51.100.13']);
   });
@@ -133,5 +140,12 @@ describe('placement labels', () => {
     expect(() => labelPlan(config({ kongDatabaseNode: 'n9' }), nodes, 'id-n1')).toThrow(expect.objectContaining({ code: 'ERR_INSTALL_BAD_OPTION', message: expect.stringContaining('"n9"') }));
     // a database outside the swarm needs no label
     expect(labelPlan(config({ kongDatabaseUrl: 'postgres://kong@db.example/kong', fhirDatabaseUrl: 'postgres://hapi@db.example/hapi' }), nodes, 'id-n1')).toEqual({ add: [['id-n1', NODE_LABELS.admin]], remove: [] });
+  });
+});
+
+describe('log lines', () => {
+  it("keep which replica on which node wrote them, less the stack's name; other lines stay as they are", () => {
+    const text = `${STACK}_kong.1@n2    | kong stand-in 3.9.3\n${STACK}_kong.2@n3    | hospital-api gateway ready\nerror from the CLI\n`;
+    expect(withoutStackName(STACK, text)).toBe('kong.1@n2 | kong stand-in 3.9.3\nkong.2@n3 | hospital-api gateway ready\nerror from the CLI\n');
   });
 });
