@@ -39,7 +39,7 @@ import { installPaths } from '../../src/install-dir/layout.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { projectName } from '../../src/runtime/docker/render.js';
 import { TIER_IMAGES } from '../docker-engine/engine.js';
-import { formatTimings, syntheticIds, type RecordEntry, type Timings } from '../docker-engine/site.js';
+import { formatTimings, lanCurl, syntheticIds, type RecordEntry, type Timings } from '../docker-engine/site.js';
 import { lockSwarm, MANAGER, nodeSocket, onNode, onTierEngine, unlockSwarm, secondsSince, swarmLeftovers, swarmScript, swarmSkipReason, type NodeName } from './nodes.js';
 
 const SUFFIX = process.env.HOSPITAL_API_TIER_SUFFIX ? `-${process.env.HOSPITAL_API_TIER_SUFFIX}` : '';
@@ -93,16 +93,9 @@ async function cli(args: string[]): Promise<{ code: number | undefined; out: str
   return { code: r.exitCode, out: String(r.stdout), err: String(r.stderr) };
 }
 
-/** A client in the bridge namespace (a machine on the hospital's network in front of the nodes). */
-async function fromBridge(url: string, body?: string): Promise<{ status: number; body: string; code: number }> {
-  const r = await execa(
-    'nsenter',
-    ['--net=/run/netns/hapi-sw-br', 'curl', '-sS', '--max-time', '60', '-w', '\n%{http_code}', ...(body === undefined ? [] : ['-H', 'content-type: application/json', '--data-binary', '@-']), url],
-    { reject: false, ...(body === undefined ? { stdin: 'ignore' as const } : { input: body }), maxBuffer: 256 * 1024 * 1024 },
-  );
-  const out = String(r.stdout);
-  const nl = out.lastIndexOf('\n');
-  return { status: Number(out.slice(nl + 1)) || 0, body: out.slice(0, Math.max(nl, 0)), code: r.exitCode ?? 1 };
+/** POST /api/patients from a client in the bridge namespace (a machine on the hospital's network in front of the nodes). */
+function postFromBridge(node: NodeName, body: string) {
+  return lanCurl(`http://${NODE_ADDRESS[node]}:${PORTS.api}/api/patients`, { port: PORTS.api, netns: 'hapi-sw-br', args: ['-H', 'content-type: application/json'], data: body });
 }
 
 /** The nodes running a task of one of the stack's services now (host names), from the manager. */
@@ -251,7 +244,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     expect(apiNodes).toHaveLength(2);
     for (const node of apiNodes) {
       const t0 = Date.now();
-      const res = await until(() => fromBridge(`http://${NODE_ADDRESS[node]}:${PORTS.api}/api/patients`, JSON.stringify({ platformCareId: patient.careId, token })), {
+      const res = await until(() => postFromBridge(node, JSON.stringify({ platformCareId: patient.careId, token })), {
         what: `a record from the API on ${node}`,
         timeoutMs: 60_000,
         intervalMs: 1000,
@@ -280,7 +273,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     const patient = dataset.patients[0]!;
     const token = tokens.find((t) => t.careId === patient.careId)!.token;
     const node = (await nodesOf('hospital-api'))[0]!;
-    const res = await until(() => fromBridge(`http://${NODE_ADDRESS[node]}:${PORTS.api}/api/patients`, JSON.stringify({ platformCareId: patient.careId, token })), {
+    const res = await until(() => postFromBridge(node, JSON.stringify({ platformCareId: patient.careId, token })), {
       what: `a record from the API on ${node} after down and up`,
       timeoutMs: 90_000,
       intervalMs: 1000,

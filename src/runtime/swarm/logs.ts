@@ -9,6 +9,7 @@
  */
 import { execa } from 'execa';
 import { HospitalApiError } from '../../errors/index.js';
+import { byLines } from '../log-files.js';
 import { AUDIT_LOG_COMPONENT, type LogsOptions } from '../types.js';
 import type { DockerCli } from '../docker/compose.js';
 
@@ -45,18 +46,8 @@ export async function swarmLogs(cli: DockerCli, docker: string, stack: string, s
         cancelSignal: o.signal,
         buffer: false,
       });
-      // whole lines only, per stream: a chunk can end inside a line
-      const byLines = (): ((chunk: Buffer) => void) => {
-        let held = '';
-        return (chunk) => {
-          const text = held + chunk.toString('utf8');
-          const end = text.lastIndexOf('\n');
-          held = text.slice(end + 1);
-          if (end >= 0) o.write(name, withoutStackName(stack, text.slice(0, end + 1)));
-        };
-      };
-      child.stdout?.on('data', byLines());
-      child.stderr?.on('data', byLines());
+      // whole lines only, per stream
+      for (const stream of [child.stdout, child.stderr]) stream?.on('data', byLines((text) => o.write(name, withoutStackName(stack, text))));
       await child;
     }),
   );
