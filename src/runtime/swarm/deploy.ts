@@ -24,7 +24,7 @@ import type { ComponentState } from '../types.js';
 import type { DockerCli } from '../docker/compose.js';
 import { databaseOf } from './databases.js';
 import { renderStack, stackFile, type StackInputs, type StackService } from './render.js';
-import { SECRET_KEYS, secretPayloads } from './secrets.js';
+import { SECRET_KEYS, secretName, secretPayloads } from './secrets.js';
 import { desiredReplicas, oneShotOutcome, stackServiceOf, type NodeInspect, type ServiceInspect, type TaskInspect } from './state.js';
 
 /** The node labels templates/stack.yaml places services by. */
@@ -160,6 +160,18 @@ export async function deploy(ctx: SwarmContext, inputs: Omit<StackInputs, 'paylo
       if (!/--detach=false|In a future release, --detach/.test(line)) ctx.progress(line);
     },
   });
+}
+
+/**
+ * Removes the stack's secrets that the deployed stack no longer names: each new content (a new key,
+ * settings file, certificate) is a new secret, and the old one would stay in the swarm's store. A
+ * secret a task still uses (one being replaced) is refused by the engine and left for the next time.
+ */
+export async function pruneSecrets(ctx: SwarmContext): Promise<void> {
+  const payloads = secretPayloads(ctx.dir, ctx.config);
+  const keep = new Set(SECRET_KEYS.map((key) => secretName(ctx.stack, key, payloads[key])));
+  const names = lines((await ctx.cli.run(['secret', 'ls', '--filter', `label=com.docker.stack.namespace=${ctx.stack}`, '--format', '{{.Name}}'])).stdout);
+  for (const name of names.filter((n) => !keep.has(n))) await ctx.cli.run(['secret', 'rm', name], { allowFail: true });
 }
 
 /** A new value for the migrations' HOSPITAL_API_RUN: a deploy with it starts a new task. */

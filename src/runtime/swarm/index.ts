@@ -34,6 +34,7 @@ import {
   deployedReplicas,
   newRun,
   placeLabels,
+  pruneSecrets,
   selfNode,
   serviceTasks,
   stackServices,
@@ -97,6 +98,8 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
     const withApi = apiReady(dir);
     await deploy(ctx, withApi ? {} : { scale: { [api]: 0 } }, nodes);
     await waitUp(ctx, components, expected.filter((s) => withApi || s !== api));
+    // every task runs on the current secrets now
+    await pruneSecrets(ctx);
   };
 
   return {
