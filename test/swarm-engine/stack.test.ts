@@ -2,7 +2,9 @@
  * Issue 29 end to end on a real three-node swarm (scripts/swarm-nodes.mjs),
  * through the real CLI: install --runtime swarm → consumer create --write-env →
  * verify ACCEPTED → POST /api/patients returns a multi-page record, from a
- * client in the bridge namespace, on every node that runs an API task.
+ * client in the bridge namespace, on every node that runs an API task → logs,
+ * down and up → install again to scale from two to three gateway and API
+ * replicas → a lost worker, with records flowing on through another node.
  *
  * The CLI runs as a hospital runs it, on the manager: in n1's network namespace
  * (so its loopback is n1's, where the FHIR door is published) with n1's engine
@@ -19,8 +21,9 @@
  * the test runs one HAPI replica, builds a hapi image with a `java` health check
  * when the stand-in has none (images/hapi-health/), and restarts the gateway's
  * proxies after a change through kong-admin when the kong stand-in does not follow
- * the database; each of these is decided from the stand-ins' own sources, so they
- * stop as soon as the stand-ins do it themselves.
+ * the database. The last two are decided from the stand-ins' own sources, so they
+ * stop as soon as the stand-ins do it themselves; the HAPI count is this file's
+ * (--fhir-replicas below).
  *
  * Without root, the binaries or the docker tier's images, every test is skipped
  * with one `skipped: <why>` line. afterAll stops everything the harness started
