@@ -31,6 +31,10 @@ ENV NODE_ENV=production
 # API_MALLOC_ENV): without the cap its resident memory climbs under load outside the JS heap.
 ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
+# The audit log's folder, the API user's: a Swarm stack mounts a named volume there, and Docker
+# gives a new volume the owner and mode of the folder it is mounted on in the image (Docker docs,
+# "Volumes": "Populate a volume using a container"); a folder the image lacks would be root's.
+RUN mkdir -p /var/log/hospital-api && chown 1000:1000 /var/log/hospital-api && chmod 0700 /var/log/hospital-api
 # Never root: the node user of the Debian-based Node images (uid 1000); compose sets the same.
 USER 1000:1000
 EXPOSE 9000

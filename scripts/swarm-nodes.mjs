@@ -335,6 +335,8 @@ async function load(images) {
     if (have.some((h) => !h)) missing.push(node);
   }
   if (!missing.length) {
+    // the ids are there, but a tag may be new (an image rebuilt with an id some node already has under another tag)
+    await Promise.all(NODES.flatMap((node) => images.map((image, i) => nodeDocker(node)`docker tag ${ids[i]} ${image}`.quiet())));
     log(`images already on every node (${images.join(' ')})`);
     return;
   }

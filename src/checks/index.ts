@@ -9,6 +9,7 @@ import { fhirMetadata } from './fhir-metadata.js';
 import { filePermissions } from './file-permissions.js';
 import { fhirRoutesClosed } from './fhir-routes-closed.js';
 import { gatewayDrift } from './gateway-drift.js';
+import { gatewayNodes } from './gateway-nodes.js';
 import { gatewayObjects } from './gateway-objects.js';
 import { gatewayUndeclared } from './gateway-undeclared.js';
 import { keyAuthMetadata } from './key-auth-metadata.js';
@@ -23,6 +24,8 @@ export const CHECKS: readonly Check[] = Object.freeze([
   fhirMetadata,
   gatewayObjects,
   keyAuthMetadata,
+  // issue 29: the same on every host that publishes the gateway
+  gatewayNodes,
   keyAuthNoKey,
   keyAuthWrongKey,
   basicAuthRequired,

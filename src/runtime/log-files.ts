@@ -1,6 +1,7 @@
 /**
  * Reading and following log files (`hospital-api logs`): the native
- * components' own logs and, on every runtime, the Hospital API's audit log.
+ * components' own logs and, on every runtime, the Hospital API's audit log;
+ * and the whole-line cut the container runtimes' followed logs share.
  */
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -48,3 +49,14 @@ export async function followLogs(paths: Record<string, string>, write: (name: st
   }
 }
 
+
+/** Whole lines only: a chunk can end inside a line, whose rest comes with the next one. */
+export function byLines(write: (text: string) => void): (chunk: string | Buffer) => void {
+  let held = '';
+  return (chunk) => {
+    const text = held + chunk.toString();
+    const end = text.lastIndexOf('\n');
+    held = text.slice(end + 1);
+    if (end >= 0) write(text.slice(0, end + 1));
+  };
+}

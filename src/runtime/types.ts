@@ -103,10 +103,22 @@ export interface Runtime {
   /** Who supervises the components now, for `status`. */
   supervision(): Promise<Supervision>;
   /**
+   * Where the gateway's HTTPS port is published when the gateway runs on several hosts (swarm:
+   * each node running a gateway task, its port in host mode there). A one-host runtime has none:
+   * its gateway is at the site's own address, which verify probes anyway.
+   */
+  gatewayNodes?(): Promise<GatewayNode[]>;
+  /**
    * Runs this runtime's own supervisor in this process until it is stopped
    * (`up --foreground`, started detached by `up`); resolves to its exit code.
    */
   supervise(): Promise<number>;
+}
+
+/** A host that publishes the gateway: its name in the cluster and the address other hosts reach it at. */
+export interface GatewayNode {
+  node: string;
+  address: string;
 }
 
 /** The name `hospital-api logs` gives the Hospital API's audit log, beside the components (both runtimes). */

@@ -30,6 +30,7 @@ import { componentsUp } from '../../src/checks/components-up.js';
 import { fhirMetadata } from '../../src/checks/fhir-metadata.js';
 import { gatewayObjects } from '../../src/checks/gateway-objects.js';
 import { keyAuthMetadata } from '../../src/checks/key-auth-metadata.js';
+import { gatewayNodes } from '../../src/checks/gateway-nodes.js';
 import { keyAuthNoKey } from '../../src/checks/key-auth-no-key.js';
 import { keyAuthWrongKey } from '../../src/checks/key-auth-wrong-key.js';
 import { describeFailure, httpGet, isCapabilityStatement, isTlsFailure } from '../../src/checks/http.js';
@@ -351,6 +352,38 @@ describe('gateway-objects (§4.5.3)', () => {
   });
 });
 
+describe('gateway-nodes (§4.5.4 on every host that publishes the gateway)', () => {
+  /** The runtime of a several-host install whose gateway hosts are `addresses` (each on the install's gateway port). */
+  const onHosts = (...addresses: string[]) => ({
+    ...fakeRuntime(kong, [], components),
+    gatewayNodes: async () => addresses.map((address, i) => ({ node: `n${i + 1}`, address })),
+  });
+
+  it('is skipped on one host, where key-auth-metadata probed the only gateway', async () => {
+    expect(await gatewayNodes.run(ctx())).toMatchObject({ status: 'skip' });
+  });
+
+  it("passes when the key reads metadata on each host, verified for the site's name, whatever address is dialled", async () => {
+    const r = await gatewayNodes.run(ctx({ runtime: onHosts('127.0.0.1', '127.0.0.1') }));
+    expect(r).toMatchObject({ status: 'pass', summary: '200 CapabilityStatement on 2 hosts: n1, n2' });
+    expect(JSON.stringify(r)).not.toContain(KEY);
+  });
+
+  it('fails naming a host that does not answer, a key the gateway refuses, and a certificate for another name', async () => {
+    // 127.0.0.2 is loopback too, but the stand-in gateway listens on 127.0.0.1 only
+    const r = await gatewayNodes.run(ctx({ runtime: onHosts('127.0.0.1', '127.0.0.2') }));
+    expect(r).toMatchObject({ status: 'fail', summary: 'not on n2 of 2 hosts' });
+    expect(r.detail).toMatch(/^n1 127\.0\.0\.1: 200 CapabilityStatement; n2 127\.0\.0\.2: ECONNREFUSED/);
+    expect(await gatewayNodes.run(ctx({ runtime: onHosts('127.0.0.1'), apiKey: 'not-a-credential-0000' }))).toMatchObject({ status: 'fail', detail: 'n1 127.0.0.1: 401' });
+    // the certificate names 127.0.0.1 (the install's host), not this name
+    const other = { ...config, hosts: ['gateway.elsewhere.example'] };
+    const wrongName = await gatewayNodes.run(ctx({ config: other, runtime: onHosts('127.0.0.1') }));
+    expect(wrongName).toMatchObject({ status: 'fail' });
+    expect(wrongName.detail).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID|altnames/i);
+    expect(await gatewayNodes.run(ctx({ runtime: onHosts() }))).toMatchObject({ status: 'fail', summary: 'no host publishes the gateway' });
+  });
+});
+
 describe('key-auth-metadata (§4.5.4)', () => {
   it("passes with the Hospital API's key over HTTPS verified against the CA", async () => {
     const r = await keyAuthMetadata.run(ctx());
@@ -573,12 +606,15 @@ describe('runner, accept rule and table', () => {
     for (const status of ['fail', 'error', 'warn', 'skip'] as const) expect(allMandatoryPass([r('a', 'pass'), r('b', status)]), status).toBe(false);
     expect(allMandatoryPass([r('admin-not-exposed', 'fail')])).toBe(false);
     expect(allMandatoryPass([r('key-auth-metadata', 'skip')])).toBe(false);
+    // one host: no other host publishes the gateway
+    expect(allMandatoryPass([r('gateway-nodes', 'skip')])).toBe(true);
+    expect(allMandatoryPass([r('gateway-nodes', 'fail')])).toBe(false);
   });
 
   it('every shipped check is mandatory except the expiry warning and the undeclared-objects list, in issue 5 order, then issue 12\'s and 23\'s', () => {
     expect(CHECKS.map((c) => [c.id, c.spec, c.mandatory])).toEqual([
       ['components-up', '4.5.1', true], ['api-health', '4.5.2', true], ['fhir-metadata', '4.5.2', true], ['gateway-objects', '4.5.3', true],
-      ['key-auth-metadata', '4.5.4', true], ['key-auth-no-key', 'extra', true], ['key-auth-wrong-key', 'extra', true],
+      ['key-auth-metadata', '4.5.4', true], ['gateway-nodes', '4.5.4', true], ['key-auth-no-key', 'extra', true], ['key-auth-wrong-key', 'extra', true],
       ['basic-auth-required', 'extra', true], ['admin-not-exposed', 'extra', true], ['certificate-chain', 'extra', true],
       ['certificate-expiry', 'extra', false], ['file-permissions', 'extra', true],
       ['gateway-drift', 'extra', true], ['fhir-routes-closed', 'extra', true], ['gateway-undeclared', 'extra', false], ['tls-policy', 'extra', true],

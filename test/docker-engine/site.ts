@@ -201,13 +201,15 @@ export async function removeSiteAddress(): Promise<void> {
  */
 export async function lanCurl(
   url: string,
-  options: { port: number; args?: string[]; data?: string; header?: string },
+  options: { port: number; args?: string[]; data?: string; header?: string; netns?: string },
 ): Promise<{ status: number; body: string; code: number }> {
   const stdin = options.data ?? options.header;
   const stdinFlag = options.data !== undefined ? ['--data-binary', '@-'] : options.header !== undefined ? ['-H', '@-'] : [];
+  // another namespace (the swarm tier's bridge) reaches addresses, not the site's name
+  const resolve = options.netns === undefined ? ['--resolve', `${SITE_HOST.name}:${options.port}:${SITE_HOST.address}`] : [];
   const r = await execa(
     'nsenter',
-    [`--net=/run/netns/${SITE_LAN.netns}`, 'curl', '-sS', '--max-time', '60', '--resolve', `${SITE_HOST.name}:${options.port}:${SITE_HOST.address}`,
+    [`--net=/run/netns/${options.netns ?? SITE_LAN.netns}`, 'curl', '-sS', '--max-time', '60', ...resolve,
       '-w', '\n%{http_code}', ...stdinFlag, ...(options.args ?? []), url],
     { reject: false, ...(stdin === undefined ? { stdin: 'ignore' as const } : { input: stdin }), maxBuffer: 256 * 1024 * 1024 },
   );

@@ -3,6 +3,8 @@
  * scripts/swarm-nodes.mjs (start, load, kill, stop, leftovers) and `docker`
  * against one node's socket. Nothing here fakes an answer.
  */
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import { fileURLToPath } from 'node:url';
 
@@ -29,6 +31,59 @@ export async function swarmSkipReason(requiredImages: readonly string[]): Promis
     if (res.exitCode !== 0) return `the docker tier's engine has no ${image} (node scripts/docker-engine.mjs images)`;
   }
   return null;
+}
+
+/** `docker` against the docker tier's engine, where the images are built. */
+export async function onTierEngine(args: string[], options: { timeout?: number } = {}) {
+  const res = await execa('docker', args, { reject: false, timeout: options.timeout ?? 600_000, stdin: 'ignore', env: { DOCKER_HOST: TIER_DOCKER_HOST } });
+  if (res.exitCode !== 0) throw new Error(`docker ${args.slice(0, 3).join(' ')} on the tier engine: exit ${res.exitCode}: ${String(res.stderr).trim().slice(-1000)}`);
+  return String(res.stdout);
+}
+
+/**
+ * The swarm's names are fixed, so one file at a time may have it, and vitest runs files in parallel
+ * (`npm test`): each file holds this lock from its beforeAll to its afterAll. A directory made
+ * atomically (mkdir(2) fails when it exists) holding the holder's pid; a holder that died is replaced.
+ */
+const LOCK = `${RUN}.lock`;
+
+export async function lockSwarm(timeoutMs = 3_600_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      mkdirSync(LOCK);
+      writeFileSync(`${LOCK}/pid`, String(process.pid));
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    let holder = NaN;
+    try {
+      holder = Number(readFileSync(`${LOCK}/pid`, 'utf8'));
+    } catch {
+      // being written, or being released
+    }
+    if (Number.isInteger(holder) && holder > 0 && !alive(holder)) rmSync(LOCK, { recursive: true, force: true });
+    if (Date.now() > deadline) throw new Error(`the swarm tier stayed locked by pid ${holder} (${LOCK})`);
+    await sleep(1000);
+  }
+}
+
+export function unlockSwarm(): void {
+  try {
+    if (Number(readFileSync(`${LOCK}/pid`, 'utf8')) === process.pid) rmSync(LOCK, { recursive: true, force: true });
+  } catch {
+    // not ours, or gone
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Runs the script; returns its stderr (the figures it prints), throws with its last words on failure. */

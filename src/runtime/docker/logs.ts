@@ -9,7 +9,7 @@
  * service's own name back when it prints several.
  */
 import { HospitalApiError } from '../../errors/index.js';
-import { followLogs, tailLog } from '../log-files.js';
+import { byLines, followLogs, tailLog } from '../log-files.js';
 import { AUDIT_LOG_COMPONENT, type LogsOptions } from '../types.js';
 import type { DockerCli } from './compose.js';
 import { LONG_RUNNING_SERVICES } from './parse.js';
@@ -27,17 +27,6 @@ export function withoutComposePrefix(text: string): string {
       return line.slice(line[bar + 1] === ' ' ? bar + 2 : bar + 1);
     })
     .join('\n');
-}
-
-/** Whole lines only: a chunk can end inside a line, whose rest comes with the next one. */
-function byLines(write: (text: string) => void): (chunk: string) => void {
-  let held = '';
-  return (chunk) => {
-    const text = held + chunk;
-    const end = text.lastIndexOf('\n');
-    held = text.slice(end + 1);
-    if (end >= 0) write(text.slice(0, end + 1));
-  };
 }
 
 export async function dockerLogs(cli: () => Promise<DockerCli>, auditLogFile: string, o: LogsOptions): Promise<void> {

@@ -1,14 +1,178 @@
 /**
- * The Docker Swarm runtime (issue 29). Its profile, settings and stack file
- * exist; the runtime that deploys and runs the stack does not yet, so an
- * install.json that names swarm is refused with a stable code instead of
- * being half run.
+ * The Docker Swarm runtime (issue 29): the stack of templates/stack.yaml,
+ * deployed from this host, a manager of the swarm (deploy.ts), its state read
+ * from the manager (state.ts), and Kong's admin API reached inside the
+ * kong-admin task.
+ *
+ * Admin calls: kong-admin is placed on the node labelled hospital-api.admin=true,
+ * and up() puts that label on this node, the one the toolkit runs on. So the
+ * kong-admin container is a container of this host's own engine, and the call runs
+ * inside it with `docker exec` exactly as the docker runtime runs it inside its kong
+ * container (docker/admin.ts): the admin API stays on 127.0.0.1 inside that task, is
+ * never published, and no other node's engine needs to be reachable (a manager's CLI
+ * cannot `docker exec` into another node's containers: exec is an engine call, not a
+ * swarm one).
+ *
+ * Not yet: backup and restore, the key and certificate reloads; each says so
+ * with ERR_RUNTIME_UNSUPPORTED.
  */
+import { HospitalApiError } from '../../errors/index.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
-import type { Runtime } from '../types.js';
+import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '../types.js';
+import { adminCall } from '../docker/admin.js';
+import { dockerCli } from '../docker/compose.js';
+import { SERVICE_OF } from '../docker/services.js';
+import { missingApiSettings } from '../../install-dir/api-settings.js';
+import { projectName } from '../docker/render.js';
 import { swarmUnfinished } from './profile.js';
+import { databaseEndpoint } from './databases.js';
+import { swarmLogs } from './logs.js';
+import { ONE_SHOT_STACK_SERVICES, STACK_SERVICES, stackFile, type StackService } from './render.js';
+import { componentsFromSwarm, nodesRunning, versionsFromSwarm } from './state.js';
+import {
+  deploy,
+  deployedReplicas,
+  newRun,
+  placeLabels,
+  pruneSecrets,
+  selfNode,
+  serviceTasks,
+  stackServices,
+  swarmNodes,
+  waitOneShot,
+  waitGone,
+  waitUp,
+  type SwarmContext,
+} from './deploy.js';
 
-/** @throws ERR_RUNTIME_UNSUPPORTED, always, until the runtime exists */
-export async function createSwarmRuntime(_dir: string, _config: InstallConfig): Promise<Runtime> {
-  throw swarmUnfinished('it cannot start, stop or reach a stack yet');
+/** The API's tasks run only once the hospital has created its key and named the platform (as on the other runtimes). */
+function apiReady(dir: string): boolean {
+  return missingApiSettings(dir).length === 0;
+}
+
+export interface SwarmRuntimeOptions {
+  waitTimeoutMs?: number;
+  pollMs?: number;
+  /** The docker program (tests name their own). */
+  docker?: string;
+  /** Progress lines; default: stderr. */
+  onProgress?: (line: string) => void;
+}
+
+/** The long-running services this install deploys: a database the hospital runs elsewhere is not one. */
+export function longRunningServices(config: InstallConfig): StackService[] {
+  return STACK_SERVICES.filter((s) => !ONE_SHOT_STACK_SERVICES.includes(s))
+    .filter((s) => !(s === 'kong-database' && !databaseEndpoint(config, 'kong').own))
+    .filter((s) => !(s === 'hapi-database' && !databaseEndpoint(config, 'fhir').own));
+}
+
+export async function createSwarmRuntime(dir: string, config: InstallConfig, options: SwarmRuntimeOptions = {}): Promise<Runtime> {
+  const stack = projectName(dir);
+  const cli = dockerCli(stack, stackFile(dir), { docker: options.docker ?? 'docker', compose: [] });
+  const ctx: SwarmContext = {
+    dir,
+    config,
+    stack,
+    cli,
+    progress: options.onProgress ?? ((line: string) => process.stderr.write(`  ${line}\n`)),
+    waitTimeoutMs: options.waitTimeoutMs ?? 600_000,
+    pollMs: options.pollMs ?? 2000,
+  };
+  const expected = longRunningServices(config);
+  const api = SERVICE_OF.api as StackService;
+
+  const components = async (): Promise<ComponentState[]> => {
+    const services = await stackServices(cli, stack);
+    const [tasks, nodes] = await Promise.all([serviceTasks(cli, services), swarmNodes(cli)]);
+    return componentsFromSwarm(stack, services, tasks, nodes, expected).map((c) =>
+      // held back as on the other runtimes: deployed with no replica until the key and platform are set
+      c.name === api && c.state === 'down' && !apiReady(dir) ? { ...c, detail: 'held back: FHIR_API_KEY or PLATFORM_API_URL not set (`hospital-api consumer create <name> --write-env`)' } : c,
+    );
+  };
+
+  /** Deploys the stack as install.json asks (the API with no replica until it is ready) and waits for it. */
+  const deployAll = async (): Promise<void> => {
+    const self = await selfNode(cli);
+    const nodes = await swarmNodes(cli);
+    await placeLabels(ctx, nodes, self);
+    const withApi = apiReady(dir);
+    await deploy(ctx, withApi ? {} : { scale: { [api]: 0 } }, nodes);
+    await waitUp(ctx, components, expected.filter((s) => withApi || s !== api));
+    // every task runs on the current secrets now
+    await pruneSecrets(ctx);
+  };
+
+  return {
+    name: 'swarm',
+    async up() {
+      const self = await selfNode(cli);
+      const nodes = await swarmNodes(cli);
+      await placeLabels(ctx, nodes, self);
+      const now = deployedReplicas(stack, await stackServices(cli, stack));
+      const withApi = apiReady(dir);
+      // 1. Kong's migrations, with Kong as it runs now (not at all on a first deploy)
+      const run = newRun();
+      ctx.progress(`deploying stack ${stack}: databases, HAPI, the FHIR door; Kong's migrations (run ${run})`);
+      await deploy(ctx, { scale: { 'kong-migrations': 1, kong: now.kong ?? 0, 'kong-admin': now['kong-admin'] ?? 0, [api]: withApi ? (now[api] ?? 0) : 0 }, migrationsRun: run }, nodes);
+      await waitOneShot(ctx, 'kong-migrations', run);
+      // 2. everything as install.json asks; 3. each service at its count
+      ctx.progress('migrations complete; starting Kong');
+      await deployAll();
+    },
+    async down() {
+      await cli.run(['stack', 'rm', stack], { allowFail: true });
+      // `docker stack rm` returns before the tasks have stopped and the network is gone; a deploy
+      // meanwhile would find the old network still in use
+      await waitGone(ctx);
+    },
+    async restart(component) {
+      const service = ((SERVICE_OF as Readonly<Record<string, string>>)[component] ?? component) as StackService;
+      if (!expected.includes(service)) throw new HospitalApiError('ERR_RUNTIME_UNKNOWN_COMPONENT', { component, known: expected.join(', ') });
+      // the API reads its settings (a secret) when it starts: a new settings file is a new secret and a new deploy
+      if (service === api) return deployAll();
+      await cli.run(['service', 'update', '--force', '--detach', `${stack}_${service}`], { timeoutMs: null, onProgress: ctx.progress });
+      await waitUp(ctx, components, [service]);
+    },
+    components,
+    async versions(): Promise<ComponentVersion[]> {
+      return versionsFromSwarm(stack, await stackServices(cli, stack));
+    },
+    async admin(method, path, body): Promise<AdminResponse> {
+      const ids = (
+        await cli.run(['ps', '-q', '--filter', `label=com.docker.swarm.service.name=${stack}_kong-admin`, '--filter', 'status=running'])
+      ).stdout
+        .split('\n')
+        .map((s) => s.trim())
+        .filter(Boolean);
+      if (ids.length === 0) {
+        throw new HospitalApiError('ERR_INSTALL_ADMIN_UNREACHABLE', {
+          detail: 'no kong-admin task runs on this node (the node labelled hospital-api.admin=true; `hospital-api up` on it)',
+        });
+      }
+      return adminCall(cli, ids[0]!, method, path, body);
+    },
+    reloadApiKey: async () => {
+      throw swarmUnfinished('key rotation is not written yet');
+    },
+    reloadGatewayTls: async () => {
+      throw swarmUnfinished('certificate renewal is not written yet');
+    },
+    snapshotData: async () => {
+      throw swarmUnfinished('backup is not written yet');
+    },
+    restoreData: async () => {
+      throw swarmUnfinished('restore is not written yet');
+    },
+    logs: (o) => swarmLogs(cli, options.docker ?? 'docker', stack, expected, o),
+    async gatewayNodes() {
+      const services = await stackServices(cli, stack);
+      const [tasks, nodes] = await Promise.all([serviceTasks(cli, services), swarmNodes(cli)]);
+      return nodesRunning(stack, SERVICE_OF.gateway as StackService, services, tasks, nodes);
+    },
+    // Swarm's orchestrator restarts and reschedules the tasks
+    supervision: async () => ({ supervisor: null, summary: null }),
+    async supervise() {
+      throw new HospitalApiError('ERR_USAGE', { detail: 'the swarm runtime is supervised by Docker Swarm: run `hospital-api up`' });
+    },
+  };
 }

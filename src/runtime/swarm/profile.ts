@@ -5,10 +5,9 @@
  * https://kong:8443 and the gateway HAPI as http://hapi:8080; passwords, keys
  * and the API's settings are Swarm secrets (/run/secrets/ in the tasks).
  *
- * Not finished: the runtime itself (deploy phases, admin calls, day two) comes
- * later, so `install --runtime swarm` checks its flags and then refuses with
- * ERR_RUNTIME_UNSUPPORTED before anything is written, and openRuntime refuses
- * an install.json that names it (index.ts). The renderer is loaded only when asked.
+ * The runtime (index.ts) deploys, reads and reaches the stack; install runs it
+ * from a manager (prepare refuses any other host before anything is written).
+ * The renderer and the runtime are loaded only when asked.
  */
 import { join } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
@@ -57,9 +56,7 @@ export const swarmProfile: RuntimeProfile = {
   ],
   async installSettings(_hosts, previous, flags) {
     const { swarmSettings } = await import('./settings.js');
-    // every flag is checked first, so a bad value is named even now
-    swarmSettings(previous?.swarm, flags);
-    throw swarmUnfinished('install checks its flags but deploys nothing yet; nothing was written');
+    return { swarm: swarmSettings(previous?.swarm, flags) };
   },
   apiEnv: () => ({
     FHIR_BASE_URL: 'https://kong:8443/fhir-api-key-auth',
@@ -79,8 +76,13 @@ export const swarmProfile: RuntimeProfile = {
   },
   // backups of a swarm install come with its day-two operations
   folders: [],
-  async prepare() {
-    throw swarmUnfinished('nothing is deployed yet');
+  // this host must be a manager, and the database nodes install was told must exist: checked before anything is written
+  async prepare(config) {
+    const { dockerCli } = await import('../docker/compose.js');
+    const { labelPlan, selfNode, swarmNodes } = await import('./deploy.js');
+    const cli = dockerCli('', '', { docker: 'docker', compose: [] });
+    const self = await selfNode(cli);
+    labelPlan(config, await swarmNodes(cli), self);
   },
   fhirUpstream: () => 'http://hapi:8080/fhir',
   // the demo runs on one host (profiles.ts DEMO_RUNTIMES): never on swarm

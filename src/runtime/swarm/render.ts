@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { PROJECT_ROOT } from '../../version.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
-import { apiUser, builtApiImage, HAPI_IMAGE_USER, HUNG_PROBE, KONG_WORKERS, postgresProbe, projectName, renderTemplate } from '../docker/render.js';
+import { API_IMAGE_UID, builtApiImage, HAPI_IMAGE_USER, HUNG_PROBE, KONG_WORKERS, postgresProbe, projectName, renderTemplate } from '../docker/render.js';
 import { databaseEndpoint } from './databases.js';
 import { secretName, type SecretKey, type SecretPayloads } from './secrets.js';
 import { swarmSettings } from './settings.js';
@@ -35,7 +35,10 @@ export const POSTGRES_IMAGE_USER = Object.freeze({ uid: 999, gid: 999 });
 export const DATABASE_START_PERIOD_S = 600;
 
 /** The services of templates/stack.yaml. */
-export const STACK_SERVICES = ['kong-database', 'hapi-database', 'kong', 'kong-admin', 'hapi', 'fhir-door', 'hospital-api', 'ops'] as const;
+export const STACK_SERVICES = ['kong-database', 'hapi-database', 'kong-migrations', 'kong', 'kong-admin', 'hapi', 'fhir-door', 'hospital-api', 'ops'] as const;
+
+/** The one-shot services: each runs to completion when the runtime asks, and is at 0 replicas otherwise. */
+export const ONE_SHOT_STACK_SERVICES: readonly StackService[] = ['kong-migrations'];
 
 export type StackService = (typeof STACK_SERVICES)[number];
 
@@ -47,6 +50,8 @@ export interface StackInputs {
   eligibleNodes: number | null;
   /** Replicas of some services other than install.json's (the runtime's start phases). */
   scale?: Partial<Record<StackService, number>>;
+  /** Which run of Kong's migrations this deploy starts (a new value starts a new task); none when absent. */
+  migrationsRun?: string;
 }
 
 /**
@@ -99,7 +104,10 @@ export function renderStack(dir: string, config: InstallConfig, inputs: StackInp
   const kongDb = databaseEndpoint(config, 'kong');
   const hapiDb = databaseEndpoint(config, 'fhir');
   const scale = (service: StackService, fallback: number): number => inputs.scale?.[service] ?? fallback;
-  const api = apiUser();
+  // The image's own user (its Dockerfile), not the installer's as on one host: a task reads no file
+  // of this host, only its secrets (mounted with this uid), and its audit volume takes the owner of
+  // the image's /var/log/hospital-api, which is this user's.
+  const api = { uid: API_IMAGE_UID, gid: API_IMAGE_UID };
   const [hapiUid, hapiGid] = HAPI_IMAGE_USER.split(':').map(Number) as [number, number];
   const secretNames = Object.fromEntries(
     (Object.entries(SECRET_PLACEHOLDERS) as Array<[SecretKey, string]>).map(([key, placeholder]) => [placeholder, secretName(stack, key, inputs.payloads[key])]),
@@ -144,6 +152,9 @@ export function renderStack(dir: string, config: InstallConfig, inputs: StackInp
     hapiDatabaseReplicas: scale('hapi-database', 1),
     gatewayReplicas: gateway,
     kongAdminReplicas: scale('kong-admin', 1),
+    // a one-shot: 0 unless the runtime runs it (deploy.ts)
+    kongMigrationsReplicas: scale('kong-migrations', 0),
+    kongMigrationsRun: inputs.migrationsRun ?? 'none',
     fhirReplicas: scale('hapi', replicas.fhir),
     fhirDoorReplicas: scale('fhir-door', 1),
     apiReplicas: apiTasks,

@@ -5,7 +5,7 @@
  * stand-in answers as the engine would), and install and openRuntime refusing
  * it, through the real CLI, with nothing written, until the runtime exists.
  */
-import { chmodSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { HospitalApiError } from '../../../src/errors/index.js';
@@ -138,20 +138,28 @@ describe('where the swarm runtime is available', () => {
   });
 });
 
-describe('install and openRuntime with the swarm runtime, until it is finished', () => {
+describe('install and openRuntime with the swarm runtime', () => {
   const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, { env });
 
-  it.each([
-    [['--no-start']],
-    [[]],
-    [['--gateway-replicas', '3', '--overlay-encryption', 'off', '--kong-database-node', 'n1']],
-  ])('install --runtime swarm %j refuses with ERR_RUNTIME_UNSUPPORTED and writes nothing', async (extra) => {
+  it('install --runtime swarm --no-start writes install.json with its swarm settings and the stack file in a private folder, and deploys nothing', async () => {
     const dir = join(tempDir('hapi-swarm-cli-'), 'inst');
-    const r = await cli(['install', '--runtime', 'swarm', '--dir', dir, '--generate-ca', '--json', ...extra]);
-    expect(r.exitCode, String(r.stderr)).toBe(2);
+    const r = await cli(['install', '--runtime', 'swarm', '--no-start', '--dir', dir, '--generate-ca', '--json', '--gateway-replicas', '3', '--overlay-encryption', 'off', '--kong-database-node', 'n1']);
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    expect(JSON.parse(String(r.stdout)).result.runtime).toBe('swarm');
+    const config = readInstallConfig(dir);
+    expect(config.swarm).toMatchObject({ replicas: { gateway: 3, fhir: 2, api: 2 }, overlayEncryption: false, databases: { kong: { node: 'n1' }, fhir: { node: null } } });
+    const stack = join(dir, 'swarm', 'stack.yaml');
+    expect(statSync(join(dir, 'swarm')).mode & 0o777).toBe(0o700);
+    expect(readFileSync(stack, 'utf8')).toContain('endpoint_mode: dnsrr');
+  });
+
+  it('install --runtime swarm on a worker (no manager here) stops before anything is written, saying so', async () => {
+    const dir = join(tempDir('hapi-swarm-cli-'), 'inst');
+    const r = await cli(['install', '--runtime', 'swarm', '--dir', dir, '--generate-ca', '--json'], { PATH: `${fakeDocker('active false')}:${process.env.PATH}` });
+    expect(r.exitCode).toBe(3);
     const error = JSON.parse(String(r.stdout)).error;
-    expect(error.code).toBe('ERR_RUNTIME_UNSUPPORTED');
-    expect(error.message).toContain('The swarm runtime is not finished yet');
+    expect(error.code).toBe('ERR_INSTALL_DOCKER');
+    expect(error.message).toContain('not a manager of an active swarm');
     expect(existsSync(dir)).toBe(false);
   });
 
@@ -181,14 +189,11 @@ describe('install and openRuntime with the swarm runtime, until it is finished',
     expect(readInstallConfig(dir).runtime).toBe('native');
   });
 
-  it('openRuntime refuses an install.json that names it, and `status` says so with the same code', async () => {
+  it('openRuntime opens an install.json that names it', async () => {
     const dir = tempDir('hapi-swarm-open-');
     writeInstallConfig(dir, installConfig({ runtime: 'swarm', swarm: swarmSettings(undefined, {}) }));
     const before = readdirSync(dir);
-    await expect(openRuntime(dir)).rejects.toMatchObject({ code: 'ERR_RUNTIME_UNSUPPORTED' });
-    const r = await cli(['status', '--dir', dir, '--json']);
-    expect(r.exitCode).toBe(2);
-    expect(JSON.parse(String(r.stdout)).error.code).toBe('ERR_RUNTIME_UNSUPPORTED');
+    await expect(openRuntime(dir)).resolves.toMatchObject({ name: 'swarm' });
     expect(readdirSync(dir)).toEqual(before);
   });
 });

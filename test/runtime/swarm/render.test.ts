@@ -56,7 +56,9 @@ interface Service {
     endpoint_mode: string;
     placement?: { constraints?: string[]; max_replicas_per_node?: number; preferences?: Array<{ spread: string }> };
     update_config?: { order: string };
+    restart_policy?: Record<string, string>;
   };
+  command?: string[];
   [key: string]: unknown;
 }
 interface Stack {
@@ -104,7 +106,7 @@ describe('the rendered stack file', () => {
 
   it('resolves every service by DNS round robin, and publishes ports on the node only (host mode)', () => {
     const { stack } = render();
-    expect(Object.keys(stack.services).sort()).toEqual(['fhir-door', 'hapi', 'hapi-database', 'hospital-api', 'kong', 'kong-admin', 'kong-database', 'ops']);
+    expect(Object.keys(stack.services).sort()).toEqual(['fhir-door', 'hapi', 'hapi-database', 'hospital-api', 'kong', 'kong-admin', 'kong-database', 'kong-migrations', 'ops']);
     for (const [name, s] of Object.entries(stack.services)) {
       expect(s.deploy.endpoint_mode, name).toBe('dnsrr');
       for (const p of s.ports ?? []) expect(p.mode, name).toBe('host');
@@ -155,6 +157,20 @@ describe('the rendered stack file', () => {
     const api = stack.services['hospital-api']!;
     expect(by('hospital-api', 'hospital-api.env')).toMatchObject({ uid: api.user!.split(':')[0], gid: api.user!.split(':')[1] });
     expect(api.command).toEqual(['serve', '--host', '0.0.0.0', '--port', '9000', '--env-file', '/run/secrets/hospital-api.env']);
+  });
+
+  it("runs Kong's migrations only when the runtime asks, each run a new task, through the image's entrypoint", () => {
+    const idle = render().stack.services['kong-migrations']!;
+    expect(idle.deploy.replicas).toBe(0);
+    expect(idle.deploy.restart_policy).toEqual({ condition: 'on-failure', delay: '3s' });
+    const run = render(swarmConfig(), { scale: { 'kong-migrations': 1 }, migrationsRun: 'run-1' }).stack.services['kong-migrations']!;
+    expect(run.deploy.replicas).toBe(1);
+    expect(run.environment?.HOSPITAL_API_RUN).toBe('run-1');
+    // the same database settings and password file as the proxies
+    const { HOSPITAL_API_RUN: _run, ...env } = run.environment!;
+    const kongEnv = render().stack.services['kong-admin']!.environment!;
+    for (const [k, v] of Object.entries(env)) expect(kongEnv[k], k).toBe(v);
+    expect(run.command).toEqual(['sh', '-c', ['bootstrap', 'up', 'finish'].map((step) => `/docker-entrypoint.sh kong migrations ${step}`).join(' && ')]);
   });
 
   it('encrypts the overlay network unless turned off', () => {

@@ -1,0 +1,246 @@
+/**
+ * Deploying the stack from this host, a manager of the swarm (`docker stack
+ * deploy` is a manager's command): the nodes' placement labels, the secrets'
+ * files, the stack file for one phase, and the waits. Through the docker CLI
+ * with argv only (docker/compose.ts dockerCli); no secret is ever an argument
+ * or an environment variable: `docker stack deploy` reads each secret from its
+ * file under <dir>/swarm/secrets/ (0600) and creates it in the swarm.
+ *
+ * The order of a start (up):
+ * 1. the stack with Kong's migrations at one task (a new run each time) and Kong's
+ *    proxies and kong-admin as they are now (none on a first deploy): the databases,
+ *    HAPI, the FHIR door and ops start meanwhile;
+ * 2. once that task is Complete, the stack as install.json asks (the migrations at 0);
+ * 3. every long-running service at its desired count of running tasks.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { HospitalApiError } from '../../errors/index.js';
+import type { InstallConfig } from '../../install-dir/install-config.js';
+import { writeIfChanged } from '../../install-dir/write-if-changed.js';
+import type { ComponentState } from '../types.js';
+import type { DockerCli } from '../docker/compose.js';
+import { databaseOf } from './databases.js';
+import { renderStack, stackFile, type StackInputs, type StackService } from './render.js';
+import { SECRET_KEYS, secretName, secretPayloads } from './secrets.js';
+import { desiredReplicas, oneShotOutcome, stackServiceOf, type NodeInspect, type ServiceInspect, type TaskInspect } from './state.js';
+
+/** The node labels templates/stack.yaml places services by. */
+export const NODE_LABELS = Object.freeze({ admin: 'hospital-api.admin', kong: 'hospital-api.kong-database', fhir: 'hospital-api.fhir-database' });
+
+export interface SwarmContext {
+  dir: string;
+  config: InstallConfig;
+  stack: string;
+  cli: DockerCli;
+  progress: (line: string) => void;
+  waitTimeoutMs: number;
+  pollMs: number;
+}
+
+function lines(text: string): string[] {
+  return text.split('\n').map((s) => s.trim()).filter(Boolean);
+}
+
+async function inspect<T>(cli: DockerCli, args: string[], ids: string[]): Promise<T[]> {
+  if (ids.length === 0) return [];
+  return JSON.parse((await cli.run([...args, ...ids])).stdout) as T[];
+}
+
+/** This engine's node ID; refuses when it is not a manager of an active swarm. */
+export async function selfNode(cli: DockerCli): Promise<string> {
+  const info = (await cli.run(['info', '--format', '{{.Swarm.LocalNodeState}} {{.Swarm.ControlAvailable}} {{.Swarm.NodeID}}'])).stdout.trim().split(' ');
+  if (info[0] !== 'active' || info[1] !== 'true' || !info[2]) {
+    throw new HospitalApiError('ERR_INSTALL_DOCKER', { command: 'stack deploy', detail: 'this Docker engine is not a manager of an active swarm (`docker info`: Swarm); run hospital-api on a manager node' });
+  }
+  return info[2];
+}
+
+export async function swarmNodes(cli: DockerCli): Promise<NodeInspect[]> {
+  return inspect<NodeInspect>(cli, ['node', 'inspect'], lines((await cli.run(['node', 'ls', '-q'])).stdout));
+}
+
+export async function stackServices(cli: DockerCli, stack: string): Promise<ServiceInspect[]> {
+  const ids = lines((await cli.run(['service', 'ls', '-q', '--filter', `label=com.docker.stack.namespace=${stack}`])).stdout);
+  return (await inspect<ServiceInspect>(cli, ['service', 'inspect'], ids)).filter((s) => s.Spec.Labels?.['com.docker.stack.namespace'] === stack);
+}
+
+/**
+ * Every task of the services, their history included (DesiredState tells the current ones). Swarm
+ * prunes old tasks all the time (its task history limit), so a task listed a moment ago can be gone
+ * when it is inspected: `docker inspect` then prints the others and fails for that one, which is
+ * left out. Any other failure is an error.
+ */
+export async function serviceTasks(cli: DockerCli, services: ServiceInspect[]): Promise<TaskInspect[]> {
+  if (services.length === 0) return [];
+  const ids = [...new Set(lines((await cli.run(['service', 'ps', '-q', '--no-trunc', ...services.map((s) => s.ID)])).stdout))];
+  if (ids.length === 0) return [];
+  const res = await cli.run(['inspect', '--type', 'task', ...ids], { allowFail: true });
+  const vanished = lines(res.stderr).every((l) => /not found|no such/i.test(l));
+  if (res.exitCode !== 0 && !vanished) throw new HospitalApiError('ERR_INSTALL_DOCKER', { command: 'inspect task', detail: lines(res.stderr).slice(-3).join(' ') || `exit code ${res.exitCode}` });
+  return res.stdout.trim() ? (JSON.parse(res.stdout) as TaskInspect[]) : [];
+}
+
+/** Nodes a published-port task may run on: ready and active (`docker node ls`). */
+export function eligibleNodes(nodes: NodeInspect[]): NodeInspect[] {
+  return nodes.filter((n) => n.Status?.State === 'ready' && (n.Spec?.Availability ?? 'active') === 'active');
+}
+
+function hostname(n: NodeInspect): string {
+  return n.Description?.Hostname ?? n.ID;
+}
+
+/**
+ * The nodes carrying each placement label after this start: kong-admin, ops and the FHIR door
+ * go to this node (the manager install runs on: its engine is the one `docker exec` reaches,
+ * so admin calls never leave it), and the label moves here with them. A database's label is put on
+ * the node install was told (--kong-database-node), else stays where it is, else comes here; it
+ * never moves from a node that has it, because the database's volume is local to that node.
+ */
+export function labelPlan(config: InstallConfig, nodes: NodeInspect[], self: string): { add: Array<[string, string]>; remove: Array<[string, string]> } {
+  const add: Array<[string, string]> = [];
+  const remove: Array<[string, string]> = [];
+  const holders = (label: string) => nodes.filter((n) => n.Spec?.Labels?.[label] === 'true');
+  for (const n of holders(NODE_LABELS.admin)) if (n.ID !== self) remove.push([n.ID, NODE_LABELS.admin]);
+  if (!holders(NODE_LABELS.admin).some((n) => n.ID === self)) add.push([self, NODE_LABELS.admin]);
+  for (const which of ['kong', 'fhir'] as const) {
+    const db = databaseOf(config, which);
+    if (!('node' in db)) continue;
+    const label = NODE_LABELS[which];
+    const flag = `--${which}-database-node`;
+    const has = holders(label);
+    let target: NodeInspect | undefined;
+    if (db.node !== null) {
+      target = nodes.find((n) => n.ID === db.node || hostname(n) === db.node);
+      if (!target) throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: flag, detail: `no node of this swarm is named "${db.node}" (\`docker node ls\`)` });
+    } else {
+      target = has[0] ?? nodes.find((n) => n.ID === self);
+    }
+    const elsewhere = has.filter((n) => n.ID !== target!.ID);
+    if (elsewhere.length) {
+      throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', {
+        name: flag,
+        detail: `the ${which === 'kong' ? 'Kong' : 'FHIR'} database runs on ${elsewhere.map(hostname).join(', ')} (label ${label}), and its data is in a volume of that node: move the data first, then the label (\`docker node update --label-rm ${label}\`)`,
+      });
+    }
+    if (!has.some((n) => n.ID === target!.ID)) add.push([target!.ID, label]);
+  }
+  return { add, remove };
+}
+
+export async function placeLabels(ctx: SwarmContext, nodes: NodeInspect[], self: string): Promise<void> {
+  const plan = labelPlan(ctx.config, nodes, self);
+  for (const [node, label] of plan.remove) await ctx.cli.run(['node', 'update', '--label-rm', label, node]);
+  for (const [node, label] of plan.add) {
+    ctx.progress(`labelling node ${hostname(nodes.find((n) => n.ID === node)!)} ${label}=true`);
+    await ctx.cli.run(['node', 'update', '--label-add', `${label}=true`, node]);
+  }
+}
+
+/**
+ * Writes the secrets' files and the stack file for this phase, then deploys it. `--resolve-image
+ * never`: each node runs the image as named (a digest pins it: --kong-image kong:3.9.3@sha256:…),
+ * so images loaded onto the nodes without a registry work too. `--prune`: a service the file no
+ * longer has (a database moved outside the swarm) goes.
+ */
+export async function deploy(ctx: SwarmContext, inputs: Omit<StackInputs, 'payloads' | 'eligibleNodes'>, nodes: NodeInspect[]): Promise<void> {
+  const payloads = secretPayloads(ctx.dir, ctx.config);
+  const folder = join(ctx.dir, 'swarm', 'secrets');
+  mkdirSync(folder, { recursive: true, mode: 0o700 });
+  for (const key of SECRET_KEYS) writeIfChanged(join(folder, key), payloads[key], true);
+  const text = renderStack(ctx.dir, ctx.config, { payloads, eligibleNodes: eligibleNodes(nodes).length, ...inputs });
+  writeIfChanged(stackFile(ctx.dir), text);
+  await ctx.cli.run(['stack', 'deploy', '--compose-file', stackFile(ctx.dir), '--resolve-image', 'never', '--prune', '--with-registry-auth', ctx.stack], {
+    timeoutMs: null,
+    // a docker CLI from 26 on warns that it does not wait (docker/cli cli/command/stack/deploy.go); the
+    // runtime waits itself, and 20.10's CLI has no --detach flag to say so
+    onProgress: (line) => {
+      if (!/--detach=false|In a future release, --detach/.test(line)) ctx.progress(line);
+    },
+  });
+}
+
+/**
+ * Removes the stack's secrets that the deployed stack no longer names: each new content (a new key,
+ * settings file, certificate) is a new secret, and the old one would stay in the swarm's store. A
+ * secret a task still uses (one being replaced) is refused by the engine and left for the next time.
+ */
+export async function pruneSecrets(ctx: SwarmContext): Promise<void> {
+  const payloads = secretPayloads(ctx.dir, ctx.config);
+  const keep = new Set(SECRET_KEYS.map((key) => secretName(ctx.stack, key, payloads[key])));
+  const names = lines((await ctx.cli.run(['secret', 'ls', '--filter', `label=com.docker.stack.namespace=${ctx.stack}`, '--format', '{{.Name}}'])).stdout);
+  for (const name of names.filter((n) => !keep.has(n))) await ctx.cli.run(['secret', 'rm', name], { allowFail: true });
+}
+
+/** A new value for the migrations' HOSPITAL_API_RUN: a deploy with it starts a new task. */
+export function newRun(): string {
+  return `${new Date().toISOString().replace(/[-:.]/g, '')}-${randomBytes(3).toString('hex')}`;
+}
+
+/** Waits until the migrations task of `run` is Complete. @throws ERR_INSTALL_HEALTH_TIMEOUT with its last error */
+export async function waitOneShot(ctx: SwarmContext, service: StackService, run: string): Promise<void> {
+  const deadline = Date.now() + ctx.waitTimeoutMs;
+  let reported = 0;
+  for (;;) {
+    const s = (await stackServices(ctx.cli, ctx.stack)).find((x) => stackServiceOf(ctx.stack, x.Spec.Name) === service);
+    const outcome = s ? oneShotOutcome(await serviceTasks(ctx.cli, [s]), s.ID, `HOSPITAL_API_RUN=${run}`) : { done: false, failures: 0, lastError: null };
+    if (outcome.done) return;
+    if (outcome.failures > reported) {
+      reported = outcome.failures;
+      ctx.progress(`${service}: attempt ${outcome.failures} failed (${outcome.lastError}); Swarm tries again`);
+    }
+    if (Date.now() > deadline) {
+      throw new HospitalApiError('ERR_INSTALL_HEALTH_TIMEOUT', {
+        seconds: Math.round(ctx.waitTimeoutMs / 1000),
+        what: `${service} to complete${outcome.lastError ? ` (last attempt: ${outcome.lastError})` : ''}`,
+      });
+    }
+    await sleep(ctx.pollMs);
+  }
+}
+
+/** Waits until every component named is up. @throws ERR_INSTALL_HEALTH_TIMEOUT naming those that are not */
+export async function waitUp(ctx: SwarmContext, components: () => Promise<ComponentState[]>, names: readonly string[]): Promise<void> {
+  const deadline = Date.now() + ctx.waitTimeoutMs;
+  for (;;) {
+    const list = (await components()).filter((c) => names.includes(c.name));
+    const waiting = list.filter((c) => c.state !== 'up');
+    if (list.length === names.length && waiting.length === 0) return;
+    if (Date.now() > deadline) {
+      throw new HospitalApiError('ERR_INSTALL_HEALTH_TIMEOUT', {
+        seconds: Math.round(ctx.waitTimeoutMs / 1000),
+        what: waiting.map((c) => `${c.name} (${c.detail})`).join(', ') || names.join(', '),
+      });
+    }
+    await sleep(ctx.pollMs);
+  }
+}
+
+/** Waits until no service and no network of the stack is left (`docker stack rm` removes them in the background). */
+export async function waitGone(ctx: SwarmContext): Promise<void> {
+  const deadline = Date.now() + ctx.waitTimeoutMs;
+  for (;;) {
+    const services = await stackServices(ctx.cli, ctx.stack);
+    const networks = lines((await ctx.cli.run(['network', 'ls', '-q', '--filter', `label=com.docker.stack.namespace=${ctx.stack}`])).stdout);
+    if (services.length === 0 && networks.length === 0) return;
+    if (Date.now() > deadline) {
+      throw new HospitalApiError('ERR_INSTALL_HEALTH_TIMEOUT', {
+        seconds: Math.round(ctx.waitTimeoutMs / 1000),
+        what: `stack ${ctx.stack} to be removed (${services.length} services, ${networks.length} networks left)`,
+      });
+    }
+    await sleep(ctx.pollMs);
+  }
+}
+
+/** Replicas of each of the stack's services as deployed now (absent: not deployed). */
+export function deployedReplicas(stack: string, services: ServiceInspect[]): Partial<Record<StackService, number>> {
+  const out: Partial<Record<StackService, number>> = {};
+  for (const s of services) {
+    const name = stackServiceOf(stack, s.Spec.Name);
+    if (name) out[name] = desiredReplicas(s);
+  }
+  return out;
+}

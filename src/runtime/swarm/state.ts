@@ -1,0 +1,173 @@
+/**
+ * Reading a deployed stack from the manager: `docker service inspect` of its
+ * services, `docker inspect` of their tasks and `docker node inspect` of the
+ * nodes, as the Engine API prints them (Docker Engine API v1.41, "Service",
+ * "Task", "Node"). Pure functions: the runtime runs the commands.
+ *
+ * A task's state is Swarm's: `running` only once its container's healthcheck
+ * has passed (moby daemon/cluster/executor/container/controller.go, Start waits
+ * for the first `health_status: healthy` before it reports the task running),
+ * and a container that turns unhealthy fails its task, which Swarm replaces.
+ * So a service is Up when it has its desired number of running tasks.
+ */
+import type { ComponentState, ComponentVersion, GatewayNode } from '../types.js';
+import { splitReference } from '../docker/parse.js';
+import { ONE_SHOT_STACK_SERVICES, STACK_SERVICES, type StackService } from './render.js';
+
+export interface ServiceInspect {
+  ID: string;
+  Spec: {
+    Name: string;
+    Labels?: Record<string, string>;
+    TaskTemplate?: { ContainerSpec?: { Image?: string } };
+    Mode?: { Replicated?: { Replicas?: number }; Global?: object };
+    EndpointSpec?: { Mode?: string; Ports?: Array<{ TargetPort?: number; PublishedPort?: number; PublishMode?: string }> };
+  };
+  UpdateStatus?: { State?: string; Message?: string };
+}
+
+export interface TaskInspect {
+  ID: string;
+  ServiceID: string;
+  NodeID?: string;
+  Slot?: number;
+  DesiredState?: string;
+  CreatedAt?: string;
+  Status?: {
+    Timestamp?: string;
+    State?: string;
+    Message?: string;
+    Err?: string;
+    ContainerStatus?: { ContainerID?: string; ExitCode?: number };
+  };
+  Spec?: { ContainerSpec?: { Image?: string; Env?: string[] } };
+}
+
+export interface NodeInspect {
+  ID: string;
+  Spec?: { Labels?: Record<string, string>; Availability?: string; Role?: string };
+  Description?: { Hostname?: string };
+  Status?: { State?: string; Addr?: string };
+  ManagerStatus?: { Addr?: string; Leader?: boolean };
+}
+
+/** `<stack>_<service>` → the template's service name, or null for a service of another stack. */
+export function stackServiceOf(stack: string, fullName: string): StackService | null {
+  const prefix = `${stack}_`;
+  if (!fullName.startsWith(prefix)) return null;
+  const name = fullName.slice(prefix.length);
+  return (STACK_SERVICES as readonly string[]).includes(name) ? (name as StackService) : null;
+}
+
+/** Replicas a service asks for (a global service: one per eligible node, not counted here). */
+export function desiredReplicas(s: ServiceInspect): number {
+  return s.Spec.Mode?.Replicated?.Replicas ?? 0;
+}
+
+/** A node's address as the other nodes reach it: Status.Addr, else the manager's advertised address without its port. */
+export function nodeAddress(n: NodeInspect): string | null {
+  const addr = n.Status?.Addr;
+  if (addr && addr !== '0.0.0.0') return addr;
+  const manager = n.ManagerStatus?.Addr;
+  return manager ? manager.slice(0, manager.lastIndexOf(':')) : null;
+}
+
+/** Tasks Swarm currently wants running: a replaced or removed task's DesiredState is `shutdown`. */
+function current(tasks: TaskInspect[], serviceId: string): TaskInspect[] {
+  return tasks.filter((t) => t.ServiceID === serviceId && t.DesiredState === 'running');
+}
+
+/** The first reason a task of the service is not running, from its state, message and error. */
+function notRunningReason(tasks: TaskInspect[]): string | null {
+  const t = tasks.find((x) => x.Status?.State !== 'running');
+  if (!t) return null;
+  const err = t.Status?.Err ? `: ${t.Status.Err}` : '';
+  return `a task ${t.Status?.State ?? 'unknown'}${err}`;
+}
+
+const WAITING = new Set(['new', 'pending', 'assigned', 'accepted', 'preparing', 'ready', 'starting']);
+
+/**
+ * One component per long-running service of the stack (the one-shot migrations left out), in
+ * name order: `up` with every desired task running, `starting` while a missing one is on its way,
+ * else `down`. A service not deployed, or deployed with no replica (the API before its key), is down.
+ */
+export function componentsFromSwarm(
+  stack: string,
+  services: ServiceInspect[],
+  tasks: TaskInspect[],
+  nodes: NodeInspect[],
+  expected: readonly StackService[],
+  now = Date.now(),
+): ComponentState[] {
+  const hostOf = new Map(nodes.map((n) => [n.ID, n.Description?.Hostname ?? n.ID.slice(0, 12)]));
+  const byName = new Map<StackService, ServiceInspect>();
+  for (const s of services) {
+    const name = stackServiceOf(stack, s.Spec.Name);
+    if (name && !ONE_SHOT_STACK_SERVICES.includes(name)) byName.set(name, s);
+  }
+  const names = [...new Set([...expected.filter((n) => !ONE_SHOT_STACK_SERVICES.includes(n)), ...byName.keys()])].sort();
+  return names.map((name): ComponentState => {
+    const s = byName.get(name);
+    if (!s) return { name, state: 'down', detail: 'not deployed' };
+    const desired = desiredReplicas(s);
+    const live = current(tasks, s.ID);
+    const running = live.filter((t) => t.Status?.State === 'running');
+    const [image, tag] = splitReference(s.Spec.TaskTemplate?.ContainerSpec?.Image ?? '');
+    const ports = (s.Spec.EndpointSpec?.Ports ?? []).map((p) => p.PublishedPort).filter((p): p is number => typeof p === 'number');
+    const where = [...new Set(running.map((t) => hostOf.get(t.NodeID ?? '') ?? '?'))].sort();
+    const reason = notRunningReason(live);
+    const detail = `${running.length}/${desired} tasks running${where.length ? ` on ${where.join(', ')}` : ''}${reason && running.length < desired ? `; ${reason}` : ''}`;
+    const started = running.map((t) => Date.parse(t.Status?.Timestamp ?? '')).filter(Number.isFinite);
+    let state: ComponentState['state'];
+    if (desired > 0 && running.length >= desired) state = 'up';
+    else if (desired > 0 && live.some((t) => WAITING.has(t.Status?.State ?? ''))) state = 'starting';
+    else state = 'down';
+    return {
+      name,
+      state,
+      detail: desired === 0 ? 'no replica deployed' : detail,
+      image,
+      version: tag,
+      ...(ports.length ? { ports } : {}),
+      ...(started.length ? { uptimeSeconds: Math.max(0, Math.round((now - Math.max(...started)) / 1000)) } : {}),
+    };
+  });
+}
+
+/** Image, tag and the digest a service's spec is pinned to (none when it names a tag only), per long-running service. */
+export function versionsFromSwarm(stack: string, services: ServiceInspect[]): ComponentVersion[] {
+  return services
+    .map((s) => ({ name: stackServiceOf(stack, s.Spec.Name), ref: s.Spec.TaskTemplate?.ContainerSpec?.Image ?? '' }))
+    .filter((x): x is { name: StackService; ref: string } => x.name !== null && !ONE_SHOT_STACK_SERVICES.includes(x.name))
+    .map(({ name, ref }) => {
+      const [image, tag] = splitReference(ref);
+      const at = ref.indexOf('@');
+      return { name, version: tag, image, tag, digest: at >= 0 ? ref.slice(at + 1) : null };
+    })
+    .sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** What became of one run of a one-shot service: the task whose environment carries `marker`. */
+export function oneShotOutcome(tasks: TaskInspect[], serviceId: string, marker: string): { done: boolean; failures: number; lastError: string | null } {
+  const mine = tasks.filter((t) => t.ServiceID === serviceId && (t.Spec?.ContainerSpec?.Env ?? []).includes(marker));
+  const failed = mine.filter((t) => ['failed', 'rejected'].includes(t.Status?.State ?? ''));
+  const last = failed.sort((a, b) => (b.Status?.Timestamp ?? '').localeCompare(a.Status?.Timestamp ?? ''))[0];
+  return {
+    done: mine.some((t) => t.Status?.State === 'complete'),
+    failures: failed.length,
+    lastError: last ? (last.Status?.Err ?? last.Status?.Message ?? 'failed') : null,
+  };
+}
+
+/** The nodes running a task of `service` now, with their addresses, by host name. */
+export function nodesRunning(stack: string, service: StackService, services: ServiceInspect[], tasks: TaskInspect[], nodes: NodeInspect[]): GatewayNode[] {
+  const s = services.find((x) => stackServiceOf(stack, x.Spec.Name) === service);
+  if (!s) return [];
+  const ids = new Set(current(tasks, s.ID).filter((t) => t.Status?.State === 'running').map((t) => t.NodeID));
+  return nodes
+    .filter((n) => ids.has(n.ID))
+    .map((n) => ({ node: n.Description?.Hostname ?? n.ID, address: nodeAddress(n) }))
+    .filter((n): n is GatewayNode => n.address !== null)
+    .sort((a, b) => a.node.localeCompare(b.node));
+}

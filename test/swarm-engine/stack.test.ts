@@ -1,0 +1,353 @@
+/**
+ * Issue 29 end to end on a real three-node swarm (scripts/swarm-nodes.mjs),
+ * through the real CLI: install --runtime swarm → consumer create --write-env →
+ * verify ACCEPTED → POST /api/patients returns a multi-page record, from a
+ * client in the bridge namespace, on every node that runs an API task → logs,
+ * down and up → install again to scale from two to three gateway and API
+ * replicas → a lost worker, with records flowing on through another node.
+ *
+ * The CLI runs as a hospital runs it, on the manager: in n1's network namespace
+ * (so its loopback is n1's, where the FHIR door is published) with n1's engine
+ * as DOCKER_HOST, and the site's name `hospital.test` resolved, for the CLI alone
+ * (a mount namespace of its own with its own /etc/hosts), to the node the test
+ * puts in front, as the hospital's load balancer or DNS would. The clients run in
+ * the bridge namespace. Only addresses inside the namespaces the harness makes
+ * are contacted.
+ *
+ * The images are the docker tier's (scripts/docker-engine.mjs), loaded onto each
+ * node. Until the stand-ins are replica-safe (the kong stand-in reads its
+ * configuration from the database only when it starts, and the hapi stand-in
+ * keeps its data in one process and has no `java` for the stack's health check),
+ * the test runs one HAPI replica, builds a hapi image with a `java` health check
+ * when the stand-in has none (images/hapi-health/), and restarts the gateway's
+ * proxies after a change through kong-admin when the kong stand-in does not follow
+ * the database. The last two are decided from the stand-ins' own sources, so they
+ * stop as soon as the stand-ins do it themselves; the HAPI count is this file's
+ * (--fhir-replicas below).
+ *
+ * Without root, the binaries or the docker tier's images, every test is skipped
+ * with one `skipped: <why>` line. afterAll stops everything the harness started
+ * (daemons, namespaces, mounts, cgroups), also when a case failed.
+ */
+import { chownSync, readdirSync, readFileSync, writeFileSync, appendFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN, runCli } from '../helpers/cli.js';
+import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { until } from '../helpers/until.js';
+import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
+import { installPaths } from '../../src/install-dir/layout.js';
+import { writeTokens } from '../../src/demo/tokens.js';
+import { projectName } from '../../src/runtime/docker/render.js';
+import { TIER_IMAGES } from '../docker-engine/engine.js';
+import { formatTimings, lanCurl, syntheticIds, type RecordEntry, type Timings } from '../docker-engine/site.js';
+import { lockSwarm, MANAGER, nodeSocket, onNode, onTierEngine, unlockSwarm, secondsSince, swarmLeftovers, swarmScript, swarmSkipReason, type NodeName } from './nodes.js';
+
+const SUFFIX = process.env.HOSPITAL_API_TIER_SUFFIX ? `-${process.env.HOSPITAL_API_TIER_SUFFIX}` : '';
+const STANDINS = fileURLToPath(new URL('../docker-engine/images/', import.meta.url));
+/** The hapi stand-in answers the stack's `java -cp /app HealthCheck` itself once its Dockerfile provides a `java`. */
+const HAPI_HAS_JAVA = /\bjava\b/.test(readFileSync(join(STANDINS, 'hapi', 'Dockerfile'), 'utf8'));
+/** The kong stand-in follows the database (Kong's db_update_frequency) once it reads KONG_DB_UPDATE_FREQUENCY. */
+const KONG_FOLLOWS_DATABASE = readFileSync(join(STANDINS, 'kong', 'kong.mjs'), 'utf8').includes('KONG_DB_UPDATE_FREQUENCY');
+const HAPI_IMAGE = HAPI_HAS_JAVA ? TIER_IMAGES.hapi : `hospital-api-tier/hapi:swarm-health${SUFFIX}`;
+
+const reason = await swarmSkipReason([TIER_IMAGES.postgres, TIER_IMAGES.api, TIER_IMAGES.kong, TIER_IMAGES.hapi]);
+if (reason) process.stdout.write(`skipped: ${reason}\n`);
+
+const SITE = 'hospital.test';
+const NODE_ADDRESS: Readonly<Record<NodeName, string>> = { n1: '198.51.100.11', n2: '198.51.100.12', n3: '198.51.100.13' };
+const PORTS = { api: 9000, gatewayHttps: 8443, fhir: 8080 };
+const PLATFORM_PORT = 8088;
+const SEED = 'swarm-engine-tier';
+const SIZES = '60-150';
+const PATIENTS = 2;
+const PAGE_SIZE = 20;
+
+const dir = tempDir('hapi-swarm-tier-');
+const platformDir = tempDir('hapi-swarm-platform-');
+const stack = projectName(dir);
+const hostsFile = join(tempDir('hapi-swarm-hosts-'), 'hosts');
+const timings: Timings = {};
+const dataset = generateDataset({ patients: PATIENTS, seed: SEED, sizes: SIZES });
+let tokens: Array<{ careId: string; token: string }> = [];
+
+function say(text: string): void {
+  process.stdout.write(`swarm stack tier: ${text}\n`);
+}
+
+/** The site's name points at this node for the CLI (the load balancer in front of the swarm). */
+function siteAt(node: NodeName): void {
+  writeFileSync(hostsFile, `127.0.0.1 localhost\n${NODE_ADDRESS[node]} ${SITE}\n`);
+}
+
+/** The real CLI on the manager: n1's network namespace, n1's engine, the site's name from hostsFile. */
+async function cli(args: string[]): Promise<{ code: number | undefined; out: string; err: string }> {
+  const t0 = Date.now();
+  const r = await execa(
+    'nsenter',
+    [`--net=/run/netns/hapi-sw-${MANAGER}`, '--', 'unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount --bind "$0" /etc/hosts && exec "$@"', hostsFile, process.execPath, BIN, ...args, '--dir', dir],
+    // DOCKER_API_VERSION: the nodes' dockerd is 20.10 (API 1.41), the CLI here newer (nodes.ts onNode)
+    { reject: false, timeout: 900_000, stdin: 'ignore', env: { NO_COLOR: '1', DOCKER_HOST: `unix://${nodeSocket(MANAGER)}`, DOCKER_API_VERSION: '1.41' } },
+  );
+  const name = args.slice(0, args[0] === 'consumer' ? 2 : 1).join(' ');
+  timings[name] = (timings[name] ?? 0) + (Date.now() - t0);
+  return { code: r.exitCode, out: String(r.stdout), err: String(r.stderr) };
+}
+
+/** POST /api/patients from a client in the bridge namespace (a machine on the hospital's network in front of the nodes). */
+function postFromBridge(node: NodeName, body: string) {
+  return lanCurl(`http://${NODE_ADDRESS[node]}:${PORTS.api}/api/patients`, { port: PORTS.api, netns: 'hapi-sw-br', args: ['-H', 'content-type: application/json'], data: body });
+}
+
+/** The nodes running a task of one of the stack's services now (host names), from the manager. */
+async function nodesOf(service: string): Promise<NodeName[]> {
+  const { out } = await onNode(MANAGER, ['service', 'ps', `${stack}_${service}`, '--filter', 'desired-state=running', '--format', '{{.Node}} {{.CurrentState}}']);
+  return out.split('\n').filter((l) => / Running /.test(` ${l} `)).map((l) => l.split(' ')[0] as NodeName).sort();
+}
+
+async function serviceInspect(service: string): Promise<{ Spec: { TaskTemplate: { ContainerSpec: { Env?: string[] } }; Mode: { Replicated: { Replicas: number } }; EndpointSpec?: { Ports?: unknown[] } } }> {
+  return (JSON.parse((await onNode(MANAGER, ['service', 'inspect', `${stack}_${service}`])).out) as Array<Awaited<ReturnType<typeof serviceInspect>>>)[0]!;
+}
+
+/**
+ * The kong stand-in reads the configuration kong-admin wrote to the database only when it starts,
+ * and writes its own copy back when it stops (test/docker-engine/images/kong/kong.mjs: one process's
+ * blob), until it follows the database as Kong does every db_update_frequency. So, after a change
+ * through kong-admin: the proxies stop (writing their stale copy), kong-admin restarts (writing its
+ * own back when it stops, reading it when it starts), and the proxies start on it. Not needed, and
+ * not done, once the stand-in follows the database.
+ */
+async function proxiesReadTheDatabase(): Promise<void> {
+  if (KONG_FOLLOWS_DATABASE) return;
+  const replicas = (await serviceInspect('kong')).Spec.Mode.Replicated.Replicas;
+  await onNode(MANAGER, ['service', 'scale', '--detach=false', `${stack}_kong=0`], { timeout: 600_000 });
+  await onNode(MANAGER, ['service', 'update', '--force', '--detach=false', '--quiet', `${stack}_kong-admin`], { timeout: 600_000 });
+  await onNode(MANAGER, ['service', 'scale', '--detach=false', `${stack}_kong=${replicas}`], { timeout: 600_000 });
+}
+
+describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (issue 29)', () => {
+  beforeAll(async () => {
+    // one file at a time: the swarm's names are fixed
+    await lockSwarm();
+    let t0 = Date.now();
+    if (!HAPI_HAS_JAVA) {
+      await onTierEngine(['build', '-q', '--build-arg', `HAPI_IMAGE=${TIER_IMAGES.hapi}`, '-t', HAPI_IMAGE, fileURLToPath(new URL('./images/hapi-health/', import.meta.url))]);
+      say(`${HAPI_IMAGE} built: ${secondsSince(t0)} s`);
+    }
+    t0 = Date.now();
+    await swarmScript(['start']);
+    timings['swarm start'] = Date.now() - t0;
+    t0 = Date.now();
+    const figures = await swarmScript(['load', TIER_IMAGES.postgres, TIER_IMAGES.api, TIER_IMAGES.kong, HAPI_IMAGE]);
+    timings['image load'] = Date.now() - t0;
+    say(`images on every node: ${secondsSince(t0)} s (${figures.trim().split('\n').join('; ')})`);
+    tokens = writeTokens(platformDir, dataset.patients.map((p) => p.careId));
+    siteAt(MANAGER);
+  }, 1_800_000);
+
+  // also when a case failed: every daemon, namespace, mount and cgroup of the harness goes
+  afterAll(async () => {
+    if (reason !== null) return;
+    const t0 = Date.now();
+    await swarmScript(['stop'], 180_000);
+    timings['swarm stop'] = Date.now() - t0;
+    say(`timings (s): ${formatTimings(timings)}; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+    unlockSwarm();
+    expect(await swarmLeftovers()).toEqual([]);
+    removeTempDirs();
+  }, 300_000);
+
+  it('install deploys the stack over the nodes, runs the migrations once, and provisions the gateway through kong-admin', async () => {
+    const r = await cli([
+      'install', '--runtime', 'swarm', '--host', SITE, '--generate-ca', '--json',
+      '--platform-url', `http://platform:${PLATFORM_PORT}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
+      '--kong-image', TIER_IMAGES.kong, '--hapi-image', HAPI_IMAGE, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api,
+      '--gateway-replicas', '2', '--api-replicas', '2',
+      // one HAPI until the stand-in keeps its data in the shared database (see the file's comment)
+      '--fhir-replicas', '1',
+      // This kernel has no ESP (IPsec), which an encrypted overlay needs: unencrypted here only.
+      // Overlay traffic carries patient data between hosts; production keeps the default (on).
+      '--overlay-encryption', 'off',
+    ]);
+    expect(r.code, `${r.out}\n${r.err}`).toBe(0);
+    const result = JSON.parse(r.out).result as { runtime: string; provisioning: Array<{ change: string }> };
+    expect(result.runtime).toBe('swarm');
+    expect(result.provisioning.map((s) => s.change)).toEqual(Array(10).fill('created'));
+    // Kong's proxies on two nodes, one each; kong-admin on the manager (the node install runs on), never published
+    expect(await nodesOf('kong')).toHaveLength(2);
+    expect(new Set(await nodesOf('kong')).size).toBe(2);
+    expect(await nodesOf('kong-admin')).toEqual([MANAGER]);
+    expect((await serviceInspect('kong-admin')).Spec.EndpointSpec?.Ports ?? []).toEqual([]);
+    // the migrations ran (Kong starts only on a bootstrapped database) and are back at no task
+    expect((await serviceInspect('kong-migrations')).Spec.Mode.Replicated.Replicas).toBe(0);
+    // no password in any service's environment; each is a Swarm secret whose name carries its digest
+    const password = readFileSync(join(installPaths(dir).secrets, 'kong-pg-password'), 'utf8').trim();
+    for (const service of ['kong', 'kong-admin', 'kong-database', 'hapi', 'ops']) {
+      expect(JSON.stringify((await serviceInspect(service)).Spec.TaskTemplate.ContainerSpec.Env ?? []), service).not.toContain(password);
+    }
+    const secrets = (await onNode(MANAGER, ['secret', 'ls', '--format', '{{.Name}}'])).out.split('\n').filter(Boolean);
+    expect(secrets.filter((s) => s.startsWith(`${stack}_kong-pg-password-`))).toHaveLength(1);
+    // the API is held back until the hospital has created its key
+    expect((await serviceInspect('hospital-api')).Spec.Mode.Replicated.Replicas).toBe(0);
+    say(`install: ${(timings.install! / 1000).toFixed(1)} s`);
+  }, 1_800_000);
+
+  it('consumer create --write-env starts the API on two nodes; verify is ACCEPTED, probing the gateway on each node', async () => {
+    // the platform stand-in as a service on the stack's network, reached as http://platform:8088, published nowhere
+    chownSync(platformDir, 1000, 1000);
+    for (const f of readdirSync(join(platformDir, 'demo'))) chownSync(join(platformDir, 'demo', f), 1000, 1000);
+    chownSync(join(platformDir, 'demo'), 1000, 1000);
+    await onNode(MANAGER, [
+      'service', 'create', '--detach', '--quiet', '--name', `${stack}-platform`, '--network', `name=${stack}_backend,alias=platform`, '--endpoint-mode', 'dnsrr',
+      '--constraint', `node.hostname==${MANAGER}`, '--user', '1000:1000', '--mount', `type=bind,source=${platformDir},target=/platform,readonly`, '--no-resolve-image',
+      TIER_IMAGES.api, 'demo', '--platform-stand-in', '--listen', `0.0.0.0:${PLATFORM_PORT}`, '--dir', '/platform',
+    ]);
+    appendFileSync(installPaths(dir).apiEnv, `FHIR_PAGE_SIZE=${PAGE_SIZE}\n`);
+    const consumer = await cli(['consumer', 'create', 'tier-hospital', '--write-env']);
+    expect(consumer.code, consumer.err).toBe(0);
+    const apiNodes = await nodesOf('hospital-api');
+    expect(apiNodes).toHaveLength(2);
+    // the settings with the key are a new secret; the one install made (no task ever ran on it) is gone
+    const secrets = (await onNode(MANAGER, ['secret', 'ls', '--format', '{{.Name}}'])).out.split('\n').filter((n) => n.startsWith(`${stack}_hospital-api.env-`));
+    expect(secrets).toHaveLength(1);
+
+    const data = join(dir, 'tier-data');
+    const gen = await runCli(['fhir', 'generate', '--patients', String(PATIENTS), '--seed', SEED, '--sizes', SIZES, '--out', data]);
+    expect(gen.exitCode, String(gen.stderr)).toBe(0);
+    // the installation's own FHIR address: the FHIR door on the manager's loopback, with its token
+    const load = await cli(['fhir', 'load', join(data, '00-shared.json'), join(data, '01-patients.ndjson')]);
+    expect(load.code, load.err).toBe(0);
+    await proxiesReadTheDatabase();
+
+    // the site's name at a node that runs both a gateway and an API task (two of three nodes each: one does)
+    const front = (await nodesOf('kong')).find((n) => apiNodes.includes(n));
+    expect(front).toBeDefined();
+    siteAt(front!);
+    const status = await cli(['status', '--json']);
+    expect(status.code, `${status.out}\n${status.err}`).toBe(0);
+    const comps = JSON.parse(status.out).result.components as Array<{ name: string; state: string; detail: string }>;
+    expect(comps.map((c) => [c.name, c.state])).toEqual(
+      ['fhir-door', 'hapi', 'hapi-database', 'hospital-api', 'kong', 'kong-admin', 'kong-database', 'ops'].map((n) => [n, 'up']),
+    );
+    expect(comps.find((c) => c.name === 'kong')!.detail).toMatch(/^2\/2 tasks running on n\d, n\d$/);
+    const verify = await cli(['verify', '--json']);
+    expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
+    const record = JSON.parse(verify.out).result.record as { result: string; checks: Array<{ id: string; status: string; summary: string }> };
+    expect(record.result).toBe('accepted');
+    const perNode = record.checks.find((c) => c.id === 'gateway-nodes')!;
+    expect(perNode.status).toBe('pass');
+    expect(perNode.summary).toMatch(/on 2 hosts/);
+  }, 1_800_000);
+
+  it('POST /api/patients from the bridge namespace reads a multi-page record through each node that runs the API', async () => {
+    const patient = [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
+    expect(patient.size).toBeGreaterThan(2 * PAGE_SIZE);
+    const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const expected = [patient.patient, ...patient.groups.flatMap((g) => g.resources)].map((r) => r.id);
+    const apiNodes = await nodesOf('hospital-api');
+    expect(apiNodes).toHaveLength(2);
+    for (const node of apiNodes) {
+      const t0 = Date.now();
+      const res = await until(() => postFromBridge(node, JSON.stringify({ platformCareId: patient.careId, token })), {
+        what: `a record from the API on ${node}`,
+        timeoutMs: 60_000,
+        intervalMs: 1000,
+        ok: (r) => r.code === 0 && r.status === 200,
+      });
+      const got = syntheticIds((JSON.parse(res.body) as { resources: RecordEntry[] }).resources);
+      expect(expected.filter((id) => !got.has(id)), node).toEqual([]);
+      say(`record of ${expected.length} resources from the API on ${node}: ${secondsSince(t0)} s`);
+    }
+  }, 300_000);
+
+  it('logs shows each replica by node; down and up bring the stack back with its data', async () => {
+    const logs = await cli(['logs', 'kong', '-n', '5']);
+    expect(logs.code, logs.err).toBe(0);
+    // one line at least from each node that runs a proxy, prefixed with its replica and node
+    for (const node of await nodesOf('kong')) expect(logs.out, node).toMatch(new RegExp(`kong\\.\\d+@${node} \\|`));
+    // the platform stand-in is not the stack's: off its network while the stack removes it
+    await onNode(MANAGER, ['service', 'update', '--detach=false', '--quiet', '--network-rm', `${stack}_backend`, `${stack}-platform`], { timeout: 600_000 });
+    const down = await cli(['down']);
+    expect(down.code, down.err).toBe(0);
+    expect((await onNode(MANAGER, ['service', 'ls', '-q', '--filter', `label=com.docker.stack.namespace=${stack}`])).out.trim()).toBe('');
+    const up = await cli(['up']);
+    expect(up.code, `${up.out}\n${up.err}`).toBe(0);
+    // and on the new one again
+    await onNode(MANAGER, ['service', 'update', '--detach=false', '--quiet', '--network-add', `name=${stack}_backend,alias=platform`, `${stack}-platform`], { timeout: 600_000 });
+    const patient = dataset.patients[0]!;
+    const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const node = (await nodesOf('hospital-api'))[0]!;
+    const res = await until(() => postFromBridge(node, JSON.stringify({ platformCareId: patient.careId, token })), {
+      what: `a record from the API on ${node} after down and up`,
+      timeoutMs: 90_000,
+      intervalMs: 1000,
+      ok: (r) => r.code === 0 && r.status === 200,
+    });
+    expect(syntheticIds((JSON.parse(res.body) as { resources: RecordEntry[] }).resources).has(patient.patient.id)).toBe(true);
+  }, 900_000);
+
+  it('install again with three gateway and API replicas scales them to every node, and verify probes the gateway on three', async () => {
+    const r = await cli(['install', '--gateway-replicas', '3', '--api-replicas', '3', '--json']);
+    expect(r.code, `${r.out}\n${r.err}`).toBe(0);
+    // the same gateway objects: nothing to provision again
+    expect((JSON.parse(r.out).result.provisioning as Array<{ change: string }>).every((s) => s.change === 'unchanged')).toBe(true);
+    expect(await nodesOf('kong')).toEqual(['n1', 'n2', 'n3']);
+    expect(await nodesOf('hospital-api')).toEqual(['n1', 'n2', 'n3']);
+    const verify = await cli(['verify', '--json']);
+    expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
+    const perNode = (JSON.parse(verify.out).result.record as { checks: Array<{ id: string; summary: string }> }).checks.find((c) => c.id === 'gateway-nodes')!;
+    expect(perNode.summary).toBe('200 CapabilityStatement on 3 hosts: n1, n2, n3');
+  }, 900_000);
+
+  it('a lost worker: new records succeed within 20 s on another node, and the replicas run on the remaining nodes', async () => {
+    const [kongNodes, apiNodes] = [await nodesOf('kong'), await nodesOf('hospital-api')];
+    // a worker that runs a gateway and an API task (every node does, since the scale to three)
+    const victim = (['n2', 'n3'] as NodeName[]).find((n) => kongNodes.includes(n) && apiNodes.includes(n));
+    expect(victim, `kong ${kongNodes} api ${apiNodes}`).toBeDefined();
+    // the manager: the node the client uses survives (the load balancer has dropped the lost one)
+    const survivor = MANAGER;
+    const patient = dataset.patients[0]!;
+    const body = JSON.stringify({ platformCareId: patient.careId, token: tokens.find((t) => t.careId === patient.careId)!.token });
+    expect((await postFromBridge(survivor, body)).status).toBe(200);
+    // a steady client of the surviving API node (the load balancer has dropped the lost one)
+    const results: Array<{ at: number; ok: boolean }> = [];
+    let steady = true;
+    const client = (async () => {
+      while (steady) {
+        const at = Date.now();
+        const r = await postFromBridge(survivor, body);
+        results.push({ at, ok: r.code === 0 && r.status === 200 });
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const t0 = Date.now();
+    await swarmScript(['kill', victim!]);
+    try {
+      // the replicas run on the two other nodes (at most one per node: the third waits for a node)
+      await until(async () => [await nodesOf('kong'), await nodesOf('hospital-api')], {
+        what: `kong and the API on the two nodes other than ${victim}`,
+        timeoutMs: 180_000,
+        intervalMs: 1000,
+        ok: (lists) => lists.every((nodes) => nodes.length === 2 && !nodes.includes(victim!)),
+      });
+      const back = secondsSince(t0);
+      // and records keep coming for 20 s more
+      await new Promise((resolve) => setTimeout(resolve, 20_000));
+      steady = false;
+      await client;
+      const after = results.filter((r) => r.at >= t0);
+      const failed = after.filter((r) => !r.ok);
+      const lastFailure = failed.length ? ((failed[failed.length - 1]!.at - t0) / 1000).toFixed(1) : 'none';
+      say(`${victim} killed: ${failed.length} of ${after.length} requests to ${survivor} failed (the last ${lastFailure} s after the kill); kong and the API back on two nodes after ${back} s`);
+      // requests in flight on the lost node may fail; every request started 20 s after the kill succeeds
+      expect(after.filter((r) => r.at - t0 >= 20_000 && !r.ok)).toEqual([]);
+      expect(after.filter((r) => r.at - t0 >= 20_000).length).toBeGreaterThan(10);
+    } finally {
+      steady = false;
+      await client;
+    }
+  }, 600_000);
+});
