@@ -58,8 +58,9 @@ const NPM = { spec: 'npm@11.19.1', integrity: 'sha512-ztsxKxt/kkIaAs+2i0GU6I+DRm
 
 /**
  * HOSPITAL_API_TIER_SUFFIX (letters, digits, `-`) appended to the tags of the
- * images built from a checkout (api, kong, hapi), so two checkouts can share one
- * engine without replacing each other's images between a build and a test.
+ * images built from a checkout (api, kong, hapi, and standin-base, whose
+ * pg-blob.mjs the stand-ins import), so two checkouts can share one engine without
+ * replacing each other's images between a build and a test.
  */
 const SUFFIX = tierSuffix(process.env.HOSPITAL_API_TIER_SUFFIX);
 function tierSuffix(raw) {
@@ -73,7 +74,7 @@ export const TIER_IMAGES = Object.freeze({
   debianSlim: 'hospital-api-tier/debian:bookworm-slim',
   node: 'hospital-api-tier/node:24',
   postgres: 'hospital-api-tier/postgres:15',
-  standinBase: 'hospital-api-tier/standin-base:1',
+  standinBase: `hospital-api-tier/standin-base:1${SUFFIX}`,
   api: `hospital-api-tier/hospital-api:dev${SUFFIX}`,
   kong: `hospital-api-tier/kong:3.9.3-standin${SUFFIX}`,
   hapi: `hospital-api-tier/hapi:v8.10.0-3-standin${SUFFIX}`,

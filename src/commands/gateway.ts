@@ -17,6 +17,7 @@ interface GatewayFlags extends GlobalOptions {
   cert?: string;
   key?: string;
   state?: string;
+  followState?: boolean;
   trustedIps?: string;
   headers?: string;
   sslCipherSuite?: string;
@@ -83,6 +84,7 @@ export function register(program: Command): void {
     .option('--cert <file>', 'PEM server certificate for the HTTPS proxy')
     .option('--key <file>', 'PEM private key for the HTTPS proxy')
     .option('--state <file>', 'configuration state file (default <install dir>/gateway/state.json)')
+    .option('--follow-state', 'serve each new version of the state file another process writes there (a bad one keeps the last good configuration)')
     .option('--headers <list>', "Kong's headers: off, or a list; without server_tokens no Server/Via names kong/x.y.z (default: on)")
     .option('--trusted-ips <list>', "Kong's trusted_ips: comma-separated IPs/CIDRs whose X-Forwarded-* and X-Real-IP are believed (default: none)")
     .option('--ssl-cipher-suite <name>', "Kong's ssl_cipher_suite: modern, intermediate, old, fips or custom (default: KONG_SSL_CIPHER_SUITE, else intermediate)")
@@ -112,6 +114,7 @@ export function register(program: Command): void {
           certPath: flags.cert ?? null,
           keyPath: flags.key ?? null,
           statePath: statePath(flags.state),
+          followState: flags.followState === true,
           trustedIps: trustedIps(flags.trustedIps),
           serverTokens: serverTokens(flags.headers),
           tls,

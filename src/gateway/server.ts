@@ -30,6 +30,12 @@ export interface GatewayOptions {
   certPath: string | null;
   keyPath: string | null;
   statePath: string;
+  /**
+   * Follow the state file (`--follow-state`): serve each new version another process writes there, as a Kong
+   * node serves what another node wrote to their shared database (kong.conf.default db_update_frequency);
+   * a version that does not load keeps the last good one (store/index.ts).
+   */
+  followState?: boolean;
   /** Kong's trusted_ips, comma-separated (proxy/trusted-ips.ts); null = none. */
   trustedIps?: string | null;
   /** Kong's `headers` server_tokens (Server / Via naming kong/x.y.z); default on. */
@@ -109,12 +115,22 @@ export async function runGateway(o: GatewayOptions): Promise<RunningGateway> {
   setServerTokens(o.serverTokens !== false);
   // a bad TLS setting is refused before anything opens or listens
   const tlsPolicy = tlsPolicyOf(o.tls);
-  const store = await openStore(o.statePath);
+  const store = await openStore(o.statePath, {
+    follow: o.followState === true,
+    // names the file and the fields, never a value (validate-state.ts)
+    onFollowError: (err) => process.stderr.write(`hospital-api gateway: state file not applied, the last good configuration stays in use: ${err.message}\n`),
+  });
   let admin: AdminServer | null = null;
   let proxy: GatewayProxy | null = null;
   let listeners: ProxyListeners | null = null;
   let status: StatusServer | null = null;
-  const proxyHealth = (): ProxyHealth | null => (proxy ? proxy.health() : null);
+  const proxyHealth = (): ProxyHealth | null => {
+    if (!proxy) return null;
+    const health = proxy.health();
+    // a followed file that does not load is a newer version not applied, as one that does not compile
+    const followError = store.followError();
+    return followError === null ? health : { ...health, degraded: true, error: `state file not applied: ${followError}` };
+  };
   // One node id for GET / and kong_node_info, as Kong has one per node.
   const nodeId = randomUUID();
   const exporter = new PrometheusExporter({
@@ -134,6 +150,7 @@ export async function runGateway(o: GatewayOptions): Promise<RunningGateway> {
     await listeners?.close();
     await proxy?.close();
     await admin?.close();
+    store.close();
   };
   try {
     if (o.admin) {

@@ -21,16 +21,13 @@ export function watchStateFile(
   onError?: (err: Error) => void,
 ): () => void {
   let lastError: string | null = null;
-  const name = basename(statePath);
   let lastVersion: number | null = null;
   try {
     lastVersion = loadSnapshotFromFile(statePath).version;
   } catch {
     lastVersion = null;
   }
-  let timer: NodeJS.Timeout | undefined;
   const reload = (): void => {
-    timer = undefined;
     let snapshot: ConfigSnapshot;
     try {
       snapshot = loadSnapshotFromFile(statePath);
@@ -45,10 +42,24 @@ export function watchStateFile(
     lastVersion = snapshot.version;
     listener(snapshot);
   };
+  return followFile(statePath, reload);
+}
+
+/**
+ * Calls `changed` (debounced) after each event on the state file's name in its
+ * directory (the file is replaced by rename, so the directory is watched);
+ * returns the stop function. The caller decides what changed (GatewayStore follow mode).
+ */
+export function followFile(statePath: string, changed: () => void): () => void {
+  const name = basename(statePath);
+  let timer: NodeJS.Timeout | undefined;
   const watcher = watch(dirname(statePath), { persistent: false }, (_event, file) => {
     if (file !== null && file !== name) return;
     if (timer) clearTimeout(timer);
-    timer = setTimeout(reload, DEBOUNCE_MS);
+    timer = setTimeout(() => {
+      timer = undefined;
+      changed();
+    }, DEBOUNCE_MS);
   });
   watcher.on('error', () => undefined);
   return () => {

@@ -7,11 +7,12 @@
 // (hapifhir/hapi-fhir hapi-fhir-server .../rest/server/ApacheProxyAddressStrategy.java:
 // the prefix replaces the servlet path); else IncomingRequestAddressStrategy
 // (the Host header the caller used, e.g. http://hapi:8080/fhir).
-//   node hapi-server.mjs <data dir> <hardcoded base | ''> <apache: true|false>
+//   node hapi-server.mjs <data dir> <hardcoded base | ''> <apache: true|false> <listen host> <listen port>
+// (hapi.mjs runs it on loopback and answers HAPI's port itself)
 import { openFhirStore } from '/app/dist/fhir/store/sqlite-store.js';
 import { buildFhirApp } from '/app/dist/fhir/server/app.js';
 
-const [dataDir, hardcoded, apache] = process.argv.slice(2);
+const [dataDir, hardcoded, apache, host = '0.0.0.0', port = '8080'] = process.argv.slice(2);
 const store = openFhirStore(dataDir);
 const app = buildFhirApp({
   store,
@@ -20,8 +21,8 @@ const app = buildFhirApp({
   ...(hardcoded ? { publicBase: hardcoded.replace(/\/+$/, '') } : {}),
   trustProxy: () => apache === 'true',
 });
-await app.listen({ host: '0.0.0.0', port: 8080 });
-process.stderr.write(`hapi stand-in: FHIR server on :8080 (address strategy ${hardcoded ? `hardcoded ${hardcoded}` : apache === 'true' ? 'apache proxy' : 'incoming request'})\n`);
+await app.listen({ host, port: Number(port) });
+process.stderr.write(`hapi stand-in: FHIR server on ${host}:${port} (address strategy ${hardcoded ? `hardcoded ${hardcoded}` : apache === 'true' ? 'apache proxy' : 'incoming request'})\n`);
 const stop = () => {
   void app.close().finally(() => {
     store.close();

@@ -10,10 +10,12 @@
 //   StarterJpaConfig (starter issue #804). It logs Hibernate's HHH000400 line and,
 //   as the real server does with the H2 dialect against Postgres, fails to start.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { DatabaseSync, backup } from 'node:sqlite';
-import { restoreBlob, saveBlob, psql } from './pg-blob.mjs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PgSession, schemaSql, psql, psqlAsync, saveBlobSql } from './pg-blob.mjs';
 
 const env = process.env;
 const H2 = 'ca.uhn.fhir.jpa.model.dialect.HapiFhirH2Dialect';
@@ -81,8 +83,41 @@ try {
 // @Table(name = "HFJ_RESOURCE"); Postgres folds the name to lower case). The tier proves the dialect from
 // this table, as it would on the real image, not from a log line (HAPI 8 logs the dialect at DEBUG only).
 psql(conn, 'CREATE TABLE IF NOT EXISTS hfj_resource (res_id bigint PRIMARY KEY)');
+// HAPI with N replicas keeps everything in the shared Postgres: each replica is
+// stateless, a resource written through one is read through any other at once,
+// and an answered write is committed there (hapi-fhir-jpaserver-starter: the JPA
+// server on spring.datasource, no state of its own on disk). The stand-in's FHIR
+// server keeps its data in one SQLite file, so one replica at a time may write:
+//   - the writer is the replica that holds a Postgres advisory lock, on a session
+//     of its own kept open (pg-blob.mjs PgSession); the others wait for that lock.
+//     Two writers never exist at once: the lock has one holder, and the writer
+//     stores through the session that holds it, so a writer whose session is gone
+//     stores nothing more. When that session goes (the task killed, its node lost:
+//     TCP keepalives end it within seconds), a waiting replica gets the lock;
+//   - a new writer restores the latest stored copy, runs the FHIR server on
+//     loopback, and records its address (the one Postgres sees it connect from:
+//     inet_client_addr(), on the network the replicas share) in standin_writer;
+//   - every replica answers HAPI's port itself: the writer from its FHIR server,
+//     the others by forwarding to the writer's port, Host and X-Forwarded-*
+//     untouched, so the links are the ones the writer would make for the caller;
+//   - every write (any method but GET, HEAD, OPTIONS) is answered only once the
+//     SQLite file that holds it is stored in Postgres (its online backup, one
+//     copy per group of concurrent writes): a write that was answered survives
+//     the writer's SIGKILL and its node's loss;
+//   - /actuator/health (Spring Boot actuator, as the image's HealthCheck asks it):
+//     UP on the writer while its FHIR server answers, on the others while their
+//     session to Postgres is open.
+// With one replica (the docker runtime) it is the writer from the start.
 const data = '/data';
-restoreBlob(conn, 'fhir.sqlite', join(data, 'fhir.sqlite'));
+const dbFile = join(data, 'fhir.sqlite');
+const snapshot = join(data, 'snapshot.sqlite');
+const BLOB = 'fhir.sqlite';
+const LOCK = 1751474281; // the writer's advisory lock key (ASCII "hapi")
+const PORT = 8080;
+const SERVER_PORT = 18080; // the writer's FHIR server, loopback only
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+const FORWARDED = 'x-standin-forwarded';
+psql(conn, schemaSql('CREATE TABLE IF NOT EXISTS standin_writer (id int PRIMARY KEY, address text NOT NULL, since timestamptz NOT NULL);'));
 // The starter's AppProperties are @ConfigurationProperties(prefix = "hapi.fhir"): Spring Boot's relaxed
 // binding reads them from the dotted name or from the environment as HAPI_FHIR_SERVER_ADDRESS /
 // HAPI_FHIR_USE_APACHE_ADDRESS_STRATEGY (the "legacy" underscore form, as HAPI's Helm chart sets it) or
@@ -91,40 +126,257 @@ const appProp = (name) => env[`hapi.fhir.${name}`] ?? tree[`hapi.fhir.${name}`] 
 const serverAddress = appProp('server_address') ?? '';
 const apache = String(appProp('use_apache_address_strategy') ?? 'false').toLowerCase() === 'true';
 log(`server address strategy: ${serverAddress ? 'hardcoded' : apache ? 'apache proxy (X-Forwarded-*)' : 'incoming request'}`);
-// HAPI serves its whole API to whoever reaches it (the compose file publishes it on 127.0.0.1 only,
-// and kong reaches it over the project network): hapi-server.mjs opens the native server's API too.
-const child = spawn(process.execPath, ['/standin/hapi-server.mjs', data, serverAddress, String(apache)], { stdio: 'inherit' });
-// HAPI writes to Postgres as it goes: snapshot the SQLite file (SQLite's online
-// backup, consistent while the server writes) into the database every few
-// seconds when it changed, and once more at stop
-const dbFile = join(data, 'fhir.sqlite');
-const snapshot = join(data, 'snapshot.sqlite');
-let seen = '';
-let saving = false;
-async function persist() {
-  if (saving || !existsSync(dbFile)) return;
-  const stamp = ['', '-wal'].map((x) => (existsSync(dbFile + x) ? `${statSync(dbFile + x).mtimeMs}:${statSync(dbFile + x).size}` : '-')).join('/');
-  if (stamp === seen) return;
-  saving = true;
+log(`replica slot ${env.STANDIN_SLOT ?? '(none)'}`);
+
+/** The roles of this replica: 'starting' (no answer yet), 'forwarder', 'writer', 'stopping'. */
+let role = 'starting';
+let session = null;
+let writerSession = null; // the session that holds the lock, while this replica is the writer
+let server = null; // the FHIR server child, on the writer
+let writerAddress = null; // host:port of the writer, as a forwarder last read it
+
+function serverUp() {
+  return new Promise((resolve) => {
+    const req = httpRequest({ host: '127.0.0.1', port: SERVER_PORT, path: '/fhir/metadata', timeout: 3000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(false));
+    req.end();
+  });
+}
+
+async function startServer(mine) {
+  for (const x of ['', '-wal', '-shm']) rmSync(dbFile + x, { force: true });
+  const b64 = await mine.query(`SELECT data FROM standin_blob WHERE name = '${BLOB}'`);
+  if (b64) writeFileSync(dbFile, Buffer.from(b64, 'base64'), { mode: 0o600 });
+  log(`writer: ${b64 ? 'restored the stored FHIR data' : 'no stored FHIR data yet'}`);
+  const child = spawn(process.execPath, ['/standin/hapi-server.mjs', data, serverAddress, String(apache), '127.0.0.1', String(SERVER_PORT)], { stdio: 'inherit' });
+  const exited = new Promise((resolve) => child.on('exit', (c, sig) => resolve(c ?? (sig ? 0 : 1))));
+  for (;;) {
+    if (await serverUp()) break;
+    if (child.exitCode !== null || child.signalCode !== null) fail('the FHIR server exited before it answered');
+    await sleep(200);
+  }
+  child.expectedExit = false;
+  void exited.then((code) => {
+    if (role === 'stopping' || child.expectedExit) return;
+    // as the JVM dying: the container ends, and the engine restarts it
+    fail(`the FHIR server exited (${code})`);
+  });
+  return child;
+}
+
+/** One copy of the SQLite file into Postgres, through the lock's session (fenced by it). */
+async function storeNow() {
+  const db = new DatabaseSync(dbFile, { readOnly: true });
   try {
-    const db = new DatabaseSync(dbFile, { readOnly: true });
-    try {
-      await backup(db, snapshot);
-    } finally {
-      db.close();
-    }
-    saveBlob(conn, 'fhir.sqlite', snapshot);
-    seen = stamp;
-  } catch (err) {
-    process.stderr.write(`hapi stand-in: snapshot failed: ${String(err.stderr ?? err.message).trim()}\n`);
+    await backup(db, snapshot);
   } finally {
-    saving = false;
+    db.close();
+  }
+  const s = writerSession;
+  if (role !== 'writer' || s === null) throw new Error('no longer the writer');
+  await s.query(saveBlobSql(BLOB, readFileSync(snapshot)));
+}
+
+// Group commit: a write waits for a copy begun after it was answered by the FHIR server;
+// writes that finish while one copy runs share the next.
+let storing = Promise.resolve();
+let queued = null;
+function storeAfterNow() {
+  if (queued) return queued;
+  const next = storing.catch(() => undefined).then(() => {
+    queued = null;
+    return storeNow();
+  });
+  queued = next;
+  storing = next;
+  return next;
+}
+
+/** Elects this replica on a new session: the writer if the lock is free, else a forwarder that waits for it. */
+async function elect() {
+  const mine = new PgSession(conn);
+  session = mine;
+  void mine.closed.then((err) => {
+    if (role === 'stopping' || session !== mine) return;
+    log(`the Postgres session ended (${err.message.split('\n')[0]}): electing again`);
+    lost();
+  });
+  try {
+    if ((await mine.query(`SELECT pg_try_advisory_lock(${LOCK})`)) !== 't') {
+      role = 'forwarder';
+      log('a forwarder: another replica is the writer');
+      await mine.query(`SELECT pg_advisory_lock(${LOCK})`);
+      role = 'starting';
+    }
+    const address = await mine.query('SELECT host(inet_client_addr())');
+    const child = await startServer(mine);
+    if (session !== mine) {
+      child.expectedExit = true;
+      child.kill('SIGKILL');
+      return;
+    }
+    server = child;
+    await mine.query(`INSERT INTO standin_writer (id, address, since) VALUES (1, '${address}:${PORT}', now()) ON CONFLICT (id) DO UPDATE SET address = EXCLUDED.address, since = EXCLUDED.since`);
+    writerSession = mine;
+    role = 'writer';
+    log(`the writer (at ${address || 'a local socket'})`);
+  } catch (err) {
+    if (role === 'stopping' || session !== mine) return;
+    // ending the session starts the next election (its `closed`, above)
+    log(`election failed: ${String(err.message).split('\n')[0]}`);
+    mine.child.kill('SIGKILL');
   }
 }
-const interval = setInterval(() => void persist(), 3000);
-for (const s of ['SIGTERM', 'SIGINT']) process.on(s, () => child.kill(s));
-const code = await new Promise((resolve) => child.on('exit', (c, sig) => resolve(c ?? (sig ? 0 : 1))));
-clearInterval(interval);
-// the server has closed the file: it is complete on its own
-saveBlob(conn, 'fhir.sqlite', dbFile);
-process.exit(code);
+
+/** The session went (Postgres restarted, the network cut): no writes from here until elected again. */
+function lost() {
+  role = 'starting';
+  session = null;
+  writerSession = null;
+  writerAddress = null;
+  if (server) {
+    // its data may be older than what a new writer stores: the next writer (this one or another) restores
+    server.expectedExit = true;
+    server.kill('SIGKILL');
+    server = null;
+  }
+  setTimeout(() => void elect(), 1000);
+}
+
+// an idle psql learns that its server went only when it sends something
+setInterval(() => {
+  if (role === 'writer' && writerSession) void writerSession.query('SELECT 1').catch(() => undefined);
+}, 2000).unref();
+
+function operationOutcome(res, status, text) {
+  if (res.headersSent) return res.destroy();
+  const body = JSON.stringify({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'transient', diagnostics: text }] });
+  res.writeHead(status, { 'content-type': 'application/fhir+json;charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function readBody(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    req.on('data', (d) => chunks.push(d));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+const HOP = ['connection', 'keep-alive', 'transfer-encoding', 'proxy-connection', 'upgrade'];
+function requestHeaders(req, body, extra = {}) {
+  const h = { ...req.headers, ...extra };
+  for (const k of HOP) delete h[k];
+  h['content-length'] = String(body.length);
+  return h;
+}
+
+/** Sends `body` to host:port as `req` asked; resolves with the response (not yet read). */
+function send(host, port, req, body, extra) {
+  return new Promise((resolve, reject) => {
+    const out = httpRequest({ host, port, method: req.method, path: req.url, headers: requestHeaders(req, body, extra) }, resolve);
+    out.on('error', reject);
+    out.end(body);
+  });
+}
+
+function relay(res, upstream) {
+  const h = { ...upstream.headers };
+  for (const k of HOP) delete h[k];
+  res.writeHead(upstream.statusCode ?? 502, h);
+  upstream.pipe(res);
+}
+
+async function readAll(stream) {
+  const chunks = [];
+  for await (const c of stream) chunks.push(c);
+  return Buffer.concat(chunks);
+}
+
+async function writerAnswer(req, res, body) {
+  const upstream = await send('127.0.0.1', SERVER_PORT, req, body);
+  if (READ_METHODS.has(req.method)) return relay(res, upstream);
+  const answer = await readAll(upstream);
+  try {
+    await storeAfterNow();
+  } catch (err) {
+    log(`storing a write failed: ${String(err.message).split('\n')[0]}`);
+    return operationOutcome(res, 503, 'the write could not be stored in the database; it is not acknowledged');
+  }
+  const h = { ...upstream.headers };
+  for (const k of HOP) delete h[k];
+  h['content-length'] = String(answer.length);
+  res.writeHead(upstream.statusCode ?? 502, h);
+  res.end(answer);
+}
+
+async function currentWriter(refresh) {
+  if (writerAddress && !refresh) return writerAddress;
+  const row = (await psqlAsync(conn, 'SELECT address FROM standin_writer WHERE id = 1')).trim();
+  writerAddress = row || null;
+  return writerAddress;
+}
+
+const NOT_REACHED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+async function forwarderAnswer(req, res, body) {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const at = await currentWriter(attempt > 0);
+    if (!at) return operationOutcome(res, 503, 'no FHIR writer is elected yet');
+    const i = at.lastIndexOf(':');
+    try {
+      return relay(res, await send(at.slice(0, i), Number(at.slice(i + 1)), req, body, { [FORWARDED]: '1' }));
+    } catch (err) {
+      // the writer moved (or is gone): the request never reached it, so asking the new one is safe
+      if (!NOT_REACHED.has(err.code)) throw err;
+      writerAddress = null;
+    }
+  }
+  return operationOutcome(res, 503, 'the FHIR writer is not reachable');
+}
+
+async function health(res) {
+  const up = role === 'writer' ? await serverUp() : role === 'forwarder' && session !== null;
+  const body = JSON.stringify({ status: up ? 'UP' : 'DOWN' });
+  res.writeHead(up ? 200 : 503, { 'content-type': 'application/vnd.spring-boot.actuator.v3+json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+const front = createServer((req, res) => {
+  void (async () => {
+    if (req.url === '/actuator/health' && (req.method === 'GET' || req.method === 'HEAD')) return health(res);
+    const body = await readBody(req);
+    if (role === 'writer') return await writerAnswer(req, res, body);
+    // a forwarded request reaches a replica that is no longer the writer: never forwarded again (no loop)
+    if (role === 'forwarder' && !req.headers[FORWARDED]) return await forwarderAnswer(req, res, body);
+    return operationOutcome(res, 503, 'this FHIR replica is not serving yet');
+  })().catch((err) => {
+    log(`request failed: ${String(err.message).split('\n')[0]}`);
+    operationOutcome(res, 502, 'the FHIR writer did not answer');
+  });
+});
+
+void elect();
+// HAPI's port opens once this replica can answer: as the writer, or as a forwarder
+while (role !== 'writer' && role !== 'forwarder') await sleep(100);
+await new Promise((resolve) => front.listen(PORT, '0.0.0.0', resolve));
+log(`Tomcat started on port ${PORT} (http) with context path '' (stand-in front, ${role})`);
+
+async function stop(signal) {
+  if (role === 'stopping') return;
+  role = 'stopping';
+  front.close();
+  const child = server;
+  if (child && child.exitCode === null) {
+    child.kill(signal);
+    await new Promise((resolve) => child.once('exit', resolve));
+  }
+  // every answered write is stored already; ending the session frees the lock for another replica
+  if (session) await session.close();
+  process.exit(0);
+}
+for (const s of ['SIGTERM', 'SIGINT']) process.on(s, () => void stop(s));

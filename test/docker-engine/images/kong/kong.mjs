@@ -2,7 +2,8 @@
 // `kong` for the stand-in image: the subcommands the hospital-api compose file
 // and install use, with the KONG_* settings they set (Kong's kong.conf.default
 // names), running the project's native gateway (`hospital-api gateway`).
-//   kong docker-start | start     run the gateway in the foreground
+//   kong docker-start | start     run the gateway in the foreground, its configuration in the
+//                                 database shared with every other node (see start() below)
 //   kong health                   exit 0 when the gateway answers, as Kong's does
 //   kong reload                   as Kong's (kong/cmd/reload.lua): signal the running gateway
 //                                 (nginx HUP: new workers with the certificate files read again,
@@ -10,10 +11,11 @@
 //   kong migrations bootstrap|up|finish
 //   kong version
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, watch } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { createServer, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { psql, restoreBlob, saveBlob } from './pg-blob.mjs';
+import { schemaSql, psql, readBlobAfter, saveBlobIf } from './pg-blob.mjs';
 
 const VERSION = '3.9.3';
 const env = process.env;
@@ -56,6 +58,166 @@ function pemOf(value) {
   return Buffer.from(value, 'base64').toString('utf8');
 }
 
+/**
+ * Kong nodes share one database: a write through any node's admin API is stored
+ * there before the admin API answers (Kong's DAO writes to Postgres within the
+ * request: Kong/kong kong/db/dao/init.lua), and every node reads what changed
+ * every db_update_frequency seconds (Kong/kong kong.conf.default, default 5;
+ * KONG_DB_UPDATE_FREQUENCY). The stand-in keeps the gateway's state file as one
+ * row of standin_blob, its serial one up per write, and:
+ *   - runs the gateway with --follow-state, its admin API on a private loopback
+ *     port, and answers KONG_ADMIN_LISTEN itself: a write (any method but GET,
+ *     HEAD, OPTIONS) is forwarded only after the newest stored version is in the
+ *     state file (the gateway makes the change on top of it), and answered only
+ *     once the new state file is stored (compare-and-set on the serial). Before
+ *     the answer, not at the next poll: a client told 201 must find the change on
+ *     every node, also when this one dies right after answering. A change that
+ *     lost a race with another node's (the serial moved) is undone here and
+ *     answered 409: Kong merges rows, this stand-in stores one document;
+ *   - polls the serial every KONG_DB_UPDATE_FREQUENCY seconds and, when it moved,
+ *     writes the stored version to the state file (atomically: temp + rename),
+ *     which the gateway then serves.
+ * Writes and polls of one node run one at a time.
+ */
+const STATE_BLOB = 'kong-state';
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+class StateSync {
+  constructor(c, statePath) {
+    this.c = c;
+    this.statePath = statePath;
+    this.serial = -1; // the stored serial the state file was last made from or stored as
+    this.stored = null; // the state file text at that serial
+    this.chain = Promise.resolve();
+  }
+
+  /** One at a time: a write's pull, forward and push never interleave with a poll. */
+  exclusive(fn) {
+    const run = this.chain.then(fn, fn);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  fileText() {
+    return existsSync(this.statePath) ? readFileSync(this.statePath, 'utf8') : null;
+  }
+
+  /** Writes the stored document as the state file's next version (the gateway follows versions). */
+  writeFile(text) {
+    const doc = JSON.parse(text);
+    let local = -1;
+    try {
+      local = JSON.parse(this.fileText() ?? '{}').version ?? -1;
+    } catch {
+      /* a broken local file: any version replaces it */
+    }
+    doc.version = Math.max(Number(doc.version) || 0, local + 1);
+    const out = `${JSON.stringify(doc, null, 1)}\n`;
+    const tmp = `${this.statePath}.standin-${process.pid}`;
+    writeFileSync(tmp, out, { mode: 0o600 });
+    renameSync(tmp, this.statePath);
+    return out;
+  }
+
+  /** The stored version into the state file when it is newer than what the file was made from. */
+  async pull() {
+    const row = await readBlobAfter(this.c, STATE_BLOB, this.serial);
+    if (!row) return false;
+    this.stored = this.writeFile(row.data.toString('utf8'));
+    this.serial = row.serial;
+    return true;
+  }
+
+  /** Puts the last stored version back in the state file (a change that could not be stored). */
+  undo() {
+    if (this.stored !== null && this.fileText() !== this.stored) this.stored = this.writeFile(this.stored);
+  }
+
+  /** Stores the state file when it changed since it was pulled or stored; 'stored' | 'same' | 'conflict'. */
+  async push() {
+    const text = this.fileText();
+    if (text === null || text === this.stored) return 'same';
+    const serial = await saveBlobIf(this.c, STATE_BLOB, Buffer.from(text), this.serial);
+    if (serial === null) {
+      // another node stored first: its version wins, this one's change is undone
+      await this.pull();
+      return 'conflict';
+    }
+    this.serial = serial;
+    this.stored = text;
+    return 'stored';
+  }
+}
+
+/** Forwards one admin request to the gateway's private admin port; resolves with the whole answer. */
+function forward(target, req, body) {
+  return new Promise((resolve, reject) => {
+    const headers = { ...req.headers };
+    delete headers.connection;
+    const out = httpRequest({ host: target.host, port: target.port, method: req.method, path: req.url, headers }, (res) => {
+      const chunks = [];
+      res.on('data', (d) => chunks.push(d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    out.on('error', reject);
+    out.end(body);
+  });
+}
+
+function readBody(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    req.on('data', (d) => chunks.push(d));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function send(res, answer) {
+  const headers = { ...answer.headers };
+  delete headers.connection;
+  delete headers['transfer-encoding'];
+  headers['content-length'] = String(answer.body.length);
+  res.writeHead(answer.status, headers);
+  res.end(answer.body);
+}
+
+/** Kong's error body shape (kong/db/errors.lua: message, name, code). */
+function kongError(status, name, message) {
+  return { status, headers: { 'content-type': 'application/json; charset=utf-8' }, body: Buffer.from(JSON.stringify({ message, name, code: 0 })) };
+}
+
+function adminFront(sync, target) {
+  return createServer((req, res) => {
+    void (async () => {
+      try {
+        const body = await readBody(req);
+        if (!WRITE_METHODS.has(req.method ?? 'GET')) return send(res, await forward(target, req, body));
+        const answer = await sync.exclusive(async () => {
+          await sync.pull();
+          const a = await forward(target, req, body);
+          let pushed;
+          try {
+            pushed = await sync.push();
+          } catch (err) {
+            // not stored: not made (as Kong, whose change is the database write); the stored version is served again
+            sync.undo();
+            throw err;
+          }
+          if (pushed === 'conflict') return kongError(409, 'conflicting change', 'another node changed the configuration at the same time; retry');
+          return a;
+        });
+        send(res, answer);
+      } catch (err) {
+        process.stderr.write(`kong stand-in: admin request failed: ${String(err.stderr ?? err.message).trim()}\n`);
+        if (!res.headersSent) send(res, kongError(503, 'database error', 'the database did not answer'));
+        else res.destroy();
+      }
+    })();
+  });
+}
+
 async function start() {
   // The tier's slow variant (STANDIN_START_DELAY_S, set in a derived image): a gateway that takes its
   // time before it listens, so install's waits and the watchdog are tried against a slow start.
@@ -68,11 +230,15 @@ async function start() {
   if (!bootstrapped(c)) die('Database needs bootstrapping or is older than Kong 1.0.\n\nTo start a new installation from scratch, run \'kong migrations bootstrap\'.');
   const run = mkdtempSync(join(tmpdir(), 'kong-'));
   const state = join(run, 'state.json');
-  restoreBlob(c, 'kong-state', state);
-  const args = ['/app/bin/hospital-api.js', 'gateway', '--state', state];
+  psql(c, schemaSql());
+  const sync = new StateSync(c, state);
+  await sync.pull();
+  const adminListen = parseListen(env.KONG_ADMIN_LISTEN ?? '127.0.0.1:8001').plain;
+  // the gateway's own admin API on a private loopback port; the stand-in answers KONG_ADMIN_LISTEN
+  const args = ['/app/bin/hospital-api.js', 'gateway', '--state', state, '--follow-state'];
   const proxy = parseListen(env.KONG_PROXY_LISTEN ?? '0.0.0.0:8000, 0.0.0.0:8443 ssl');
   args.push('--proxy-listen', proxy.plain, '--proxy-ssl-listen', proxy.ssl);
-  args.push('--admin-listen', parseListen(env.KONG_ADMIN_LISTEN ?? '127.0.0.1:8001').plain);
+  args.push('--admin-listen', adminListen === 'off' ? 'off' : '127.0.0.1:0');
   // Kong's status_listen (kong.conf.default; default 127.0.0.1:8007 since 3.6, kong/templates/kong_defaults.lua): GET /metrics
   const status = parseListen(env.KONG_STATUS_LISTEN ?? '127.0.0.1:8007');
   args.push('--status-listen', status.plain !== 'off' ? status.plain : status.ssl);
@@ -97,29 +263,44 @@ async function start() {
     if (key) writeFileSync(keyPath, key, { mode: 0o600 });
     args.push('--cert', certPath, '--key', keyPath);
   }
-  process.stderr.write(`kong stand-in ${VERSION}: anonymous_reports=${env.KONG_ANONYMOUS_REPORTS ?? 'on'} headers=${env.KONG_HEADERS ?? 'default'} ssl_cipher_suite=${env.KONG_SSL_CIPHER_SUITE ?? 'intermediate'}\n`);
-  const child = spawn(process.execPath, args, { stdio: 'inherit' });
+  const pollS = Number(env.KONG_DB_UPDATE_FREQUENCY ?? 5);
+  if (!(pollS > 0)) die(`KONG_DB_UPDATE_FREQUENCY must be a positive number of seconds, got ${env.KONG_DB_UPDATE_FREQUENCY}`);
+  process.stderr.write(`kong stand-in ${VERSION}: anonymous_reports=${env.KONG_ANONYMOUS_REPORTS ?? 'on'} headers=${env.KONG_HEADERS ?? 'default'} ssl_cipher_suite=${env.KONG_SSL_CIPHER_SUITE ?? 'intermediate'} db_update_frequency=${pollS}\n`);
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'pipe'] });
   mkdirSync(join(PID_FILE, '..'), { recursive: true, mode: 0o700 });
   writeFileSync(PID_FILE, `${child.pid}\n`, { mode: 0o600 });
-  // Kong writes each change to its database at once: save every change of the
-  // state file (written by rename) shortly after it happens, not only at stop
-  let timer = null;
-  watch(run, () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      try {
-        saveBlob(c, 'kong-state', state);
-      } catch (err) {
-        process.stderr.write(`kong stand-in: saving the state failed: ${String(err.stderr ?? err.message).trim()}\n`);
-      }
-    }, 300);
-  });
   const stop = (signal) => child.kill(signal === 'SIGQUIT' ? 'SIGTERM' : signal);
   for (const s of ['SIGTERM', 'SIGINT', 'SIGQUIT']) process.on(s, () => stop(s));
-  const code = await new Promise((resolve) => child.on('exit', (c2, sig) => resolve(c2 ?? (sig ? 0 : 1))));
-  clearTimeout(timer);
+  const exited = new Promise((resolve) => child.on('exit', (c2, sig) => resolve(c2 ?? (sig ? 0 : 1))));
+  // the gateway's ready line names its private admin port; its stderr goes on to the container's
+  let err = '';
+  const ready = new Promise((resolve) => {
+    child.stderr.on('data', (d) => {
+      process.stderr.write(d);
+      if (err.length < 65536) err += d.toString();
+      const m = /gateway ready: admin=(\S+)/.exec(err);
+      if (m) resolve(m[1]);
+    });
+  });
+  const first = await Promise.race([ready, exited.then((code) => ({ code }))]);
+  if (typeof first === 'object') process.exit(first.code);
+  let front = null;
+  if (adminListen !== 'off') {
+    const [host, port] = [first.slice(0, first.lastIndexOf(':')), Number(first.slice(first.lastIndexOf(':') + 1))];
+    const [fhost, fport] = [adminListen.slice(0, adminListen.lastIndexOf(':')), Number(adminListen.slice(adminListen.lastIndexOf(':') + 1))];
+    front = adminFront(sync, { host, port });
+    await new Promise((resolve, reject) => front.once('error', reject).listen(fport, fhost.replace(/^\[|\]$/g, ''), resolve));
+  }
+  const poll = setInterval(() => {
+    void sync
+      .exclusive(() => sync.pull())
+      .catch((e) => process.stderr.write(`kong stand-in: reading the database failed: ${String(e.stderr ?? e.message).trim()}\n`));
+  }, pollS * 1000);
+  const code = await exited;
+  clearInterval(poll);
+  front?.close();
   rmSync(PID_FILE, { force: true });
-  saveBlob(c, 'kong-state', state);
+  // nothing to save at stop: every change was stored before its admin answer
   process.exit(code);
 }
 
