@@ -67,10 +67,17 @@ let store: ThreadStore | undefined;
  * Opens the thread's connection and, when writes are validated, the R4 StructureDefinitions.
  * `writing` is told when a Bundle's writes begin (bundle-thread.ts onBundleThreadWriting).
  */
-export function openThread(file: string, options: StoreOptions, validate: boolean, writing: (job: number) => void): void {
+/** What the thread opens (bundle-thread.ts, at each start). */
+export interface ThreadData {
+  file: string;
+  options: StoreOptions;
+  validate: boolean;
+}
+
+export function openThread({ file, options, validate }: ThreadData, emit: (message: { id: number; writing: true }) => void): void {
   // a 20,000-entry Bundle is bulk work: on a busy machine the callers it would slow get the CPU first
   lowerThisThread(BUNDLE_THREAD_NICE);
-  store = new ThreadStore(openDatabase(file), options, writing);
+  store = new ThreadStore(openDatabase(file), options, (id) => emit({ id, writing: true }));
   if (validate) loadStructureDefinitions();
 }
 
