@@ -148,7 +148,11 @@ export function createSystemdRuntime(dir: string, config: InstallConfig): Runtim
       await waitUp(specs().filter((s) => !s.blocked).map((s) => s.name));
     },
     async down() {
-      await systemctl(['stop', TARGET]);
+      // Each component's unit is named too: systemctl waits for the stop job of every unit it is given
+      // (systemctl(1): without --no-block it "synchronously waits for the requested operation to
+      // finish"), while the component units the target's stop pulls in by PartOf= are jobs it does not
+      // wait for, so `down` returned with a component still deactivating (finishing its shutdown).
+      await systemctl(['stop', TARGET, ...specs().map((s) => unitName(s.name))]);
     },
     async restart(component) {
       if (!specs().some((s) => s.name === component)) {
