@@ -27,7 +27,7 @@ import { projectName } from '../docker/render.js';
 import { swarmUnfinished } from './profile.js';
 import { databaseEndpoint } from './databases.js';
 import { swarmLogs } from './logs.js';
-import { ONE_SHOT_STACK_SERVICES, STACK_SERVICES, stackFile, type StackService } from './render.js';
+import { GATEWAY_PROPAGATION_MS, ONE_SHOT_STACK_SERVICES, STACK_SERVICES, stackFile, type StackService } from './render.js';
 import { componentsFromSwarm, nodesRunning, versionsFromSwarm } from './state.js';
 import {
   deploy,
@@ -169,6 +169,8 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
       const [tasks, nodes] = await Promise.all([serviceTasks(cli, services), swarmNodes(cli)]);
       return nodesRunning(stack, SERVICE_OF.gateway as StackService, services, tasks, nodes);
     },
+    // each proxy reads kong-admin's changes from the database every KONG_DB_UPDATE_FREQUENCY s
+    gatewayPropagationMs: GATEWAY_PROPAGATION_MS,
     // Swarm's orchestrator restarts and reschedules the tasks
     supervision: async () => ({ supervisor: null, summary: null }),
     async supervise() {
