@@ -41,6 +41,7 @@ import {
   swarmNodes,
   waitOneShot,
   waitGone,
+  waitRolledOut,
   waitUp,
   type SwarmContext,
 } from './deploy.js';
@@ -91,12 +92,14 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
   };
 
   /** Deploys the stack as install.json asks (the API with no replica until it is ready) and waits for it. */
-  const deployAll = async (): Promise<void> => {
+  const deployAll = async (since = new Date(Date.now() - 1000).toISOString()): Promise<void> => {
     const self = await selfNode(cli);
     const nodes = await swarmNodes(cli);
     await placeLabels(ctx, nodes, self);
     const withApi = apiReady(dir);
     await deploy(ctx, withApi ? {} : { scale: { [api]: 0 } }, nodes);
+    // a changed service (a new image, new settings) is replaced task by task: until its last task
+    await waitRolledOut(ctx, since);
     await waitUp(ctx, components, expected.filter((s) => withApi || s !== api));
     // every task runs on the current secrets now
     await pruneSecrets(ctx);
@@ -110,6 +113,8 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
       await placeLabels(ctx, nodes, self);
       const now = deployedReplicas(stack, await stackServices(cli, stack));
       const withApi = apiReady(dir);
+      // the manager's clock (this host's) a second early: an update either deploy starts is this start's
+      const since = new Date(Date.now() - 1000).toISOString();
       // 1. Kong's migrations, with Kong as it runs now (not at all on a first deploy)
       const run = newRun();
       ctx.progress(`deploying stack ${stack}: databases, HAPI, the FHIR door; Kong's migrations (run ${run})`);
@@ -117,7 +122,7 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
       await waitOneShot(ctx, 'kong-migrations', run);
       // 2. everything as install.json asks; 3. each service at its count
       ctx.progress('migrations complete; starting Kong');
-      await deployAll();
+      await deployAll(since);
     },
     async down() {
       await cli.run(['stack', 'rm', stack], { allowFail: true });
