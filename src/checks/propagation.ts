@@ -8,7 +8,12 @@
  * again within that time, and no longer, before they fail.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CheckContext } from './types.js';
+import type { Runtime } from '../runtime/types.js';
+
+/** What the waits read: the runtime's propagation time (a CheckContext, or `{ runtime }`). */
+export interface PropagationScope {
+  runtime: Pick<Runtime, 'gatewayPropagationMs'>;
+}
 
 /** How often a check asks again while the change propagates. */
 export const PROPAGATION_RETRY_MS = 500;
@@ -18,7 +23,7 @@ export const PROPAGATION_RETRY_MS = 500;
  * since the first attempt (once only when the runtime has none); the last result and
  * how long it took from the first attempt.
  */
-export async function withinPropagation<T>(ctx: CheckContext, attempt: () => Promise<T>, passed: (result: T) => boolean): Promise<{ result: T; waitedMs: number }> {
+export async function withinPropagation<T>(ctx: PropagationScope, attempt: () => Promise<T>, passed: (result: T) => boolean): Promise<{ result: T; waitedMs: number }> {
   const bound = ctx.runtime.gatewayPropagationMs ?? 0;
   const t0 = performance.now();
   for (;;) {
@@ -30,7 +35,7 @@ export async function withinPropagation<T>(ctx: CheckContext, attempt: () => Pro
 }
 
 /** For a check's detail: how long the gateway took, when it was not at once. */
-export function propagationNote(ctx: CheckContext, waitedMs: number): string {
+export function propagationNote(ctx: PropagationScope, waitedMs: number): string {
   const bound = ctx.runtime.gatewayPropagationMs ?? 0;
   if (bound === 0 || waitedMs === 0) return '';
   return ` (asked again for ${(waitedMs / 1000).toFixed(1)} s: the gateway's proxies take up to ${(bound / 1000).toFixed(0)} s to serve a change)`;

@@ -36,6 +36,7 @@ import { until } from '../helpers/until.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { writeTokens } from '../../src/demo/tokens.js';
+import { readEnvFile } from '../../src/util/env-file.js';
 import { projectName } from '../../src/runtime/docker/render.js';
 import { TIER_IMAGES } from '../docker-engine/engine.js';
 import { formatTimings, lanCurl, syntheticIds, type RecordEntry, type Timings } from '../docker-engine/site.js';
@@ -331,6 +332,48 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
     const perNode = (JSON.parse(verify.out).result.record as { checks: Array<{ id: string; summary: string }> }).checks.find((c) => c.id === 'gateway-nodes')!;
     expect(perNode.summary).toBe('200 CapabilityStatement on 3 hosts: n1, n2, n3');
+  }, 900_000);
+
+  it('consumer rotate-key --write-env rolls every API task onto the new key, the old key is revoked, and records keep flowing through the balancer', async () => {
+    const patient = dataset.patients[0]!;
+    const body = JSON.stringify({ platformCareId: patient.careId, token: tokens.find((t) => t.careId === patient.careId)!.token });
+    const send = balancer(['n1', 'n2', 'n3']);
+    const apiKey = () => readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY;
+    const oldKey = apiKey();
+    const results: Array<{ ok: boolean; redispatched: number; last: string }> = [];
+    let steady = true;
+    const client = (async () => {
+      while (steady) {
+        results.push(await send(body));
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    })();
+    try {
+      const t0 = Date.now();
+      const r = await cli(['consumer', 'rotate-key', 'tier-hospital', '--write-env', '--json']);
+      const took = secondsSince(t0);
+      expect(r.code, `${r.out}\n${r.err}`).toBe(0);
+      const result = JSON.parse(r.out).result as { key: string; revokedCredentialId: string | null; apiKeyFingerprint: string | null };
+      // compared, never printed: a key in a test's failure message would be a key in CI's log
+      expect(result.key === oldKey, 'a new key').toBe(false);
+      expect(result.revokedCredentialId).not.toBeNull();
+      expect(apiKey() === result.key, 'the new key in hospital-api.env').toBe(true);
+      // one settings secret left, and every running API task mounts it (the old one went with its tasks)
+      const secrets = (await onNode(MANAGER, ['secret', 'ls', '--format', '{{.Name}}'])).out.split('\n').filter((n) => n.startsWith(`${stack}_hospital-api.env-`));
+      expect(secrets).toHaveLength(1);
+      const mounted = (await onNode(MANAGER, ['service', 'inspect', '--format', '{{range .Spec.TaskTemplate.ContainerSpec.Secrets}}{{.SecretName}} {{end}}', `${stack}_hospital-api`])).out;
+      expect(mounted).toContain(secrets[0]!);
+      expect(await nodesOf('hospital-api')).toEqual(['n1', 'n2', 'n3']);
+      steady = false;
+      await client;
+      const failed = results.filter((x) => !x.ok);
+      say(`key rotated: ${took} s; ${results.length} requests through the balancer, ${failed.length} failed, ${results.reduce((n, x) => n + x.redispatched, 0)} redispatched`);
+      expect(failed, JSON.stringify(failed.slice(0, 5))).toEqual([]);
+      expect(results.length).toBeGreaterThan(10);
+    } finally {
+      steady = false;
+      await client;
+    }
   }, 900_000);
 
   it('a lost worker that runs one of each of Kong, HAPI and the API: new records succeed within 20 s, and the replicas run on the remaining nodes', async () => {

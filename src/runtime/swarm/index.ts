@@ -13,8 +13,8 @@
  * cannot `docker exec` into another node's containers: exec is an engine call, not a
  * swarm one).
  *
- * Not yet: backup and restore, the key and certificate reloads; each says so
- * with ERR_RUNTIME_UNSUPPORTED.
+ * Not yet: backup and restore, the certificate reload; each says so with
+ * ERR_RUNTIME_UNSUPPORTED.
  */
 import { HospitalApiError } from '../../errors/index.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
@@ -26,6 +26,7 @@ import { missingApiSettings } from '../../install-dir/api-settings.js';
 import { projectName } from '../docker/render.js';
 import { swarmUnfinished } from './profile.js';
 import { databaseEndpoint } from './databases.js';
+import { reloadSwarmApiKey } from './key-reload.js';
 import { swarmLogs } from './logs.js';
 import { GATEWAY_PROPAGATION_MS, ONE_SHOT_STACK_SERVICES, STACK_SERVICES, stackFile, type StackService } from './render.js';
 import { componentsFromSwarm, nodesRunning, versionsFromSwarm } from './state.js';
@@ -156,9 +157,8 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
       }
       return adminCall(cli, ids[0]!, method, path, body);
     },
-    reloadApiKey: async () => {
-      throw swarmUnfinished('key rotation is not written yet');
-    },
+    // a new settings secret, every API task replaced onto it (key-reload.ts)
+    reloadApiKey: () => reloadSwarmApiKey(dir, config, () => deployAll(), GATEWAY_PROPAGATION_MS),
     reloadGatewayTls: async () => {
       throw swarmUnfinished('certificate renewal is not written yet');
     },
