@@ -2,9 +2,12 @@
  * Issue 29 end to end on a real three-node swarm (scripts/swarm-nodes.mjs),
  * through the real CLI: install --runtime swarm → consumer create --write-env →
  * verify ACCEPTED → POST /api/patients returns a multi-page record, from a
- * client in the bridge namespace, on every node that runs an API task → logs,
- * down and up → install again to scale from two to three gateway and API
- * replicas → a lost worker, with records flowing on through another node.
+ * client in the bridge namespace, on every node that runs an API task → a
+ * rolling install --api-image under a steady client through a load balancer →
+ * logs, down and up → install again to scale from two to three gateway and API
+ * replicas → consumer rotate-key --write-env under the same client → a lost
+ * worker running one of each of Kong, HAPI and the API, with records flowing on
+ * through another node.
  *
  * The CLI runs as a hospital runs it, on the manager: in n1's network namespace
  * (so its loopback is n1's, where the FHIR door is published) with n1's engine
