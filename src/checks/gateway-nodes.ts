@@ -10,6 +10,7 @@
  */
 import { Agent } from 'undici';
 import { describeFailure, httpGet, isCapabilityStatement } from './http.js';
+import { propagationNote, withinPropagation } from './propagation.js';
 import type { Check } from './types.js';
 
 export const gatewayNodes: Check = {
@@ -24,28 +25,29 @@ export const gatewayNodes: Check = {
     if (nodes.length === 0) return { status: 'fail', summary: 'no host publishes the gateway', detail: '', hint: 'See `hospital-api status`.' };
     const host = ctx.config.hosts[0] ?? 'localhost';
     const port = ctx.config.ports.gatewayHttps;
-    const results = await Promise.all(
-      nodes.map(async (n) => {
-        const address = n.address.includes(':') ? `[${n.address}]` : n.address;
-        // verified for the site's name, whichever address the connection goes to
-        const agent = new Agent({ connect: { ca: ctx.caPem, servername: host, rejectUnauthorized: true } });
-        try {
-          const reply = await httpGet(`https://${address}:${port}/fhir-api-key-auth/metadata`, {
-            dispatcher: agent,
-            headers: { apikey: ctx.apiKey!, host: `${host}:${port}` },
-            timeoutMs: 30_000,
-          });
-          const ok = reply.status === 200 && isCapabilityStatement(reply.body);
-          return { node: n.node, ok, what: `${n.node} ${n.address}: ${ok ? '200 CapabilityStatement' : reply.status}` };
-        } catch (err) {
-          return { node: n.node, ok: false, what: `${n.node} ${n.address}: ${describeFailure(err)}` };
-        } finally {
-          await agent.close();
-        }
-      }),
-    );
+    const probe = async (n: (typeof nodes)[number]) => {
+      const address = n.address.includes(':') ? `[${n.address}]` : n.address;
+      // verified for the site's name, whichever address the connection goes to
+      const agent = new Agent({ connect: { ca: ctx.caPem, servername: host, rejectUnauthorized: true } });
+      try {
+        const reply = await httpGet(`https://${address}:${port}/fhir-api-key-auth/metadata`, {
+          dispatcher: agent,
+          headers: { apikey: ctx.apiKey!, host: `${host}:${port}` },
+          timeoutMs: 30_000,
+        });
+        const ok = reply.status === 200 && isCapabilityStatement(reply.body);
+        return { node: n.node, ok, what: `${n.node} ${n.address}: ${ok ? '200 CapabilityStatement' : reply.status}` };
+      } catch (err) {
+        return { node: n.node, ok: false, what: `${n.node} ${n.address}: ${describeFailure(err)}` };
+      } finally {
+        await agent.close();
+      }
+    };
+    // each proxy serves a key just created within the runtime's propagation time (propagation.ts)
+    const rounds = await Promise.all(nodes.map((n) => withinPropagation(ctx, () => probe(n), (r) => r.ok)));
+    const results = rounds.map((r) => r.result);
     const failed = results.filter((r) => !r.ok);
-    const detail = results.map((r) => r.what).join('; ');
+    const detail = results.map((r) => r.what).join('; ') + propagationNote(ctx, Math.max(...rounds.map((r) => r.waitedMs)));
     if (failed.length) {
       return {
         status: 'fail',

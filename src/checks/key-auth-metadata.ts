@@ -5,6 +5,7 @@
  */
 import { isCapabilityStatement } from './http.js';
 import { gatewayGet } from './gateway-probe.js';
+import { propagationNote, withinPropagation } from './propagation.js';
 import type { Check } from './types.js';
 
 export const keyAuthMetadata: Check = {
@@ -21,14 +22,20 @@ export const keyAuthMetadata: Check = {
         hint: 'Create the consumer: `hospital-api consumer create <name> --write-env`.',
       };
     }
-    const probe = await gatewayGet(ctx, '/fhir-api-key-auth/metadata', { apikey: ctx.apiKey });
+    const apikey = ctx.apiKey;
+    // a key just created reaches a gateway on several hosts within the runtime's propagation time
+    const { result: probe, waitedMs } = await withinPropagation(
+      ctx,
+      () => gatewayGet(ctx, '/fhir-api-key-auth/metadata', { apikey }),
+      (p) => 'reply' in p && p.reply.status === 200 && isCapabilityStatement(p.reply.body),
+    );
     if ('failure' in probe) return probe.failure;
     const { status, body } = probe.reply;
     const ok = status === 200 && isCapabilityStatement(body);
     return {
       status: ok ? 'pass' : 'fail',
       summary: ok ? '200 CapabilityStatement' : `${status}${status === 401 ? ': the key is not accepted' : ''}`,
-      detail: `GET ${probe.url} (apikey: FHIR_API_KEY, CA: ${ctx.caPath})`,
+      detail: `GET ${probe.url} (apikey: FHIR_API_KEY, CA: ${ctx.caPath})${propagationNote(ctx, waitedMs)}`,
       httpStatus: status,
       ...(ok ? {} : { hint: 'A 401 means FHIR_API_KEY is not a key-auth credential of any consumer: run `consumer create --write-env`.' }),
     };

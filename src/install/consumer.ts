@@ -19,6 +19,7 @@ import { updateEnvValues } from './files.js';
 import { probeKey, type KeyProbe } from './key-probe.js';
 import type { ApiKeyReload, Runtime } from '../runtime/types.js';
 import { adminCall } from './provision.js';
+import { withinPropagation } from '../checks/propagation.js';
 
 const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -193,7 +194,8 @@ export async function rotateKey(
 
   let probe: KeyProbe;
   try {
-    probe = await probeKey(dir, config, key);
+    // a gateway on several hosts serves the new credential at each proxy's next database read (Runtime.gatewayPropagationMs)
+    probe = (await withinPropagation({ runtime }, () => probeKey(dir, config, key), (p) => p.status === 200 && p.capability)).result;
   } catch (err) {
     await removeNew();
     throw fail('check the new key through the gateway', (err as Error).message, err);
@@ -230,7 +232,8 @@ export async function rotateKey(
 
   const oldCred = old as Credential;
   await adminCall(admin, 'DELETE', `/consumers/${consumerId}/key-auth/${oldCred.id}`, undefined, [204, 404]);
-  const after = await probeKey(dir, config, oldCred.key);
+  // and forgets the revoked one at the same next read
+  const after = (await withinPropagation({ runtime }, () => probeKey(dir, config, oldCred.key), (p) => p.status === 401)).result;
   if (after.status !== 401) throw fail('revoke the old key', `the old key still answers ${after.status} through the gateway`);
   log(`old credential ${oldCred.id} revoked; the gateway refuses the old key (401)`);
   const ready = await apiReadyForFhir(config);
@@ -292,7 +295,9 @@ export async function revokeKey(
   log(`consumer ${username}: credential ${cred.id} revoked`);
   let probeStatus: number | null = null;
   if (leaked !== null) {
-    probeStatus = (await probeKey(dir, readInstallConfig(dir), leaked)).status;
+    const config = readInstallConfig(dir);
+    // every proxy forgets it at its next database read (Runtime.gatewayPropagationMs)
+    probeStatus = (await withinPropagation({ runtime }, () => probeKey(dir, config, leaked), (p) => p.status === 401)).result.status;
     if (probeStatus !== 401) throw new HospitalApiError('ERR_KEY_ROTATE_FAILED', { username, step: 'revoke', detail: `the revoked key still answers ${probeStatus}` });
     log('the gateway refuses the revoked key (401)');
   }

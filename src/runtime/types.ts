@@ -109,6 +109,12 @@ export interface Runtime {
    */
   gatewayNodes?(): Promise<GatewayNode[]>;
   /**
+   * How long a change through admin() may take to be served by every gateway proxy (swarm: each
+   * proxy reads the database every KONG_DB_UPDATE_FREQUENCY s). Absent: at once (one gateway
+   * process that admin() itself changes).
+   */
+  readonly gatewayPropagationMs?: number;
+  /**
    * Runs this runtime's own supervisor in this process until it is stopped
    * (`up --foreground`, started detached by `up`); resolves to its exit code.
    */

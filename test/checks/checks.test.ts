@@ -382,6 +382,22 @@ describe('gateway-nodes (§4.5.4 on every host that publishes the gateway)', () 
     expect(wrongName.detail).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID|altnames/i);
     expect(await gatewayNodes.run(ctx({ runtime: onHosts() }))).toMatchObject({ status: 'fail', summary: 'no host publishes the gateway' });
   });
+
+  it("asks again within the runtime's propagation time for a key the proxies do not serve yet, and fails after it", async () => {
+    const key = 'p'.repeat(32);
+    const later = { ...onHosts('127.0.0.1', '127.0.0.1'), gatewayPropagationMs: 10_000 };
+    // the key becomes a credential only after the first probes were refused
+    const created = new Promise((resolve) => setTimeout(resolve, 1000)).then(() => kong.admin('POST', '/consumers/hospital-a/key-auth', { key }));
+    const r = await gatewayNodes.run(ctx({ runtime: later, apiKey: key }));
+    expect((await created).status).toBe(201);
+    expect(r).toMatchObject({ status: 'pass', summary: '200 CapabilityStatement on 2 hosts: n1, n2' });
+    expect(r.detail).toMatch(/asked again for \d+\.\d s: the gateway's proxies take up to 10 s to serve a change\)$/);
+    // a key that never becomes one fails once that time has gone by, not before
+    const t0 = Date.now();
+    const never = await gatewayNodes.run(ctx({ runtime: { ...later, gatewayPropagationMs: 1500 }, apiKey: 'not-a-credential-0000' }));
+    expect(never).toMatchObject({ status: 'fail', summary: 'not on n1, n2 of 2 hosts' });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1500);
+  });
 });
 
 describe('key-auth-metadata (§4.5.4)', () => {
@@ -399,6 +415,16 @@ describe('key-auth-metadata (§4.5.4)', () => {
       status: 'fail', summary: 'FHIR_API_KEY is not set in hospital-api.env', detail: '',
       hint: 'Create the consumer: `hospital-api consumer create <name> --write-env`.',
     });
+  });
+
+  it("asks again within the runtime's propagation time for a key the gateway does not serve yet", async () => {
+    const key = 'q'.repeat(32);
+    const runtime = { ...fakeRuntime(kong, [], components), gatewayPropagationMs: 10_000 };
+    const created = new Promise((resolve) => setTimeout(resolve, 1000)).then(() => kong.admin('POST', '/consumers/hospital-a/key-auth', { key }));
+    const r = await keyAuthMetadata.run(ctx({ runtime, apiKey: key }));
+    expect((await created).status).toBe(201);
+    expect(r).toMatchObject({ status: 'pass', summary: '200 CapabilityStatement', httpStatus: 200 });
+    expect(r.detail).toMatch(/asked again for \d+\.\d s/);
   });
 
   it('fails with 401 for a key that is no credential', async () => {

@@ -2,9 +2,12 @@
  * Issue 29 end to end on a real three-node swarm (scripts/swarm-nodes.mjs),
  * through the real CLI: install --runtime swarm → consumer create --write-env →
  * verify ACCEPTED → POST /api/patients returns a multi-page record, from a
- * client in the bridge namespace, on every node that runs an API task → logs,
- * down and up → install again to scale from two to three gateway and API
- * replicas → a lost worker, with records flowing on through another node.
+ * client in the bridge namespace, on every node that runs an API task → a
+ * rolling install --api-image under a steady client through a load balancer →
+ * logs, down and up → install again to scale from two to three gateway and API
+ * replicas → consumer rotate-key --write-env under the same client → a lost
+ * worker running one of each of Kong, HAPI and the API, with records flowing on
+ * through another node.
  *
  * The CLI runs as a hospital runs it, on the manager: in n1's network namespace
  * (so its loopback is n1's, where the FHIR door is published) with n1's engine
@@ -15,15 +18,12 @@
  * are contacted.
  *
  * The images are the docker tier's (scripts/docker-engine.mjs), loaded onto each
- * node. Until the stand-ins are replica-safe (the kong stand-in reads its
- * configuration from the database only when it starts, and the hapi stand-in
- * keeps its data in one process and has no `java` for the stack's health check),
- * the test runs one HAPI replica, builds a hapi image with a `java` health check
- * when the stand-in has none (images/hapi-health/), and restarts the gateway's
- * proxies after a change through kong-admin when the kong stand-in does not follow
- * the database. The last two are decided from the stand-ins' own sources, so they
- * stop as soon as the stand-ins do it themselves; the HAPI count is this file's
- * (--fhir-replicas below).
+ * node. Its stand-ins are replica-safe (test/docker-engine/README.md): each kong
+ * proxy follows the database every KONG_DB_UPDATE_FREQUENCY s as Kong does, the
+ * hapi replicas share one Postgres, and the hapi image answers the stack's
+ * `java -cp /app HealthCheck`. So two replicas of Kong, HAPI and the API, and
+ * nothing between a change through kong-admin and the proxies serving it but the
+ * propagation verify allows for (Runtime.gatewayPropagationMs).
  *
  * Without root, the binaries or the docker tier's images, every test is skipped
  * with one `skipped: <why>` line. afterAll stops everything the harness started
@@ -31,7 +31,6 @@
  */
 import { chownSync, readdirSync, readFileSync, writeFileSync, appendFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, runCli } from '../helpers/cli.js';
@@ -40,18 +39,12 @@ import { until } from '../helpers/until.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { writeTokens } from '../../src/demo/tokens.js';
+import { readEnvFile } from '../../src/util/env-file.js';
 import { projectName } from '../../src/runtime/docker/render.js';
 import { TIER_IMAGES } from '../docker-engine/engine.js';
 import { formatTimings, lanCurl, syntheticIds, type RecordEntry, type Timings } from '../docker-engine/site.js';
 import { lockSwarm, MANAGER, nodeSocket, onNode, onTierEngine, unlockSwarm, secondsSince, swarmLeftovers, swarmScript, swarmSkipReason, type NodeName } from './nodes.js';
 
-const SUFFIX = process.env.HOSPITAL_API_TIER_SUFFIX ? `-${process.env.HOSPITAL_API_TIER_SUFFIX}` : '';
-const STANDINS = fileURLToPath(new URL('../docker-engine/images/', import.meta.url));
-/** The hapi stand-in answers the stack's `java -cp /app HealthCheck` itself once its Dockerfile provides a `java`. */
-const HAPI_HAS_JAVA = /\bjava\b/.test(readFileSync(join(STANDINS, 'hapi', 'Dockerfile'), 'utf8'));
-/** The kong stand-in follows the database (Kong's db_update_frequency) once it reads KONG_DB_UPDATE_FREQUENCY. */
-const KONG_FOLLOWS_DATABASE = readFileSync(join(STANDINS, 'kong', 'kong.mjs'), 'utf8').includes('KONG_DB_UPDATE_FREQUENCY');
-const HAPI_IMAGE = HAPI_HAS_JAVA ? TIER_IMAGES.hapi : `hospital-api-tier/hapi:swarm-health${SUFFIX}`;
 
 const reason = await swarmSkipReason([TIER_IMAGES.postgres, TIER_IMAGES.api, TIER_IMAGES.kong, TIER_IMAGES.hapi]);
 if (reason) process.stdout.write(`skipped: ${reason}\n`);
@@ -111,20 +104,29 @@ async function serviceInspect(service: string): Promise<{ Spec: { TaskTemplate: 
   return (JSON.parse((await onNode(MANAGER, ['service', 'inspect', `${stack}_${service}`])).out) as Array<Awaited<ReturnType<typeof serviceInspect>>>)[0]!;
 }
 
+/** curl's exit codes for a request no server answered at all: 7 no connection, 52 closed with no reply, 56 reset. */
+const NO_SERVER = new Set([7, 52, 56]);
+
 /**
- * The kong stand-in reads the configuration kong-admin wrote to the database only when it starts,
- * and writes its own copy back when it stops (test/docker-engine/images/kong/kong.mjs: one process's
- * blob), until it follows the database as Kong does every db_update_frequency. So, after a change
- * through kong-admin: the proxies stop (writing their stale copy), kong-admin restarts (writing its
- * own back when it stops, reading it when it starts), and the proxies start on it. Not needed, and
- * not done, once the stand-in follows the database.
+ * One request through the hospital's load balancer in front of the API nodes, as HAProxy does it
+ * (HAProxy configuration manual: `balance roundrobin`, `retries 3`, `option redispatch`,
+ * `retry-on conn-failure empty-response`): each request to the next node; one that found no
+ * server there (no task publishes the port on that node now, or the engine's port proxy closed it
+ * with no reply) goes to the next node. Any HTTP answer is final: a non-200 is a failed request.
  */
-async function proxiesReadTheDatabase(): Promise<void> {
-  if (KONG_FOLLOWS_DATABASE) return;
-  const replicas = (await serviceInspect('kong')).Spec.Mode.Replicated.Replicas;
-  await onNode(MANAGER, ['service', 'scale', '--detach=false', `${stack}_kong=0`], { timeout: 600_000 });
-  await onNode(MANAGER, ['service', 'update', '--force', '--detach=false', '--quiet', `${stack}_kong-admin`], { timeout: 600_000 });
-  await onNode(MANAGER, ['service', 'scale', '--detach=false', `${stack}_kong=${replicas}`], { timeout: 600_000 });
+function balancer(nodes: NodeName[]) {
+  let next = 0;
+  return async (body: string): Promise<{ ok: boolean; redispatched: number; last: string }> => {
+    let redispatched = 0;
+    for (let attempt = 0; attempt <= 3; attempt++) {
+      const node = nodes[next++ % nodes.length]!;
+      const r = await postFromBridge(node, body);
+      if (r.code === 0) return { ok: r.status === 200, redispatched, last: `${node}: ${r.status}` };
+      if (!NO_SERVER.has(r.code)) return { ok: false, redispatched, last: `${node}: curl ${r.code}` };
+      redispatched++;
+    }
+    return { ok: false, redispatched, last: 'no node answered' };
+  };
 }
 
 describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (issue 29)', () => {
@@ -132,15 +134,10 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     // one file at a time: the swarm's names are fixed
     await lockSwarm();
     let t0 = Date.now();
-    if (!HAPI_HAS_JAVA) {
-      await onTierEngine(['build', '-q', '--build-arg', `HAPI_IMAGE=${TIER_IMAGES.hapi}`, '-t', HAPI_IMAGE, fileURLToPath(new URL('./images/hapi-health/', import.meta.url))]);
-      say(`${HAPI_IMAGE} built: ${secondsSince(t0)} s`);
-    }
-    t0 = Date.now();
     await swarmScript(['start']);
     timings['swarm start'] = Date.now() - t0;
     t0 = Date.now();
-    const figures = await swarmScript(['load', TIER_IMAGES.postgres, TIER_IMAGES.api, TIER_IMAGES.kong, HAPI_IMAGE]);
+    const figures = await swarmScript(['load', TIER_IMAGES.postgres, TIER_IMAGES.api, TIER_IMAGES.kong, TIER_IMAGES.hapi]);
     timings['image load'] = Date.now() - t0;
     say(`images on every node: ${secondsSince(t0)} s (${figures.trim().split('\n').join('; ')})`);
     tokens = writeTokens(platformDir, dataset.patients.map((p) => p.careId));
@@ -163,10 +160,8 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     const r = await cli([
       'install', '--runtime', 'swarm', '--host', SITE, '--generate-ca', '--json',
       '--platform-url', `http://platform:${PLATFORM_PORT}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
-      '--kong-image', TIER_IMAGES.kong, '--hapi-image', HAPI_IMAGE, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api,
-      '--gateway-replicas', '2', '--api-replicas', '2',
-      // one HAPI until the stand-in keeps its data in the shared database (see the file's comment)
-      '--fhir-replicas', '1',
+      '--kong-image', TIER_IMAGES.kong, '--hapi-image', TIER_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api,
+      '--gateway-replicas', '2', '--api-replicas', '2', '--fhir-replicas', '2',
       // This kernel has no ESP (IPsec), which an encrypted overlay needs: unencrypted here only.
       // Overlay traffic carries patient data between hosts; production keeps the default (on).
       '--overlay-encryption', 'off',
@@ -179,6 +174,8 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     expect(await nodesOf('kong')).toHaveLength(2);
     expect(new Set(await nodesOf('kong')).size).toBe(2);
     expect(await nodesOf('kong-admin')).toEqual([MANAGER]);
+    // HAPI's two replicas spread over two nodes (placement preference spread: node.id)
+    expect(new Set(await nodesOf('hapi')).size).toBe(2);
     expect((await serviceInspect('kong-admin')).Spec.EndpointSpec?.Ports ?? []).toEqual([]);
     // the migrations ran (Kong starts only on a bootstrapped database) and are back at no task
     expect((await serviceInspect('kong-migrations')).Spec.Mode.Replicated.Replicas).toBe(0);
@@ -219,7 +216,6 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     // the installation's own FHIR address: the FHIR door on the manager's loopback, with its token
     const load = await cli(['fhir', 'load', join(data, '00-shared.json'), join(data, '01-patients.ndjson')]);
     expect(load.code, load.err).toBe(0);
-    await proxiesReadTheDatabase();
 
     // the site's name at a node that runs both a gateway and an API task (two of three nodes each: one does)
     const front = (await nodesOf('kong')).find((n) => apiNodes.includes(n));
@@ -262,6 +258,46 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     }
   }, 300_000);
 
+  it('install --api-image rolls the API to a new image task by task, and a steady client through a load balancer sees no failed request', async () => {
+    // the "new" image: the tier's API image under a new tag, onto every node (a new tag is a new service spec)
+    const next = `${TIER_IMAGES.api}-next`;
+    await onTierEngine(['tag', TIER_IMAGES.api, next]);
+    await swarmScript(['load', next]);
+    const patient = dataset.patients[0]!;
+    const body = JSON.stringify({ platformCareId: patient.careId, token: tokens.find((t) => t.careId === patient.careId)!.token });
+    const send = balancer(['n1', 'n2', 'n3']);
+    expect((await send(body)).ok).toBe(true);
+    const results: Array<{ ok: boolean; redispatched: number; last: string }> = [];
+    let steady = true;
+    const client = (async () => {
+      while (steady) {
+        results.push(await send(body));
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    })();
+    try {
+      const t0 = Date.now();
+      const r = await cli(['install', '--api-image', next, '--json']);
+      const rolled = secondsSince(t0);
+      expect(r.code, `${r.out}\n${r.err}`).toBe(0);
+      // install returned once Swarm's update of the API finished: every running API task has the new image
+      const spec = (await serviceInspect('hospital-api')) as unknown as { Spec: { TaskTemplate: { ContainerSpec: { Image: string } } } };
+      expect(spec.Spec.TaskTemplate.ContainerSpec.Image).toBe(next);
+      const images = (await onNode(MANAGER, ['service', 'ps', `${stack}_hospital-api`, '--filter', 'desired-state=running', '--format', '{{.Image}} {{.CurrentState}}'])).out.split('\n').filter((l) => / Running /.test(` ${l} `));
+      expect(images.map((l) => l.split(' ')[0])).toEqual([next, next]);
+      steady = false;
+      await client;
+      const failed = results.filter((x) => !x.ok);
+      const redispatched = results.reduce((n, x) => n + x.redispatched, 0);
+      say(`API rolled to ${next}: install ${rolled} s; ${results.length} requests through the balancer, ${failed.length} failed, ${redispatched} redispatched to another node (no server on the first); order ${(await onNode(MANAGER, ['service', 'inspect', '--format', '{{.Spec.UpdateConfig.Order}}', `${stack}_hospital-api`])).out.trim()}`);
+      expect(failed, JSON.stringify(failed.slice(0, 5))).toEqual([]);
+      expect(results.length).toBeGreaterThan(10);
+    } finally {
+      steady = false;
+      await client;
+    }
+  }, 900_000);
+
   it('logs shows each replica by node; down and up bring the stack back with its data', async () => {
     const logs = await cli(['logs', 'kong', '-n', '5']);
     expect(logs.code, logs.err).toBe(0);
@@ -301,11 +337,55 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     expect(perNode.summary).toBe('200 CapabilityStatement on 3 hosts: n1, n2, n3');
   }, 900_000);
 
-  it('a lost worker: new records succeed within 20 s on another node, and the replicas run on the remaining nodes', async () => {
-    const [kongNodes, apiNodes] = [await nodesOf('kong'), await nodesOf('hospital-api')];
-    // a worker that runs a gateway and an API task (every node does, since the scale to three)
-    const victim = (['n2', 'n3'] as NodeName[]).find((n) => kongNodes.includes(n) && apiNodes.includes(n));
-    expect(victim, `kong ${kongNodes} api ${apiNodes}`).toBeDefined();
+  it('consumer rotate-key --write-env rolls every API task onto the new key, the old key is revoked, and records keep flowing through the balancer', async () => {
+    const patient = dataset.patients[0]!;
+    const body = JSON.stringify({ platformCareId: patient.careId, token: tokens.find((t) => t.careId === patient.careId)!.token });
+    const send = balancer(['n1', 'n2', 'n3']);
+    const apiKey = () => readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY;
+    const oldKey = apiKey();
+    const results: Array<{ ok: boolean; redispatched: number; last: string }> = [];
+    let steady = true;
+    const client = (async () => {
+      while (steady) {
+        results.push(await send(body));
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    })();
+    try {
+      const t0 = Date.now();
+      const r = await cli(['consumer', 'rotate-key', 'tier-hospital', '--write-env', '--json']);
+      const took = secondsSince(t0);
+      expect(r.code, `${r.out}\n${r.err}`).toBe(0);
+      const result = JSON.parse(r.out).result as { key: string; revokedCredentialId: string | null; apiKeyFingerprint: string | null };
+      // compared, never printed: a key in a test's failure message would be a key in CI's log
+      expect(result.key === oldKey, 'a new key').toBe(false);
+      expect(result.revokedCredentialId).not.toBeNull();
+      expect(apiKey() === result.key, 'the new key in hospital-api.env').toBe(true);
+      // one settings secret left, and every running API task mounts it (the old one went with its tasks)
+      const secrets = (await onNode(MANAGER, ['secret', 'ls', '--format', '{{.Name}}'])).out.split('\n').filter((n) => n.startsWith(`${stack}_hospital-api.env-`));
+      expect(secrets).toHaveLength(1);
+      const mounted = (await onNode(MANAGER, ['service', 'inspect', '--format', '{{range .Spec.TaskTemplate.ContainerSpec.Secrets}}{{.SecretName}} {{end}}', `${stack}_hospital-api`])).out;
+      expect(mounted).toContain(secrets[0]!);
+      expect(await nodesOf('hospital-api')).toEqual(['n1', 'n2', 'n3']);
+      steady = false;
+      await client;
+      const failed = results.filter((x) => !x.ok);
+      say(`key rotated: ${took} s; ${results.length} requests through the balancer, ${failed.length} failed, ${results.reduce((n, x) => n + x.redispatched, 0)} redispatched`);
+      expect(failed, JSON.stringify(failed.slice(0, 5))).toEqual([]);
+      expect(results.length).toBeGreaterThan(10);
+    } finally {
+      steady = false;
+      await client;
+    }
+  }, 900_000);
+
+  it('a lost worker that runs one of each of Kong, HAPI and the API: new records succeed within 20 s, and the replicas run on the remaining nodes', async () => {
+    const [kongNodes, hapiNodes, apiNodes] = [await nodesOf('kong'), await nodesOf('hapi'), await nodesOf('hospital-api')];
+    expect(hapiNodes).toHaveLength(2);
+    // a worker that runs a gateway, a HAPI and an API task (the gateway and the API run on every node
+    // since the scale to three; HAPI's two replicas are spread over two nodes, so one worker at least has one)
+    const victim = (['n2', 'n3'] as NodeName[]).find((n) => kongNodes.includes(n) && hapiNodes.includes(n) && apiNodes.includes(n));
+    expect(victim, `kong ${kongNodes} hapi ${hapiNodes} api ${apiNodes}`).toBeDefined();
     // the manager: the node the client uses survives (the load balancer has dropped the lost one)
     const survivor = MANAGER;
     const patient = dataset.patients[0]!;
@@ -326,9 +406,10 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     const t0 = Date.now();
     await swarmScript(['kill', victim!]);
     try {
-      // the replicas run on the two other nodes (at most one per node: the third waits for a node)
-      await until(async () => [await nodesOf('kong'), await nodesOf('hospital-api')], {
-        what: `kong and the API on the two nodes other than ${victim}`,
+      // the replicas run on the two other nodes (Kong and the API at most one per node: the third waits
+      // for a node; HAPI's lost replica comes back beside the one that stayed)
+      await until(async () => [await nodesOf('kong'), await nodesOf('hospital-api'), [...new Set(await nodesOf('hapi'))]], {
+        what: `kong, HAPI and the API on the two nodes other than ${victim}`,
         timeoutMs: 180_000,
         intervalMs: 1000,
         ok: (lists) => lists.every((nodes) => nodes.length === 2 && !nodes.includes(victim!)),
@@ -341,7 +422,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       const after = results.filter((r) => r.at >= t0);
       const failed = after.filter((r) => !r.ok);
       const lastFailure = failed.length ? ((failed[failed.length - 1]!.at - t0) / 1000).toFixed(1) : 'none';
-      say(`${victim} killed: ${failed.length} of ${after.length} requests to ${survivor} failed (the last ${lastFailure} s after the kill); kong and the API back on two nodes after ${back} s`);
+      say(`${victim} killed: ${failed.length} of ${after.length} requests to ${survivor} failed (the last ${lastFailure} s after the kill); kong, HAPI and the API back on two nodes after ${back} s`);
       // requests in flight on the lost node may fail; every request started 20 s after the kill succeeds
       expect(after.filter((r) => r.at - t0 >= 20_000 && !r.ok)).toEqual([]);
       expect(after.filter((r) => r.at - t0 >= 20_000).length).toBeGreaterThan(10);

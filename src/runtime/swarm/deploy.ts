@@ -25,7 +25,7 @@ import type { DockerCli } from '../docker/compose.js';
 import { databaseOf } from './databases.js';
 import { renderStack, stackFile, type StackInputs, type StackService } from './render.js';
 import { SECRET_KEYS, secretName, secretPayloads } from './secrets.js';
-import { desiredReplicas, oneShotOutcome, stackServiceOf, type NodeInspect, type ServiceInspect, type TaskInspect } from './state.js';
+import { desiredReplicas, oneShotOutcome, rolloutOf, stackServiceOf, type NodeInspect, type ServiceInspect, type TaskInspect } from './state.js';
 
 /** The node labels templates/stack.yaml places services by. */
 export const NODE_LABELS = Object.freeze({ admin: 'hospital-api.admin', kong: 'hospital-api.kong-database', fhir: 'hospital-api.fhir-database' });
@@ -243,4 +243,29 @@ export function deployedReplicas(stack: string, services: ServiceInspect[]): Par
     if (name) out[name] = desiredReplicas(s);
   }
   return out;
+}
+
+/**
+ * Waits until the rolling updates a deploy started at `since` have finished (a new image, new
+ * settings: Swarm replaces the tasks one at a time, update_config in templates/stack.yaml), so
+ * the command returns once every task runs what was asked. @throws ERR_INSTALL_DOCKER when Swarm
+ * stopped an update or rolled it back; ERR_INSTALL_HEALTH_TIMEOUT naming those still rolling
+ */
+export async function waitRolledOut(ctx: SwarmContext, since: string): Promise<void> {
+  const deadline = Date.now() + ctx.waitTimeoutMs;
+  for (;;) {
+    const services = await stackServices(ctx.cli, ctx.stack);
+    const { rolling, failed } = rolloutOf(ctx.stack, services, await serviceTasks(ctx.cli, services), since);
+    if (failed.length) {
+      throw new HospitalApiError('ERR_INSTALL_DOCKER', {
+        command: 'stack deploy',
+        detail: failed.map((f) => `the update of ${f.service} ended ${f.state}${f.message ? ` (${f.message})` : ''}`).join('; ') + '; see `docker service ps` and `hospital-api logs`',
+      });
+    }
+    if (rolling.length === 0) return;
+    if (Date.now() > deadline) {
+      throw new HospitalApiError('ERR_INSTALL_HEALTH_TIMEOUT', { seconds: Math.round(ctx.waitTimeoutMs / 1000), what: `the rolling update of ${rolling.join(', ')}` });
+    }
+    await sleep(ctx.pollMs);
+  }
 }

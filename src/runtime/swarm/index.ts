@@ -13,8 +13,8 @@
  * cannot `docker exec` into another node's containers: exec is an engine call, not a
  * swarm one).
  *
- * Not yet: backup and restore, the key and certificate reloads; each says so
- * with ERR_RUNTIME_UNSUPPORTED.
+ * Not yet: backup and restore, the certificate reload; each says so with
+ * ERR_RUNTIME_UNSUPPORTED.
  */
 import { HospitalApiError } from '../../errors/index.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
@@ -26,8 +26,9 @@ import { missingApiSettings } from '../../install-dir/api-settings.js';
 import { projectName } from '../docker/render.js';
 import { swarmUnfinished } from './profile.js';
 import { databaseEndpoint } from './databases.js';
+import { reloadSwarmApiKey } from './key-reload.js';
 import { swarmLogs } from './logs.js';
-import { ONE_SHOT_STACK_SERVICES, STACK_SERVICES, stackFile, type StackService } from './render.js';
+import { GATEWAY_PROPAGATION_MS, ONE_SHOT_STACK_SERVICES, STACK_SERVICES, stackFile, type StackService } from './render.js';
 import { componentsFromSwarm, nodesRunning, versionsFromSwarm } from './state.js';
 import {
   deploy,
@@ -41,6 +42,7 @@ import {
   swarmNodes,
   waitOneShot,
   waitGone,
+  waitRolledOut,
   waitUp,
   type SwarmContext,
 } from './deploy.js';
@@ -91,12 +93,14 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
   };
 
   /** Deploys the stack as install.json asks (the API with no replica until it is ready) and waits for it. */
-  const deployAll = async (): Promise<void> => {
+  const deployAll = async (since = new Date(Date.now() - 1000).toISOString()): Promise<void> => {
     const self = await selfNode(cli);
     const nodes = await swarmNodes(cli);
     await placeLabels(ctx, nodes, self);
     const withApi = apiReady(dir);
     await deploy(ctx, withApi ? {} : { scale: { [api]: 0 } }, nodes);
+    // a changed service (a new image, new settings) is replaced task by task: until its last task
+    await waitRolledOut(ctx, since);
     await waitUp(ctx, components, expected.filter((s) => withApi || s !== api));
     // every task runs on the current secrets now
     await pruneSecrets(ctx);
@@ -110,6 +114,8 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
       await placeLabels(ctx, nodes, self);
       const now = deployedReplicas(stack, await stackServices(cli, stack));
       const withApi = apiReady(dir);
+      // the manager's clock (this host's) a second early: an update either deploy starts is this start's
+      const since = new Date(Date.now() - 1000).toISOString();
       // 1. Kong's migrations, with Kong as it runs now (not at all on a first deploy)
       const run = newRun();
       ctx.progress(`deploying stack ${stack}: databases, HAPI, the FHIR door; Kong's migrations (run ${run})`);
@@ -117,7 +123,7 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
       await waitOneShot(ctx, 'kong-migrations', run);
       // 2. everything as install.json asks; 3. each service at its count
       ctx.progress('migrations complete; starting Kong');
-      await deployAll();
+      await deployAll(since);
     },
     async down() {
       await cli.run(['stack', 'rm', stack], { allowFail: true });
@@ -151,9 +157,8 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
       }
       return adminCall(cli, ids[0]!, method, path, body);
     },
-    reloadApiKey: async () => {
-      throw swarmUnfinished('key rotation is not written yet');
-    },
+    // a new settings secret, every API task replaced onto it (key-reload.ts)
+    reloadApiKey: () => reloadSwarmApiKey(dir, config, () => deployAll(), GATEWAY_PROPAGATION_MS),
     reloadGatewayTls: async () => {
       throw swarmUnfinished('certificate renewal is not written yet');
     },
@@ -169,6 +174,8 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
       const [tasks, nodes] = await Promise.all([serviceTasks(cli, services), swarmNodes(cli)]);
       return nodesRunning(stack, SERVICE_OF.gateway as StackService, services, tasks, nodes);
     },
+    // each proxy reads kong-admin's changes from the database every KONG_DB_UPDATE_FREQUENCY s
+    gatewayPropagationMs: GATEWAY_PROPAGATION_MS,
     // Swarm's orchestrator restarts and reschedules the tasks
     supervision: async () => ({ supervisor: null, summary: null }),
     async supervise() {

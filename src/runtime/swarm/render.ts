@@ -64,6 +64,20 @@ export function updateOrder(replicas: number, eligibleNodes: number | null): 'st
   return eligibleNodes !== null && replicas < eligibleNodes ? 'start-first' : 'stop-first';
 }
 
+/**
+ * How often each of Kong's proxies reads what kong-admin wrote to the database
+ * (KONG_DB_UPDATE_FREQUENCY; Kong/kong kong.conf.default db_update_frequency, default 5 s).
+ */
+export const KONG_DB_UPDATE_FREQUENCY_S = 2;
+
+/**
+ * How long a change through kong-admin may take to be served by every proxy: a proxy
+ * polls every KONG_DB_UPDATE_FREQUENCY_S and db_update_propagation is 0 on Postgres
+ * (kong.conf.default), so one period, doubled for the poll query and the cache purge
+ * behind it on a loaded node.
+ */
+export const GATEWAY_PROPAGATION_MS = 2 * KONG_DB_UPDATE_FREQUENCY_S * 1000;
+
 const SECRET_PLACEHOLDERS: Readonly<Record<SecretKey, string>> = {
   'kong-pg-password': 'secretKongPgPassword',
   'hapi-pg-password': 'secretHapiPgPassword',
@@ -119,6 +133,7 @@ export function renderStack(dir: string, config: InstallConfig, inputs: StackInp
     hapiImage: s.images.hapi,
     postgresImage: s.images.postgres,
     apiImage: s.images.api ?? builtApiImage(config.toolkitVersion),
+    kongDbUpdateFrequency: String(KONG_DB_UPDATE_FREQUENCY_S),
     kongPgHost: kongDb.host,
     kongPgPort: kongDb.port,
     kongPgUser: kongDb.user,

@@ -19,11 +19,11 @@ export interface ServiceInspect {
   Spec: {
     Name: string;
     Labels?: Record<string, string>;
-    TaskTemplate?: { ContainerSpec?: { Image?: string } };
+    TaskTemplate?: { ContainerSpec?: ContainerSpec };
     Mode?: { Replicated?: { Replicas?: number }; Global?: object };
     EndpointSpec?: { Mode?: string; Ports?: Array<{ TargetPort?: number; PublishedPort?: number; PublishMode?: string }> };
   };
-  UpdateStatus?: { State?: string; Message?: string };
+  UpdateStatus?: { State?: string; Message?: string; StartedAt?: string; CompletedAt?: string };
 }
 
 export interface TaskInspect {
@@ -40,7 +40,15 @@ export interface TaskInspect {
     Err?: string;
     ContainerStatus?: { ContainerID?: string; ExitCode?: number };
   };
-  Spec?: { ContainerSpec?: { Image?: string; Env?: string[] } };
+  Spec?: { ContainerSpec?: ContainerSpec };
+}
+
+/** What of a service's container spec a deploy of this runtime changes (Engine API ContainerSpec). */
+export interface ContainerSpec {
+  Image?: string;
+  Env?: string[];
+  Args?: string[];
+  Secrets?: Array<{ SecretName?: string }>;
 }
 
 export interface NodeInspect {
@@ -170,4 +178,45 @@ export function nodesRunning(stack: string, service: StackService, services: Ser
     .map((n) => ({ node: n.Description?.Hostname ?? n.ID, address: nodeAddress(n) }))
     .filter((n): n is GatewayNode => n.address !== null)
     .sort((a, b) => a.node.localeCompare(b.node));
+}
+
+/** The parts of a container spec a deploy changes: image, environment, arguments, secrets (each new content is a new secret name). */
+function specPrint(c: ContainerSpec | undefined): string {
+  return JSON.stringify([c?.Image ?? '', c?.Env ?? [], c?.Args ?? [], (c?.Secrets ?? []).map((x) => x.SecretName ?? '').sort()]);
+}
+
+/**
+ * Where the rolling updates of a deploy stand. `rolling`: services with a task meant to run
+ * (desired state running) on another spec than the service's now: Swarm is still replacing
+ * them one at a time (update_config), or has not begun. Read from the tasks, not from the
+ * service's UpdateStatus alone: every `docker stack deploy` updates every service, and an
+ * update that changes nothing resets UpdateStatus to none (swarmkit
+ * manager/controlapi/service.go UpdateService), hiding the roll an earlier phase started.
+ * `failed`: services whose update, started at or after `since` (an ISO time of the manager's
+ * clock, this host's: the CLI runs on a manager), Swarm paused or rolled back (Engine API
+ * UpdateStatus.State, moby api/types/swarm/service.go: paused, rollback_paused,
+ * rollback_completed; update_config failure_action: rollback).
+ */
+export function rolloutOf(
+  stack: string,
+  services: ServiceInspect[],
+  tasks: TaskInspect[],
+  since: string,
+): { rolling: StackService[]; failed: Array<{ service: StackService; state: string; message: string }> } {
+  const rolling: StackService[] = [];
+  const failed: Array<{ service: StackService; state: string; message: string }> = [];
+  for (const s of services) {
+    const name = stackServiceOf(stack, s.Spec.Name);
+    if (!name) continue;
+    const u = s.UpdateStatus;
+    const thisDeploy = !!u?.State && !!u.StartedAt && Date.parse(u.StartedAt) >= Date.parse(since);
+    if (thisDeploy && ['paused', 'rollback_paused', 'rollback_completed'].includes(u!.State!)) {
+      failed.push({ service: name, state: u!.State!, message: u!.Message ?? '' });
+      continue;
+    }
+    const want = specPrint(s.Spec.TaskTemplate?.ContainerSpec);
+    const stale = tasks.some((t) => t.ServiceID === s.ID && t.DesiredState === 'running' && specPrint(t.Spec?.ContainerSpec) !== want);
+    if (stale || (thisDeploy && (u!.State === 'updating' || u!.State === 'rollback_started'))) rolling.push(name);
+  }
+  return { rolling, failed };
 }

@@ -6,7 +6,7 @@
  * reads the same from a real swarm.
  */
 import { describe, expect, it } from 'vitest';
-import { componentsFromSwarm, nodeAddress, nodesRunning, oneShotOutcome, versionsFromSwarm, type NodeInspect, type ServiceInspect, type TaskInspect } from '../../../src/runtime/swarm/state.js';
+import { componentsFromSwarm, nodeAddress, nodesRunning, oneShotOutcome, rolloutOf, versionsFromSwarm, type NodeInspect, type ServiceInspect, type TaskInspect } from '../../../src/runtime/swarm/state.js';
 import { labelPlan, NODE_LABELS } from '../../../src/runtime/swarm/deploy.js';
 import { longRunningServices } from '../../../src/runtime/swarm/index.js';
 import { withoutStackName } from '../../../src/runtime/swarm/logs.js';
@@ -111,6 +111,46 @@ describe('one run of the migrations', () => {
     expect(oneShotOutcome(tasks, 'svc-kong-migrations', 'HOSPITAL_API_RUN=new')).toEqual({ done: false, failures: 1, lastError: 'task: non-zero exit (1)' });
     tasks.push(task('kong-migrations', 'id-n3', 'complete', 'running', env('new')));
     expect(oneShotOutcome(tasks, 'svc-kong-migrations', 'HOSPITAL_API_RUN=new').done).toBe(true);
+  });
+});
+
+describe('the rolling updates of a deploy', () => {
+  const since = '2026-11-26T23:00:00.000Z';
+  const withImage = (svc: ServiceInspect, image: string): ServiceInspect => ({ ...svc, Spec: { ...svc.Spec, TaskTemplate: { ContainerSpec: { Image: image, Secrets: [{ SecretName: 'env-b' }] } } } });
+  const api = withImage(service('hospital-api', 2), 'api:2');
+  const runningTask = (slot: string, image: string, secret: string, desired = 'running'): TaskInspect =>
+    task('hospital-api', slot, 'running', desired, { Spec: { ContainerSpec: { Image: image, Secrets: [{ SecretName: secret }] } } });
+
+  it('waits while a task meant to run has an older image or secret than the service, whatever UpdateStatus says', () => {
+    // a stack deploy that changed nothing resets UpdateStatus: none, while the earlier phase's roll goes on
+    expect(rolloutOf(STACK, [api], [runningTask('n1', 'api:1', 'env-b'), runningTask('n2', 'api:2', 'env-b')], since)).toEqual({ rolling: ['hospital-api'], failed: [] });
+    expect(rolloutOf(STACK, [api], [runningTask('n1', 'api:2', 'env-a'), runningTask('n2', 'api:2', 'env-b')], since).rolling).toEqual(['hospital-api']);
+    // the old tasks shut down, the new ones meant to run: done
+    expect(rolloutOf(STACK, [api], [runningTask('n1', 'api:1', 'env-b', 'shutdown'), runningTask('n1', 'api:2', 'env-b'), runningTask('n2', 'api:2', 'env-b')], since)).toEqual({ rolling: [], failed: [] });
+  });
+
+  it("waits for this deploy's update Swarm says is under way (nanosecond times included), not an earlier deploy's", () => {
+    const under = (State: string, StartedAt: string) => ({ ...api, UpdateStatus: { State, StartedAt } });
+    const done = [runningTask('n1', 'api:2', 'env-b')];
+    expect(rolloutOf(STACK, [under('updating', '2026-11-26T23:00:01.123456789Z')], done, since).rolling).toEqual(['hospital-api']);
+    expect(rolloutOf(STACK, [under('rollback_started', '2026-11-26T23:00:01Z')], done, since).rolling).toEqual(['hospital-api']);
+    expect(rolloutOf(STACK, [under('updating', '2026-11-26T22:59:59.999999999Z')], done, since).rolling).toEqual([]);
+    expect(rolloutOf(STACK, [under('completed', '2026-11-26T23:00:01Z')], done, since)).toEqual({ rolling: [], failed: [] });
+  });
+
+  it("names this deploy's update Swarm rolled back or paused, with its message, and not an earlier one", () => {
+    const r = rolloutOf(STACK, [
+      { ...api, UpdateStatus: { State: 'rollback_completed', StartedAt: '2026-11-26T23:00:05Z', Message: 'rollback completed' } },
+      { ...withImage(service('kong', 2), 'kong:2'), UpdateStatus: { State: 'paused', StartedAt: '2026-11-26T23:00:05Z', Message: 'update paused due to failure' } },
+      { ...withImage(service('hapi', 2), 'hapi:2'), UpdateStatus: { State: 'rollback_completed', StartedAt: '2026-11-26T22:00:00Z' } },
+    ], [], since);
+    expect(r).toEqual({
+      rolling: [],
+      failed: [
+        { service: 'hospital-api', state: 'rollback_completed', message: 'rollback completed' },
+        { service: 'kong', state: 'paused', message: 'update paused due to failure' },
+      ],
+    });
   });
 });
 
