@@ -10,7 +10,7 @@
  */
 import { Agent } from 'undici';
 import { describeFailure, httpGet, isCapabilityStatement } from './http.js';
-import { propagationNote, withinPropagation } from './propagation.js';
+import { propagationNote, withinPropagation } from '../runtime/propagation.js';
 import type { Check } from './types.js';
 
 export const gatewayNodes: Check = {

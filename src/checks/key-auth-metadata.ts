@@ -5,7 +5,7 @@
  */
 import { isCapabilityStatement } from './http.js';
 import { gatewayGet } from './gateway-probe.js';
-import { propagationNote, withinPropagation } from './propagation.js';
+import { propagationNote, withinPropagation } from '../runtime/propagation.js';
 import type { Check } from './types.js';
 
 export const keyAuthMetadata: Check = {

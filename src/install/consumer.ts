@@ -16,10 +16,10 @@ import { installPaths } from '../install-dir/layout.js';
 import { safeEqual } from '../util/constant-time.js';
 import { readEnvFile } from '../util/env-file.js';
 import { updateEnvValues } from './files.js';
-import { probeKey, type KeyProbe } from './key-probe.js';
+import { probeKey, type KeyProbe } from '../runtime/key-probe.js';
 import type { ApiKeyReload, Runtime } from '../runtime/types.js';
 import { adminCall } from './provision.js';
-import { withinPropagation } from '../checks/propagation.js';
+import { withinPropagation } from '../runtime/propagation.js';
 
 const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 

@@ -12,7 +12,7 @@ import { removeTempDirs } from '../helpers/tmp.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { readInstallConfig } from '../../src/install-dir/install-config.js';
-import { probeKey } from '../../src/install/key-probe.js';
+import { probeKey } from '../../src/runtime/key-probe.js';
 import { loadLoop, startNativeSite, type NativeSite } from '../helpers/native-site.js';
 
 let site: NativeSite;

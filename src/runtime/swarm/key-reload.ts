@@ -11,10 +11,10 @@
  * proxies' propagation time.
  */
 import { keyFingerprint } from '../../api/key-reload.js';
-import { withinPropagation } from '../../checks/propagation.js';
+import { withinPropagation } from '../propagation.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';
-import { probeKey } from '../../install/key-probe.js';
+import { probeKey } from '../key-probe.js';
 import { readEnvFile } from '../../util/env-file.js';
 import type { ApiKeyReload } from '../types.js';
 

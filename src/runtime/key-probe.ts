@@ -1,7 +1,9 @@
 /**
  * One request through the gateway's key-auth route with a given key, over
  * HTTPS verified against the install's CA (never turned off): what the
- * Hospital API would see with that key. Used by rotate-key and revoke-key.
+ * Hospital API would see with that key. Used by rotate-key and revoke-key, and
+ * by the swarm runtime's key reload (swarm/key-reload.ts): it lives here, below
+ * install and checks, so that a runtime may use it too.
  */
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'undici';

@@ -8,7 +8,7 @@
  * again within that time, and no longer, before they fail.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Runtime } from '../runtime/types.js';
+import type { Runtime } from './types.js';
 
 /** What the waits read: the runtime's propagation time (a CheckContext, or `{ runtime }`). */
 export interface PropagationScope {
