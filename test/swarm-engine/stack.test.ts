@@ -129,6 +129,28 @@ function balancer(nodes: NodeName[]) {
   };
 }
 
+/**
+ * A steady client: `request` again and again, 250 ms apart, until `stop()`, which resolves to
+ * every result once the request in flight has ended.
+ */
+function steadyClient<T>(request: () => Promise<T>): { stop: () => Promise<T[]> } {
+  const results: T[] = [];
+  let steady = true;
+  const loop = (async () => {
+    while (steady) {
+      results.push(await request());
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  })();
+  return {
+    stop: async () => {
+      steady = false;
+      await loop;
+      return results;
+    },
+  };
+}
+
 describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (issue 29)', () => {
   beforeAll(async () => {
     // one file at a time: the swarm's names are fixed
@@ -267,14 +289,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     const body = JSON.stringify({ platformCareId: patient.careId, token: tokens.find((t) => t.careId === patient.careId)!.token });
     const send = balancer(['n1', 'n2', 'n3']);
     expect((await send(body)).ok).toBe(true);
-    const results: Array<{ ok: boolean; redispatched: number; last: string }> = [];
-    let steady = true;
-    const client = (async () => {
-      while (steady) {
-        results.push(await send(body));
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-    })();
+    const client = steadyClient(() => send(body));
     try {
       const t0 = Date.now();
       const r = await cli(['install', '--api-image', next, '--json']);
@@ -285,16 +300,14 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       expect(spec.Spec.TaskTemplate.ContainerSpec.Image).toBe(next);
       const images = (await onNode(MANAGER, ['service', 'ps', `${stack}_hospital-api`, '--filter', 'desired-state=running', '--format', '{{.Image}} {{.CurrentState}}'])).out.split('\n').filter((l) => / Running /.test(` ${l} `));
       expect(images.map((l) => l.split(' ')[0])).toEqual([next, next]);
-      steady = false;
-      await client;
+      const results = await client.stop();
       const failed = results.filter((x) => !x.ok);
       const redispatched = results.reduce((n, x) => n + x.redispatched, 0);
       say(`API rolled to ${next}: install ${rolled} s; ${results.length} requests through the balancer, ${failed.length} failed, ${redispatched} redispatched to another node (no server on the first); order ${(await onNode(MANAGER, ['service', 'inspect', '--format', '{{.Spec.UpdateConfig.Order}}', `${stack}_hospital-api`])).out.trim()}`);
       expect(failed, JSON.stringify(failed.slice(0, 5))).toEqual([]);
       expect(results.length).toBeGreaterThan(10);
     } finally {
-      steady = false;
-      await client;
+      await client.stop();
     }
   }, 900_000);
 
@@ -343,14 +356,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     const send = balancer(['n1', 'n2', 'n3']);
     const apiKey = () => readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY;
     const oldKey = apiKey();
-    const results: Array<{ ok: boolean; redispatched: number; last: string }> = [];
-    let steady = true;
-    const client = (async () => {
-      while (steady) {
-        results.push(await send(body));
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-    })();
+    const client = steadyClient(() => send(body));
     try {
       const t0 = Date.now();
       const r = await cli(['consumer', 'rotate-key', 'tier-hospital', '--write-env', '--json']);
@@ -367,15 +373,13 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       const mounted = (await onNode(MANAGER, ['service', 'inspect', '--format', '{{range .Spec.TaskTemplate.ContainerSpec.Secrets}}{{.SecretName}} {{end}}', `${stack}_hospital-api`])).out;
       expect(mounted).toContain(secrets[0]!);
       expect(await nodesOf('hospital-api')).toEqual(['n1', 'n2', 'n3']);
-      steady = false;
-      await client;
+      const results = await client.stop();
       const failed = results.filter((x) => !x.ok);
       say(`key rotated: ${took} s; ${results.length} requests through the balancer, ${failed.length} failed, ${results.reduce((n, x) => n + x.redispatched, 0)} redispatched`);
       expect(failed, JSON.stringify(failed.slice(0, 5))).toEqual([]);
       expect(results.length).toBeGreaterThan(10);
     } finally {
-      steady = false;
-      await client;
+      await client.stop();
     }
   }, 900_000);
 
@@ -392,16 +396,11 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     const body = JSON.stringify({ platformCareId: patient.careId, token: tokens.find((t) => t.careId === patient.careId)!.token });
     expect((await postFromBridge(survivor, body)).status).toBe(200);
     // a steady client of the surviving API node (the load balancer has dropped the lost one)
-    const results: Array<{ at: number; ok: boolean }> = [];
-    let steady = true;
-    const client = (async () => {
-      while (steady) {
-        const at = Date.now();
-        const r = await postFromBridge(survivor, body);
-        results.push({ at, ok: r.code === 0 && r.status === 200 });
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-    })();
+    const client = steadyClient(async () => {
+      const at = Date.now();
+      const r = await postFromBridge(survivor, body);
+      return { at, ok: r.code === 0 && r.status === 200 };
+    });
     await new Promise((resolve) => setTimeout(resolve, 2000));
     const t0 = Date.now();
     await swarmScript(['kill', victim!]);
@@ -417,9 +416,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       const back = secondsSince(t0);
       // and records keep coming for 20 s more
       await new Promise((resolve) => setTimeout(resolve, 20_000));
-      steady = false;
-      await client;
-      const after = results.filter((r) => r.at >= t0);
+      const after = (await client.stop()).filter((r) => r.at >= t0);
       const failed = after.filter((r) => !r.ok);
       const lastFailure = failed.length ? ((failed[failed.length - 1]!.at - t0) / 1000).toFixed(1) : 'none';
       say(`${victim} killed: ${failed.length} of ${after.length} requests to ${survivor} failed (the last ${lastFailure} s after the kill); kong, HAPI and the API back on two nodes after ${back} s`);
@@ -427,8 +424,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       expect(after.filter((r) => r.at - t0 >= 20_000 && !r.ok)).toEqual([]);
       expect(after.filter((r) => r.at - t0 >= 20_000).length).toBeGreaterThan(10);
     } finally {
-      steady = false;
-      await client;
+      await client.stop();
     }
   }, 600_000);
 });
