@@ -15,7 +15,7 @@
  * collector takes them), since its last page may still be queued in a socket.
  */
 import type { Dispatcher } from 'undici';
-import { BodyTooLargeError } from './upstream-http.js';
+import { readChunks } from './upstream-http.js';
 
 /** A page read into a pooled buffer: `bytes` is valid until `release()`. */
 export interface PooledPage {
@@ -68,17 +68,7 @@ export class PageBuffers {
    * (which then serves the record's later pages: they are about as large).
    */
   async read(body: Dispatcher.ResponseData['body'], max: number): Promise<PooledPage> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of body) {
-      const c = chunk as Buffer;
-      size += c.length;
-      if (size > max) {
-        body.destroy();
-        throw new BodyTooLargeError(max);
-      }
-      chunks.push(c);
-    }
+    const { chunks, size } = await readChunks(body, max);
     const i = this.#free.findIndex((b) => b.length >= size);
     // Never a received chunk itself: its memory may be shared, and this buffer is overwritten later.
     const whole = i >= 0 ? (this.#free.splice(i, 1)[0] as Buffer) : (this.shared?.take(size) ?? Buffer.allocUnsafeSlow(size));

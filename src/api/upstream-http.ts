@@ -32,6 +32,12 @@ export class BodyTooLargeError extends Error {
 
 /** Reads a response body, failing past `max` bytes. */
 export async function readBytes(body: Dispatcher.ResponseData['body'], max: number): Promise<Buffer> {
+  const { chunks, size } = await readChunks(body, max);
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+}
+
+/** A body's chunks as received and their total size, failing past `max` bytes before the rest is read. */
+export async function readChunks(body: Dispatcher.ResponseData['body'], max: number): Promise<{ chunks: Buffer[]; size: number }> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -42,7 +48,7 @@ export async function readBytes(body: Dispatcher.ResponseData['body'], max: numb
     }
     chunks.push(chunk as Buffer);
   }
-  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+  return { chunks, size };
 }
 
 /** Drains and discards a body so the connection can be reused. */
