@@ -181,58 +181,51 @@ export function newRun(): string {
 
 /** Waits until the migrations task of `run` is Complete. @throws ERR_INSTALL_HEALTH_TIMEOUT with its last error */
 export async function waitOneShot(ctx: SwarmContext, service: StackService, run: string): Promise<void> {
-  const deadline = Date.now() + ctx.waitTimeoutMs;
   let reported = 0;
-  for (;;) {
+  await waitFor(ctx, async () => {
     const s = (await stackServices(ctx.cli, ctx.stack)).find((x) => stackServiceOf(ctx.stack, x.Spec.Name) === service);
     const outcome = s ? oneShotOutcome(await serviceTasks(ctx.cli, [s]), s.ID, `HOSPITAL_API_RUN=${run}`) : { done: false, failures: 0, lastError: null };
-    if (outcome.done) return;
+    if (outcome.done) return null;
     if (outcome.failures > reported) {
       reported = outcome.failures;
       ctx.progress(`${service}: attempt ${outcome.failures} failed (${outcome.lastError}); Swarm tries again`);
     }
-    if (Date.now() > deadline) {
-      throw new HospitalApiError('ERR_INSTALL_HEALTH_TIMEOUT', {
-        seconds: Math.round(ctx.waitTimeoutMs / 1000),
-        what: `${service} to complete${outcome.lastError ? ` (last attempt: ${outcome.lastError})` : ''}`,
-      });
-    }
+    return `${service} to complete${outcome.lastError ? ` (last attempt: ${outcome.lastError})` : ''}`;
+  });
+}
+
+/**
+ * Asks `step` every pollMs until it answers null (done). @throws ERR_INSTALL_HEALTH_TIMEOUT naming what `step`
+ * last said it waits for, once waitTimeoutMs have gone by; `step` throws itself for what waiting cannot mend.
+ */
+async function waitFor(ctx: SwarmContext, step: () => Promise<string | null>): Promise<void> {
+  const deadline = Date.now() + ctx.waitTimeoutMs;
+  for (;;) {
+    const waiting = await step();
+    if (waiting === null) return;
+    if (Date.now() > deadline) throw new HospitalApiError('ERR_INSTALL_HEALTH_TIMEOUT', { seconds: Math.round(ctx.waitTimeoutMs / 1000), what: waiting });
     await sleep(ctx.pollMs);
   }
 }
 
 /** Waits until every component named is up. @throws ERR_INSTALL_HEALTH_TIMEOUT naming those that are not */
 export async function waitUp(ctx: SwarmContext, components: () => Promise<ComponentState[]>, names: readonly string[]): Promise<void> {
-  const deadline = Date.now() + ctx.waitTimeoutMs;
-  for (;;) {
+  await waitFor(ctx, async () => {
     const list = (await components()).filter((c) => names.includes(c.name));
     const waiting = list.filter((c) => c.state !== 'up');
-    if (list.length === names.length && waiting.length === 0) return;
-    if (Date.now() > deadline) {
-      throw new HospitalApiError('ERR_INSTALL_HEALTH_TIMEOUT', {
-        seconds: Math.round(ctx.waitTimeoutMs / 1000),
-        what: waiting.map((c) => `${c.name} (${c.detail})`).join(', ') || names.join(', '),
-      });
-    }
-    await sleep(ctx.pollMs);
-  }
+    if (list.length === names.length && waiting.length === 0) return null;
+    return waiting.map((c) => `${c.name} (${c.detail})`).join(', ') || names.join(', ');
+  });
 }
 
 /** Waits until no service and no network of the stack is left (`docker stack rm` removes them in the background). */
 export async function waitGone(ctx: SwarmContext): Promise<void> {
-  const deadline = Date.now() + ctx.waitTimeoutMs;
-  for (;;) {
+  await waitFor(ctx, async () => {
     const services = await stackServices(ctx.cli, ctx.stack);
     const networks = lines((await ctx.cli.run(['network', 'ls', '-q', '--filter', `label=com.docker.stack.namespace=${ctx.stack}`])).stdout);
-    if (services.length === 0 && networks.length === 0) return;
-    if (Date.now() > deadline) {
-      throw new HospitalApiError('ERR_INSTALL_HEALTH_TIMEOUT', {
-        seconds: Math.round(ctx.waitTimeoutMs / 1000),
-        what: `stack ${ctx.stack} to be removed (${services.length} services, ${networks.length} networks left)`,
-      });
-    }
-    await sleep(ctx.pollMs);
-  }
+    if (services.length === 0 && networks.length === 0) return null;
+    return `stack ${ctx.stack} to be removed (${services.length} services, ${networks.length} networks left)`;
+  });
 }
 
 /** Replicas of each of the stack's services as deployed now (absent: not deployed). */
@@ -252,8 +245,7 @@ export function deployedReplicas(stack: string, services: ServiceInspect[]): Par
  * stopped an update or rolled it back; ERR_INSTALL_HEALTH_TIMEOUT naming those still rolling
  */
 export async function waitRolledOut(ctx: SwarmContext, since: string): Promise<void> {
-  const deadline = Date.now() + ctx.waitTimeoutMs;
-  for (;;) {
+  await waitFor(ctx, async () => {
     const services = await stackServices(ctx.cli, ctx.stack);
     const { rolling, failed } = rolloutOf(ctx.stack, services, await serviceTasks(ctx.cli, services), since);
     if (failed.length) {
@@ -262,10 +254,6 @@ export async function waitRolledOut(ctx: SwarmContext, since: string): Promise<v
         detail: failed.map((f) => `the update of ${f.service} ended ${f.state}${f.message ? ` (${f.message})` : ''}`).join('; ') + '; see `docker service ps` and `hospital-api logs`',
       });
     }
-    if (rolling.length === 0) return;
-    if (Date.now() > deadline) {
-      throw new HospitalApiError('ERR_INSTALL_HEALTH_TIMEOUT', { seconds: Math.round(ctx.waitTimeoutMs / 1000), what: `the rolling update of ${rolling.join(', ')}` });
-    }
-    await sleep(ctx.pollMs);
-  }
+    return rolling.length === 0 ? null : `the rolling update of ${rolling.join(', ')}`;
+  });
 }
