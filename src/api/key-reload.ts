@@ -30,7 +30,7 @@ export interface ReloadStatus {
   caFingerprint?: string | null;
 }
 
-function caFingerprint(pem: string): string | null {
+export function caFingerprint(pem: string): string | null {
   try {
     return new X509Certificate(pem).fingerprint256;
   } catch {

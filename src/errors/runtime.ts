@@ -38,12 +38,6 @@ export const runtimeErrors = {
     exit: 2,
     hint: 'Components: {known}.',
   },
-  ERR_RUNTIME_UNSUPPORTED: {
-    message: 'The {runtime} runtime is not finished yet: {detail}',
-    status: 400,
-    exit: 2,
-    hint: 'Install with --runtime docker (one host) or --runtime native; docs/runtime.md says what exists of the {runtime} runtime.',
-  },
   ERR_RUNTIME_STOP_FAILED: {
     message: 'Could not stop {what}: {detail}',
     status: 500,

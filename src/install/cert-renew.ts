@@ -55,10 +55,10 @@ export interface RenewResult {
   gatewayReloaded: boolean | null;
 }
 
-/** The certificate a fresh TLS handshake gets from the gateway, verified against the CA for `host`. */
-export async function presentedFingerprint(caPem: string, port: number, host: string): Promise<string> {
+/** The certificate a fresh TLS handshake with the gateway at `address` gets, verified against the CA for `host`. */
+export async function presentedFingerprint(caPem: string, port: number, host: string, address = '127.0.0.1'): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, ca: caPem, rejectUnauthorized: true, ...(isIP(host) ? {} : { servername: host }), checkServerIdentity: (_h, cert) => {
+    const socket = connect({ host: address, port, ca: caPem, rejectUnauthorized: true, ...(isIP(host) ? {} : { servername: host }), checkServerIdentity: (_h, cert) => {
       const x = new X509Certificate(cert.raw);
       const ok = isIP(host) ? x.checkIP(host) : x.checkHost(host);
       return ok ? undefined : new Error(`the gateway certificate does not name ${host}`);
@@ -249,27 +249,34 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
     const want = new X509Certificate(renewed.gateway.certPem).fingerprint256;
     const caPem = readFileSync(paths.caCert, 'utf8');
     const host = config.hosts[0] ?? 'localhost';
-    await runtime.reloadGatewayTls();
+    const reload = await runtime.reloadGatewayTls();
+    // every address new connections reach the gateway at: this host's, or each node that publishes it (swarm)
+    const targets = runtime.gatewayNodes ? (await runtime.gatewayNodes()).map((n) => ({ name: n.node, address: n.address })) : [{ name: 'this host', address: '127.0.0.1' }];
     const deadline = Date.now() + PICKUP_TIMEOUT_MS;
-    let seen = '';
+    let behind = targets;
     let lastError = '';
-    while (Date.now() < deadline) {
-      try {
-        seen = await presentedFingerprint(caPem, config.ports.gatewayHttps, host);
-        if (seen === want) break;
-      } catch (err) {
-        lastError = (err as Error).message;
+    while (behind.length > 0 && Date.now() < deadline) {
+      const still: typeof targets = [];
+      for (const t of behind) {
+        try {
+          if ((await presentedFingerprint(caPem, config.ports.gatewayHttps, host, t.address)) !== want) still.push(t);
+        } catch (err) {
+          lastError = `${t.name}: ${(err as Error).message}`;
+          still.push(t);
+        }
       }
-      await sleep(100);
+      behind = still;
+      if (behind.length > 0) await sleep(100);
     }
-    if (seen !== want) {
+    if (behind.length > 0 || targets.length === 0) {
       restoreAll(before);
       await runtime.reloadGatewayTls().catch(() => undefined);
-      log(`the gateway did not take the new certificate${lastError ? ` (${lastError})` : ''}; the previous files are back`);
+      const on = targets.length === 0 ? 'no node publishes the gateway' : `not on ${behind.map((t) => t.name).join(', ')}`;
+      log(`the gateway did not take the new certificate (${on}${lastError ? `; ${lastError}` : ''}); the previous files are back`);
       throw new HospitalApiError('ERR_CERT_NOT_PICKED_UP', { seconds: PICKUP_TIMEOUT_MS / 1000 });
     }
     gatewayReloaded = true;
-    log('the gateway presents the new certificate to new connections (verified against the CA); open connections were kept');
+    log(`the gateway presents the new certificate to new connections${targets.length > 1 ? ` on ${targets.length} hosts (${targets.map((t) => t.name).join(', ')})` : ''}, verified against the CA; ${reload.connections}`);
   } else {
     log('the gateway is not running: it loads the new certificate when it starts');
   }

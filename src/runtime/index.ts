@@ -19,7 +19,7 @@ const OPEN: Readonly<Record<RuntimeName, (dir: string, config: InstallConfig) =>
   // Production native installs run under systemd when `hospital-api systemd --managed` said so (issue 15).
   native: async (dir, config) => (config.supervisor === 'systemd' ? createSystemdRuntime(dir, config) : createNativeRuntime(dir, config)),
   docker: async (dir, config) => (await import('./docker/index.js')).createDockerRuntime(dir, config),
-  // issue 29: refuses with ERR_RUNTIME_UNSUPPORTED until the runtime is finished
+  // issue 29: the stack over several hosts
   swarm: async (dir, config) => (await import('./swarm/index.js')).createSwarmRuntime(dir, config),
 };
 

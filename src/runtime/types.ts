@@ -51,6 +51,15 @@ export interface ApiKeyReload {
   caFingerprint?: string | null;
 }
 
+/** What a certificate reload did, for the renewal's log. */
+export interface GatewayTlsReload {
+  /** What became of the connections open before it, e.g. `open connections were kept`. */
+  connections: string;
+}
+
+/** A reload in the gateway's own processes (native SIGHUP, `kong reload`): old workers finish their connections. */
+export const TLS_RELOADED_IN_PLACE: GatewayTlsReload = Object.freeze({ connections: 'open connections were kept' });
+
 /** One file of live data copied by snapshotData (path relative to the snapshot directory). */
 export interface DataPart {
   path: string;
@@ -85,8 +94,11 @@ export interface Runtime {
    * reports which key it now uses.
    */
   reloadApiKey(): Promise<ApiKeyReload>;
-  /** The gateway loads <dir>/tls/gateway.{pem,key} again for new connections, dropping none. */
-  reloadGatewayTls(): Promise<void>;
+  /**
+   * The gateway loads <dir>/tls/gateway.{pem,key} again for new connections; resolves once every
+   * gateway process or task that serves new connections has them, saying what became of open ones.
+   */
+  reloadGatewayTls(): Promise<GatewayTlsReload>;
   /**
    * Copies the live data (FHIR store, gateway state) into `into` while the
    * stack serves (native: SQLite's online backup), consistent per part.

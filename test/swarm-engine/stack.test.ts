@@ -29,7 +29,8 @@
  * with one `skipped: <why>` line. afterAll stops everything the harness started
  * (daemons, namespaces, mounts, cgroups), also when a case failed.
  */
-import { chownSync, readdirSync, readFileSync, writeFileSync, appendFileSync } from 'node:fs';
+import { appendFileSync, chownSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -58,9 +59,12 @@ const SIZES = '60-150';
 const PATIENTS = 2;
 const PAGE_SIZE = 20;
 
-const dir = tempDir('hapi-swarm-tier-');
+/** The install the CLI runs on, and its stack: from the restore case on, the restored one. */
+let dir = tempDir('hapi-swarm-tier-');
 const platformDir = tempDir('hapi-swarm-platform-');
-const stack = projectName(dir);
+let stack = projectName(dir);
+/** The platform stand-in, a service outside the stack on the stack's network. */
+const platformService = `${stack}-platform`;
 const hostsFile = join(tempDir('hapi-swarm-hosts-'), 'hosts');
 const timings: Timings = {};
 const dataset = generateDataset({ patients: PATIENTS, seed: SEED, sizes: SIZES });
@@ -76,17 +80,39 @@ function siteAt(node: NodeName): void {
 }
 
 /** The real CLI on the manager: n1's network namespace, n1's engine, the site's name from hostsFile. */
-async function cli(args: string[]): Promise<{ code: number | undefined; out: string; err: string }> {
+async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | undefined; out: string; err: string }> {
   const t0 = Date.now();
   const r = await execa(
     'nsenter',
     [`--net=/run/netns/hapi-sw-${MANAGER}`, '--', 'unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount --bind "$0" /etc/hosts && exec "$@"', hostsFile, process.execPath, BIN, ...args, '--dir', dir],
     // DOCKER_API_VERSION: the nodes' dockerd is 20.10 (API 1.41), the CLI here newer (nodes.ts onNode)
-    { reject: false, timeout: 900_000, stdin: 'ignore', env: { NO_COLOR: '1', DOCKER_HOST: `unix://${nodeSocket(MANAGER)}`, DOCKER_API_VERSION: '1.41' } },
+    { reject: false, timeout: 900_000, stdin: 'ignore', env: { NO_COLOR: '1', DOCKER_HOST: `unix://${nodeSocket(MANAGER)}`, DOCKER_API_VERSION: '1.41', ...env } },
   );
   const name = args.slice(0, args[0] === 'consumer' ? 2 : 1).join(' ');
   timings[name] = (timings[name] ?? 0) + (Date.now() - t0);
   return { code: r.exitCode, out: String(r.stdout), err: String(r.stderr) };
+}
+
+/** The platform stand-in off the stack's network (before the stack is removed) and on it again. */
+async function platformOff(): Promise<void> {
+  await onNode(MANAGER, ['service', 'update', '--detach=false', '--quiet', '--network-rm', `${stack}_backend`, platformService], { timeout: 600_000 });
+}
+
+async function platformOn(): Promise<void> {
+  await onNode(MANAGER, ['service', 'update', '--detach=false', '--quiet', '--network-add', `name=${stack}_backend,alias=platform`, platformService], { timeout: 600_000 });
+}
+
+/**
+ * The SHA-256 fingerprint of the certificate a node's gateway presents to a client in the bridge
+ * namespace for the site's name, verified against `caFile` (openssl fails the handshake otherwise).
+ */
+async function presentedOn(node: NodeName, caFile: string): Promise<string> {
+  const r = await execa(
+    'sh',
+    ['-c', 'nsenter --net=/run/netns/hapi-sw-br openssl s_client -connect "$1" -servername "$2" -verify_hostname "$2" -CAfile "$3" -verify_return_error </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256', 'sh', `${NODE_ADDRESS[node]}:${PORTS.gatewayHttps}`, SITE, caFile],
+    { reject: false, stdin: 'ignore', timeout: 30_000 },
+  );
+  return /Fingerprint=([0-9A-F:]+)/.exec(String(r.stdout))?.[1] ?? `no verified certificate (exit ${r.exitCode})`;
 }
 
 /** POST /api/patients from a client in the bridge namespace (a machine on the hospital's network in front of the nodes). */
@@ -219,7 +245,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     for (const f of readdirSync(join(platformDir, 'demo'))) chownSync(join(platformDir, 'demo', f), 1000, 1000);
     chownSync(join(platformDir, 'demo'), 1000, 1000);
     await onNode(MANAGER, [
-      'service', 'create', '--detach', '--quiet', '--name', `${stack}-platform`, '--network', `name=${stack}_backend,alias=platform`, '--endpoint-mode', 'dnsrr',
+      'service', 'create', '--detach', '--quiet', '--name', platformService, '--network', `name=${stack}_backend,alias=platform`, '--endpoint-mode', 'dnsrr',
       '--constraint', `node.hostname==${MANAGER}`, '--user', '1000:1000', '--mount', `type=bind,source=${platformDir},target=/platform,readonly`, '--no-resolve-image',
       TIER_IMAGES.api, 'demo', '--platform-stand-in', '--listen', `0.0.0.0:${PLATFORM_PORT}`, '--dir', '/platform',
     ]);
@@ -317,14 +343,14 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     // one line at least from each node that runs a proxy, prefixed with its replica and node
     for (const node of await nodesOf('kong')) expect(logs.out, node).toMatch(new RegExp(`kong\\.\\d+@${node} \\|`));
     // the platform stand-in is not the stack's: off its network while the stack removes it
-    await onNode(MANAGER, ['service', 'update', '--detach=false', '--quiet', '--network-rm', `${stack}_backend`, `${stack}-platform`], { timeout: 600_000 });
+    await platformOff();
     const down = await cli(['down']);
     expect(down.code, down.err).toBe(0);
     expect((await onNode(MANAGER, ['service', 'ls', '-q', '--filter', `label=com.docker.stack.namespace=${stack}`])).out.trim()).toBe('');
     const up = await cli(['up']);
     expect(up.code, `${up.out}\n${up.err}`).toBe(0);
     // and on the new one again
-    await onNode(MANAGER, ['service', 'update', '--detach=false', '--quiet', '--network-add', `name=${stack}_backend,alias=platform`, `${stack}-platform`], { timeout: 600_000 });
+    await platformOn();
     const patient = dataset.patients[0]!;
     const token = tokens.find((t) => t.careId === patient.careId)!.token;
     const node = (await nodesOf('hospital-api'))[0]!;
@@ -382,6 +408,101 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       await client.stop();
     }
   }, 900_000);
+
+  it('cert renew --renew-ca rolls the API onto the new CA and every gateway task onto a certificate from it; each node presents it; records keep flowing', async () => {
+    const paths = installPaths(dir);
+    const caFile = paths.caCert;
+    const oldCa = new X509Certificate(readFileSync(caFile, 'utf8'));
+    const before = await presentedOn('n1', caFile);
+    expect(before).toBe(new X509Certificate(readFileSync(paths.gatewayCert)).fingerprint256);
+    const patient = dataset.patients[0]!;
+    const body = JSON.stringify({ platformCareId: patient.careId, token: tokens.find((t) => t.careId === patient.careId)!.token });
+    const send = balancer(['n1', 'n2', 'n3']);
+    const client = steadyClient(async () => ({ at: Date.now(), ...(await send(body)) }));
+    let done = 0;
+    try {
+      const t0 = Date.now();
+      const renew = await cli(['cert', 'renew', '--renew-ca', '--json']);
+      done = Date.now();
+      expect(renew.code, `${renew.out}\n${renew.err}`).toBe(0);
+      const result = JSON.parse(renew.out).result as { gatewayReloaded: boolean; ca: { fingerprint256: string } };
+      expect(result.gatewayReloaded).toBe(true);
+      // the renewal checked every node publishing the gateway, and says what became of open connections
+      expect(renew.err).toMatch(/new certificate to new connections on 3 hosts \(n1, n2, n3\).*replaced/);
+      const bundle = readFileSync(caFile, 'utf8');
+      expect(new X509Certificate(bundle).fingerprint256).toBe(result.ca.fingerprint256);
+      const want = new X509Certificate(readFileSync(paths.gatewayCert)).fingerprint256;
+      expect(new X509Certificate(readFileSync(paths.gatewayCert)).checkIssued(new X509Certificate(bundle))).toBe(true);
+      // seen from the hospital's network, each node's gateway: the new certificate, verified against the new bundle
+      for (const node of ['n1', 'n2', 'n3'] as NodeName[]) expect(await presentedOn(node, caFile), node).toBe(want);
+      // one CA and one gateway certificate secret left in the swarm: the old ones went with their tasks
+      const secrets = (await onNode(MANAGER, ['secret', 'ls', '--format', '{{.Name}}'])).out.split('\n');
+      for (const key of ['ca.pem', 'gateway.pem', 'gateway.key']) expect(secrets.filter((n) => n.startsWith(`${stack}_${key}-`)), key).toHaveLength(1);
+      const results = await client.stop();
+      const failed = results.filter((x) => !x.ok);
+      say(`cert renew --renew-ca: ${secondsSince(t0)} s; ${results.length} requests through the balancer meanwhile, ${failed.length} failed (${failed.slice(0, 3).map((f) => f.last).join(', ')}), ${results.reduce((n, x) => n + x.redispatched, 0)} redispatched`);
+      expect(oldCa.fingerprint256).not.toBe(result.ca.fingerprint256);
+      // every request sent once the renewal had returned succeeds
+      expect(results.filter((x) => x.at >= done && !x.ok)).toEqual([]);
+      const verify = await cli(['verify', '--json']);
+      expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
+      expect(JSON.parse(verify.out).result.record.result).toBe('accepted');
+    } finally {
+      await client.stop();
+    }
+  }, 900_000);
+
+  it('backup while the stack serves; restore into a new directory once it is down; up on the restored data is ACCEPTED and serves the same record', async () => {
+    const archive = join(tempDir('hapi-swarm-backup-'), 'site.tar');
+    const env = { HOSPITAL_API_BACKUP_PASSPHRASE: 'swarm tier passphrase, long enough' };
+    const backup = await cli(['backup', '--out', archive, '--json'], env);
+    expect(backup.code, `${backup.out}\n${backup.err}`).toBe(0);
+    const kinds = (JSON.parse(backup.out).result.parts as Array<{ kind: string }>).map((p) => p.kind);
+    expect(kinds.filter((k) => k.endsWith('-database')).sort()).toEqual(['fhir-database', 'gateway-database']);
+    expect(backup.err).toMatch(/pg_dump in the ops task/);
+    // the restored site takes the same ports: the old stack goes first (its volumes stay on their node)
+    await platformOff();
+    const down = await cli(['down']);
+    expect(down.code, down.err).toBe(0);
+    dir = tempDir('hapi-swarm-restored-');
+    stack = projectName(dir);
+    const restore = await cli(['restore', archive, '--json'], env);
+    expect(restore.code, `${restore.out}\n${restore.err}`).toBe(0);
+    expect(restore.err).toMatch(/pg_restore of .* through the ops task/);
+    // restore deployed the databases alone and removed them again: nothing of the new stack runs
+    expect((await onNode(MANAGER, ['service', 'ls', '-q', '--filter', `label=com.docker.stack.namespace=${stack}`])).out.trim()).toBe('');
+    // the same restore again into this path (so this stack name, so these volumes, which now hold
+    // data) is refused before anything is written: the directory stays empty, no stack is left
+    renameSync(dir, `${dir}.first`);
+    mkdirSync(dir);
+    const again = await cli(['restore', archive, '--json'], env);
+    expect(again.code, `${again.out}\n${again.err}`).toBe(2);
+    expect(JSON.parse(again.out).error.code).toBe('ERR_RESTORE_NOT_EMPTY');
+    expect(again.err + again.out).toMatch(/already holds \d+ tables/);
+    expect(readdirSync(dir)).toEqual([]);
+    expect((await onNode(MANAGER, ['service', 'ls', '-q', '--filter', `label=com.docker.stack.namespace=${stack}`])).out.trim()).toBe('');
+    rmSync(dir, { recursive: true });
+    renameSync(`${dir}.first`, dir);
+    const up = await cli(['up']);
+    expect(up.code, `${up.out}\n${up.err}`).toBe(0);
+    await platformOn();
+    const verify = await cli(['verify', '--json']);
+    expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
+    expect(JSON.parse(verify.out).result.record.result).toBe('accepted');
+    // the record comes from the restored FHIR database, through the restored gateway's consumer and key
+    const patient = [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
+    const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const expected = [patient.patient, ...patient.groups.flatMap((g) => g.resources)].map((r) => r.id);
+    const node = (await nodesOf('hospital-api'))[0]!;
+    const res = await until(() => postFromBridge(node, JSON.stringify({ platformCareId: patient.careId, token })), {
+      what: `a record from the restored stack's API on ${node}`,
+      timeoutMs: 90_000,
+      intervalMs: 1000,
+      ok: (r) => r.code === 0 && r.status === 200,
+    });
+    const got = syntheticIds((JSON.parse(res.body) as { resources: RecordEntry[] }).resources);
+    expect(expected.filter((id) => !got.has(id))).toEqual([]);
+  }, 1_800_000);
 
   it('a lost worker that runs one of each of Kong, HAPI and the API: new records succeed within 20 s, and the replicas run on the remaining nodes', async () => {
     const [kongNodes, hapiNodes, apiNodes] = [await nodesOf('kong'), await nodesOf('hapi'), await nodesOf('hospital-api')];

@@ -31,7 +31,7 @@ import { execa } from 'execa';
 import { HospitalApiError } from '../../errors/index.js';
 import { awaitReloadStatus } from '../api-reload-status.js';
 import { installPaths } from '../../install-dir/layout.js';
-import type { ApiKeyReload, DataPart } from '../types.js';
+import { TLS_RELOADED_IN_PLACE, type ApiKeyReload, type DataPart, type GatewayTlsReload } from '../types.js';
 import type { DockerCli } from './compose.js';
 import { API_CONTAINER_PATHS, apiReloadStatusFile } from './container-files.js';
 import type { ContainerInspect } from './parse.js';
@@ -57,13 +57,24 @@ export const PG_DUMP_MAGIC = 'PGDMP';
 
 const PROGRESS_EVERY_MS = 5_000;
 
+/** Where a client reaches a database other than over its own container's socket (the swarm runtime's ops task). */
+export interface DatabaseAddress {
+  host: string;
+  port: string;
+}
+
+function addressArgs(at: DatabaseAddress | undefined): string[] {
+  return at ? ['--host', at.host, '--port', at.port] : [];
+}
+
 /**
  * `docker exec <db> pg_dump …`: over the container's unix socket, where the
  * Postgres images trust local connections (initdb --auth-local=trust in
- * docker-library/postgres), so no password is needed or passed.
+ * docker-library/postgres), so no password is needed or passed. With `at`, from
+ * another container over TCP, its libpq reading the password from its PGPASSFILE.
  */
-export function pgDumpArgv(container: string, db: Pick<DatabasePart, 'user' | 'database'>): string[] {
-  return ['exec', container, 'pg_dump', '--username', db.user, '--dbname', db.database, '--format', 'custom', '--no-password'];
+export function pgDumpArgv(container: string, db: Pick<DatabasePart, 'user' | 'database'>, at?: DatabaseAddress): string[] {
+  return ['exec', container, 'pg_dump', ...addressArgs(at), '--username', db.user, '--dbname', db.database, '--format', 'custom', '--no-password'];
 }
 
 /**
@@ -71,8 +82,8 @@ export function pgDumpArgv(container: string, db: Pick<DatabasePart, 'user' | 'd
  * (--single-transaction implies --exit-on-error), objects owned by the
  * database's own user.
  */
-export function pgRestoreArgv(container: string, db: Pick<DatabasePart, 'user' | 'database'>): string[] {
-  return ['exec', '-i', container, 'pg_restore', '--username', db.user, '--dbname', db.database, '--single-transaction', '--exit-on-error', '--no-owner', '--no-privileges', '--no-password'];
+export function pgRestoreArgv(container: string, db: Pick<DatabasePart, 'user' | 'database'>, at?: DatabaseAddress): string[] {
+  return ['exec', '-i', container, 'pg_restore', ...addressArgs(at), '--username', db.user, '--dbname', db.database, '--single-transaction', '--exit-on-error', '--no-owner', '--no-privileges', '--no-password'];
 }
 
 export function kongReloadArgv(container: string): string[] {
@@ -102,20 +113,58 @@ async function runningOf(ctx: DayTwoContext, service: string): Promise<(Containe
   return list.find((c) => c.Config?.Labels?.['com.docker.compose.service'] === service && c.State?.Running) ?? null;
 }
 
-const dockerFailed = (command: string, detail: string): HospitalApiError => new HospitalApiError('ERR_INSTALL_DOCKER', { command, detail: detail.trim().split('\n').slice(-3).join(' ').slice(0, 400) || 'failed' });
+export const dockerFailed = (command: string, detail: string): HospitalApiError => new HospitalApiError('ERR_INSTALL_DOCKER', { command, detail: detail.trim().split('\n').slice(-3).join(' ').slice(0, 400) || 'failed' });
 
-function mb(bytes: number): string {
+export function mb(bytes: number): string {
   return `${(bytes / 1_048_576).toFixed(1)} MB`;
 }
 
 /** Calls `tick` every few seconds while `work` runs. */
-async function withTicks<T>(work: Promise<T>, tick: () => void): Promise<T> {
+export async function withTicks<T>(work: Promise<T>, tick: () => void): Promise<T> {
   const timer = setInterval(tick, PROGRESS_EVERY_MS);
   try {
     return await work;
   } finally {
     clearInterval(timer);
   }
+}
+
+/**
+ * Runs a pg_dump argv (pgDumpArgv) into `file`: 0600 before its first byte, checked to be a
+ * pg_dump archive, removed again on any failure (no partial dump is left behind).
+ */
+export async function dumpInto(docker: string, argv: string[], file: string, db: Pick<DatabasePart, 'service' | 'label'>, progress: (text: string) => void): Promise<void> {
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  const t0 = Date.now();
+  // Patient data: the file exists 0600 before the first byte (execa then opens it for writing, which keeps the mode)
+  closeSync(openSync(file, 'wx', 0o600));
+  try {
+    const res = await withTicks(execa(docker, argv, { reject: false, stdin: 'ignore', stdout: { file } }), () => progress(`${db.label}: ${mb(statSync(file).size)} dumped`));
+    if (res.exitCode !== 0) throw dockerFailed(`exec ${db.service} pg_dump`, String(res.stderr ?? res.shortMessage ?? ''));
+    if (readFileSync(file).subarray(0, PG_DUMP_MAGIC.length).toString('latin1') !== PG_DUMP_MAGIC) {
+      throw dockerFailed(`exec ${db.service} pg_dump`, 'the output is not a pg_dump archive');
+    }
+  } catch (err) {
+    rmSync(file, { force: true });
+    throw err;
+  }
+  progress(`${db.label}: ${mb(statSync(file).size)} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+}
+
+/** Streams `file` into a pg_restore argv (pgRestoreArgv), counted for the progress lines; a pg_restore that stops early shows in its exit code. */
+export async function restoreFrom(docker: string, argv: string[], file: string, db: Pick<DatabasePart, 'service' | 'label'>, progress: (text: string) => void): Promise<void> {
+  const size = statSync(file).size;
+  const t0 = Date.now();
+  const child = execa(docker, argv, { reject: false, stdin: 'pipe', stdout: 'ignore' });
+  const input = createReadStream(file);
+  let sent = 0;
+  input.on('data', (chunk) => (sent += chunk.length));
+  input.on('error', (err) => child.kill(err));
+  child.stdin?.on('error', () => input.destroy());
+  if (child.stdin) input.pipe(child.stdin);
+  const res = await withTicks(child, () => progress(`${db.label}: ${mb(sent)} of ${mb(size)} sent`));
+  if (res.exitCode !== 0) throw dockerFailed(`exec ${db.service} pg_restore`, String(res.stderr ?? res.shortMessage ?? ''));
+  progress(`${db.label}: restored in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }
 
 export async function snapshotDockerData(ctx: DayTwoContext, into: string, progress: (text: string) => void): Promise<DataPart[]> {
@@ -133,27 +182,8 @@ export async function snapshotDockerData(ctx: DayTwoContext, into: string, progr
     for (const db of DATABASE_PARTS) {
       const container = await runningOf(ctx, db.service);
       if (!container) throw dockerFailed(`exec ${db.service} pg_dump`, `${db.service} is not running`);
-      const file = join(into, db.path);
-      mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
       progress(`${db.label}: pg_dump inside ${db.service} (the stack keeps serving)`);
-      const t0 = Date.now();
-      // Patient data: the file exists 0600 before the first byte (execa then opens it for writing, which keeps the mode)
-      closeSync(openSync(file, 'wx', 0o600));
-      try {
-        const res = await withTicks(
-          execa(ctx.docker, pgDumpArgv(container.Id, db), { reject: false, stdin: 'ignore', stdout: { file } }),
-          () => progress(`${db.label}: ${mb(statSync(file).size)} dumped`),
-        );
-        if (res.exitCode !== 0) throw dockerFailed(`exec ${db.service} pg_dump`, String(res.stderr ?? res.shortMessage ?? ''));
-        if (readFileSync(file).subarray(0, PG_DUMP_MAGIC.length).toString('latin1') !== PG_DUMP_MAGIC) {
-          throw dockerFailed(`exec ${db.service} pg_dump`, 'the output is not a pg_dump archive');
-        }
-      } catch (err) {
-        // no partial dump left behind
-        rmSync(file, { force: true });
-        throw err;
-      }
-      progress(`${db.label}: ${mb(statSync(file).size)} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      await dumpInto(ctx.docker, pgDumpArgv(container.Id, db), join(into, db.path), db, progress);
       parts.push({ path: db.path, kind: db.kind });
     }
     return parts;
@@ -170,18 +200,27 @@ async function projectVolumes(c: DockerCli, project: string): Promise<string[]> 
     .filter(Boolean);
 }
 
-export async function restoreDockerData(ctx: DayTwoContext, from: string, parts: DataPart[], progress: (text: string) => void): Promise<void> {
+/**
+ * The database dumps among a restore's parts, each checked to be a pg_dump archive, in the order
+ * given. @throws ERR_RESTORE_BAD_ARCHIVE for a part of another runtime or a file that is no dump
+ */
+export function databasePlan(from: string, parts: DataPart[], runtime: string): Array<{ db: DatabasePart; file: string }> {
   const bad = (detail: string): HospitalApiError => new HospitalApiError('ERR_RESTORE_BAD_ARCHIVE', { file: from, detail });
   const plan: Array<{ db: DatabasePart; file: string }> = [];
   for (const part of parts) {
     const db = DATABASE_PARTS.find((d) => d.kind === part.kind);
-    if (!db) throw bad(`a ${part.kind} part (${part.path}) belongs to the native runtime, not to docker`);
+    if (!db) throw bad(`a ${part.kind} part (${part.path}) belongs to the native runtime, not to ${runtime}`);
     const file = join(from, part.path);
     if (!existsSync(file) || readFileSync(file).subarray(0, PG_DUMP_MAGIC.length).toString('latin1') !== PG_DUMP_MAGIC) {
       throw bad(`${part.path} is not a pg_dump archive`);
     }
     plan.push({ db, file });
   }
+  return plan;
+}
+
+export async function restoreDockerData(ctx: DayTwoContext, from: string, parts: DataPart[], progress: (text: string) => void): Promise<void> {
+  const plan = databasePlan(from, parts, 'docker');
   if (plan.length === 0) return;
   const c = await ctx.cli();
   // Never into databases that exist: an empty install directory next to an old project's volumes is not empty.
@@ -200,20 +239,8 @@ export async function restoreDockerData(ctx: DayTwoContext, from: string, parts:
     for (const { db, file } of plan) {
       const container = await runningOf(ctx, db.service);
       if (!container) throw dockerFailed(`exec ${db.service} pg_restore`, `${db.service} is not running`);
-      const size = statSync(file).size;
-      progress(`${db.label}: pg_restore of ${mb(size)} inside ${db.service}`);
-      const t0 = Date.now();
-      const child = execa(ctx.docker, pgRestoreArgv(container.Id, db), { reject: false, stdin: 'pipe', stdout: 'ignore' });
-      // streamed, counted for the progress lines; a pg_restore that stops early shows in its exit code
-      const input = createReadStream(file);
-      let sent = 0;
-      input.on('data', (chunk) => (sent += chunk.length));
-      input.on('error', (err) => child.kill(err));
-      child.stdin?.on('error', () => input.destroy());
-      if (child.stdin) input.pipe(child.stdin);
-      const res = await withTicks(child, () => progress(`${db.label}: ${mb(sent)} of ${mb(size)} sent`));
-      if (res.exitCode !== 0) throw dockerFailed(`exec ${db.service} pg_restore`, String(res.stderr ?? res.shortMessage ?? ''));
-      progress(`${db.label}: restored in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      progress(`${db.label}: pg_restore of ${mb(statSync(file).size)} inside ${db.service}`);
+      await restoreFrom(ctx.docker, pgRestoreArgv(container.Id, db), file, db, progress);
     }
     await c.compose(['stop', ...services], { timeoutMs: null });
   } catch (err) {
@@ -242,10 +269,11 @@ export async function reloadDockerApiKey(ctx: DayTwoContext): Promise<ApiKeyRelo
   return awaitReloadStatus(status, (s) => Date.parse(s.at) >= sent - 1000, `the API container in ${API_CONTAINER_PATHS.reloadStatus}`);
 }
 
-export async function reloadDockerGatewayTls(ctx: DayTwoContext): Promise<void> {
+export async function reloadDockerGatewayTls(ctx: DayTwoContext): Promise<GatewayTlsReload> {
   const kong = await runningOf(ctx, 'kong');
   if (!kong) throw new HospitalApiError('ERR_INSTALL_ADMIN_UNREACHABLE', { detail: 'the kong container is not running (`hospital-api up`)' });
   // the renewed certificate and key into kong's mounted folder, then nginx reloads them
   await ctx.writeFiles();
   await (await ctx.cli()).run(kongReloadArgv(kong.Id), { timeoutMs: 120_000 });
+  return TLS_RELOADED_IN_PLACE;
 }

@@ -9,7 +9,7 @@ import { HospitalApiError } from '../../errors/index.js';
 import { backupFhirStore, FHIR_STORE_FILE } from '../../fhir/store/online-backup.js';
 import { awaitReloadStatus } from '../api-reload-status.js';
 import { installPaths } from '../../install-dir/layout.js';
-import type { ApiKeyReload, DataPart } from '../types.js';
+import { TLS_RELOADED_IN_PLACE, type ApiKeyReload, type DataPart, type GatewayTlsReload } from '../types.js';
 import { isOurs, runningSupervisor } from './state.js';
 
 
@@ -41,8 +41,9 @@ export async function reloadApiKeyOf(dir: string, pid: number): Promise<ApiKeyRe
   return awaitReloadStatus(path, (s) => s.pid === pid, `the API (pid ${pid})`);
 }
 
-export async function reloadGatewayTls(dir: string): Promise<void> {
+export async function reloadGatewayTls(dir: string): Promise<GatewayTlsReload> {
   process.kill(componentPid(dir, 'gateway'), 'SIGHUP');
+  return TLS_RELOADED_IN_PLACE;
 }
 
 export async function snapshotNativeData(dir: string, into: string, progress: (text: string) => void): Promise<DataPart[]> {

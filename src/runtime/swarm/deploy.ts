@@ -83,6 +83,15 @@ export async function serviceTasks(cli: DockerCli, services: ServiceInspect[]): 
   return res.stdout.trim() ? (JSON.parse(res.stdout) as TaskInspect[]) : [];
 }
 
+/**
+ * The container of a running task of one of the stack's services on this node's engine (kong-admin,
+ * ops: both placed on this node), or null. `docker exec` reaches only this engine's containers.
+ */
+export async function runningTaskHere(cli: DockerCli, stack: string, service: StackService): Promise<string | null> {
+  const ids = lines((await cli.run(['ps', '-q', '--filter', `label=com.docker.swarm.service.name=${stack}_${service}`, '--filter', 'status=running'])).stdout);
+  return ids[0] ?? null;
+}
+
 /** Nodes a published-port task may run on: ready and active (`docker node ls`). */
 export function eligibleNodes(nodes: NodeInspect[]): NodeInspect[] {
   return nodes.filter((n) => n.Status?.State === 'ready' && (n.Spec?.Availability ?? 'active') === 'active');

@@ -13,8 +13,8 @@
  * cannot `docker exec` into another node's containers: exec is an engine call, not a
  * swarm one).
  *
- * Not yet: backup and restore, the certificate reload; each says so with
- * ERR_RUNTIME_UNSUPPORTED.
+ * Backup and restore run through the ops task on this node (day-two.ts); key rotation and
+ * certificate renewal are deploys, since every secret is named by its content (key-reload.ts).
  */
 import { HospitalApiError } from '../../errors/index.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
@@ -24,7 +24,7 @@ import { dockerCli } from '../docker/compose.js';
 import { SERVICE_OF } from '../docker/services.js';
 import { missingApiSettings } from '../../install-dir/api-settings.js';
 import { projectName } from '../docker/render.js';
-import { swarmUnfinished } from './profile.js';
+import { restoreSwarmData, snapshotSwarmData, type SwarmDayTwo } from './day-two.js';
 import { databaseEndpoint } from './databases.js';
 import { reloadSwarmApiKey } from './key-reload.js';
 import { swarmLogs } from './logs.js';
@@ -36,6 +36,7 @@ import {
   newRun,
   placeLabels,
   pruneSecrets,
+  runningTaskHere,
   selfNode,
   serviceTasks,
   stackServices,
@@ -106,6 +107,8 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
     await pruneSecrets(ctx);
   };
 
+  const dayTwo: SwarmDayTwo = { ctx, docker: options.docker ?? 'docker', components, expected };
+
   return {
     name: 'swarm',
     async up() {
@@ -144,30 +147,23 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
       return versionsFromSwarm(stack, await stackServices(cli, stack));
     },
     async admin(method, path, body): Promise<AdminResponse> {
-      const ids = (
-        await cli.run(['ps', '-q', '--filter', `label=com.docker.swarm.service.name=${stack}_kong-admin`, '--filter', 'status=running'])
-      ).stdout
-        .split('\n')
-        .map((s) => s.trim())
-        .filter(Boolean);
-      if (ids.length === 0) {
+      const id = await runningTaskHere(cli, stack, 'kong-admin');
+      if (!id) {
         throw new HospitalApiError('ERR_INSTALL_ADMIN_UNREACHABLE', {
           detail: 'no kong-admin task runs on this node (the node labelled hospital-api.admin=true; `hospital-api up` on it)',
         });
       }
-      return adminCall(cli, ids[0]!, method, path, body);
+      return adminCall(cli, id, method, path, body);
     },
     // a new settings secret, every API task replaced onto it (key-reload.ts)
     reloadApiKey: () => reloadSwarmApiKey(dir, config, () => deployAll(), GATEWAY_PROPAGATION_MS),
-    reloadGatewayTls: async () => {
-      throw swarmUnfinished('certificate renewal is not written yet');
+    // the certificate and key are secrets named by their content: a deploy rolls every gateway task onto the new ones
+    async reloadGatewayTls() {
+      await deployAll();
+      return { connections: 'each gateway task was replaced by one with it in turn (a rolling update): connections to a replaced task closed when it stopped' };
     },
-    snapshotData: async () => {
-      throw swarmUnfinished('backup is not written yet');
-    },
-    restoreData: async () => {
-      throw swarmUnfinished('restore is not written yet');
-    },
+    snapshotData: (into, log) => snapshotSwarmData(dayTwo, into, log),
+    restoreData: (from, parts) => restoreSwarmData(dayTwo, from, parts, ctx.progress),
     logs: (o) => swarmLogs(cli, options.docker ?? 'docker', stack, expected, o),
     async gatewayNodes() {
       const services = await stackServices(cli, stack);

@@ -8,9 +8,12 @@
  * stop-first), and the runtime returns only once every running task mounts the new
  * secret (deploy.ts waitRolledOut). The key every task then uses is the one in the
  * settings file; the answer says whether the gateway accepts it, asked again within the
- * proxies' propagation time.
+ * proxies' propagation time. The CA the tasks trust is a secret too (ca.pem, from
+ * tls/ca.pem): the same deploy rolls a new CA bundle out, and the answer names the first
+ * certificate of the bundle every task now mounts, as the API itself reports it on one host.
  */
-import { keyFingerprint } from '../../api/key-reload.js';
+import { readFileSync } from 'node:fs';
+import { caFingerprint, keyFingerprint } from '../../api/key-reload.js';
 import { withinPropagation } from '../propagation.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';
@@ -19,10 +22,12 @@ import { readEnvFile } from '../../util/env-file.js';
 import type { ApiKeyReload } from '../types.js';
 
 export async function reloadSwarmApiKey(dir: string, config: InstallConfig, redeploy: () => Promise<void>, gatewayPropagationMs: number): Promise<ApiKeyReload> {
-  const key = readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY ?? '';
+  const paths = installPaths(dir);
+  const key = readEnvFile(paths.apiEnv).FHIR_API_KEY ?? '';
+  const ca = caFingerprint(readFileSync(paths.caCert, 'utf8'));
   await redeploy();
   const fingerprint = keyFingerprint(key);
-  if (!key) return { keyFingerprint: fingerprint, gateway: 'no FHIR_API_KEY' };
+  if (!key) return { keyFingerprint: fingerprint, gateway: 'no FHIR_API_KEY', caFingerprint: ca };
   const { result } = await withinPropagation({ runtime: { gatewayPropagationMs } }, () => probeKey(dir, config, key), (p) => p.status === 200 && p.capability);
-  return { keyFingerprint: fingerprint, gateway: result.status === 200 && result.capability ? 'ok' : String(result.status) };
+  return { keyFingerprint: fingerprint, gateway: result.status === 200 && result.capability ? 'ok' : String(result.status), caFingerprint: ca };
 }

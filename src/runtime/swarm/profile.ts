@@ -10,7 +10,6 @@
  * The renderer and the runtime are loaded only when asked.
  */
 import { join } from 'node:path';
-import { HospitalApiError } from '../../errors/index.js';
 import type { RuntimeProfile } from '../profile.js';
 import { SERVICE_OF } from '../docker/services.js';
 import { DEMO_PLATFORM } from '../docker/demo-platform.js';
@@ -23,11 +22,6 @@ export const SWARM_API_PATHS = Object.freeze({
   ca: '/run/secrets/ca.pem',
   auditLog: '/var/log/hospital-api/audit.log',
 });
-
-/** What install and openRuntime say until the runtime is finished. */
-export function swarmUnfinished(detail: string): HospitalApiError {
-  return new HospitalApiError('ERR_RUNTIME_UNSUPPORTED', { runtime: 'swarm', detail });
-}
 
 export const swarmProfile: RuntimeProfile = {
   name: 'swarm',

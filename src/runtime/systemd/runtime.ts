@@ -18,7 +18,7 @@ import { componentSpecs } from '../native/components.js';
 import { componentHealth } from '../native/health.js';
 import { createNativeRuntime, supervisorSummary } from '../native/index.js';
 import { reloadApiKeyOf } from '../native/maintenance.js';
-import type { ComponentState, Runtime } from '../types.js';
+import { TLS_RELOADED_IN_PLACE, type ComponentState, type Runtime } from '../types.js';
 import { defaultUnitOptions, renderUnits, TARGET, unitName } from './units.js';
 
 /** Where the units of an install go: systemd's directory for the administrator's units (systemd.unit(5)). */
@@ -169,6 +169,7 @@ export function createSystemdRuntime(dir: string, config: InstallConfig): Runtim
     async reloadGatewayTls() {
       await mainPid('gateway');
       await systemctl(['reload', unitName('gateway')]); // ExecReload: SIGHUP
+      return TLS_RELOADED_IN_PLACE;
     },
     snapshotData: (into, progress) => native.snapshotData(into, progress),
     restoreData: (from, parts) => native.restoreData(from, parts),

@@ -1,0 +1,58 @@
+/**
+ * The swarm runtime's backup and restore command lines (src/runtime/swarm/day-two.ts), checked
+ * without an engine: pg_dump, pg_restore and psql run in the ops task with the host, port,
+ * database and user of the line of its password file that libpq must match (PostgreSQL docs,
+ * "The Password File": the first line matching all four is used, so one field off and the
+ * command stops at a password prompt it cannot answer), for the stack's own databases and for a
+ * server the hospital runs; every value is one argv element. What they do on a real swarm is
+ * proven by test/swarm-engine/stack.test.ts (backup, restore into a new directory, up, verify).
+ */
+import { describe, expect, it } from 'vitest';
+import { DATABASE_PARTS, pgDumpArgv, pgRestoreArgv } from '../../../src/runtime/docker/day-two.js';
+import { psqlArgv, targetOf } from '../../../src/runtime/swarm/day-two.js';
+import { pgpass } from '../../../src/runtime/swarm/secrets.js';
+import { swarmSettings } from '../../../src/runtime/swarm/settings.js';
+import type { RuntimeFlags } from '../../../src/runtime/profile.js';
+import { installConfig } from '../../helpers/install-config.js';
+
+const config = (flags: RuntimeFlags = {}) => installConfig({ runtime: 'swarm', swarm: swarmSettings(undefined, flags) });
+
+/** The value after `flag` in an argv. */
+function after(argv: string[], flag: string): string | undefined {
+  const i = argv.indexOf(flag);
+  return i < 0 ? undefined : argv[i + 1];
+}
+
+describe('swarm backup and restore through the ops task', () => {
+  const cases: Array<[string, RuntimeFlags]> = [
+    ["the stack's own databases", {}],
+    ["the hospital's servers", { kongDatabaseUrl: 'postgres://gw@db1.hospital.example:6432/gateway', fhirDatabaseUrl: 'postgres://fhir_owner@[2001:db8::5]/fhir' }],
+  ];
+  for (const [what, flags] of cases) {
+    it(`reaches ${what} as the password file names them`, () => {
+      const c = config(flags);
+      // host:port:database:username of each line, libpq's `\` escapes undone (no field here ends in a backslash)
+      const lines = pgpass(c, { kong: 'k', hapi: 'h' }).trim().split('\n').map((l) => l.split(/(?<!\\):/).slice(0, 4).map((f) => f.replace(/\\(.)/g, '$1')).join(' '));
+      for (const db of DATABASE_PARTS) {
+        const t = targetOf(c, db);
+        for (const argv of [pgDumpArgv('ops1', t, t.at), pgRestoreArgv('ops1', t, t.at), psqlArgv('ops1', t, 'SELECT 1')]) {
+          expect(argv.slice(0, argv[1] === '-i' ? 3 : 2)).toEqual(argv[1] === '-i' ? ['exec', '-i', 'ops1'] : ['exec', 'ops1']);
+          const fields = [after(argv, '--host'), after(argv, '--port'), after(argv, '--dbname'), after(argv, '--username')];
+          // the password is never on the command line: libpq reads PGPASSFILE, and a prompt is refused
+          expect(argv).toContain('--no-password');
+          expect(lines, argv.join(' ')).toContain(fields.join(' '));
+        }
+      }
+      expect(targetOf(c, DATABASE_PARTS[0]!).own).toBe(Object.keys(flags).length === 0);
+    });
+  }
+
+  it('runs each statement list as one transaction that stops at its first error, each value one argv element', () => {
+    const odd = "x'; DROP TABLE t; --";
+    const argv = psqlArgv(odd, { at: { host: odd, port: '5432' }, user: odd, database: odd }, 'SELECT 1');
+    expect(argv.filter((a) => a === odd)).toHaveLength(4);
+    expect(argv).toEqual(expect.arrayContaining(['--single-transaction', '--no-psqlrc']));
+    expect(after(argv, '--set')).toBe('ON_ERROR_STOP=1');
+    expect(argv[argv.length - 1]).toBe('SELECT 1');
+  });
+});
