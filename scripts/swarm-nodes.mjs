@@ -50,6 +50,9 @@ export const NODES = Object.freeze(['n1', 'n2', 'n3'].map((name, i) => ({
   name,
   ns: `${PREFIX}-${name}`,
   addr: `198.51.100.1${i + 1}`,
+  // the node's own local networks (docker_gwbridge, by which a task reaches a server outside the
+  // swarm): a range of its own, so the bridge namespace routes each node's back to it
+  localPool: `172.3${i + 1}.0.0/16`,
   role: i === 0 ? 'manager' : 'worker',
   socket: path.join(RUN, name, 'docker.sock'),
 })));
@@ -124,6 +127,8 @@ async function start() {
   await $`ip -n ${BRIDGE_NS} link add br0 type bridge`;
   await $`ip -n ${BRIDGE_NS} addr add ${BRIDGE_ADDR}/24 dev br0`;
   await $`ip -n ${BRIDGE_NS} link set br0 up`;
+  // a router between the nodes' local networks (no NAT: each node's tasks keep their own addresses)
+  await $`nsenter --net=/run/netns/${BRIDGE_NS} sh -c ${'echo 1 > /proc/sys/net/ipv4/ip_forward'}`;
 
   const ctls = controllers();
   for (const node of NODES) {
@@ -137,6 +142,7 @@ async function start() {
     await $`ip -n ${node.ns} addr add ${node.addr}/24 dev eth0`;
     await $`ip -n ${node.ns} link set eth0 up`;
     await $`ip -n ${node.ns} route add default via ${BRIDGE_ADDR}`;
+    await $`ip -n ${BRIDGE_NS} route add ${node.localPool} via ${node.addr}`;
 
     for (const ctl of ctls) {
       const dir = path.join(ctl, PREFIX, node.name);
@@ -170,6 +176,7 @@ async function start() {
       '--ip-masq=false',
       '--bridge=none',
       `--dns=${BRIDGE_ADDR}`,
+      `--default-address-pool=base=${node.localPool},size=24`,
       `--cgroup-parent=/${PREFIX}/${node.name}`,
       '--log-driver=json-file',
       '--log-opt=max-size=10m',

@@ -30,7 +30,7 @@
  * (daemons, namespaces, mounts, cgroups), also when a case failed.
  */
 import { appendFileSync, chownSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { X509Certificate } from 'node:crypto';
+import { randomBytes, X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -63,6 +63,8 @@ const PAGE_SIZE = 20;
 let dir = tempDir('hapi-swarm-tier-');
 const platformDir = tempDir('hapi-swarm-platform-');
 let stack = projectName(dir);
+/** The synthetic patients as FHIR files (`fhir generate`), loaded into each install's FHIR server. */
+const dataDir = join(tempDir('hapi-swarm-data-'), 'tier-data');
 /** The platform stand-in, a service outside the stack on the stack's network. */
 const platformService = `${stack}-platform`;
 const hostsFile = join(tempDir('hapi-swarm-hosts-'), 'hosts');
@@ -116,8 +118,8 @@ async function presentedOn(node: NodeName, caFile: string): Promise<string> {
 }
 
 /** POST /api/patients from a client in the bridge namespace (a machine on the hospital's network in front of the nodes). */
-function postFromBridge(node: NodeName, body: string) {
-  return lanCurl(`http://${NODE_ADDRESS[node]}:${PORTS.api}/api/patients`, { port: PORTS.api, netns: 'hapi-sw-br', args: ['-H', 'content-type: application/json'], data: body });
+function postFromBridge(node: NodeName, body: string, port = PORTS.api) {
+  return lanCurl(`http://${NODE_ADDRESS[node]}:${port}/api/patients`, { port, netns: 'hapi-sw-br', args: ['-H', 'content-type: application/json'], data: body });
 }
 
 /** The nodes running a task of one of the stack's services now (host names), from the manager. */
@@ -258,7 +260,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     const secrets = (await onNode(MANAGER, ['secret', 'ls', '--format', '{{.Name}}'])).out.split('\n').filter((n) => n.startsWith(`${stack}_hospital-api.env-`));
     expect(secrets).toHaveLength(1);
 
-    const data = join(dir, 'tier-data');
+    const data = dataDir;
     const gen = await runCli(['fhir', 'generate', '--patients', String(PATIENTS), '--seed', SEED, '--sizes', SIZES, '--out', data]);
     expect(gen.exitCode, String(gen.stderr)).toBe(0);
     // the installation's own FHIR address: the FHIR door on the manager's loopback, with its token
@@ -548,4 +550,81 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       await client.stop();
     }
   }, 600_000);
+
+  it("an install whose Kong and HAPI databases are the hospital's Postgres server outside the swarm: install, consumer, verify ACCEPTED, a record, a backup", async () => {
+    // the hospital's server: a container of n1's engine on n1's own network (198.51.100.11:5432), in no stack;
+    // tasks on every node reach it through their node's docker_gwbridge (scripts/swarm-nodes.mjs routes them back)
+    const server = { container: 'hospital-postgres', address: NODE_ADDRESS[MANAGER], port: 5432 };
+    const ports = { api: 9100, gatewayHttps: 8543, fhir: 8180 };
+    dir = tempDir('hapi-swarm-external-');
+    stack = projectName(dir);
+    // the hospital sets each role's password to the file install reads it from (no password in a URL or a flag)
+    const secrets = join(dir, 'secrets');
+    mkdirSync(secrets, { mode: 0o700 });
+    const passwords = { gw: randomBytes(18).toString('hex'), fhir_owner: randomBytes(18).toString('hex') };
+    writeFileSync(join(secrets, 'kong-pg-password'), `${passwords.gw}\n`, { mode: 0o600 });
+    writeFileSync(join(secrets, 'hapi-pg-password'), `${passwords.fhir_owner}\n`, { mode: 0o600 });
+    const superuser = join(tempDir('hapi-swarm-pgsuper-'), 'password');
+    writeFileSync(superuser, `${randomBytes(18).toString('hex')}\n`, { mode: 0o600 });
+    await onNode(MANAGER, [
+      'run', '--detach', '--name', server.container, '--network', 'host', '--env', 'POSTGRES_USER=postgres', '--env', 'POSTGRES_PASSWORD_FILE=/run/superuser',
+      '--mount', `type=bind,source=${superuser},target=/run/superuser,readonly`, TIER_IMAGES.postgres,
+    ]);
+    const onServer = (sql: string) =>
+      execa('docker', ['exec', '-i', server.container, 'psql', '--no-psqlrc', '-v', 'ON_ERROR_STOP=1', '-qtA', '-U', 'postgres', '-d', 'postgres'], {
+        input: sql, reject: false, env: { DOCKER_HOST: `unix://${nodeSocket(MANAGER)}`, DOCKER_API_VERSION: '1.41' },
+      });
+    await until(() => onServer('SELECT 1'), { what: "the hospital's Postgres server", timeoutMs: 60_000, intervalMs: 500, ok: (r) => r.exitCode === 0 });
+    const created = await onServer(
+      `CREATE ROLE gw LOGIN PASSWORD '${passwords.gw}'; CREATE DATABASE gateway OWNER gw; CREATE ROLE fhir_owner LOGIN PASSWORD '${passwords.fhir_owner}'; CREATE DATABASE fhir OWNER fhir_owner;`,
+    );
+    expect(created.exitCode, String(created.stderr)).toBe(0);
+    const at = `${server.address}:${server.port}`;
+    const install = await cli([
+      'install', '--runtime', 'swarm', '--host', SITE, '--generate-ca', '--json',
+      '--platform-url', `http://platform:${PLATFORM_PORT}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
+      '--kong-image', TIER_IMAGES.kong, '--hapi-image', TIER_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api,
+      '--gateway-replicas', '1', '--api-replicas', '1', '--fhir-replicas', '1', '--overlay-encryption', 'off',
+      '--kong-database-url', `postgres://gw@${at}/gateway`, '--fhir-database-url', `postgres://fhir_owner@${at}/fhir`,
+      '--api-port', String(ports.api), '--gateway-https-port', String(ports.gatewayHttps), '--fhir-port', String(ports.fhir),
+    ]);
+    expect(install.code, `${install.out}\n${install.err}`).toBe(0);
+    expect(readFileSync(join(secrets, 'kong-pg-password'), 'utf8').trim() === passwords.gw, 'the password the hospital set is kept').toBe(true);
+    // no database service of the stack's own; Kong's migrations and HAPI made their tables in the hospital's databases
+    const services = (await onNode(MANAGER, ['service', 'ls', '--format', '{{.Name}}', '--filter', `label=com.docker.stack.namespace=${stack}`])).out.split('\n').filter(Boolean);
+    expect(services.filter((n) => n.endsWith('-database'))).toEqual([]);
+    const tables = async (db: string) => Number(String((await onServer(`\\c ${db}\nSELECT count(*) FROM pg_tables WHERE schemaname = 'public';`)).stdout).trim().split('\n').pop());
+    expect(await tables('gateway')).toBeGreaterThan(0);
+    expect(await tables('fhir')).toBeGreaterThan(0);
+
+    await platformOn();
+    appendFileSync(installPaths(dir).apiEnv, `FHIR_PAGE_SIZE=${PAGE_SIZE}\n`);
+    const consumer = await cli(['consumer', 'create', 'tier-hospital', '--write-env']);
+    expect(consumer.code, consumer.err).toBe(0);
+    const load = await cli(['fhir', 'load', join(dataDir, '00-shared.json'), join(dataDir, '01-patients.ndjson')]);
+    expect(load.code, load.err).toBe(0);
+    siteAt((await nodesOf('kong'))[0]!);
+    const verify = await cli(['verify', '--json']);
+    expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
+    expect(JSON.parse(verify.out).result.record.result).toBe('accepted');
+
+    const patient = [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
+    const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const expected = [patient.patient, ...patient.groups.flatMap((g) => g.resources)].map((r) => r.id);
+    const node = (await nodesOf('hospital-api'))[0]!;
+    const res = await until(() => postFromBridge(node, JSON.stringify({ platformCareId: patient.careId, token }), ports.api), {
+      what: `a record from the API on ${node}, HAPI's data in the hospital's database`,
+      timeoutMs: 90_000,
+      intervalMs: 1000,
+      ok: (r) => r.code === 0 && r.status === 200,
+    });
+    expect(expected.filter((id) => !syntheticIds((JSON.parse(res.body) as { resources: RecordEntry[] }).resources).has(id))).toEqual([]);
+
+    // backup dumps the hospital's databases through the ops task, by the address in the URLs
+    const archive = join(tempDir('hapi-swarm-backup-'), 'external.tar');
+    const backup = await cli(['backup', '--out', archive, '--json'], { HOSPITAL_API_BACKUP_PASSPHRASE: 'swarm tier passphrase, long enough' });
+    expect(backup.code, `${backup.out}\n${backup.err}`).toBe(0);
+    expect(backup.err).toContain(`(gateway at ${server.address}:${server.port}): pg_dump in the ops task`);
+    expect((JSON.parse(backup.out).result.parts as Array<{ kind: string }>).filter((p) => p.kind.endsWith('-database'))).toHaveLength(2);
+  }, 900_000);
 });
