@@ -5,9 +5,13 @@
  * client in the bridge namespace, on every node that runs an API task → a
  * rolling install --api-image under a steady client through a load balancer →
  * logs, down and up → install again to scale from two to three gateway and API
- * replicas → consumer rotate-key --write-env under the same client → a lost
+ * replicas → consumer rotate-key --write-env under the same client → cert renew
+ * --renew-ca under the same client (every node presents the new certificate) →
+ * backup while serving, down, a restore refused into databases that hold data,
+ * restore into a new directory, up, verify ACCEPTED, the same record → a lost
  * worker running one of each of Kong, HAPI and the API, with records flowing on
- * through another node.
+ * through another node → a second install whose Kong and HAPI databases are a
+ * Postgres server outside the swarm (install, consumer, verify, a record, a backup).
  *
  * The CLI runs as a hospital runs it, on the manager: in n1's network namespace
  * (so its loopback is n1's, where the FHIR door is published) with n1's engine
@@ -442,7 +446,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       for (const key of ['ca.pem', 'gateway.pem', 'gateway.key']) expect(secrets.filter((n) => n.startsWith(`${stack}_${key}-`)), key).toHaveLength(1);
       const results = await client.stop();
       const failed = results.filter((x) => !x.ok);
-      say(`cert renew --renew-ca: ${secondsSince(t0)} s; ${results.length} requests through the balancer meanwhile, ${failed.length} failed (${failed.slice(0, 3).map((f) => f.last).join(', ')}), ${results.reduce((n, x) => n + x.redispatched, 0)} redispatched`);
+      say(`cert renew --renew-ca: ${secondsSince(t0)} s; ${results.length} requests through the balancer meanwhile, ${failed.length} failed${failed.length ? ` (${failed.slice(0, 3).map((f) => f.last).join(', ')})` : ''}, ${results.reduce((n, x) => n + x.redispatched, 0)} redispatched`);
       expect(oldCa.fingerprint256).not.toBe(result.ca.fingerprint256);
       // every request sent once the renewal had returned succeeds
       expect(results.filter((x) => x.at >= done && !x.ok)).toEqual([]);
@@ -541,8 +545,8 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       await new Promise((resolve) => setTimeout(resolve, 20_000));
       const after = (await client.stop()).filter((r) => r.at >= t0);
       const failed = after.filter((r) => !r.ok);
-      const lastFailure = failed.length ? ((failed[failed.length - 1]!.at - t0) / 1000).toFixed(1) : 'none';
-      say(`${victim} killed: ${failed.length} of ${after.length} requests to ${survivor} failed (the last ${lastFailure} s after the kill); kong, HAPI and the API back on two nodes after ${back} s`);
+      const lastFailure = failed.length ? ` (the last ${((failed[failed.length - 1]!.at - t0) / 1000).toFixed(1)} s after the kill)` : '';
+      say(`${victim} killed: ${failed.length} of ${after.length} requests to ${survivor} failed${lastFailure}; kong, HAPI and the API back on two nodes after ${back} s`);
       // requests in flight on the lost node may fail; every request started 20 s after the kill succeeds
       expect(after.filter((r) => r.at - t0 >= 20_000 && !r.ok)).toEqual([]);
       expect(after.filter((r) => r.at - t0 >= 20_000).length).toBeGreaterThan(10);
