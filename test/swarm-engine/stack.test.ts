@@ -126,6 +126,28 @@ function postFromBridge(node: NodeName, body: string, port = PORTS.api) {
   return lanCurl(`http://${NODE_ADDRESS[node]}:${port}/api/patients`, { port, netns: 'hapi-sw-br', args: ['-H', 'content-type: application/json'], data: body });
 }
 
+/** `verify --json` on the current install: exit 0 and the record ACCEPTED. */
+async function expectAccepted(): Promise<void> {
+  const verify = await cli(['verify', '--json']);
+  expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
+  expect(JSON.parse(verify.out).result.record.result).toBe('accepted');
+}
+
+/** POST /api/patients for the largest patient to the API on `node`, asked again while it comes up: every resource of the record is there. */
+async function expectWholeRecord(node: NodeName, what: string, port = PORTS.api): Promise<void> {
+  const patient = [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
+  const token = tokens.find((t) => t.careId === patient.careId)!.token;
+  const expected = [patient.patient, ...patient.groups.flatMap((g) => g.resources)].map((r) => r.id);
+  const res = await until(() => postFromBridge(node, JSON.stringify({ platformCareId: patient.careId, token }), port), {
+    what: `a record from ${what} on ${node}`,
+    timeoutMs: 90_000,
+    intervalMs: 1000,
+    ok: (r) => r.code === 0 && r.status === 200,
+  });
+  const got = syntheticIds((JSON.parse(res.body) as { resources: RecordEntry[] }).resources);
+  expect(expected.filter((id) => !got.has(id)), node).toEqual([]);
+}
+
 /** The nodes running a task of one of the stack's services now (host names), from the manager. */
 async function nodesOf(service: string): Promise<NodeName[]> {
   const { out } = await onNode(MANAGER, ['service', 'ps', `${stack}_${service}`, '--filter', 'desired-state=running', '--format', '{{.Node}} {{.CurrentState}}']);
@@ -450,9 +472,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       expect(oldCa.fingerprint256).not.toBe(result.ca.fingerprint256);
       // every request sent once the renewal had returned succeeds
       expect(results.filter((x) => x.at >= done && !x.ok)).toEqual([]);
-      const verify = await cli(['verify', '--json']);
-      expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
-      expect(JSON.parse(verify.out).result.record.result).toBe('accepted');
+      await expectAccepted();
     } finally {
       await client.stop();
     }
@@ -492,22 +512,9 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     const up = await cli(['up']);
     expect(up.code, `${up.out}\n${up.err}`).toBe(0);
     await platformOn();
-    const verify = await cli(['verify', '--json']);
-    expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
-    expect(JSON.parse(verify.out).result.record.result).toBe('accepted');
+    await expectAccepted();
     // the record comes from the restored FHIR database, through the restored gateway's consumer and key
-    const patient = [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
-    const token = tokens.find((t) => t.careId === patient.careId)!.token;
-    const expected = [patient.patient, ...patient.groups.flatMap((g) => g.resources)].map((r) => r.id);
-    const node = (await nodesOf('hospital-api'))[0]!;
-    const res = await until(() => postFromBridge(node, JSON.stringify({ platformCareId: patient.careId, token })), {
-      what: `a record from the restored stack's API on ${node}`,
-      timeoutMs: 90_000,
-      intervalMs: 1000,
-      ok: (r) => r.code === 0 && r.status === 200,
-    });
-    const got = syntheticIds((JSON.parse(res.body) as { resources: RecordEntry[] }).resources);
-    expect(expected.filter((id) => !got.has(id))).toEqual([]);
+    await expectWholeRecord((await nodesOf('hospital-api'))[0]!, "the restored stack's API");
   }, 1_800_000);
 
   it('a lost worker that runs one of each of Kong, HAPI and the API: new records succeed within 20 s, and the replicas run on the remaining nodes', async () => {
@@ -608,21 +615,8 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     const load = await cli(['fhir', 'load', join(dataDir, '00-shared.json'), join(dataDir, '01-patients.ndjson')]);
     expect(load.code, load.err).toBe(0);
     siteAt((await nodesOf('kong'))[0]!);
-    const verify = await cli(['verify', '--json']);
-    expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
-    expect(JSON.parse(verify.out).result.record.result).toBe('accepted');
-
-    const patient = [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
-    const token = tokens.find((t) => t.careId === patient.careId)!.token;
-    const expected = [patient.patient, ...patient.groups.flatMap((g) => g.resources)].map((r) => r.id);
-    const node = (await nodesOf('hospital-api'))[0]!;
-    const res = await until(() => postFromBridge(node, JSON.stringify({ platformCareId: patient.careId, token }), ports.api), {
-      what: `a record from the API on ${node}, HAPI's data in the hospital's database`,
-      timeoutMs: 90_000,
-      intervalMs: 1000,
-      ok: (r) => r.code === 0 && r.status === 200,
-    });
-    expect(expected.filter((id) => !syntheticIds((JSON.parse(res.body) as { resources: RecordEntry[] }).resources).has(id))).toEqual([]);
+    await expectAccepted();
+    await expectWholeRecord((await nodesOf('hospital-api'))[0]!, "the API, HAPI's data in the hospital's database,", ports.api);
 
     // backup dumps the hospital's databases through the ops task, by the address in the URLs
     const archive = join(tempDir('hapi-swarm-backup-'), 'external.tar');
