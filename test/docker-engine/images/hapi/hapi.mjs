@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { DatabaseSync, backup } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PgSession, schemaSql, psql, psqlAsync, saveBlobSql } from './pg-blob.mjs';
+import { readBody } from './http-body.mjs';
 
 const env = process.env;
 const H2 = 'ca.uhn.fhir.jpa.model.dialect.HapiFhirH2Dialect';
@@ -257,15 +258,6 @@ function operationOutcome(res, status, text) {
   const body = JSON.stringify({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'transient', diagnostics: text }] });
   res.writeHead(status, { 'content-type': 'application/fhir+json;charset=utf-8', 'content-length': Buffer.byteLength(body) });
   res.end(body);
-}
-
-function readBody(req) {
-  return new Promise((resolve, reject) => {
-    const chunks = [];
-    req.on('data', (d) => chunks.push(d));
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
 }
 
 const HOP = ['connection', 'keep-alive', 'transfer-encoding', 'proxy-connection', 'upgrade'];

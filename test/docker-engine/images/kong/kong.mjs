@@ -16,6 +16,7 @@ import { createServer, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { schemaSql, psql, readBlobAfter, saveBlobIf } from './pg-blob.mjs';
+import { readBody } from './http-body.mjs';
 
 const VERSION = '3.9.3';
 const env = process.env;
@@ -162,15 +163,6 @@ function forward(target, req, body) {
     });
     out.on('error', reject);
     out.end(body);
-  });
-}
-
-function readBody(req) {
-  return new Promise((resolve, reject) => {
-    const chunks = [];
-    req.on('data', (d) => chunks.push(d));
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
   });
 }
 
