@@ -35,7 +35,7 @@
  */
 import { appendFileSync, chownSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes, X509Certificate } from 'node:crypto';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, runCli } from '../helpers/cli.js';
@@ -478,7 +478,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     }
   }, 900_000);
 
-  it('backup while the stack serves; restore into a new directory once it is down; up on the restored data is ACCEPTED and serves the same record', async () => {
+  it('backup while the stack serves and once it is down; restore into a new directory; up on the restored data is ACCEPTED and serves the same record', async () => {
     const archive = join(tempDir('hapi-swarm-backup-'), 'site.tar');
     const env = { HOSPITAL_API_BACKUP_PASSPHRASE: 'swarm tier passphrase, long enough' };
     const backup = await cli(['backup', '--out', archive, '--json'], env);
@@ -490,6 +490,13 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     await platformOff();
     const down = await cli(['down']);
     expect(down.code, down.err).toBe(0);
+    // a stack that is down is backed up too: its databases and ops alone, removed again after the dump
+    const stoppedArchive = join(dirname(archive), 'stopped.tar');
+    const stopped = await cli(['backup', '--out', stoppedArchive, '--json'], env);
+    expect(stopped.code, `${stopped.out}\n${stopped.err}`).toBe(0);
+    expect(stopped.err).toMatch(/with its databases and ops alone, for the dump/);
+    expect((JSON.parse(stopped.out).result.parts as Array<{ kind: string }>).filter((p) => p.kind.endsWith('-database'))).toHaveLength(2);
+    expect((await onNode(MANAGER, ['service', 'ls', '-q', '--filter', `label=com.docker.stack.namespace=${stack}`])).out.trim()).toBe('');
     dir = tempDir('hapi-swarm-restored-');
     stack = projectName(dir);
     const restore = await cli(['restore', archive, '--json'], env);
@@ -501,7 +508,8 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     // data) is refused before anything is written: the directory stays empty, no stack is left
     renameSync(dir, `${dir}.first`);
     mkdirSync(dir);
-    const again = await cli(['restore', archive, '--json'], env);
+    // (the stopped stack's archive: read, decrypted and checked in full before the refusal)
+    const again = await cli(['restore', stoppedArchive, '--json'], env);
     expect(again.code, `${again.out}\n${again.err}`).toBe(2);
     expect(JSON.parse(again.out).error.code).toBe('ERR_RESTORE_NOT_EMPTY');
     expect(again.err + again.out).toMatch(/already holds \d+ tables/);
