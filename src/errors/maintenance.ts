@@ -77,6 +77,12 @@ export const maintenanceErrors = {
     exit: 2,
     hint: 'Restore into a new --dir, or move the old directory away first.',
   },
+  ERR_RESTORE_PARTIAL: {
+    message: 'Restore failed ({detail}), and {what} could not be emptied again: it holds part of the backup',
+    status: 500,
+    exit: 1,
+    hint: 'Drop and create those databases again (or remove their volumes) before the next restore; the install directory was left empty.',
+  },
   ERR_UPGRADE_FORMAT: {
     message: 'install.json in {dir} has format {found}; this toolkit knows formats up to {known}',
     status: 400,

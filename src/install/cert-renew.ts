@@ -249,34 +249,44 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
     const want = new X509Certificate(renewed.gateway.certPem).fingerprint256;
     const caPem = readFileSync(paths.caCert, 'utf8');
     const host = config.hosts[0] ?? 'localhost';
-    const reload = await runtime.reloadGatewayTls();
-    // every address new connections reach the gateway at: this host's, or each node that publishes it (swarm)
-    const targets = runtime.gatewayNodes ? (await runtime.gatewayNodes()).map((n) => ({ name: n.node, address: n.address })) : [{ name: 'this host', address: '127.0.0.1' }];
-    const deadline = Date.now() + PICKUP_TIMEOUT_MS;
-    let behind = targets;
+    // everything from the reload to the last probe: on any failure the previous files go back and are reloaded
+    let targets: Array<{ name: string; address: string }> = [];
+    let behind: typeof targets = [];
     let lastError = '';
-    while (behind.length > 0 && Date.now() < deadline) {
-      const still: typeof targets = [];
-      for (const t of behind) {
-        try {
-          if ((await presentedFingerprint(caPem, config.ports.gatewayHttps, host, t.address)) !== want) still.push(t);
-        } catch (err) {
-          lastError = `${t.name}: ${(err as Error).message}`;
-          still.push(t);
+    try {
+      const reload = await runtime.reloadGatewayTls();
+      // every address new connections reach the gateway at: this host's, or each node that publishes it (swarm)
+      targets = runtime.gatewayNodes ? (await runtime.gatewayNodes()).map((n) => ({ name: n.node, address: n.address })) : [{ name: 'this host', address: '127.0.0.1' }];
+      const deadline = Date.now() + PICKUP_TIMEOUT_MS;
+      behind = targets;
+      while (behind.length > 0 && Date.now() < deadline) {
+        const still: typeof targets = [];
+        for (const t of behind) {
+          try {
+            if ((await presentedFingerprint(caPem, config.ports.gatewayHttps, host, t.address)) !== want) still.push(t);
+          } catch (err) {
+            lastError = `${t.name}: ${(err as Error).message}`;
+            still.push(t);
+          }
         }
+        behind = still;
+        if (behind.length > 0) await sleep(100);
       }
-      behind = still;
-      if (behind.length > 0) await sleep(100);
-    }
-    if (behind.length > 0 || targets.length === 0) {
+      if (targets.length === 0) throw renewError('after the reload no host publishes the gateway', 'See `hospital-api status`; the previous certificate files are back.');
+      if (behind.length > 0) throw new HospitalApiError('ERR_CERT_NOT_PICKED_UP', { seconds: PICKUP_TIMEOUT_MS / 1000 });
+      gatewayReloaded = true;
+      log(`the gateway presents the new certificate to new connections${targets.length > 1 ? ` on ${targets.length} hosts (${targets.map((t) => t.name).join(', ')})` : ''}, verified against the CA; ${reload.connections}`);
+    } catch (err) {
       restoreAll(before);
-      await runtime.reloadGatewayTls().catch(() => undefined);
-      const on = targets.length === 0 ? 'no node publishes the gateway' : `not on ${behind.map((t) => t.name).join(', ')}`;
-      log(`the gateway did not take the new certificate (${on}${lastError ? `; ${lastError}` : ''}); the previous files are back`);
-      throw new HospitalApiError('ERR_CERT_NOT_PICKED_UP', { seconds: PICKUP_TIMEOUT_MS / 1000 });
+      const back = await runtime.reloadGatewayTls().then(
+        () => 'the previous files are back and reloaded',
+        (e: unknown) => `the previous files are back, but reloading them failed too (${(e as Error).message}): run \`hospital-api up\``,
+      );
+      const notPickedUp = err instanceof HospitalApiError && err.code === 'ERR_CERT_NOT_PICKED_UP';
+      const why = notPickedUp ? `not on ${behind.map((t) => t.name).join(', ')}` : (err as Error).message;
+      log(`the gateway did not take the new certificate (${why}${lastError ? `; ${lastError}` : ''}); ${back}`);
+      throw err;
     }
-    gatewayReloaded = true;
-    log(`the gateway presents the new certificate to new connections${targets.length > 1 ? ` on ${targets.length} hosts (${targets.map((t) => t.name).join(', ')})` : ''}, verified against the CA; ${reload.connections}`);
   } else {
     log('the gateway is not running: it loads the new certificate when it starts');
   }

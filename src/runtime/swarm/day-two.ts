@@ -18,8 +18,8 @@
  *   not be empty, and is refused before anything is written). The databases and ops alone are
  *   deployed, each archive goes in with `pg_restore --single-transaction` (all or nothing per
  *   database), and the stack is removed again; `up` then starts everything on the restored data.
- *   When a later database fails, those already restored are emptied again, so a failed restore
- *   leaves every database as it found it.
+ *   When a later database fails, those already restored are emptied again and counted again; one
+ *   that cannot be emptied is named (ERR_RESTORE_PARTIAL) rather than passed over.
  */
 import { HospitalApiError } from '../../errors/index.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
@@ -67,10 +67,17 @@ const OBJECT_COUNT_SQL = "SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_cat
 
 /**
  * Empties a database a failed restore had written: Kong's and HAPI's objects are all in `public`
- * (their migrations create no other schema), recreated as PostgreSQL 15 makes it (owned by
- * pg_database_owner, usable by every role: PostgreSQL docs, "The Public Schema").
+ * (their migrations create no other schema), dropped with it and the schema made again, owned as
+ * PostgreSQL 15 makes it (pg_database_owner, from 14 on; else the restoring role) and usable by
+ * every role (PostgreSQL docs, "The Public Schema"). Where the role may not drop `public` (a server
+ * older than 15 keeps it the bootstrap superuser's), this fails and the recount names the database.
  */
-const EMPTY_AGAIN_SQL = 'DROP SCHEMA public CASCADE; CREATE SCHEMA public AUTHORIZATION pg_database_owner; GRANT USAGE ON SCHEMA public TO PUBLIC;';
+const EMPTY_AGAIN_SQL = [
+  'DROP SCHEMA public CASCADE;',
+  'CREATE SCHEMA public;',
+  "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'pg_database_owner') THEN ALTER SCHEMA public OWNER TO pg_database_owner; END IF; END $$;",
+  'GRANT USAGE ON SCHEMA public TO PUBLIC;',
+].join(' ');
 
 /** `docker exec <ops> psql …` running one statement list in one transaction; the password from PGPASSFILE. */
 export function psqlArgv(container: string, t: Pick<Target, 'at' | 'user' | 'database'>, sql: string): string[] {
@@ -81,6 +88,13 @@ async function psql(day: SwarmDayTwo, ops: string, t: Target, sql: string): Prom
   const res = await day.ctx.cli.run(psqlArgv(ops, t, sql), { allowFail: true });
   if (res.exitCode !== 0) throw dockerFailed(`exec ops psql (${t.database} at ${t.at.host})`, res.stderr);
   return res.stdout.trim();
+}
+
+/** Relations in the database outside PostgreSQL's own schemas. @throws ERR_INSTALL_DOCKER when psql answers anything but a count */
+async function objectCount(day: SwarmDayTwo, ops: string, t: Target): Promise<number> {
+  const out = await psql(day, ops, t, OBJECT_COUNT_SQL);
+  if (!/^\d+$/.test(out)) throw dockerFailed(`exec ops psql (${t.database} at ${t.at.host})`, `expected a count, got "${out.slice(0, 80)}"`);
+  return Number(out);
 }
 
 /** The ops task's container on this node. @throws ERR_INSTALL_DOCKER when none runs here */
@@ -103,15 +117,28 @@ async function withDatabasesOnly<T>(day: SwarmDayTwo, why: string, work: (ops: s
   const nodes = await swarmNodes(ctx.cli);
   await placeLabels(ctx, nodes, self);
   ctx.progress(`deploying stack ${ctx.stack} with its databases and ops alone, ${why}`);
+  /** The stack goes again; a failure to remove it is told, never in place of what `work` did or threw. */
+  const remove = async (): Promise<void> => {
+    ctx.progress(`removing stack ${ctx.stack} again`);
+    try {
+      const rm = await ctx.cli.run(['stack', 'rm', ctx.stack], { allowFail: true });
+      if (rm.exitCode !== 0) throw new Error(rm.stderr.trim().split('\n').pop() || `exit code ${rm.exitCode}`);
+      await waitGone(ctx);
+    } catch (err) {
+      ctx.progress(`stack ${ctx.stack} was not removed (${(err as Error).message}): \`hospital-api down\` removes it`);
+    }
+  };
+  let result: T;
   try {
     await deploy(ctx, { scale }, nodes);
     await waitUp(ctx, day.components, day.expected.filter((s) => alone.includes(s)));
-    return await work(await opsHere(day));
-  } finally {
-    ctx.progress(`removing stack ${ctx.stack} again`);
-    await ctx.cli.run(['stack', 'rm', ctx.stack], { allowFail: true });
-    await waitGone(ctx);
+    result = await work(await opsHere(day));
+  } catch (err) {
+    await remove();
+    throw err;
   }
+  await remove();
+  return result;
 }
 
 export async function snapshotSwarmData(day: SwarmDayTwo, into: string, progress: (text: string) => void): Promise<DataPart[]> {
@@ -119,7 +146,7 @@ export async function snapshotSwarmData(day: SwarmDayTwo, into: string, progress
     const parts: DataPart[] = [];
     for (const db of DATABASE_PARTS) {
       const t = targetOf(day.ctx.config, db);
-      progress(`${where(t)}: pg_dump in the ops task (the stack keeps serving)`);
+      progress(`${where(t)}: pg_dump in the ops task`);
       await dumpInto(day.docker, pgDumpArgv(ops, t, t.at), join(into, db.path), db, progress);
       parts.push({ path: db.path, kind: db.kind });
     }
@@ -141,7 +168,7 @@ export async function restoreSwarmData(day: SwarmDayTwo, from: string, parts: Da
   await withDatabasesOnly(day, 'for the restore', async (ops) => {
     // every database checked before any is written
     for (const { t } of plan) {
-      const count = Number(await psql(day, ops, t, OBJECT_COUNT_SQL));
+      const count = await objectCount(day, ops, t);
       if (count !== 0) {
         throw notEmpty(
           `no files, but ${where(t)} already holds ${count} tables, sequences or indexes (${
@@ -158,10 +185,18 @@ export async function restoreSwarmData(day: SwarmDayTwo, from: string, parts: Da
         restored.push(t);
       }
     } catch (err) {
-      // pg_restore's one transaction left the failed database as it was; the ones before it are emptied again
+      // pg_restore's one transaction left the failed database as it was; the ones before it are emptied again,
+      // and counted again: one that still holds anything is named, never passed over
+      const left: string[] = [];
       for (const t of restored) {
         progress(`restore failed: emptying ${where(t)} again`);
-        await psql(day, ops, t, EMPTY_AGAIN_SQL).catch((e: unknown) => progress(`could not empty ${where(t)}: ${(e as Error).message}`));
+        const emptied = await psql(day, ops, t, EMPTY_AGAIN_SQL)
+          .then(() => objectCount(day, ops, t))
+          .then((n) => n === 0, (e: unknown) => (progress(`could not empty ${where(t)}: ${(e as Error).message}`), false));
+        if (!emptied) left.push(where(t));
+      }
+      if (left.length) {
+        throw new HospitalApiError('ERR_RESTORE_PARTIAL', { detail: (err as Error).message, what: left.join(' and ') }, { cause: err });
       }
       throw err;
     }

@@ -15,6 +15,8 @@ import { swarmSettings } from '../../../src/runtime/swarm/settings.js';
 import type { RuntimeFlags } from '../../../src/runtime/profile.js';
 import { installConfig } from '../../helpers/install-config.js';
 
+/** Distinct enough that finding one anywhere it must not be is no accident. */
+const PASSWORDS = { kong: 'kong-pw-7Qx2Lm9Rt', hapi: 'hapi-pw-4Vb8Nc1Zs' };
 const config = (flags: RuntimeFlags = {}) => installConfig({ runtime: 'swarm', swarm: swarmSettings(undefined, flags) });
 
 /** The value after `flag` in an argv. */
@@ -32,7 +34,7 @@ describe('swarm backup and restore through the ops task', () => {
     it(`reaches ${what} as the password file names them`, () => {
       const c = config(flags);
       // host:port:database:username of each line, libpq's `\` escapes undone (no field here ends in a backslash)
-      const lines = pgpass(c, { kong: 'k', hapi: 'h' }).trim().split('\n').map((l) => l.split(/(?<!\\):/).slice(0, 4).map((f) => f.replace(/\\(.)/g, '$1')).join(' '));
+      const lines = pgpass(c, PASSWORDS).trim().split('\n').map((l) => l.split(/(?<!\\):/).slice(0, 4).map((f) => f.replace(/\\(.)/g, '$1')).join(' '));
       for (const db of DATABASE_PARTS) {
         const t = targetOf(c, db);
         for (const argv of [pgDumpArgv('ops1', t, t.at), pgRestoreArgv('ops1', t, t.at), psqlArgv('ops1', t, 'SELECT 1')]) {
@@ -40,6 +42,7 @@ describe('swarm backup and restore through the ops task', () => {
           const fields = [after(argv, '--host'), after(argv, '--port'), after(argv, '--dbname'), after(argv, '--username')];
           // the password is never on the command line: libpq reads PGPASSFILE, and a prompt is refused
           expect(argv).toContain('--no-password');
+          for (const pw of Object.values(PASSWORDS)) expect(argv.join(' ')).not.toContain(pw);
           expect(lines, argv.join(' ')).toContain(fields.join(' '));
         }
       }
