@@ -104,6 +104,11 @@ export interface SwarmSettings {
   databases: { kong: SwarmDatabase; fhir: SwarmDatabase };
   /** IPsec between nodes on the stack's overlay network (`--overlay-encryption`, on unless turned off). */
   overlayEncryption: boolean;
+  /**
+   * The CA certificates (PEM) the hospital's Postgres server is verified against (`--database-ca`):
+   * needed with a database outside the swarm, whose connections leave the stack's network. Absent: none.
+   */
+  databaseCa?: string | null;
 }
 
 const port = { type: 'integer', minimum: 1, maximum: 65535 } as const;
@@ -164,6 +169,7 @@ export const INSTALL_CONFIG_SCHEMA = {
         replicas: { type: 'object', required: ['gateway', 'fhir', 'api'], properties: { gateway: replicas, fhir: replicas, api: replicas } },
         databases: { type: 'object', required: ['kong', 'fhir'], properties: { kong: swarmDatabase, fhir: swarmDatabase } },
         overlayEncryption: { type: 'boolean' },
+        databaseCa: { type: ['string', 'null'] },
       },
     },
     upgrades: {

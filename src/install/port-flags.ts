@@ -62,6 +62,7 @@ export const SWARM_FLAGS = [
   { key: 'fhirDatabaseNode', flag: '--fhir-database-node', help: "swarm: the node that keeps HAPI's database (install labels it)" },
   { key: 'kongDatabaseUrl', flag: '--kong-database-url', help: "swarm: Kong's database outside the swarm, postgres://user@host:5432/db (no password in it)" },
   { key: 'fhirDatabaseUrl', flag: '--fhir-database-url', help: "swarm: HAPI's database outside the swarm, postgres://user@host:5432/db (no password in it)" },
+  { key: 'databaseCa', flag: '--database-ca', help: "swarm: PEM file of the CA that signed the certificate of the Postgres server a --*-database-url names (verified: the connection leaves the swarm)" },
   { key: 'overlayEncryption', flag: '--overlay-encryption', help: 'swarm: on or off, IPsec between nodes on the stack network (default on)' },
 ] as const;
 

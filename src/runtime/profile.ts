@@ -41,6 +41,7 @@ export type RuntimeFlag =
   | 'fhirDatabaseNode'
   | 'kongDatabaseUrl'
   | 'fhirDatabaseUrl'
+  | 'databaseCa'
   | 'overlayEncryption';
 
 export interface RuntimeProfile {

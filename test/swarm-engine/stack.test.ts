@@ -44,6 +44,7 @@ import { until } from '../helpers/until.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { writeTokens } from '../../src/demo/tokens.js';
+import { generateCa, issueCertificate } from '../../src/tls/pki.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { projectName } from '../../src/runtime/docker/render.js';
 import { TIER_IMAGES } from '../docker-engine/engine.js';
@@ -570,7 +571,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     }
   }, 600_000);
 
-  it("an install whose Kong and HAPI databases are the hospital's Postgres server outside the swarm: install, consumer, verify ACCEPTED, a record, a backup", async () => {
+  it("an install whose Kong and HAPI databases are the hospital's Postgres server outside the swarm, over verified TLS: install, consumer, verify ACCEPTED, a record, a backup", async () => {
     // the hospital's server: a container of n1's engine on n1's own network (198.51.100.11:5432), in no stack;
     // tasks on every node reach it through their node's docker_gwbridge (scripts/swarm-nodes.mjs routes them back)
     const server = { container: 'hospital-postgres', address: NODE_ADDRESS[MANAGER], port: 5432 };
@@ -585,9 +586,23 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     writeFileSync(join(secrets, 'hapi-pg-password'), `${passwords.fhir_owner}\n`, { mode: 0o600 });
     const superuser = join(tempDir('hapi-swarm-pgsuper-'), 'password');
     writeFileSync(superuser, `${randomBytes(18).toString('hex')}\n`, { mode: 0o600 });
+    // its TLS: a certificate for its address from the hospital's database CA (what install gets as
+    // --database-ca), and a pg_hba.conf that takes TCP connections over TLS only, so a task that
+    // connected without TLS would be refused and the install would fail
+    const dbCa = generateCa({ commonName: 'Hospital database CA (swarm tier)' });
+    const serverTls = issueCertificate(dbCa, { commonName: server.address, hosts: [server.address], usage: 'server' });
+    const tlsDir = tempDir('hapi-swarm-pgtls-');
+    const caFile = join(tlsDir, 'database-ca.pem');
+    writeFileSync(caFile, dbCa.certPem);
+    writeFileSync(join(tlsDir, 'server.crt'), serverTls.certPem);
+    writeFileSync(join(tlsDir, 'server.key'), serverTls.keyPem, { mode: 0o600 });
+    writeFileSync(join(tlsDir, 'pg_hba.conf'), 'local all all trust\nhostssl all all all scram-sha-256\n');
+    // the postgres user of the image (uid 999) reads them; the key must be its own, 0600 (PostgreSQL docs, "SSL Support")
+    for (const f of ['', 'server.crt', 'server.key', 'pg_hba.conf']) chownSync(join(tlsDir, f), 999, 999);
     await onNode(MANAGER, [
       'run', '--detach', '--name', server.container, '--network', 'host', '--env', 'POSTGRES_USER=postgres', '--env', 'POSTGRES_PASSWORD_FILE=/run/superuser',
-      '--mount', `type=bind,source=${superuser},target=/run/superuser,readonly`, TIER_IMAGES.postgres,
+      '--mount', `type=bind,source=${superuser},target=/run/superuser,readonly`, '--mount', `type=bind,source=${tlsDir},target=/tls,readonly`, TIER_IMAGES.postgres,
+      'postgres', '-c', 'ssl=on', '-c', 'ssl_cert_file=/tls/server.crt', '-c', 'ssl_key_file=/tls/server.key', '-c', 'hba_file=/tls/pg_hba.conf',
     ]);
     const onServer = (sql: string) =>
       execa('docker', ['exec', '-i', server.container, 'psql', '--no-psqlrc', '-v', 'ON_ERROR_STOP=1', '-qtA', '-U', 'postgres', '-d', 'postgres'], {
@@ -604,7 +619,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       '--platform-url', `http://platform:${PLATFORM_PORT}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
       '--kong-image', TIER_IMAGES.kong, '--hapi-image', TIER_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api,
       '--gateway-replicas', '1', '--api-replicas', '1', '--fhir-replicas', '1', '--overlay-encryption', 'off',
-      '--kong-database-url', `postgres://gw@${at}/gateway`, '--fhir-database-url', `postgres://fhir_owner@${at}/fhir`,
+      '--kong-database-url', `postgres://gw@${at}/gateway`, '--fhir-database-url', `postgres://fhir_owner@${at}/fhir`, '--database-ca', caFile,
       '--api-port', String(ports.api), '--gateway-https-port', String(ports.gatewayHttps), '--fhir-port', String(ports.fhir),
     ]);
     expect(install.code, `${install.out}\n${install.err}`).toBe(0);
@@ -615,6 +630,10 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     const tables = async (db: string) => Number(String((await onServer(`\\c ${db}\nSELECT count(*) FROM pg_tables WHERE schemaname = 'public';`)).stdout).trim().split('\n').pop());
     expect(await tables('gateway')).toBeGreaterThan(0);
     expect(await tables('fhir')).toBeGreaterThan(0);
+    // HAPI's connections to it are TLS (and could be nothing else: pg_hba.conf has hostssl only)
+    const sessions = String((await onServer("SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.usename = 'fhir_owner';")).stdout).trim().split('\n').filter(Boolean);
+    expect(sessions.length).toBeGreaterThan(0);
+    expect(sessions.every((ssl) => ssl === 't'), sessions.join(',')).toBe(true);
 
     await platformOn();
     appendFileSync(installPaths(dir).apiEnv, `FHIR_PAGE_SIZE=${PAGE_SIZE}\n`);

@@ -29,6 +29,7 @@ import { databasePlan, DATABASE_PARTS, dockerFailed, dumpInto, mb, pgDumpArgv, p
 import { join } from 'node:path';
 import { statSync } from 'node:fs';
 import { databaseEndpoint } from './databases.js';
+import { DATABASE_CA_PATH } from './secrets.js';
 import { deploy, placeLabels, runningTaskHere, selfNode, stackServices, swarmNodes, waitGone, waitUp, type SwarmContext } from './deploy.js';
 import { STACK_SERVICES, type StackService } from './render.js';
 
@@ -50,12 +51,19 @@ export interface Target {
   at: DatabaseAddress;
   user: string;
   database: string;
+  /**
+   * What the clients get as --dbname: the database's name, or for the hospital's server a libpq
+   * connection string that also asks for TLS verified against its CA, host name included
+   * (PostgreSQL docs, "SSL Support": sslmode=verify-full; a --dbname holding `=` is one).
+   */
+  dbname: string;
 }
 
 /** Where the ops task reaches the database of a backup part: the stack's service or the hospital's server. */
 export function targetOf(config: InstallConfig, db: DatabasePart): Target {
   const e = databaseEndpoint(config, db.kind === 'fhir-database' ? 'fhir' : 'kong');
-  return { db, own: e.own, at: { host: e.host, port: e.port }, user: e.user, database: e.database };
+  const dbname = e.own ? e.database : `dbname=${e.database} sslmode=verify-full sslrootcert=${DATABASE_CA_PATH}`;
+  return { db, own: e.own, at: { host: e.host, port: e.port }, user: e.user, database: e.database, dbname };
 }
 
 function where(t: Target): string {
@@ -80,8 +88,8 @@ const EMPTY_AGAIN_SQL = [
 ].join(' ');
 
 /** `docker exec <ops> psql …` running one statement list in one transaction; the password from PGPASSFILE. */
-export function psqlArgv(container: string, t: Pick<Target, 'at' | 'user' | 'database'>, sql: string): string[] {
-  return ['exec', container, 'psql', '--no-psqlrc', '--quiet', '--no-password', '--single-transaction', '--host', t.at.host, '--port', t.at.port, '--username', t.user, '--dbname', t.database, '--tuples-only', '--no-align', '--set', 'ON_ERROR_STOP=1', '--command', sql];
+export function psqlArgv(container: string, t: Pick<Target, 'at' | 'user' | 'dbname'>, sql: string): string[] {
+  return ['exec', container, 'psql', '--no-psqlrc', '--quiet', '--no-password', '--single-transaction', '--host', t.at.host, '--port', t.at.port, '--username', t.user, '--dbname', t.dbname, '--tuples-only', '--no-align', '--set', 'ON_ERROR_STOP=1', '--command', sql];
 }
 
 async function psql(day: SwarmDayTwo, ops: string, t: Target, sql: string): Promise<string> {
@@ -147,7 +155,7 @@ export async function snapshotSwarmData(day: SwarmDayTwo, into: string, progress
     for (const db of DATABASE_PARTS) {
       const t = targetOf(day.ctx.config, db);
       progress(`${where(t)}: pg_dump in the ops task`);
-      await dumpInto(day.docker, pgDumpArgv(ops, t, t.at), join(into, db.path), db, progress);
+      await dumpInto(day.docker, pgDumpArgv(ops, { user: t.user, database: t.dbname }, t.at), join(into, db.path), db, progress);
       parts.push({ path: db.path, kind: db.kind });
     }
     return parts;
@@ -181,7 +189,7 @@ export async function restoreSwarmData(day: SwarmDayTwo, from: string, parts: Da
     try {
       for (const { t, file } of plan) {
         progress(`${where(t)}: pg_restore of ${mb(statSync(file).size)} through the ops task`);
-        await restoreFrom(day.docker, pgRestoreArgv(ops, t, t.at), file, t.db, progress);
+        await restoreFrom(day.docker, pgRestoreArgv(ops, { user: t.user, database: t.dbname }, t.at), file, t.db, progress);
         restored.push(t);
       }
     } catch (err) {

@@ -46,6 +46,7 @@ export const swarmProfile: RuntimeProfile = {
     'fhirDatabaseNode',
     'kongDatabaseUrl',
     'fhirDatabaseUrl',
+    'databaseCa',
     'overlayEncryption',
   ],
   async installSettings(_hosts, previous, flags) {

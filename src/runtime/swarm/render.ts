@@ -14,7 +14,7 @@ import { PROJECT_ROOT } from '../../version.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
 import { API_IMAGE_UID, builtApiImage, HAPI_IMAGE_USER, HUNG_PROBE, KONG_WORKERS, postgresProbe, projectName, renderTemplate } from '../docker/render.js';
 import { databaseEndpoint } from './databases.js';
-import { secretName, type SecretKey, type SecretPayloads } from './secrets.js';
+import { DATABASE_CA_PATH, secretName, type SecretKey, type SecretPayloads } from './secrets.js';
 import { swarmSettings } from './settings.js';
 
 export const STACK_TEMPLATE_PATH = join(PROJECT_ROOT, 'templates', 'stack.yaml');
@@ -87,13 +87,19 @@ const SECRET_PLACEHOLDERS: Readonly<Record<SecretKey, string>> = {
   'ca.pem': 'secretApiCa',
   'door-token': 'secretDoorToken',
   pgpass: 'secretPgpass',
+  'database-ca.pem': 'secretDatabaseCa',
 };
 
-/** HAPI's JDBC URL: pgjdbc's time-outs bound a connect to a vanished address (5 s) and a hung query (300 s); keep-alive finds a dead peer. */
+/**
+ * HAPI's JDBC URL: pgjdbc's time-outs bound a connect to a vanished address (5 s) and a hung query (300 s);
+ * keep-alive finds a dead peer. A database outside the swarm: TLS verified against the hospital's CA, host
+ * name included (pgjdbc docs, "Using SSL": sslmode=verify-full, sslrootcert a PEM file).
+ */
 function hapiJdbcUrl(config: InstallConfig): string {
   const db = databaseEndpoint(config, 'fhir');
   const host = db.host.includes(':') ? `[${db.host}]` : db.host;
-  return `jdbc:postgresql://${host}:${db.port}/${db.database}?connectTimeout=5&socketTimeout=300&tcpKeepAlive=true`;
+  const tls = db.own ? '' : `&sslmode=verify-full&sslrootcert=${DATABASE_CA_PATH}`;
+  return `jdbc:postgresql://${host}:${db.port}/${db.database}?connectTimeout=5&socketTimeout=300&tcpKeepAlive=true${tls}`;
 }
 
 /** Removes the lines from `# >>> name` to `# <<< name` (a database the hospital runs elsewhere). */
@@ -138,6 +144,8 @@ export function renderStack(dir: string, config: InstallConfig, inputs: StackInp
     kongPgPort: kongDb.port,
     kongPgUser: kongDb.user,
     kongPgDatabase: kongDb.database,
+    kongPgSsl: kongDb.own ? 'off' : 'on',
+    kongTrustedCertificate: kongDb.own ? 'system' : DATABASE_CA_PATH,
     hapiJdbcUrl: hapiJdbcUrl(config),
     hapiPgUser: hapiDb.user,
     kongWorkers: KONG_WORKERS,

@@ -16,7 +16,13 @@ import { DOOR_TOKEN_FILE } from '../docker/door-token.js';
 import { databaseEndpoint } from './databases.js';
 
 /** The stack's secrets by their key in templates/stack.yaml (also the copy's file name under <dir>/swarm/secrets/). */
-export const SECRET_KEYS = ['kong-pg-password', 'hapi-pg-password', 'gateway.pem', 'gateway.key', 'hospital-api.env', 'ca.pem', 'door-token', 'pgpass'] as const;
+export const SECRET_KEYS = ['kong-pg-password', 'hapi-pg-password', 'gateway.pem', 'gateway.key', 'hospital-api.env', 'ca.pem', 'door-token', 'pgpass', 'database-ca.pem'] as const;
+
+/** Where the tasks that reach a database read the CA it is verified against (templates/stack.yaml). */
+export const DATABASE_CA_PATH = '/run/secrets/database-ca.pem';
+
+/** The database CA secret of a stack whose databases are all its own: a secret cannot be empty (Swarm refuses it). */
+const NO_DATABASE_CA = '# no database outside the swarm: no CA to verify one against\n';
 
 export type SecretKey = (typeof SECRET_KEYS)[number];
 
@@ -65,5 +71,6 @@ export function secretPayloads(dir: string, config: InstallConfig): SecretPayloa
     'ca.pem': read(p.caCert),
     'door-token': read(join(p.secrets, DOOR_TOKEN_FILE)),
     pgpass: pgpass(config, { kong: kong.trim(), hapi: hapi.trim() }),
+    'database-ca.pem': config.swarm?.databaseCa ?? NO_DATABASE_CA,
   };
 }

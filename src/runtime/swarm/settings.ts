@@ -8,6 +8,8 @@ import { HospitalApiError } from '../../errors/index.js';
 import type { SwarmDatabase, SwarmSettings } from '../../install-dir/install-config.js';
 import type { RuntimeFlags } from '../profile.js';
 import { IMAGES } from '../docker/render.js';
+import { readFileSync } from 'node:fs';
+import { parsePemBundle } from '../../tls/inspect.js';
 
 /** Replicas of the gateway, FHIR server and API when no flag and no previous install says otherwise. */
 export const DEFAULT_REPLICAS = Object.freeze({ gateway: 2, fhir: 2, api: 2 });
@@ -82,6 +84,35 @@ function onOff(flag: string, value: string | undefined, fallback: boolean): bool
   return value === 'on';
 }
 
+/** Bundles larger than this are not a CA file (a Swarm secret holds at most 500 KB). */
+const MAX_CA_BYTES = 256 * 1024;
+
+/**
+ * The CA bundle the hospital's Postgres server is verified against, read from --database-ca: every
+ * certificate in it parses, and one at least is valid now. The bundle is public: it goes in
+ * install.json, and to the tasks as a secret (secrets.ts) only because a secret is how a file
+ * reaches a task on any node.
+ */
+function databaseCa(file: string | undefined, previous: string | null | undefined): string | null {
+  if (file === undefined) return previous ?? null;
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw bad('--database-ca', `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  if (pem.length > MAX_CA_BYTES) throw bad('--database-ca', `${file} is larger than ${MAX_CA_BYTES / 1024} KiB; expected PEM CA certificates`);
+  let certs;
+  try {
+    certs = parsePemBundle(pem, file);
+  } catch (err) {
+    throw bad('--database-ca', (err as Error).message);
+  }
+  const now = Date.now();
+  if (!certs.some((c) => c.validFromDate.getTime() <= now && c.validToDate.getTime() > now)) throw bad('--database-ca', `no certificate in ${file} is valid now`);
+  return `${certs.map((c) => c.toString().trim()).join('\n')}\n`;
+}
+
 /**
  * The swarm settings of an install.
  * @throws ERR_INSTALL_BAD_OPTION naming the flag
@@ -102,7 +133,15 @@ export function swarmSettings(previous: SwarmSettings | undefined, flags: Runtim
     },
     databases: { kong: database('kong', flags, previous?.databases.kong), fhir: database('fhir', flags, previous?.databases.fhir) },
     overlayEncryption: onOff('--overlay-encryption', flags.overlayEncryption, previous?.overlayEncryption ?? true),
+    databaseCa: databaseCa(flags.databaseCa, previous?.databaseCa),
   };
+  const outside = (['kong', 'fhir'] as const).filter((w) => 'url' in settings.databases[w]);
+  if (outside.length > 0 && !settings.databaseCa) {
+    throw bad(
+      '--database-ca',
+      `is needed with ${outside.map((w) => `--${w}-database-url`).join(' and ')}: the connection to a server outside the swarm carries patient data off the stack's network, so Kong, HAPI and backups verify the server against this CA (PEM)`,
+    );
+  }
   if ('node' in settings.databases.fhir && settings.replicas.fhir > MAX_FHIR_REPLICAS_ON_OWN_DATABASE) {
     throw bad(
       '--fhir-replicas',

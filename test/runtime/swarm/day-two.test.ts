@@ -7,7 +7,11 @@
  * server the hospital runs; every value is one argv element. What they do on a real swarm is
  * proven by test/swarm-engine/stack.test.ts (backup, restore into a new directory, up, verify).
  */
-import { describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { generateCa } from '../../../src/tls/pki.js';
+import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 import { DATABASE_PARTS, pgDumpArgv, pgRestoreArgv } from '../../../src/runtime/docker/day-two.js';
 import { psqlArgv, targetOf } from '../../../src/runtime/swarm/day-two.js';
 import { pgpass } from '../../../src/runtime/swarm/secrets.js';
@@ -17,6 +21,10 @@ import { installConfig } from '../../helpers/install-config.js';
 
 /** Distinct enough that finding one anywhere it must not be is no accident. */
 const PASSWORDS = { kong: 'kong-pw-7Qx2Lm9Rt', hapi: 'hapi-pw-4Vb8Nc1Zs' };
+afterAll(removeTempDirs);
+/** The hospital's database CA (--database-ca), a file as install reads it. */
+const caFile = join(tempDir('hapi-swarm-dbca-'), 'database-ca.pem');
+writeFileSync(caFile, generateCa({ commonName: 'Hospital database CA' }).certPem);
 const config = (flags: RuntimeFlags = {}) => installConfig({ runtime: 'swarm', swarm: swarmSettings(undefined, flags) });
 
 /** The value after `flag` in an argv. */
@@ -28,7 +36,7 @@ function after(argv: string[], flag: string): string | undefined {
 describe('swarm backup and restore through the ops task', () => {
   const cases: Array<[string, RuntimeFlags]> = [
     ["the stack's own databases", {}],
-    ["the hospital's servers", { kongDatabaseUrl: 'postgres://gw@db1.hospital.example:6432/gateway', fhirDatabaseUrl: 'postgres://fhir_owner@[2001:db8::5]/fhir' }],
+    ["the hospital's servers", { kongDatabaseUrl: 'postgres://gw@db1.hospital.example:6432/gateway', fhirDatabaseUrl: 'postgres://fhir_owner@[2001:db8::5]/fhir', databaseCa: caFile }],
   ];
   for (const [what, flags] of cases) {
     it(`reaches ${what} as the password file names them`, () => {
@@ -37,22 +45,28 @@ describe('swarm backup and restore through the ops task', () => {
       const lines = pgpass(c, PASSWORDS).trim().split('\n').map((l) => l.split(/(?<!\\):/).slice(0, 4).map((f) => f.replace(/\\(.)/g, '$1')).join(' '));
       for (const db of DATABASE_PARTS) {
         const t = targetOf(c, db);
-        for (const argv of [pgDumpArgv('ops1', t, t.at), pgRestoreArgv('ops1', t, t.at), psqlArgv('ops1', t, 'SELECT 1')]) {
+        const as = { user: t.user, database: t.dbname };
+        for (const argv of [pgDumpArgv('ops1', as, t.at), pgRestoreArgv('ops1', as, t.at), psqlArgv('ops1', t, 'SELECT 1')]) {
           expect(argv.slice(0, argv[1] === '-i' ? 3 : 2)).toEqual(argv[1] === '-i' ? ['exec', '-i', 'ops1'] : ['exec', 'ops1']);
-          const fields = [after(argv, '--host'), after(argv, '--port'), after(argv, '--dbname'), after(argv, '--username')];
+          // --dbname: the name, or a connection string naming it (the hospital's server, with TLS)
+          const dbname = after(argv, '--dbname') ?? '';
+          const name = dbname.includes('=') ? /(?:^| )dbname=(\S+)/.exec(dbname)?.[1] : dbname;
+          const fields = [after(argv, '--host'), after(argv, '--port'), name, after(argv, '--username')];
+          // a server outside the swarm is reached with TLS verified against the hospital's CA, host name included
+          expect(dbname.includes('sslmode=verify-full sslrootcert=/run/secrets/database-ca.pem'), dbname).toBe(!t.own);
           // the password is never on the command line: libpq reads PGPASSFILE, and a prompt is refused
           expect(argv).toContain('--no-password');
           for (const pw of Object.values(PASSWORDS)) expect(argv.join(' ')).not.toContain(pw);
           expect(lines, argv.join(' ')).toContain(fields.join(' '));
         }
       }
-      expect(targetOf(c, DATABASE_PARTS[0]!).own).toBe(Object.keys(flags).length === 0);
+      expect(targetOf(c, DATABASE_PARTS[0]!).own).toBe(!flags.kongDatabaseUrl);
     });
   }
 
   it('runs each statement list as one transaction that stops at its first error, each value one argv element', () => {
     const odd = "x'; DROP TABLE t; --";
-    const argv = psqlArgv(odd, { at: { host: odd, port: '5432' }, user: odd, database: odd }, 'SELECT 1');
+    const argv = psqlArgv(odd, { at: { host: odd, port: '5432' }, user: odd, dbname: odd }, 'SELECT 1');
     expect(argv.filter((a) => a === odd)).toHaveLength(4);
     expect(argv).toEqual(expect.arrayContaining(['--single-transaction', '--no-psqlrc']));
     expect(after(argv, '--set')).toBe('ON_ERROR_STOP=1');

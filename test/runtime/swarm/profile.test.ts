@@ -6,6 +6,7 @@
  * it, through the real CLI, with nothing written, until the runtime exists.
  */
 import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { HospitalApiError } from '../../../src/errors/index.js';
@@ -17,6 +18,7 @@ import { openRuntime } from '../../../src/runtime/index.js';
 import { readInstallConfig, writeInstallConfig } from '../../../src/install-dir/install-config.js';
 import type { RuntimeFlags } from '../../../src/runtime/profile.js';
 import { installConfig } from '../../helpers/install-config.js';
+import { databaseCaFile, withDatabaseCa } from '../../helpers/database-ca.js';
 import { runCli } from '../../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
@@ -39,6 +41,7 @@ describe('swarm settings from the install flags', () => {
       replicas: DEFAULT_REPLICAS,
       databases: { kong: { node: null }, fhir: { node: null } },
       overlayEncryption: true,
+      databaseCa: null,
     });
     expect(DEFAULT_REPLICAS).toEqual({ gateway: 2, fhir: 2, api: 2 });
   });
@@ -46,6 +49,7 @@ describe('swarm settings from the install flags', () => {
   it('takes each flag, and keeps what a previous install chose for the flags not given', () => {
     const first = swarmSettings(undefined, {
       gatewayReplicas: '3', fhirReplicas: '1', apiReplicas: '9', kongDatabaseNode: 'node-1.example', fhirDatabaseUrl: 'postgresql://hapi@db.hospital.example:6432/fhir', overlayEncryption: 'off', apiImage: 'registry.example/hospital-api:1.2.3',
+      databaseCa: databaseCaFile(),
     });
     expect(first).toMatchObject({
       replicas: { gateway: 3, fhir: 1, api: 9 },
@@ -83,7 +87,7 @@ describe('swarm settings from the install flags', () => {
   });
 
   it('takes seven or more HAPI replicas with a database the hospital sized', () => {
-    expect(swarmSettings(undefined, { fhirReplicas: '9', fhirDatabaseUrl: 'postgres://hapi@db/fhir' }).replicas.fhir).toBe(9);
+    expect(swarmSettings(undefined, withDatabaseCa({ fhirReplicas: '9', fhirDatabaseUrl: 'postgres://hapi@db/fhir' })).replicas.fhir).toBe(9);
   });
 
   it('refuses a password in a database URL without repeating it', () => {
@@ -93,9 +97,26 @@ describe('swarm settings from the install flags', () => {
     expect(r.message).not.toContain('S3cret-Pw');
   });
 
+  it('needs --database-ca with a database outside the swarm, keeps it on a rerun, and refuses a file that holds no valid certificate', () => {
+    const url = { fhirDatabaseUrl: 'postgres://hapi@db.hospital.example/fhir' };
+    const r = refusal(url);
+    expect(r).toMatchObject({ code: 'ERR_INSTALL_BAD_OPTION', name: '--database-ca' });
+    expect(r.message).toContain('--fhir-database-url');
+    const first = swarmSettings(undefined, { ...url, databaseCa: databaseCaFile() });
+    expect(first.databaseCa).toBe(`${new X509Certificate(readFileSync(databaseCaFile())).toString().trim()}\n`);
+    // a rerun without the flag keeps it; the stack's own databases need none
+    expect(swarmSettings(first, {}).databaseCa).toBe(first.databaseCa);
+    expect(swarmSettings(undefined, {}).databaseCa).toBeNull();
+    const dir = tempDir('hapi-swarm-dbca-bad-');
+    writeFileSync(join(dir, 'not-pem'), 'hello\n');
+    for (const file of [join(dir, 'not-pem'), join(dir, 'missing.pem')]) {
+      expect(refusal({ ...url, databaseCa: file }), file).toMatchObject({ code: 'ERR_INSTALL_BAD_OPTION', name: '--database-ca' });
+    }
+  });
+
   it('is what install.json holds: read back as written, and a damaged value refused naming its field', () => {
     const dir = tempDir('hapi-swarm-json-');
-    const swarm = swarmSettings(undefined, { kongDatabaseUrl: 'postgres://kong@db/kong', fhirDatabaseNode: 'n2' });
+    const swarm = swarmSettings(undefined, withDatabaseCa({ kongDatabaseUrl: 'postgres://kong@db/kong', fhirDatabaseNode: 'n2' }));
     writeInstallConfig(dir, installConfig({ runtime: 'swarm', swarm }));
     expect(readInstallConfig(dir).swarm).toEqual(swarm);
     writeInstallConfig(dir, installConfig({ runtime: 'swarm', swarm: { ...swarm, replicas: { ...swarm.replicas, api: 12 } } }));

@@ -13,7 +13,7 @@ import AjvDraft04Module from 'ajv-draft-04';
 import { parse } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { renderStack, stackFile, updateOrder, type StackInputs } from '../../../src/runtime/swarm/render.js';
-import { pgpass, SECRET_KEYS, secretName, type SecretPayloads } from '../../../src/runtime/swarm/secrets.js';
+import { pgpass, SECRET_KEYS, secretName, secretPayloads, type SecretPayloads } from '../../../src/runtime/swarm/secrets.js';
 import { swarmSettings } from '../../../src/runtime/swarm/settings.js';
 import { swarmProfile } from '../../../src/runtime/swarm/profile.js';
 import { projectName, renderCompose } from '../../../src/runtime/docker/render.js';
@@ -21,6 +21,7 @@ import { installPaths } from '../../../src/install-dir/layout.js';
 import type { InstallConfig } from '../../../src/install-dir/install-config.js';
 import type { RuntimeFlags } from '../../../src/runtime/profile.js';
 import { installConfig } from '../../helpers/install-config.js';
+import { withDatabaseCa } from '../../helpers/database-ca.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
 afterAll(removeTempDirs);
@@ -73,7 +74,7 @@ const payloads = Object.fromEntries(SECRET_KEYS.map((k) => [k, `SECRET-CONTENT-$
 const dir = tempDir('hapi-swarm-render-');
 
 function swarmConfig(flags: RuntimeFlags = {}, overrides: Partial<InstallConfig> = {}): InstallConfig {
-  return installConfig({ runtime: 'swarm', ports: { api: 19000, fhir: 18080, gatewayHttps: 18443 }, swarm: swarmSettings(undefined, flags), ...overrides });
+  return installConfig({ runtime: 'swarm', ports: { api: 19000, fhir: 18080, gatewayHttps: 18443 }, swarm: swarmSettings(undefined, withDatabaseCa(flags)), ...overrides });
 }
 
 function render(config: InstallConfig = swarmConfig(), inputs: Partial<StackInputs> = {}): { text: string; stack: Stack } {
@@ -236,7 +237,7 @@ describe('the rendered stack file', () => {
     };
     parity(
       'kong',
-      ['KONG_PG_PORT', 'KONG_DNS_ORDER', 'KONG_DNS_VALID_TTL', 'KONG_DNS_STALE_TTL', 'KONG_DNS_NOT_FOUND_TTL', 'KONG_DNS_ERROR_TTL', 'KONG_DB_UPDATE_FREQUENCY'],
+      ['KONG_PG_PORT', 'KONG_DNS_ORDER', 'KONG_DNS_VALID_TTL', 'KONG_DNS_STALE_TTL', 'KONG_DNS_NOT_FOUND_TTL', 'KONG_DNS_ERROR_TTL', 'KONG_DB_UPDATE_FREQUENCY', 'KONG_PG_SSL', 'KONG_PG_SSL_REQUIRED', 'KONG_PG_SSL_VERIFY', 'KONG_LUA_SSL_TRUSTED_CERTIFICATE'],
       ['KONG_PG_PASSWORD_FILE', 'KONG_SSL_CERT', 'KONG_SSL_CERT_KEY'],
       [],
     );
@@ -279,13 +280,27 @@ describe('the rendered stack file', () => {
     const { stack } = render(swarmConfig({ kongDatabaseUrl: 'postgres://kong_gw@db.hospital.example:6432/gateway', fhirDatabaseUrl: 'postgres://fhir@[2001:db8::5]/hapi_r4' }));
     expect(stack.services['kong-database']).toBeUndefined();
     expect(stack.services['hapi-database']).toBeUndefined();
-    expect(stack.services.kong!.environment).toMatchObject({ KONG_PG_HOST: 'db.hospital.example', KONG_PG_PORT: '6432', KONG_PG_USER: 'kong_gw', KONG_PG_DATABASE: 'gateway' });
+    // off the stack's network: TLS required and verified against the hospital's CA, in every task that reaches it
+    const tls = { KONG_PG_SSL: 'on', KONG_PG_SSL_REQUIRED: 'on', KONG_PG_SSL_VERIFY: 'on', KONG_LUA_SSL_TRUSTED_CERTIFICATE: '/run/secrets/database-ca.pem' };
+    for (const kong of ['kong', 'kong-admin', 'kong-migrations']) {
+      expect(stack.services[kong]!.environment, kong).toMatchObject({ KONG_PG_HOST: 'db.hospital.example', KONG_PG_PORT: '6432', KONG_PG_USER: 'kong_gw', KONG_PG_DATABASE: 'gateway', ...tls });
+    }
     expect(stack.services.hapi!.environment).toMatchObject({
-      SPRING_DATASOURCE_URL: 'jdbc:postgresql://[2001:db8::5]:5432/hapi_r4?connectTimeout=5&socketTimeout=300&tcpKeepAlive=true',
+      SPRING_DATASOURCE_URL: 'jdbc:postgresql://[2001:db8::5]:5432/hapi_r4?connectTimeout=5&socketTimeout=300&tcpKeepAlive=true&sslmode=verify-full&sslrootcert=/run/secrets/database-ca.pem',
       SPRING_DATASOURCE_USERNAME: 'fhir',
     });
+    for (const reader of ['kong', 'kong-admin', 'kong-migrations', 'hapi', 'ops']) {
+      expect(stack.services[reader]!.secrets!.map((r) => r.source), reader).toContain('database-ca.pem');
+    }
+    // the secret holds the CA install read; with the stack's own databases, a placeholder (Swarm refuses an empty secret)
+    const outside = swarmConfig({ fhirDatabaseUrl: 'postgres://fhir@db/hapi' });
+    expect(secretPayloads(dir, outside)['database-ca.pem']).toBe(outside.swarm!.databaseCa);
+    expect(outside.swarm!.databaseCa).toMatch(/^-----BEGIN CERTIFICATE-----/);
+    expect(secretPayloads(dir, swarmConfig())['database-ca.pem']).toMatch(/^# no database outside the swarm/);
     const one = render(swarmConfig({ fhirDatabaseUrl: 'postgres://fhir@db/hapi' })).stack.services;
     expect([one['kong-database'] !== undefined, one['hapi-database'] === undefined]).toEqual([true, true]);
+    // the stack's own Kong database stays on the overlay: no TLS asked of it, Kong's own trust store
+    expect(one.kong!.environment).toMatchObject({ KONG_PG_SSL: 'off', KONG_PG_SSL_VERIFY: 'off', KONG_LUA_SSL_TRUSTED_CERTIFICATE: 'system' });
   });
 
   it("is the profile's rendered file, <dir>/swarm/stack.yaml, its secrets named from the install directory's files", async () => {

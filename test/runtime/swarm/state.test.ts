@@ -13,6 +13,7 @@ import { withoutStackName } from '../../../src/runtime/swarm/logs.js';
 import { swarmSettings } from '../../../src/runtime/swarm/settings.js';
 import type { RuntimeFlags } from '../../../src/runtime/profile.js';
 import { installConfig } from '../../helpers/install-config.js';
+import { withDatabaseCa } from '../../helpers/database-ca.js';
 
 const STACK = 'hospital-api-0123abcd';
 
@@ -42,7 +43,7 @@ const nodes: NodeInspect[] = ['n1', 'n2', 'n3'].map((h, i) => ({
 }));
 
 function config(flags: RuntimeFlags = {}) {
-  return installConfig({ runtime: 'swarm', swarm: swarmSettings(undefined, flags) });
+  return installConfig({ runtime: 'swarm', swarm: swarmSettings(undefined, withDatabaseCa(flags)) });
 }
 
 describe('components of a deployed stack', () => {

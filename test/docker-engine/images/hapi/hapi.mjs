@@ -73,7 +73,10 @@ if (!m) fail(`the stand-in needs a jdbc:postgresql datasource, got ${url ? 'anot
 if (dialect !== POSTGRES) {
   fail(`org.hibernate.exception.SQLGrammarException: could not execute statement [ERROR: relation "hfj_resource" does not exist] (dialect ${dialect} against PostgreSQL)`);
 }
-const conn = { host: m[1], port: Number(m[2] ?? 5432), database: m[3], user, password };
+// pgjdbc's TLS parameters as libpq's (pgjdbc docs, "Using SSL": sslmode, sslrootcert a PEM file)
+const query = new URLSearchParams((url ?? '').split('?')[1] ?? '');
+const sslmode = query.get('sslmode');
+const conn = { host: m[1], port: Number(m[2] ?? 5432), database: m[3], user, password, ssl: sslmode ? { mode: sslmode, rootCert: query.get('sslrootcert') ?? undefined } : undefined };
 try {
   psql(conn, 'SELECT 1');
 } catch (err) {

@@ -33,7 +33,22 @@ function die(msg) {
 function conn() {
   if ((env.KONG_DATABASE ?? 'postgres') !== 'postgres') die('the stand-in supports KONG_DATABASE=postgres only');
   if (!env.KONG_PG_PASSWORD) die('KONG_PG_PASSWORD is not set');
-  return { host: env.KONG_PG_HOST ?? '127.0.0.1', port: Number(env.KONG_PG_PORT ?? 5432), user: env.KONG_PG_USER ?? 'kong', password: env.KONG_PG_PASSWORD, database: env.KONG_PG_DATABASE ?? 'kong' };
+  return { host: env.KONG_PG_HOST ?? '127.0.0.1', port: Number(env.KONG_PG_PORT ?? 5432), user: env.KONG_PG_USER ?? 'kong', password: env.KONG_PG_PASSWORD, database: env.KONG_PG_DATABASE ?? 'kong', ssl: pgSsl() };
+}
+
+/**
+ * Kong's pg_ssl settings as libpq's (kong.conf.default: pg_ssl, pg_ssl_required, pg_ssl_verify with its
+ * CAs from lua_ssl_trusted_certificate): verify-full checks the chain and the host name, which is what the
+ * stack's settings ask of Kong; off unless pg_ssl is on.
+ */
+function pgSsl() {
+  if (env.KONG_PG_SSL !== 'on') return { mode: 'disable' };
+  if (env.KONG_PG_SSL_VERIFY === 'on') {
+    const ca = env.KONG_LUA_SSL_TRUSTED_CERTIFICATE;
+    if (!ca || ca === 'system') die('pg_ssl_verify needs lua_ssl_trusted_certificate (a CA file)');
+    return { mode: 'verify-full', rootCert: ca };
+  }
+  return { mode: env.KONG_PG_SSL_REQUIRED === 'on' ? 'require' : 'prefer' };
 }
 
 function bootstrapped(c) {

@@ -8,9 +8,13 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
-/** libpq's settings for a connection (the password never on a command line). */
+/**
+ * libpq's settings for a connection (the password never on a command line); `conn.ssl` ({ mode,
+ * rootCert }) as PGSSLMODE and PGSSLROOTCERT, libpq's default (prefer) without it.
+ */
 function pgEnv(conn, extra = {}) {
-  return { ...process.env, PGHOST: conn.host, PGPORT: String(conn.port), PGUSER: conn.user, PGPASSWORD: conn.password, PGDATABASE: conn.database, PGCONNECT_TIMEOUT: '5', ...extra };
+  const ssl = conn.ssl ? { PGSSLMODE: conn.ssl.mode, ...(conn.ssl.rootCert ? { PGSSLROOTCERT: conn.ssl.rootCert } : {}) } : {};
+  return { ...process.env, PGHOST: conn.host, PGPORT: String(conn.port), PGUSER: conn.user, PGPASSWORD: conn.password, PGDATABASE: conn.database, PGCONNECT_TIMEOUT: '5', ...ssl, ...extra };
 }
 const PSQL_ARGS = ['-X', '-q', '-t', '-A', '-v', 'ON_ERROR_STOP=1'];
 
