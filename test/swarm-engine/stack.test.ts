@@ -597,8 +597,11 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     writeFileSync(join(tlsDir, 'server.crt'), serverTls.certPem);
     writeFileSync(join(tlsDir, 'server.key'), serverTls.keyPem, { mode: 0o600 });
     writeFileSync(join(tlsDir, 'pg_hba.conf'), 'local all all trust\nhostssl all all all scram-sha-256\n');
-    // the postgres user of the image (uid 999) reads them; the key must be its own, 0600 (PostgreSQL docs, "SSL Support")
-    for (const f of ['', 'server.crt', 'server.key', 'pg_hba.conf']) chownSync(join(tlsDir, f), 999, 999);
+    // the image's postgres user reads them (999 in docker-library's image, Debian's own uid in the tier's);
+    // the key must be its own and 0600 (PostgreSQL docs, "SSL Support")
+    const idOf = async (flag: string) => Number((await onNode(MANAGER, ['run', '--rm', '--network', 'none', '--entrypoint', 'id', TIER_IMAGES.postgres, flag, 'postgres'])).out.trim());
+    const [pgUid, pgGid] = [await idOf('-u'), await idOf('-g')];
+    for (const f of ['', 'server.crt', 'server.key', 'pg_hba.conf']) chownSync(join(tlsDir, f), pgUid, pgGid);
     await onNode(MANAGER, [
       'run', '--detach', '--name', server.container, '--network', 'host', '--env', 'POSTGRES_USER=postgres', '--env', 'POSTGRES_PASSWORD_FILE=/run/superuser',
       '--mount', `type=bind,source=${superuser},target=/run/superuser,readonly`, '--mount', `type=bind,source=${tlsDir},target=/tls,readonly`, TIER_IMAGES.postgres,
