@@ -26,6 +26,8 @@ export const gatewayNodes: Check = {
     const host = ctx.config.hosts[0] ?? 'localhost';
     const port = ctx.config.ports.gatewayHttps;
     const probe = async (n: (typeof nodes)[number]) => {
+      // a host Swarm runs a gateway task on but gives no address for is not probed, so it cannot pass
+      if (n.address === null) return { node: n.node, ok: false, what: `${n.node}: no address known for it (\`docker node inspect\`)` };
       const address = n.address.includes(':') ? `[${n.address}]` : n.address;
       // verified for the site's name, whichever address the connection goes to
       const agent = new Agent({ connect: { ca: ctx.caPem, servername: host, rejectUnauthorized: true } });

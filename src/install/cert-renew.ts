@@ -250,7 +250,7 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
     const caPem = readFileSync(paths.caCert, 'utf8');
     const host = config.hosts[0] ?? 'localhost';
     // everything from the reload to the last probe: on any failure the previous files go back and are reloaded
-    let targets: Array<{ name: string; address: string }> = [];
+    let targets: Array<{ name: string; address: string | null }> = [];
     let behind: typeof targets = [];
     let lastError = '';
     try {
@@ -263,6 +263,8 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
         const still: typeof targets = [];
         for (const t of behind) {
           try {
+            // a host with no known address cannot be shown to present it: it stays behind (fail closed)
+            if (t.address === null) throw new Error('no address known for it');
             if ((await presentedFingerprint(caPem, config.ports.gatewayHttps, host, t.address)) !== want) still.push(t);
           } catch (err) {
             lastError = `${t.name}: ${(err as Error).message}`;

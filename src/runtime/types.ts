@@ -136,7 +136,8 @@ export interface Runtime {
 /** A host that publishes the gateway: its name in the cluster and the address other hosts reach it at. */
 export interface GatewayNode {
   node: string;
-  address: string;
+  /** Null when the cluster reports none: such a host cannot be probed, and every check of it fails (fail closed). */
+  address: string | null;
 }
 
 /** The name `hospital-api logs` gives the Hospital API's audit log, beside the components (both runtimes). */

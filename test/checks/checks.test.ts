@@ -354,7 +354,7 @@ describe('gateway-objects (§4.5.3)', () => {
 
 describe('gateway-nodes (§4.5.4 on every host that publishes the gateway)', () => {
   /** The runtime of a several-host install whose gateway hosts are `addresses` (each on the install's gateway port). */
-  const onHosts = (...addresses: string[]) => ({
+  const onHosts = (...addresses: Array<string | null>) => ({
     ...fakeRuntime(kong, [], components),
     gatewayNodes: async () => addresses.map((address, i) => ({ node: `n${i + 1}`, address })),
   });
@@ -381,6 +381,10 @@ describe('gateway-nodes (§4.5.4 on every host that publishes the gateway)', () 
     expect(wrongName).toMatchObject({ status: 'fail' });
     expect(wrongName.detail).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID|altnames/i);
     expect(await gatewayNodes.run(ctx({ runtime: onHosts() }))).toMatchObject({ status: 'fail', summary: 'no host publishes the gateway' });
+    // a host with no known address is never passed over: it fails, named
+    const unknown = await gatewayNodes.run(ctx({ runtime: onHosts('127.0.0.1', null) }));
+    expect(unknown).toMatchObject({ status: 'fail', summary: 'not on n2 of 2 hosts' });
+    expect(unknown.detail).toMatch(/n2: no address known/);
   });
 
   it("asks again within the runtime's propagation time for a key the proxies do not serve yet, and fails after it", async () => {

@@ -168,15 +168,14 @@ export function oneShotOutcome(tasks: TaskInspect[], serviceId: string, marker: 
   };
 }
 
-/** The nodes running a task of `service` now, with their addresses, by host name. */
+/** The nodes running a task of `service` now, with their addresses (null: none known, kept so a probe of it fails), by host name. */
 export function nodesRunning(stack: string, service: StackService, services: ServiceInspect[], tasks: TaskInspect[], nodes: NodeInspect[]): GatewayNode[] {
   const s = services.find((x) => stackServiceOf(stack, x.Spec.Name) === service);
   if (!s) return [];
   const ids = new Set(current(tasks, s.ID).filter((t) => t.Status?.State === 'running').map((t) => t.NodeID));
   return nodes
     .filter((n) => ids.has(n.ID))
-    .map((n) => ({ node: n.Description?.Hostname ?? n.ID, address: nodeAddress(n) }))
-    .filter((n): n is GatewayNode => n.address !== null)
+    .map((n): GatewayNode => ({ node: n.Description?.Hostname ?? n.ID, address: nodeAddress(n) }))
     .sort((a, b) => a.node.localeCompare(b.node));
 }
 

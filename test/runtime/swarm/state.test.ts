@@ -94,6 +94,9 @@ describe('components of a deployed stack', () => {
     const tasks = [task('kong', 'id-n2', 'running'), task('kong', 'id-n1', 'running', 'shutdown'), task('kong', 'id-n3', 'starting')];
     expect(nodesRunning(STACK, 'kong', [service('kong', 2)], tasks, nodes)).toEqual([{ node: 'n2', address: '198.51.100.12' }]);
     expect(nodesRunning(STACK, 'kong', [], tasks, nodes)).toEqual([]);
+    // a node that reports no address is kept, with none: the checks of it then fail instead of skipping it
+    const silent = nodes.map((n) => (n.ID === 'id-n2' ? { ...n, Status: { State: 'ready' } } : n));
+    expect(nodesRunning(STACK, 'kong', [service('kong', 2)], tasks, silent)).toEqual([{ node: 'n2', address: null }]);
   });
 
   it("a node's address: its own, else the manager's advertised one", () => {
