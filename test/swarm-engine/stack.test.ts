@@ -611,7 +611,13 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       execa('docker', ['exec', '-i', server.container, 'psql', '--no-psqlrc', '-v', 'ON_ERROR_STOP=1', '-qtA', '-U', 'postgres', '-d', 'postgres'], {
         input: sql, reject: false, env: { DOCKER_HOST: `unix://${nodeSocket(MANAGER)}`, DOCKER_API_VERSION: '1.41' },
       });
-    await until(() => onServer('SELECT 1'), { what: "the hospital's Postgres server", timeoutMs: 60_000, intervalMs: 500, ok: (r) => r.exitCode === 0 });
+    // the server for good, not the entrypoint's first-start one, which also answers on the socket but listens on no address
+    await until(() => onServer("SELECT current_setting('listen_addresses');"), {
+      what: "the hospital's Postgres server, listening",
+      timeoutMs: 60_000,
+      intervalMs: 500,
+      ok: (r) => r.exitCode === 0 && String(r.stdout).trim() === '*',
+    });
     const created = await onServer(
       `CREATE ROLE gw LOGIN PASSWORD '${passwords.gw}'; CREATE DATABASE gateway OWNER gw; CREATE ROLE fhir_owner LOGIN PASSWORD '${passwords.fhir_owner}'; CREATE DATABASE fhir OWNER fhir_owner;`,
     );
