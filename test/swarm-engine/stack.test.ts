@@ -185,6 +185,17 @@ function balancer(nodes: NodeName[]) {
 }
 
 /**
+ * What a steady client saw through the balancer: the requests that failed, and one line of figures
+ * (sent, failed with the first few answers, sent on to another node after finding no server).
+ */
+function throughBalancer<T extends { ok: boolean; redispatched: number; last: string }>(results: T[]): { failed: T[]; line: string } {
+  const failed = results.filter((x) => !x.ok);
+  const answers = failed.length ? ` (${failed.slice(0, 3).map((f) => f.last).join(', ')})` : '';
+  const redispatched = results.reduce((n, x) => n + x.redispatched, 0);
+  return { failed, line: `${results.length} requests through the balancer, ${failed.length} failed${answers}, ${redispatched} redispatched to another node (no server on the first)` };
+}
+
+/**
  * A steady client: `request` again and again, 250 ms apart, until `stop()`, which resolves to
  * every result once the request in flight has ended.
  */
@@ -356,9 +367,8 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       const images = (await onNode(MANAGER, ['service', 'ps', `${stack}_hospital-api`, '--filter', 'desired-state=running', '--format', '{{.Image}} {{.CurrentState}}'])).out.split('\n').filter((l) => / Running /.test(` ${l} `));
       expect(images.map((l) => l.split(' ')[0])).toEqual([next, next]);
       const results = await client.stop();
-      const failed = results.filter((x) => !x.ok);
-      const redispatched = results.reduce((n, x) => n + x.redispatched, 0);
-      say(`API rolled to ${next}: install ${rolled} s; ${results.length} requests through the balancer, ${failed.length} failed, ${redispatched} redispatched to another node (no server on the first); order ${(await onNode(MANAGER, ['service', 'inspect', '--format', '{{.Spec.UpdateConfig.Order}}', `${stack}_hospital-api`])).out.trim()}`);
+      const { failed, line } = throughBalancer(results);
+      say(`API rolled to ${next}: install ${rolled} s; ${line}; order ${(await onNode(MANAGER, ['service', 'inspect', '--format', '{{.Spec.UpdateConfig.Order}}', `${stack}_hospital-api`])).out.trim()}`);
       expect(failed, JSON.stringify(failed.slice(0, 5))).toEqual([]);
       expect(results.length).toBeGreaterThan(10);
     } finally {
@@ -429,8 +439,8 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       expect(mounted).toContain(secrets[0]!);
       expect(await nodesOf('hospital-api')).toEqual(['n1', 'n2', 'n3']);
       const results = await client.stop();
-      const failed = results.filter((x) => !x.ok);
-      say(`key rotated: ${took} s; ${results.length} requests through the balancer, ${failed.length} failed, ${results.reduce((n, x) => n + x.redispatched, 0)} redispatched`);
+      const { failed, line } = throughBalancer(results);
+      say(`key rotated: ${took} s; ${line}`);
       expect(failed, JSON.stringify(failed.slice(0, 5))).toEqual([]);
       expect(results.length).toBeGreaterThan(10);
     } finally {
@@ -468,8 +478,8 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       const secrets = (await onNode(MANAGER, ['secret', 'ls', '--format', '{{.Name}}'])).out.split('\n');
       for (const key of ['ca.pem', 'gateway.pem', 'gateway.key']) expect(secrets.filter((n) => n.startsWith(`${stack}_${key}-`)), key).toHaveLength(1);
       const results = await client.stop();
-      const failed = results.filter((x) => !x.ok);
-      say(`cert renew --renew-ca: ${secondsSince(t0)} s; ${results.length} requests through the balancer meanwhile, ${failed.length} failed${failed.length ? ` (${failed.slice(0, 3).map((f) => f.last).join(', ')})` : ''}, ${results.reduce((n, x) => n + x.redispatched, 0)} redispatched`);
+      const { line } = throughBalancer(results);
+      say(`cert renew --renew-ca: ${secondsSince(t0)} s; ${line}`);
       expect(oldCa.fingerprint256).not.toBe(result.ca.fingerprint256);
       // every request sent once the renewal had returned succeeds
       expect(results.filter((x) => x.at >= done && !x.ok)).toEqual([]);

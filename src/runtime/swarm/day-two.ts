@@ -30,7 +30,7 @@ import { join } from 'node:path';
 import { statSync } from 'node:fs';
 import { databaseEndpoint } from './databases.js';
 import { DATABASE_CA_PATH } from './secrets.js';
-import { deploy, placeLabels, runningTaskHere, selfNode, stackServices, swarmNodes, waitGone, waitUp, type SwarmContext } from './deploy.js';
+import { deploy, labelledNodes, runningTaskHere, stackServices, waitGone, waitUp, type SwarmContext } from './deploy.js';
 import { STACK_SERVICES, type StackService } from './render.js';
 
 /** What the runtime (index.ts) lends these operations. */
@@ -121,9 +121,7 @@ async function withDatabasesOnly<T>(day: SwarmDayTwo, why: string, work: (ops: s
   const { ctx } = day;
   const alone: StackService[] = ['kong-database', 'hapi-database', 'ops'];
   const scale = Object.fromEntries(STACK_SERVICES.map((s) => [s, alone.includes(s) ? 1 : 0])) as Record<StackService, number>;
-  const self = await selfNode(ctx.cli);
-  const nodes = await swarmNodes(ctx.cli);
-  await placeLabels(ctx, nodes, self);
+  const nodes = await labelledNodes(ctx);
   ctx.progress(`deploying stack ${ctx.stack} with its databases and ops alone, ${why}`);
   /** The stack goes again; a failure to remove it is told, never in place of what `work` did or threw. */
   const remove = async (): Promise<void> => {

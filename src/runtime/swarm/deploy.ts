@@ -148,6 +148,14 @@ export async function placeLabels(ctx: SwarmContext, nodes: NodeInspect[], self:
   }
 }
 
+/** What every deploy starts from: the swarm's nodes, with the placement labels put where this host's install needs them (labelPlan). */
+export async function labelledNodes(ctx: SwarmContext): Promise<NodeInspect[]> {
+  const self = await selfNode(ctx.cli);
+  const nodes = await swarmNodes(ctx.cli);
+  await placeLabels(ctx, nodes, self);
+  return nodes;
+}
+
 /**
  * Writes the secrets' files and the stack file for this phase, then deploys it. `--resolve-image
  * never`: each node runs the image as named (a digest pins it: --kong-image kong:3.9.3@sha256:…),

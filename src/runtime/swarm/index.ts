@@ -29,15 +29,14 @@ import { databaseEndpoint } from './databases.js';
 import { reloadSwarmApiKey } from './key-reload.js';
 import { swarmLogs } from './logs.js';
 import { GATEWAY_PROPAGATION_MS, ONE_SHOT_STACK_SERVICES, STACK_SERVICES, stackFile, type StackService } from './render.js';
-import { componentsFromSwarm, nodesRunning, versionsFromSwarm } from './state.js';
+import { componentsFromSwarm, nodesRunning, versionsFromSwarm, type NodeInspect } from './state.js';
 import {
   deploy,
   deployedReplicas,
+  labelledNodes,
   newRun,
-  placeLabels,
   pruneSecrets,
   runningTaskHere,
-  selfNode,
   serviceTasks,
   stackServices,
   swarmNodes,
@@ -94,10 +93,8 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
   };
 
   /** Deploys the stack as install.json asks (the API with no replica until it is ready) and waits for it. */
-  const deployAll = async (since = new Date(Date.now() - 1000).toISOString()): Promise<void> => {
-    const self = await selfNode(cli);
-    const nodes = await swarmNodes(cli);
-    await placeLabels(ctx, nodes, self);
+  const deployAll = async (since = new Date(Date.now() - 1000).toISOString(), labelled?: NodeInspect[]): Promise<void> => {
+    const nodes = labelled ?? (await labelledNodes(ctx));
     const withApi = apiReady(dir);
     await deploy(ctx, withApi ? {} : { scale: { [api]: 0 } }, nodes);
     // a changed service (a new image, new settings) is replaced task by task: until its last task
@@ -112,9 +109,7 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
   return {
     name: 'swarm',
     async up() {
-      const self = await selfNode(cli);
-      const nodes = await swarmNodes(cli);
-      await placeLabels(ctx, nodes, self);
+      const nodes = await labelledNodes(ctx);
       const now = deployedReplicas(stack, await stackServices(cli, stack));
       const withApi = apiReady(dir);
       // the manager's clock (this host's) a second early: an update either deploy starts is this start's
@@ -126,7 +121,7 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
       await waitOneShot(ctx, 'kong-migrations', run);
       // 2. everything as install.json asks; 3. each service at its count
       ctx.progress('migrations complete; starting Kong');
-      await deployAll(since);
+      await deployAll(since, nodes);
     },
     async down() {
       await cli.run(['stack', 'rm', stack], { allowFail: true });
