@@ -29,7 +29,7 @@ import { generateCa, type KeyAndCert } from '../tls/pki.js';
 import { parsePemBundle } from '../tls/inspect.js';
 import { installPaths, type InstallPaths } from '../install-dir/layout.js';
 import { roleIsUp } from '../runtime/component-role.js';
-import type { Runtime } from '../runtime/types.js';
+import type { GatewayNode, Runtime } from '../runtime/types.js';
 import { writeFileAtomic, writeSecretFile } from '../util/atomic-write.js';
 import { certificateLifetimes, type CertificateLifetime } from '../install-dir/certificate-lifetimes.js';
 import { keyMatches, prepareRenewal, type RenewChoice } from './tls.js';
@@ -250,13 +250,13 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
     const caPem = readFileSync(paths.caCert, 'utf8');
     const host = config.hosts[0] ?? 'localhost';
     // everything from the reload to the last probe: on any failure the previous files go back and are reloaded
-    let targets: Array<{ name: string; address: string | null }> = [];
+    let targets: GatewayNode[] = [];
     let behind: typeof targets = [];
     let lastError = '';
     try {
       const reload = await runtime.reloadGatewayTls();
       // every address new connections reach the gateway at: this host's, or each node that publishes it (swarm)
-      targets = runtime.gatewayNodes ? (await runtime.gatewayNodes()).map((n) => ({ name: n.node, address: n.address })) : [{ name: 'this host', address: '127.0.0.1' }];
+      targets = runtime.gatewayNodes ? await runtime.gatewayNodes() : [{ node: 'this host', address: '127.0.0.1' }];
       const deadline = Date.now() + PICKUP_TIMEOUT_MS;
       behind = targets;
       while (behind.length > 0 && Date.now() < deadline) {
@@ -267,7 +267,7 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
             if (t.address === null) throw new Error('no address known for it');
             if ((await presentedFingerprint(caPem, config.ports.gatewayHttps, host, t.address)) !== want) still.push(t);
           } catch (err) {
-            lastError = `${t.name}: ${(err as Error).message}`;
+            lastError = `${t.node}: ${(err as Error).message}`;
             still.push(t);
           }
         }
@@ -277,7 +277,7 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
       if (targets.length === 0) throw renewError('after the reload no host publishes the gateway', 'See `hospital-api status`; the previous certificate files are back.');
       if (behind.length > 0) throw new HospitalApiError('ERR_CERT_NOT_PICKED_UP', { seconds: PICKUP_TIMEOUT_MS / 1000 });
       gatewayReloaded = true;
-      log(`the gateway presents the new certificate to new connections${targets.length > 1 ? ` on ${targets.length} hosts (${targets.map((t) => t.name).join(', ')})` : ''}, verified against the CA; ${reload.connections}`);
+      log(`the gateway presents the new certificate to new connections${targets.length > 1 ? ` on ${targets.length} hosts (${targets.map((t) => t.node).join(', ')})` : ''}, verified against the CA; ${reload.connections}`);
     } catch (err) {
       restoreAll(before);
       const back = await runtime.reloadGatewayTls().then(
@@ -285,7 +285,7 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
         (e: unknown) => `the previous files are back, but reloading them failed too (${(e as Error).message}): run \`hospital-api up\``,
       );
       const notPickedUp = err instanceof HospitalApiError && err.code === 'ERR_CERT_NOT_PICKED_UP';
-      const why = notPickedUp ? `not on ${behind.map((t) => t.name).join(', ')}` : (err as Error).message;
+      const why = notPickedUp ? `not on ${behind.map((t) => t.node).join(', ')}` : (err as Error).message;
       log(`the gateway did not take the new certificate (${why}${lastError ? `; ${lastError}` : ''}); ${back}`);
       throw err;
     }
