@@ -21,6 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { networkInterfaces } from 'node:os';
+import { isDeepStrictEqual } from 'node:util';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { expect, it } from 'vitest';
@@ -156,6 +157,33 @@ async function pluginOf(site: BrokenInstallSite, service: string, name: string):
   return found;
 }
 
+/** The fields of `plugin` that `change` names, nested as `change` nests them (config.x stays under config). */
+function fieldsOf(plugin: Record<string, unknown>, change: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(change)) {
+    const had = plugin[k];
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && had && typeof had === 'object' ? fieldsOf(had as Record<string, unknown>, v as Record<string, unknown>) : (had ?? null);
+  }
+  return out;
+}
+
+/**
+ * A plugin's fields changed through the admin API for the run of `check` (which may repair them by
+ * rerunning install); whatever `check` did, the old values are back at the end, so a case that fails
+ * leaves its defect to no later case.
+ */
+async function withPluginChanged(site: BrokenInstallSite, service: string, name: string, change: Record<string, unknown>, check: () => Promise<void>): Promise<void> {
+  const plugin = await pluginOf(site, service, name);
+  const before = fieldsOf(plugin as unknown as Record<string, unknown>, change);
+  expect((await site.admin('PATCH', `/plugins/${plugin.id}`, change)).status).toBe(200);
+  try {
+    await check();
+  } finally {
+    const now = fieldsOf((await pluginOf(site, service, name)) as unknown as Record<string, unknown>, change);
+    if (!isDeepStrictEqual(now, before)) expect((await site.admin('PATCH', `/plugins/${plugin.id}`, before)).status).toBe(200);
+  }
+}
+
 /** The host's own non-loopback IPv4 addresses, as admin-not-exposed probes them. */
 export function hostAddresses(): string[] {
   return Object.values(networkInterfaces())
@@ -257,15 +285,14 @@ export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
   },
   {
     name: 'basic-auth left attached but disabled: gateway-objects, basic-auth-required, gateway-drift and fhir-routes-closed fail; rerunning install enables it and says so',
-    async run(site) {
-      const plugin = await pluginOf(site, 'fhir-api', 'basic-auth');
-      expect((await site.admin('PATCH', `/plugins/${plugin.id}`, { enabled: false })).status).toBe(200);
-      const checks = await expectRejected(site, ['gateway-objects', 'basic-auth-required', 'gateway-drift', 'fhir-routes-closed']);
-      expect(checks['gateway-objects']!.summary).toContain('basic-auth on fhir-api is disabled');
-      expect(checks['gateway-drift']!.summary).toBe('plugin fhir-api/basic-auth: enabled is false, declared true');
-      // issue 23: install's own object, so install repairs it
-      await expectInstallRepairs(site, 'fhir-api/basic-auth', ['enabled']);
-    },
+    run: (site) =>
+      withPluginChanged(site, 'fhir-api', 'basic-auth', { enabled: false }, async () => {
+        const checks = await expectRejected(site, ['gateway-objects', 'basic-auth-required', 'gateway-drift', 'fhir-routes-closed']);
+        expect(checks['gateway-objects']!.summary).toContain('basic-auth on fhir-api is disabled');
+        expect(checks['gateway-drift']!.summary).toBe('plugin fhir-api/basic-auth: enabled is false, declared true');
+        // issue 23: install's own object, so install repairs it
+        await expectInstallRepairs(site, 'fhir-api/basic-auth', ['enabled']);
+      }),
   },
   {
     name: 'key-auth removed from fhir-api-key-auth: gateway-objects and both key-auth refusals fail',
@@ -391,12 +418,12 @@ export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
     name: 'issue 23: an anonymous consumer on key-auth: drift, fhir-routes-closed and both key refusals fail; rerunning install puts anonymous back and says so',
     async run(site) {
       const consumer = (await site.admin('GET', `/consumers/${site.consumer}`)).body as { id: string };
-      const plugin = await pluginOf(site, 'fhir-api-key-auth', 'key-auth');
-      expect((await site.admin('PATCH', `/plugins/${plugin.id}`, { config: { anonymous: consumer.id } })).status).toBe(200);
-      const checks = await expectRejected(site, ['gateway-drift', 'fhir-routes-closed', 'key-auth-no-key', 'key-auth-wrong-key']);
-      expect(checks['gateway-drift']!.summary).toBe(`plugin fhir-api-key-auth/key-auth: config.anonymous is "${consumer.id}", declared null`);
-      expect(checks['fhir-routes-closed']!.summary).toContain(`key-auth (service fhir-api-key-auth) has anonymous set (consumer ${site.consumer})`);
-      await expectInstallRepairs(site, 'fhir-api-key-auth/key-auth', ['config.anonymous']);
+      await withPluginChanged(site, 'fhir-api-key-auth', 'key-auth', { config: { anonymous: consumer.id } }, async () => {
+        const checks = await expectRejected(site, ['gateway-drift', 'fhir-routes-closed', 'key-auth-no-key', 'key-auth-wrong-key']);
+        expect(checks['gateway-drift']!.summary).toBe(`plugin fhir-api-key-auth/key-auth: config.anonymous is "${consumer.id}", declared null`);
+        expect(checks['fhir-routes-closed']!.summary).toContain(`key-auth (service fhir-api-key-auth) has anonymous set (consumer ${site.consumer})`);
+        await expectInstallRepairs(site, 'fhir-api-key-auth/key-auth', ['config.anonymous']);
+      });
     },
   },
   {
@@ -419,22 +446,22 @@ export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
     name: 'issue 23: cors on fhir-api drifted to any origin with credentials: gateway-drift names the field; rerunning install puts it back and says so; record diff shows the change',
     async run(site) {
       const before = await expectAccepted(site);
-      const plugin = await pluginOf(site, 'fhir-api', 'cors');
-      expect((await site.admin('PATCH', `/plugins/${plugin.id}`, { config: { origins: ['*'], credentials: true } })).status).toBe(200);
-      const drifted = await verify(site);
-      const checks = await expectRejected(site, ['gateway-drift'], drifted);
-      expect(checks['gateway-drift']!.summary).toContain('plugin fhir-api/cors: config.credentials is true, declared false');
-      expect(checks['gateway-drift']!.summary).toContain('origin * with credentials true');
-      expect(drifted.record.gatewayConfigSha256).toMatch(/^[0-9a-f]{64}$/);
-      expect(drifted.record.gatewayConfigSha256).not.toBe(before.record.gatewayConfigSha256);
-      const diff = await runCli(['record', 'diff', before.recordPath, drifted.recordPath, '--json']);
-      expect(diff.exitCode).toBe(1);
-      const differences = JSON.parse(String(diff.stdout)).result.differences as Array<{ what: string; a: string; b: string }>;
-      expect(differences.map((d) => d.what)).toEqual(expect.arrayContaining(['result', 'gatewayConfigSha256', 'check gateway-drift']));
-      await expectInstallRepairs(site, 'fhir-api/cors', ['config.credentials']);
-      const after = await expectAccepted(site);
-      // the same configuration again: the same hash, and record diff says so apart from the run's own facts
-      expect(after.record.gatewayConfigSha256).toBe(before.record.gatewayConfigSha256);
+      await withPluginChanged(site, 'fhir-api', 'cors', { config: { origins: ['*'], credentials: true } }, async () => {
+        const drifted = await verify(site);
+        const checks = await expectRejected(site, ['gateway-drift'], drifted);
+        expect(checks['gateway-drift']!.summary).toContain('plugin fhir-api/cors: config.credentials is true, declared false');
+        expect(checks['gateway-drift']!.summary).toContain('origin * with credentials true');
+        expect(drifted.record.gatewayConfigSha256).toMatch(/^[0-9a-f]{64}$/);
+        expect(drifted.record.gatewayConfigSha256).not.toBe(before.record.gatewayConfigSha256);
+        const diff = await runCli(['record', 'diff', before.recordPath, drifted.recordPath, '--json']);
+        expect(diff.exitCode).toBe(1);
+        const differences = JSON.parse(String(diff.stdout)).result.differences as Array<{ what: string; a: string; b: string }>;
+        expect(differences.map((d) => d.what)).toEqual(expect.arrayContaining(['result', 'gatewayConfigSha256', 'check gateway-drift']));
+        await expectInstallRepairs(site, 'fhir-api/cors', ['config.credentials']);
+        const after = await expectAccepted(site);
+        // the same configuration again: the same hash, and record diff says so apart from the run's own facts
+        expect(after.record.gatewayConfigSha256).toBe(before.record.gatewayConfigSha256);
+      });
     },
   },
   {
