@@ -82,22 +82,28 @@ async function rawFetch(s: StandIns, agent: Agent, size: number): Promise<number
 }
 
 /**
- * The pass-through (argv: port, FHIR base, CA file, key, page size): the search,
+ * The pass-through (argv: port, FHIR base, CA file, key, page size, mode): the search,
  * then every $everything page, each parsed and its entries forwarded as
- * {"resources":[…]}; no checks of any kind.
+ * {"resources":[…]}; no checks of any kind. Mode `bytes`: each page's bytes
+ * forwarded as they came (parsed only for its next link), the least any proxy of
+ * the record does (not the answer's shape: a lower bound, not a rival).
  */
 const PASS_THROUGH = `
 const https = require('node:https');
 const http = require('node:http');
 const fs = require('node:fs');
-const [port, base, caFile, key, pageSize] = process.argv.slice(1);
+const [port, base, caFile, key, pageSize, mode] = process.argv.slice(1);
 const agent = new https.Agent({ keepAlive: true, ca: fs.readFileSync(caFile) });
 const headers = { apikey: key, accept: 'application/fhir+json', 'cache-control': 'no-cache' };
 const get = (url) => new Promise((resolve, reject) => {
   https.get(url, { agent, headers }, (res) => {
     const chunks = [];
     res.on('data', (c) => chunks.push(c));
-    res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+    res.on('end', () => {
+      const bytes = Buffer.concat(chunks);
+      const parsed = JSON.parse(bytes.toString('utf8'));
+      resolve(mode === 'bytes' ? Object.assign(parsed, { bytes }) : parsed);
+    });
   }).on('error', reject);
 });
 http.createServer((req, res) => {
@@ -112,7 +118,8 @@ http.createServer((req, res) => {
     let first = true;
     while (url) {
       const page = await get(url);
-      for (const e of page.entry ?? []) {
+      if (mode === 'bytes') res.write(page.bytes);
+      else for (const e of page.entry ?? []) {
         res.write((first ? '' : ',') + JSON.stringify(e));
         first = false;
       }
@@ -177,14 +184,17 @@ export async function run(): Promise<BenchSection> {
       standIn.once('exit', () => reject(new Error('stand-ins exited early')));
     });
     const s = JSON.parse(line) as StandIns;
-    const [port, smallPort, passPort] = [await freePort(), await freePort(), await freePort()];
+    const [port, smallPort, passPort, bigPassPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
     const serve = startServe(dir, s, port, PAGE, 'audit.log');
     const smallServe = startServe(dir, s, smallPort, SMALL_PAGES.page, 'audit-small.log');
     const pass = execa('node', ['-e', PASS_THROUGH, String(passPort), s.fhirUrl, s.caFile, s.apiKey, String(SMALL_PAGES.page)], { reject: false, stdio: 'ignore' });
-    children.push(serve, smallServe, pass);
+    // the pass-through with the API's page size, forwarding each page's bytes: how far any proxy of the one-page record sits above the floor
+    const bigPass = execa('node', ['-e', PASS_THROUGH, String(bigPassPort), s.fhirUrl, s.caFile, s.apiKey, String(PAGE), 'bytes'], { reject: false, stdio: 'ignore' });
+    children.push(serve, smallServe, pass, bigPass);
     const apiUrl = `http://127.0.0.1:${port}`;
     const smallUrl = `http://127.0.0.1:${smallPort}`;
     const passUrl = `http://127.0.0.1:${passPort}`;
+    const bigPassUrl = `http://127.0.0.1:${bigPassPort}`;
     await waitFor(`${apiUrl}/api/health-check`);
     await waitFor(`${smallUrl}/api/health-check`);
     const agent = new Agent({ connect: { ca: readFileSync(s.caFile, 'utf8') } });
@@ -225,6 +235,33 @@ export async function run(): Promise<BenchSection> {
         'serve peak RSS MiB': rss[size] as number,
       });
     }
+
+    // 1,000 resources in one page: the byte-forwarding pass-through next to the same floor, alternately. Not a
+    // target: it shows what being a proxy at all costs at this size (one more HTTP exchange, the page written out
+    // again), before any platform call, audit line, check or reshaping.
+    for (let i = 0; i < WARMUP; i++) {
+      await apiFetch(bigPassUrl, 1000);
+      await rawFetch(s, agent, 1000);
+    }
+    const [passBig, rawBig]: [number[], number[]] = [[], []];
+    let passBigBytes = 0;
+    for (let i = 0; i < RUNS; i++) {
+      passBig.push(await time(async () => (passBigBytes = await apiFetch(bigPassUrl, 1000))));
+      rawBig.push(await time(() => rawFetch(s, agent, 1000)));
+    }
+    passBig.sort((a, b) => a - b);
+    rawBig.sort((a, b) => a - b);
+    const passFloorRatio = round(percentile(passBig, 50) / percentile(rawBig, 50), 2);
+    rows.push({
+      case: `1,000 resources, 1 page of ${PAGE}, ${RUNS} runs, through a pass-through forwarding the page's bytes instead of the API (a lower bound, not a target)`,
+      'response KiB': round(passBigBytes / 1024, 0),
+      'api p50 ms': round(percentile(passBig, 50), 1),
+      'api p90 ms': round(percentile(passBig, 90), 1),
+      'floor p50 ms': round(percentile(rawBig, 50), 1),
+      ratio: passFloorRatio,
+      'serve CPU ms/request': '–',
+      'serve peak RSS MiB': '–',
+    });
     await agent.close();
 
     // 40 pages of 50: the API next to the minimal pass-through, alternately.

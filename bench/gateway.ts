@@ -73,6 +73,40 @@ http.createServer((req, res) => { res.writeHead(200, { 'content-type': 'applicat
   .listen(Number(process.argv[1]), '127.0.0.1');
 `;
 
+/**
+ * The least a Node proxy of one process does (argv: port, upstream port): node:http in, an undici Pool with
+ * keep-alive out through a raw dispatch handler (as the gateway), the upstream's status, headers and body
+ * passed back whole; no routing, no plugin, no header rewriting, no timeouts. Near the floor for the
+ * gateway on this stack, not a rival to it.
+ */
+const BARE_PROXY = `
+const http = require('node:http');
+const { Pool } = require('undici');
+const [port, upPort] = process.argv.slice(1);
+const pool = new Pool('http://127.0.0.1:' + upPort, { connections: 64 });
+const host = ['host', '127.0.0.1:' + upPort];
+http.createServer((req, res) => {
+  const chunks = [];
+  let status = 502;
+  let raw = [];
+  pool.dispatch({ path: req.url, method: req.method, headers: host }, {
+    onConnect() {},
+    onHeaders(s, h) { status = s; raw = h; return true; },
+    onData(c) { chunks.push(c); return true; },
+    onComplete() {
+      const headers = [];
+      for (let i = 0; i < raw.length; i += 2) {
+        const k = raw[i].toString();
+        const l = k.toLowerCase();
+        if (l !== 'connection' && l !== 'keep-alive') headers.push(k, raw[i + 1].toString());
+      }
+      res.writeHead(status, headers).end(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+    },
+    onError() { res.writeHead(502).end(); },
+  });
+}).listen(Number(port), '127.0.0.1');
+`;
+
 async function waitFor(url: string, headers: Record<string, string> = {}): Promise<void> {
   for (let i = 0; i < 200; i++) {
     try {
@@ -256,14 +290,22 @@ export async function run(): Promise<BenchSection> {
     const viaNginx = `http://127.0.0.1:${nginxPort}/bench/x`;
     await waitFor(viaNginx);
 
+    const barePort = await freePort();
+    const bare = execa('node', ['-e', BARE_PROXY, String(barePort), String(upPort)], { cwd: root, reject: false });
+    children.push(bare);
+    const viaBare = `http://127.0.0.1:${barePort}/bench/x`;
+    await waitFor(viaBare);
+
     const d = await measure(t, direct, up.pid);
     // Steady state before the rounds: a fresh gateway spends its first seconds in V8's optimising compilers
     // (26 Nov 2026, paired runs at load 9: 191 µs/req in its first measured run after a 2 s warm-up, 97 once warm),
     // which made the first round, and with it the median, measure start-up rather than the proxy. nginx gets the same.
     await wrk(t, viaGateway, WARM_SECONDS, [`apikey: ${KEY}`]);
     await wrk(t, viaNginx, WARM_SECONDS);
+    await wrk(t, viaBare, WARM_SECONDS);
     const gRuns: WrkResult[] = [];
     const nRuns: WrkResult[] = [];
+    const bRuns: WrkResult[] = [];
     for (let i = 0; i < ROUNDS; i++) {
       // Alternate which goes first so neither always follows the other's load.
       if (i % 2 === 0) {
@@ -273,6 +315,7 @@ export async function run(): Promise<BenchSection> {
         nRuns.push(await measure(t, viaNginx, nginx.pid));
         gRuns.push(await measure(t, viaGateway, gw.pid, [`apikey: ${KEY}`]));
       }
+      bRuns.push(await measure(t, viaBare, bare.pid));
     }
     const wp = await wrongPasswords(t, dir, viaGateway, `http://127.0.0.1:${proxyPort}/basic/x`, gw.pid);
     const g = median(gRuns);
@@ -290,6 +333,8 @@ export async function run(): Promise<BenchSection> {
     const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] as number;
     const rpsRatio = round(mid(gRuns.map((r, i) => r.rps / (nRuns[i] as WrkResult).rps)));
     const p99Ratio = round(mid(gRuns.map((r, i) => r.p99 / (nRuns[i] as WrkResult).p99)));
+    const bareRatio = round(mid(bRuns.map((r, i) => r.rps / (nRuns[i] as WrkResult).rps)));
+    const bareP99Ratio = round(mid(bRuns.map((r, i) => r.p99 / (nRuns[i] as WrkResult).p99)));
     return {
       name: 'gateway',
       description:
@@ -298,10 +343,13 @@ export async function run(): Promise<BenchSection> {
         'CPU µs/req = CPU time of the front process tree (upstream row: the upstream itself) per request served. ' +
         `Gateway and nginx rows: median of ${ROUNDS} alternating run(s) by req/s; targets: median of the per-round ratios ` +
         `(gateway/nginx req/s per round: ${rounds}). ` +
+        `Bare node:http + undici proxy (no routing, no plugin; a lower bound for a Node proxy of one process, not a target), ` +
+        `median per-round ratio to nginx: req/s ${bareRatio}, p99 ${bareP99Ratio}. ` +
         `Wrong passwords: key-auth wrk -c50 alone, then while a second wrk sends basic-auth with a different wrong password per request ` +
         `on 10 connections (${round(wp.flood.rps, 0)} req/s of those answered; ${wp.flood.errors}).`,
       rows: [
         row('upstream direct', d), row('hospital-api gateway + key-auth', g), row('nginx proxy', n),
+        row('bare node:http + undici proxy (lower bound, not a target)', median(bRuns)),
         row('gateway key-auth, wrong-password run: alone', wp.alone),
         row('gateway key-auth, with 10 conns of wrong basic-auth passwords', wp.loaded),
       ],
