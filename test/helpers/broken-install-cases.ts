@@ -176,12 +176,10 @@ async function withPluginChanged(site: BrokenInstallSite, service: string, name:
   const plugin = await pluginOf(site, service, name);
   const before = fieldsOf(plugin as unknown as Record<string, unknown>, change);
   expect((await site.admin('PATCH', `/plugins/${plugin.id}`, change)).status).toBe(200);
-  try {
-    await check();
-  } finally {
+  await restoring(check, async () => {
     const now = fieldsOf((await pluginOf(site, service, name)) as unknown as Record<string, unknown>, change);
     if (!isDeepStrictEqual(now, before)) expect((await site.admin('PATCH', `/plugins/${plugin.id}`, before)).status).toBe(200);
-  }
+  });
 }
 
 /** The host's own non-loopback IPv4 addresses, as admin-not-exposed probes them. */
@@ -213,15 +211,34 @@ function installCa(site: BrokenInstallSite): KeyAndCert {
   return { certPem: readFileSync(p.caCert, 'utf8'), keyPem: readFileSync(p.caKey, 'utf8') };
 }
 
+/**
+ * Runs `check`, then `restore` whatever happened. When `check` failed, its error is the one reported: a
+ * restore that fails too is printed beside it, not thrown over it (the cause must reach CI's output).
+ */
+async function restoring(check: () => Promise<void>, restore: () => Promise<void>): Promise<void> {
+  let failed = false;
+  try {
+    await check();
+  } catch (err) {
+    failed = true;
+    throw err;
+  } finally {
+    try {
+      await restore();
+    } catch (err) {
+      if (!failed) throw err;
+      console.error('broken-install case: restoring what the failed case changed failed too:', err);
+    }
+  }
+}
+
 /** A plugin removed through the admin API for the run of `check`, then attached again with its config. */
 async function withoutPlugin(site: BrokenInstallSite, service: string, name: string, check: () => Promise<void>): Promise<void> {
   const plugin = await pluginOf(site, service, name);
   expect((await site.admin('DELETE', `/plugins/${plugin.id}`)).status).toBe(204);
-  try {
-    await check();
-  } finally {
+  await restoring(check, async () => {
     expect((await site.admin('POST', `/services/${service}/plugins`, { name, config: plugin.config })).status).toBe(201);
-  }
+  });
 }
 
 /** Reruns install: it reports `step` updated with exactly `fields` put back, and verify accepts again. */
