@@ -142,6 +142,24 @@ async function apiFetch(apiUrl: string, size: number): Promise<number> {
   return text.length;
 }
 
+/** `a` then `b`, WARMUP times, untimed. */
+async function warmUp(a: () => Promise<unknown>, b: () => Promise<unknown>): Promise<void> {
+  for (let i = 0; i < WARMUP; i++) {
+    await a();
+    await b();
+  }
+}
+
+/** `a` then `b`, RUNS times (interleaved, so both see the same machine state): each one's times in ms, sorted. */
+async function alternately(a: () => Promise<unknown>, b: () => Promise<unknown>): Promise<[number[], number[]]> {
+  const [ta, tb]: [number[], number[]] = [[], []];
+  for (let i = 0; i < RUNS; i++) {
+    ta.push(await time(a));
+    tb.push(await time(b));
+  }
+  return [ta.sort((x, y) => x - y), tb.sort((x, y) => x - y)];
+}
+
 async function time(fn: () => Promise<unknown>): Promise<number> {
   const t = process.hrtime.bigint();
   await fn();
@@ -239,18 +257,11 @@ export async function run(): Promise<BenchSection> {
     // 1,000 resources in one page: the byte-forwarding pass-through next to the same floor, alternately. Not a
     // target: it shows what being a proxy at all costs at this size (one more HTTP exchange, the page written out
     // again), before any platform call, audit line, check or reshaping.
-    for (let i = 0; i < WARMUP; i++) {
-      await apiFetch(bigPassUrl, 1000);
-      await rawFetch(s, agent, 1000);
-    }
-    const [passBig, rawBig]: [number[], number[]] = [[], []];
     let passBigBytes = 0;
-    for (let i = 0; i < RUNS; i++) {
-      passBig.push(await time(async () => (passBigBytes = await apiFetch(bigPassUrl, 1000))));
-      rawBig.push(await time(() => rawFetch(s, agent, 1000)));
-    }
-    passBig.sort((a, b) => a - b);
-    rawBig.sort((a, b) => a - b);
+    const viaBigPass = async () => (passBigBytes = await apiFetch(bigPassUrl, 1000));
+    const direct = () => rawFetch(s, agent, 1000);
+    await warmUp(viaBigPass, direct);
+    const [passBig, rawBig] = await alternately(viaBigPass, direct);
     const passFloorRatio = round(percentile(passBig, 50) / percentile(rawBig, 50), 2);
     rows.push({
       case: `1,000 resources, 1 page of ${PAGE}, ${RUNS} runs, through a pass-through forwarding the page's bytes instead of the API (a lower bound, not a target)`,
@@ -266,20 +277,14 @@ export async function run(): Promise<BenchSection> {
 
     // 40 pages of 50: the API next to the minimal pass-through, alternately.
     const { size: small, page } = SMALL_PAGES;
-    for (let i = 0; i < WARMUP; i++) {
-      await apiFetch(smallUrl, small);
-      await apiFetch(passUrl, small);
-    }
-    const [viaApi, viaPass]: [number[], number[]] = [[], []];
     let smallBytes = 0;
+    const viaSmallApi = async () => (smallBytes = await apiFetch(smallUrl, small));
+    const viaSmallPass = () => apiFetch(passUrl, small);
+    await warmUp(viaSmallApi, viaSmallPass);
+    // serve's CPU over the timed runs only
     const smallCpu0 = cpuMs(smallServe.pid as number);
-    for (let i = 0; i < RUNS; i++) {
-      viaApi.push(await time(async () => (smallBytes = await apiFetch(smallUrl, small))));
-      viaPass.push(await time(() => apiFetch(passUrl, small)));
-    }
+    const [viaApi, viaPass] = await alternately(viaSmallApi, viaSmallPass);
     const smallCpu = (cpuMs(smallServe.pid as number) - smallCpu0) / RUNS;
-    viaApi.sort((a, b) => a - b);
-    viaPass.sort((a, b) => a - b);
     const passRatio = round(percentile(viaApi, 50) / percentile(viaPass, 50), 2);
     rows.push({
       case: `${small.toLocaleString('en')} resources, ${small / page} pages of ${page}, ${RUNS} runs; floor = pass-through`,
