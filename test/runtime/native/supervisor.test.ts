@@ -300,7 +300,16 @@ describe('native supervisor (real CLI, stand-in components)', { timeout: STACK_S
     const gateway = (await status(dir)).find((c) => c.name === 'gateway')!;
     expect(gateway.pid).toBe(pid);
     expect(gateway.restarts).toBe(0);
-    expect(readFileSync(log, 'utf8')).toContain('fake gateway chatter');
+    // Rotation may have truncated the live log an instant ago: wait for the
+    // component's next lines to land in it, through the same open file.
+    const live = await until(() => readFileSync(log, 'utf8'), {
+      what: `${log} written to again after rotation`,
+      timeoutMs: 10_000,
+      intervalMs: 100,
+      ok: (text) => text.includes('fake gateway chatter'),
+    });
+    expect(live).toContain('fake gateway chatter');
+    expect((await status(dir)).find((c) => c.name === 'gateway')!.pid).toBe(pid);
   });
 
   it('handles many concurrent restart requests, each answered by its own token, and keeps supervising', async () => {
