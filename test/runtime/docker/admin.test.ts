@@ -2,12 +2,13 @@
  * The admin-API call install runs inside the kong container (perl HTTP::Tiny,
  * since the official kong image has no curl), run here with the host's perl
  * against a real HTTP server on 127.0.0.1: method, JSON body on stdin, status
- * and body back, a refused connection as ERR_INSTALL_ADMIN_UNREACHABLE's exit 3.
+ * and body back, a refused connection as ERR_INSTALL_ADMIN_UNREACHABLE's exit 3;
+ * and a stdin whose end never comes (an engine that lost its close) waits for nothing.
  */
 import { createServer, type Server } from 'node:http';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAdminOutput, PERL_ADMIN_CALL } from '../../../src/runtime/docker/admin.js';
+import { adminExecArgs, parseAdminOutput, PERL_ADMIN_CALL } from '../../../src/runtime/docker/admin.js';
 import { freePort } from '../../../src/util/port-check.js';
 
 const hasPerl = (await execa('perl', ['-MHTTP::Tiny', '-e', '1'], { reject: false })).exitCode === 0;
@@ -31,8 +32,32 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
-const call = (method: string, url: string, body?: unknown) =>
-  execa('perl', ['-MHTTP::Tiny', '-e', PERL_ADMIN_CALL, method, url], { reject: false, input: body === undefined ? '' : JSON.stringify(body) });
+/** As `docker exec` runs it (adminExecArgs), with the host's perl and this server's URL. */
+const call = (method: string, url: string, body?: unknown) => {
+  const { args, input } = adminExecArgs('kong', method, '/x', body);
+  const length = args.at(-1)!;
+  return execa('perl', ['-MHTTP::Tiny', '-e', PERL_ADMIN_CALL, method, url, length], { reject: false, ...(input === undefined ? { stdin: 'ignore' } : { input }) });
+};
+
+/**
+ * The script with a stdin that stays open after what was written to it: the end of
+ * input never comes, as when the engine loses an exec's stdin close. Resolves with the
+ * exit code and output, or 'hung' when it has not exited within `ms`.
+ */
+async function callWithOpenStdin(method: string, url: string, length: number, written: string, ms = 10_000): Promise<{ exitCode: number | undefined; stdout: string } | 'hung'> {
+  const child = execa('perl', ['-MHTTP::Tiny', '-e', PERL_ADMIN_CALL, method, url, String(length)], { reject: false, stdin: 'pipe' });
+  child.stdin!.write(written);
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), ms)));
+  try {
+    const r = await Promise.race([child, hung]);
+    return r === 'hung' ? r : { exitCode: r.exitCode, stdout: String(r.stdout) };
+  } finally {
+    clearTimeout(timer);
+    child.kill('SIGKILL');
+    await child.catch(() => undefined);
+  }
+}
 
 describe.skipIf(!hasPerl)('admin call through perl HTTP::Tiny', () => {
   it('sends the method and the JSON body, returns status and JSON body', async () => {
@@ -49,11 +74,41 @@ describe.skipIf(!hasPerl)('admin call through perl HTTP::Tiny', () => {
     expect(seen.at(-1)).toMatchObject({ method: 'GET', type: undefined, body: '' });
   });
 
+  it('answers without waiting for the end of its input: none with no body, the announced bytes with one', async () => {
+    const get = await callWithOpenStdin('GET', `${base}/missing`, 0, '');
+    expect(get).not.toBe('hung');
+    expect(parseAdminOutput((get as { stdout: string }).stdout).status).toBe(404);
+    const body = JSON.stringify({ name: 'café' });
+    const put = await callWithOpenStdin('PUT', `${base}/services/x`, Buffer.byteLength(body), body);
+    expect(put).not.toBe('hung');
+    expect(parseAdminOutput((put as { stdout: string }).stdout)).toEqual({ status: 201, body: { echo: { name: 'café' }, message: 'ok' } });
+    expect(seen.at(-1)).toMatchObject({ method: 'PUT', body });
+  });
+
+  it('sends nothing when the body is cut short (exit 4)', async () => {
+    const before = seen.length;
+    const child = await execa('perl', ['-MHTTP::Tiny', '-e', PERL_ADMIN_CALL, 'PUT', `${base}/services/x`, '100'], { reject: false, input: '{"name":"x"}' });
+    expect(child.exitCode).toBe(4);
+    expect(seen.length).toBe(before);
+  });
+
   it('exits 3 with the reason when nothing listens', async () => {
     const res = await call('GET', `http://127.0.0.1:${await freePort()}/status`);
     expect(res.exitCode).toBe(3);
     const out = parseAdminOutput(String(res.stdout));
     expect(out.status).toBe(599);
     expect(String(out.body)).toMatch(/connect|refused/i);
+  });
+});
+
+describe('admin call arguments', () => {
+  it('attaches no stdin to a call without a body, and passes a body on stdin only, with its length in bytes', () => {
+    expect(adminExecArgs('c1', 'GET', '/services')).toEqual({ args: ['exec', 'c1', 'perl', '-MHTTP::Tiny', '-e', PERL_ADMIN_CALL, 'GET', 'http://127.0.0.1:8001/services', '0'] });
+    const secret = { key: 'clé-secrète' };
+    const put = adminExecArgs('c1', 'POST', '/consumers/h/key-auth', secret);
+    expect(put.args.slice(0, 3)).toEqual(['exec', '-i', 'c1']);
+    expect(put.args.at(-1)).toBe(String(Buffer.byteLength(JSON.stringify(secret))));
+    expect(put.args.join(' ')).not.toContain('secr');
+    expect(put.input).toBe(JSON.stringify(secret));
   });
 });
