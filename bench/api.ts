@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { Agent, request } from 'undici';
+import { API_MALLOC_ENV, COMPONENT_NODE_ARGS } from '../src/runtime/native/components.js';
 import { freePort } from '../src/util/port-check.js';
 import { percentile, round, type BenchSection } from './report.js';
 
@@ -175,11 +176,13 @@ async function time(fn: () => Promise<unknown>): Promise<number> {
 }
 
 function startServe(dir: string, s: StandIns, port: number, pageSize: number, audit: string): ReturnType<typeof execa> {
-  return execa('node', [join(root, 'bin/hospital-api.js'), 'serve', '--host', '127.0.0.1', '--port', String(port)], {
+  // with the Node options and malloc settings the supervisor, the systemd unit and the image give the API
+  return execa('node', [...COMPONENT_NODE_ARGS, join(root, 'bin/hospital-api.js'), 'serve', '--host', '127.0.0.1', '--port', String(port)], {
     cwd: dir,
     reject: false,
     stdio: 'ignore',
     env: {
+      ...API_MALLOC_ENV,
       PLATFORM_API_URL: s.platformUrl,
       FHIR_BASE_URL: s.fhirUrl,
       FHIR_API_KEY: s.apiKey,
@@ -310,7 +313,7 @@ export async function run(): Promise<BenchSection> {
     return {
       name: 'api',
       description:
-        `POST /api/patients through a real serve child (platform + FHIR stand-ins in another process, FHIR over HTTPS, ` +
+        `POST /api/patients through a real serve child, started as the product starts it (${COMPONENT_NODE_ARGS.join(' ')}, ${Object.entries(API_MALLOC_ENV).map(([k, v]) => `${k}=${v}`).join(' ')}; platform + FHIR stand-ins in another process, FHIR over HTTPS, ` +
         `audit log on the same disk as the bench's temp dir, synced twice per record), ` +
         `${RUNS} runs per size after ${WARMUP} warm-ups, sequential (100,000: ${HUGE_RUNS} runs, for memory). Floor: undici fetching and ` +
         `parsing the same FHIR search and $everything pages (_count=${PAGE}) directly; for 40 pages of 50, a minimal node-core ` +

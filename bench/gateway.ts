@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
 import { request } from 'undici';
+import { COMPONENT_NODE_ARGS } from '../src/runtime/native/components.js';
 import { freePort } from '../src/util/port-check.js';
 import { round, type BenchSection } from './report.js';
 
@@ -267,7 +268,8 @@ export async function run(): Promise<BenchSection> {
     await waitFor(direct);
 
     const [adminPort, proxyPort, nginxPort] = [await freePort(), await freePort(), await freePort()];
-    const gw = execa('node', [join(root, 'bin/hospital-api.js'), 'gateway', '--admin-listen', `127.0.0.1:${adminPort}`,
+    // with the Node options the supervisor, the systemd units and the image give every component: the process the product runs
+    const gw = execa('node', [...COMPONENT_NODE_ARGS, join(root, 'bin/hospital-api.js'), 'gateway', '--admin-listen', `127.0.0.1:${adminPort}`,
       '--proxy-listen', `127.0.0.1:${proxyPort}`, '--proxy-ssl-listen', 'off', '--state', join(dir, 'state.json')],
       { reject: false, env: { NO_COLOR: '1' } });
     children.push(gw);
@@ -291,7 +293,8 @@ export async function run(): Promise<BenchSection> {
     await waitFor(viaNginx);
 
     const barePort = await freePort();
-    const bare = execa('node', ['-e', BARE_PROXY, String(barePort), String(upPort)], { cwd: root, reject: false });
+    // the same Node options as the gateway: a floor for the same process
+    const bare = execa('node', [...COMPONENT_NODE_ARGS, '-e', BARE_PROXY, String(barePort), String(upPort)], { cwd: root, reject: false });
     children.push(bare);
     const viaBare = `http://127.0.0.1:${barePort}/bench/x`;
     await waitFor(viaBare);
@@ -339,7 +342,7 @@ export async function run(): Promise<BenchSection> {
       name: 'gateway',
       description:
         `2 KB JSON upstream (node:http); each front warmed ${WARM_SECONDS} s once, then wrk -t1 -c50 -d${SECONDS}s --latency after a 2 s warm-up per run; gateway with key-auth on the route, ` +
-        `the gateway one process; nginx 1 worker, upstream keepalive 64; ${cpus().length} CPUs shared by all processes. ` +
+        `the gateway one process, started with the components' Node options (${COMPONENT_NODE_ARGS.join(' ')}); nginx 1 worker, upstream keepalive 64; ${cpus().length} CPUs shared by all processes. ` +
         'CPU µs/req = CPU time of the front process tree (upstream row: the upstream itself) per request served. ' +
         `Gateway and nginx rows: median of ${ROUNDS} alternating run(s) by req/s; targets: median of the per-round ratios ` +
         `(gateway/nginx req/s per round: ${rounds}). ` +
