@@ -32,11 +32,13 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
+/** The script's perl argv for `url` and a body of `length` bytes. */
+const perlArgs = (method: string, url: string, length: number | string) => ['-MHTTP::Tiny', '-e', PERL_ADMIN_CALL, method, url, String(length)];
+
 /** As `docker exec` runs it (adminExecArgs), with the host's perl and this server's URL. */
 const call = (method: string, url: string, body?: unknown) => {
   const { args, input } = adminExecArgs('kong', method, '/x', body);
-  const length = args.at(-1)!;
-  return execa('perl', ['-MHTTP::Tiny', '-e', PERL_ADMIN_CALL, method, url, length], { reject: false, ...(input === undefined ? { stdin: 'ignore' } : { input }) });
+  return execa('perl', perlArgs(method, url, args.at(-1)!), { reject: false, ...(input === undefined ? { stdin: 'ignore' } : { input }) });
 };
 
 /**
@@ -45,7 +47,7 @@ const call = (method: string, url: string, body?: unknown) => {
  * exit code and output, or 'hung' when it has not exited within `ms`.
  */
 async function callWithOpenStdin(method: string, url: string, length: number, written: string, ms = 10_000): Promise<{ exitCode: number | undefined; stdout: string } | 'hung'> {
-  const child = execa('perl', ['-MHTTP::Tiny', '-e', PERL_ADMIN_CALL, method, url, String(length)], { reject: false, stdin: 'pipe' });
+  const child = execa('perl', perlArgs(method, url, length), { reject: false, stdin: 'pipe' });
   child.stdin!.write(written);
   let timer: NodeJS.Timeout | undefined;
   const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), ms)));
@@ -87,7 +89,7 @@ describe.skipIf(!hasPerl)('admin call through perl HTTP::Tiny', () => {
 
   it('sends nothing when the body is cut short (exit 4)', async () => {
     const before = seen.length;
-    const child = await execa('perl', ['-MHTTP::Tiny', '-e', PERL_ADMIN_CALL, 'PUT', `${base}/services/x`, '100'], { reject: false, input: '{"name":"x"}' });
+    const child = await execa('perl', perlArgs('PUT', `${base}/services/x`, 100), { reject: false, input: '{"name":"x"}' });
     expect(child.exitCode).toBe(4);
     expect(seen.length).toBe(before);
   });
