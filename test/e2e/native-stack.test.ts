@@ -13,7 +13,9 @@ import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { freePort, isPortFree } from '../../src/util/port-check.js';
+import { isPortFree } from '../../src/util/port-check.js';
+import { testPorts } from '../helpers/native-install.js';
+import type { InstallPorts } from '../../src/install-dir/install-config.js';
 import { buildPlatformStandIn } from '../../src/demo/platform-stand-in.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
@@ -33,7 +35,7 @@ const PAGE_SIZE = 20;
 const dir = tempDir('hapi-e2e-');
 const platformDir = tempDir('hapi-e2e-platform-');
 const platform = buildPlatformStandIn(platformDir);
-let ports: Record<string, number> = {};
+let ports: InstallPorts;
 let platformUrl = '';
 
 const cli = async (args: string[]) => {
@@ -79,10 +81,7 @@ beforeAll(async () => {
   await platform.listen({ host: '127.0.0.1', port: 0 });
   const addr = platform.server.address();
   platformUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
-  ports = {
-    api: await freePort(), fhir: await freePort(), gatewayHttp: await freePort(),
-    gatewayHttps: await freePort(), gatewayAdmin: await freePort(), metrics: await freePort(),
-  };
+  ports = await testPorts();
 });
 
 afterAll(async () => {

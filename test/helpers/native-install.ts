@@ -10,20 +10,14 @@ import { writeFileSync } from 'node:fs';
 import { expect } from 'vitest';
 import { INSTALL_FORMAT, writeInstallConfig, type InstallConfig, type InstallPorts } from '../../src/install-dir/install-config.js';
 import { installPaths } from '../../src/install-dir/layout.js';
-import { freePort } from '../../src/util/port-check.js';
+import { freePort, freePorts } from '../../src/util/port-check.js';
 import { PLATFORM_CARE_ID_SYSTEM } from '../../src/fhir-data/generate/model.js';
 import { runCli } from './cli.js';
 
 /** One free loopback port per component. */
 export async function testPorts(): Promise<InstallPorts> {
-  return {
-    api: await freePort(),
-    fhir: await freePort(),
-    gatewayHttp: await freePort(),
-    gatewayHttps: await freePort(),
-    gatewayAdmin: await freePort(),
-    metrics: await freePort(),
-  };
+  const [api, fhir, gatewayHttp, gatewayHttps, gatewayAdmin, metrics] = await freePorts(6);
+  return { api: api!, fhir: fhir!, gatewayHttp: gatewayHttp!, gatewayHttps: gatewayHttps!, gatewayAdmin: gatewayAdmin!, metrics: metrics! };
 }
 
 /** The install flags that put each component on its port. */

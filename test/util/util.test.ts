@@ -7,7 +7,7 @@ import { writeFileAtomic, writeSecretFile } from '../../src/util/atomic-write.js
 import { safeEqual } from '../../src/util/constant-time.js';
 import { formatEnvFile, readEnvFile } from '../../src/util/env-file.js';
 import { isLoopback, parseListen } from '../../src/util/listen-address.js';
-import { freePort, isPortFree } from '../../src/util/port-check.js';
+import { freePort, freePorts, isPortFree } from '../../src/util/port-check.js';
 import { createServer } from 'node:net';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 
@@ -138,6 +138,12 @@ describe('listen addresses and ports', () => {
     await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
     expect(await isPortFree(port)).toBe(false);
     await new Promise<void>((r) => server.close(() => r()));
+  });
+
+  it('hands out distinct ports in one call, each free again afterwards', async () => {
+    const ports = await freePorts(256);
+    expect(new Set(ports).size).toBe(256);
+    for (const port of ports.slice(0, 8)) expect(await isPortFree(port)).toBe(true);
   });
 });
 
