@@ -1,14 +1,16 @@
 /**
  * The docker runtime's day-two operations (issue 15), through the containers
  * and Postgres's own tools; every command is an argv (execa, no shell), so no
- * value from a file or a flag is ever interpreted.
+ * value from a file or a flag is ever interpreted (the one shell line,
+ * SIZED_STDIN_SCRIPT, takes its values as positional parameters).
  *
  * - snapshotData: `pg_dump --format=custom` inside each database container,
  *   its stdout streamed to a file (pg_dump reads one snapshot per database:
  *   consistent per part while Kong and HAPI keep serving; PostgreSQL docs, pg_dump).
  * - restoreData: into a fresh install only. The database containers start on
  *   new, empty volumes (their entrypoint creates the role and database), each
- *   archive is streamed into `pg_restore --single-transaction --exit-on-error`
+ *   archive is streamed, its length announced (SIZED_STDIN_SCRIPT), into
+ *   `pg_restore --single-transaction --exit-on-error`
  *   (all or nothing per database), and the databases stop again; kong and hapi
  *   start later with `up`, on restored data (Kong's `migrations bootstrap` is a
  *   no-op on a bootstrapped database). Any failure removes the containers and
@@ -78,12 +80,26 @@ export function pgDumpArgv(container: string, db: Pick<DatabasePart, 'user' | 'd
 }
 
 /**
- * `docker exec -i <db> pg_restore …`, the archive on stdin: one transaction
- * (--single-transaction implies --exit-on-error), objects owned by the
- * database's own user.
+ * The shell line between `docker exec -i` and the command that reads the
+ * archive: `head -c` passes exactly the archive's length on, and its exit
+ * closes the pipe, so the command sees its end of input even when the
+ * engine never passes the close of the exec's stdin along. Docker 20.10 (the
+ * engine Debian 12 ships) can lose that close (moby/moby#37870; moby commit
+ * 36935bd: "somewhat broken ever since … v17.11"), and pg_restore would then
+ * wait forever. Every value stays a positional parameter: nothing in it is
+ * parsed by the shell. The pipeline's status is the command's.
  */
-export function pgRestoreArgv(container: string, db: Pick<DatabasePart, 'user' | 'database'>, at?: DatabaseAddress): string[] {
-  return ['exec', '-i', container, 'pg_restore', ...addressArgs(at), '--username', db.user, '--dbname', db.database, '--single-transaction', '--exit-on-error', '--no-owner', '--no-privileges', '--no-password'];
+export const SIZED_STDIN_SCRIPT = 'n="$1"; shift; head -c "$n" | "$@"';
+
+/**
+ * `docker exec -i <db> sh -c SIZED_STDIN_SCRIPT sh <bytes> pg_restore …`, the
+ * archive of `bytes` bytes on stdin: one transaction (--single-transaction
+ * implies --exit-on-error), objects owned by the database's own user.
+ */
+export function pgRestoreArgv(container: string, db: Pick<DatabasePart, 'user' | 'database'>, bytes: number, at?: DatabaseAddress): string[] {
+  if (!Number.isSafeInteger(bytes) || bytes < 0) throw new RangeError(`archive length ${bytes}`);
+  return ['exec', '-i', container, 'sh', '-c', SIZED_STDIN_SCRIPT, 'sh', String(bytes),
+    'pg_restore', ...addressArgs(at), '--username', db.user, '--dbname', db.database, '--single-transaction', '--exit-on-error', '--no-owner', '--no-privileges', '--no-password'];
 }
 
 export function kongReloadArgv(container: string): string[] {
@@ -151,9 +167,13 @@ export async function dumpInto(docker: string, argv: string[], file: string, db:
   progress(`${db.label}: ${mb(statSync(file).size)} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }
 
-/** Streams `file` into a pg_restore argv (pgRestoreArgv), counted for the progress lines; a pg_restore that stops early shows in its exit code. */
-export async function restoreFrom(docker: string, argv: string[], file: string, db: Pick<DatabasePart, 'service' | 'label'>, progress: (text: string) => void): Promise<void> {
+/**
+ * Streams `file` into the pg_restore argv `restoreArgv(bytes)` makes (pgRestoreArgv, told the
+ * file's length), counted for the progress lines; a pg_restore that stops early shows in its exit code.
+ */
+export async function restoreFrom(docker: string, restoreArgv: (bytes: number) => string[], file: string, db: Pick<DatabasePart, 'service' | 'label'>, progress: (text: string) => void): Promise<void> {
   const size = statSync(file).size;
+  const argv = restoreArgv(size);
   const t0 = Date.now();
   const child = execa(docker, argv, { reject: false, stdin: 'pipe', stdout: 'ignore' });
   const input = createReadStream(file);
@@ -240,7 +260,7 @@ export async function restoreDockerData(ctx: DayTwoContext, from: string, parts:
       const container = await runningOf(ctx, db.service);
       if (!container) throw dockerFailed(`exec ${db.service} pg_restore`, `${db.service} is not running`);
       progress(`${db.label}: pg_restore of ${mb(statSync(file).size)} inside ${db.service}`);
-      await restoreFrom(ctx.docker, pgRestoreArgv(container.Id, db), file, db, progress);
+      await restoreFrom(ctx.docker, (bytes) => pgRestoreArgv(container.Id, db, bytes), file, db, progress);
     }
     await c.compose(['stop', ...services], { timeoutMs: null });
   } catch (err) {

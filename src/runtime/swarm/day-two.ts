@@ -187,7 +187,7 @@ export async function restoreSwarmData(day: SwarmDayTwo, from: string, parts: Da
     try {
       for (const { t, file } of plan) {
         progress(`${where(t)}: pg_restore of ${mb(statSync(file).size)} through the ops task`);
-        await restoreFrom(day.docker, pgRestoreArgv(ops, { user: t.user, database: t.dbname }, t.at), file, t.db, progress);
+        await restoreFrom(day.docker, (bytes) => pgRestoreArgv(ops, { user: t.user, database: t.dbname }, bytes, t.at), file, t.db, progress);
         restored.push(t);
       }
     } catch (err) {

@@ -9,11 +9,12 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
+import { execa } from 'execa';
 import { parse } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { API_CONTAINER_PATHS, apiReloadStatusFile } from '../../../src/runtime/docker/container-files.js';
 import {
-  apiHupArgv, DATABASE_PARTS, kongReloadArgv, pgDumpArgv, pgRestoreArgv, restoreDockerData, type DayTwoContext,
+  apiHupArgv, DATABASE_PARTS, kongReloadArgv, pgDumpArgv, pgRestoreArgv, PG_DUMP_MAGIC, restoreDockerData, SIZED_STDIN_SCRIPT, type DayTwoContext,
 } from '../../../src/runtime/docker/day-two.js';
 import { renderCompose } from '../../../src/runtime/docker/render.js';
 import { DEFAULT_PORTS, INSTALL_FORMAT, type InstallConfig } from '../../../src/install-dir/install-config.js';
@@ -30,6 +31,37 @@ const config: InstallConfig = {
 type Service = { command?: string[]; volumes?: string[]; environment?: Record<string, string> };
 const services = parse(renderCompose('/srv/h', config), { merge: true }).services as Record<string, Service>;
 
+/** Runs SIZED_STDIN_SCRIPT locally: writes `written` to a stdin that is never closed, as a lost close would leave pg_restore's. */
+async function sizedWithOpenStdin(bytes: number, written: string, command: string[], ms = 10_000): Promise<{ exitCode: number | undefined; stdout: string } | 'hung'> {
+  const child = execa('sh', ['-c', SIZED_STDIN_SCRIPT, 'sh', String(bytes), ...command], { reject: false, stdin: 'pipe' });
+  child.stdin!.write(written);
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), ms)));
+  try {
+    const r = await Promise.race([child, hung]);
+    return r === 'hung' ? r : { exitCode: r.exitCode, stdout: String(r.stdout) };
+  } finally {
+    clearTimeout(timer);
+    child.kill('SIGKILL');
+    await child.catch(() => undefined);
+  }
+}
+
+describe('the archive is handed on by its length, not by the end of stdin', () => {
+  it('the command reads exactly the announced bytes and ends though stdin stays open', async () => {
+    const archive = `${PG_DUMP_MAGIC}${'é'.repeat(40_000)}`;
+    const bytes = Buffer.byteLength(archive);
+    const r = await sizedWithOpenStdin(bytes, `${archive}trailing bytes that are not the archive's`, ['cat']);
+    expect(r).not.toBe('hung');
+    expect(r).toEqual({ exitCode: 0, stdout: archive });
+  });
+
+  it("the pipeline's status is the command's, so a failed pg_restore fails the restore", async () => {
+    const r = await sizedWithOpenStdin(3, 'abc', ['sh', '-c', 'cat >/dev/null; exit 7']);
+    expect(r).toEqual({ exitCode: 7, stdout: '' });
+  });
+});
+
 describe('docker day-two command lines', () => {
   it('pg_dump and pg_restore run inside the database containers as the users and databases the compose file creates', () => {
     for (const db of DATABASE_PARTS) {
@@ -38,17 +70,24 @@ describe('docker day-two command lines', () => {
     }
     const hapi = DATABASE_PARTS.find((d) => d.service === 'hapi-database')!;
     expect(pgDumpArgv('c0ffee', hapi)).toEqual(['exec', 'c0ffee', 'pg_dump', '--username', 'hapi', '--dbname', 'hapi', '--format', 'custom', '--no-password']);
-    const restore = pgRestoreArgv('c0ffee', hapi);
-    expect(restore.slice(0, 4)).toEqual(['exec', '-i', 'c0ffee', 'pg_restore']);
+    const restore = pgRestoreArgv('c0ffee', hapi, 4096);
+    // the archive's length goes before the command: SIZED_STDIN_SCRIPT passes on exactly that much
+    expect(restore.slice(0, 9)).toEqual(['exec', '-i', 'c0ffee', 'sh', '-c', SIZED_STDIN_SCRIPT, 'sh', '4096', 'pg_restore']);
+    expect(() => pgRestoreArgv('c0ffee', hapi, -1)).toThrow(RangeError);
+    expect(() => pgRestoreArgv('c0ffee', hapi, 1.5)).toThrow(RangeError);
     // all or nothing per database, and no password prompt that would hang on a pipe
     expect(restore).toEqual(expect.arrayContaining(['--single-transaction', '--exit-on-error', '--no-password', '--username', 'hapi', '--dbname', 'hapi']));
     // the parts have their own names, one per database, and kinds the backup manifest knows
     expect(DATABASE_PARTS.map((d) => [d.path, d.kind])).toEqual([['postgres/hapi.dump', 'fhir-database'], ['postgres/kong.dump', 'gateway-database']]);
   });
 
-  it('a value is one argv element: nothing is parsed by a shell', () => {
+  it('a value is one argv element: nothing is parsed by a shell', async () => {
     const odd = 'x; rm -rf / $(id) `id`';
     expect(pgDumpArgv(odd, { user: odd, database: odd }).filter((a) => a === odd)).toHaveLength(3);
+    expect(pgRestoreArgv(odd, { user: odd, database: odd }, 1).filter((a) => a === odd)).toHaveLength(3);
+    // the one shell line hands its parameters on as they are (here to printf instead of pg_restore)
+    const echoed = await execa('sh', ['-c', SIZED_STDIN_SCRIPT, 'sh', '0', 'printf', '%s\\n', odd, '*'], { input: '' });
+    expect(echoed.stdout.split('\n')).toEqual([odd, '*']);
     expect(kongReloadArgv(odd)).toEqual(['exec', odd, 'kong', 'reload']);
     expect(apiHupArgv(odd)).toEqual(['kill', '--signal', 'HUP', odd]);
   });

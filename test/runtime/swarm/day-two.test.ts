@@ -46,7 +46,7 @@ describe('swarm backup and restore through the ops task', () => {
       for (const db of DATABASE_PARTS) {
         const t = targetOf(c, db);
         const as = { user: t.user, database: t.dbname };
-        for (const argv of [pgDumpArgv('ops1', as, t.at), pgRestoreArgv('ops1', as, t.at), psqlArgv('ops1', t, 'SELECT 1')]) {
+        for (const argv of [pgDumpArgv('ops1', as, t.at), pgRestoreArgv('ops1', as, 4096, t.at), psqlArgv('ops1', t, 'SELECT 1')]) {
           expect(argv.slice(0, argv[1] === '-i' ? 3 : 2)).toEqual(argv[1] === '-i' ? ['exec', '-i', 'ops1'] : ['exec', 'ops1']);
           // --dbname: the name, or a connection string naming it (the hospital's server, with TLS)
           const dbname = after(argv, '--dbname') ?? '';
