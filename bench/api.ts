@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { Agent, request } from 'undici';
 import { API_MALLOC_ENV, COMPONENT_NODE_ARGS } from '../src/runtime/native/components.js';
-import { freePort } from '../src/util/port-check.js';
+import { freePorts } from '../src/util/port-check.js';
 import { percentile, round, type BenchSection } from './report.js';
 
 const SIZES = [100, 1000, 10_000];
@@ -213,7 +213,7 @@ export async function run(): Promise<BenchSection> {
       standIn.once('exit', () => reject(new Error('stand-ins exited early')));
     });
     const s = JSON.parse(line) as StandIns;
-    const [port, smallPort, passPort, bigPassPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const [port, smallPort, passPort, bigPassPort] = (await freePorts(4)) as [number, number, number, number];
     const serve = startServe(dir, s, port, PAGE, 'audit.log');
     const smallServe = startServe(dir, s, smallPort, SMALL_PAGES.page, 'audit-small.log');
     const pass = execa('node', ['-e', PASS_THROUGH, String(passPort), s.fhirUrl, s.caFile, s.apiKey, String(SMALL_PAGES.page)], { reject: false, stdio: 'ignore' });

@@ -31,7 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { Agent, request } from 'undici';
 import { readEnvFile } from '../src/util/env-file.js';
-import { freePort } from '../src/util/port-check.js';
+import { freePorts } from '../src/util/port-check.js';
 import type { AttackPlan } from './attackers.js';
 import { percentile, round, type BenchSection } from './report.js';
 import { flagValue, parseDuration } from './soak.js';
@@ -110,7 +110,8 @@ export async function run(): Promise<BenchSection> {
   const dir = mkdtempSync(join(tmpdir(), 'hapi-bench-attack-'));
   const flags = ['--api-port', '--fhir-port', '--gateway-http-port', '--gateway-https-port', '--gateway-admin-port', '--metrics-port', '--platform-port'];
   const portArgs: string[] = [];
-  for (const flag of flags) portArgs.push(flag, String(await freePort()));
+  const ports = await freePorts(flags.length);
+  flags.forEach((flag, i) => portArgs.push(flag, String(ports[i])));
   const env = { ...process.env, NO_COLOR: '1', HOSPITAL_API_DIR: dir };
   const notes: string[] = [];
   try {

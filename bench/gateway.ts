@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
 import { request } from 'undici';
 import { COMPONENT_NODE_ARGS } from '../src/runtime/native/components.js';
-import { freePort } from '../src/util/port-check.js';
+import { freePort, freePorts } from '../src/util/port-check.js';
 import { round, type BenchSection } from './report.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -267,7 +267,7 @@ export async function run(): Promise<BenchSection> {
     const direct = `http://127.0.0.1:${upPort}/bench/x`;
     await waitFor(direct);
 
-    const [adminPort, proxyPort, nginxPort] = [await freePort(), await freePort(), await freePort()];
+    const [adminPort, proxyPort, nginxPort] = (await freePorts(3)) as [number, number, number];
     // with the Node options the supervisor, the systemd units and the image give every component: the process the product runs
     const gw = execa('node', [...COMPONENT_NODE_ARGS, join(root, 'bin/hospital-api.js'), 'gateway', '--admin-listen', `127.0.0.1:${adminPort}`,
       '--proxy-listen', `127.0.0.1:${proxyPort}`, '--proxy-ssl-listen', 'off', '--state', join(dir, 'state.json')],

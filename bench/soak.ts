@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { Agent, request } from 'undici';
-import { freePort } from '../src/util/port-check.js';
+import { freePorts } from '../src/util/port-check.js';
 import { percentile, round, type BenchSection } from './report.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -72,7 +72,8 @@ export async function run(): Promise<BenchSection> {
   const dir = mkdtempSync(join(tmpdir(), 'hapi-bench-soak-'));
   const flags = ['--api-port', '--fhir-port', '--gateway-http-port', '--gateway-https-port', '--gateway-admin-port', '--metrics-port', '--platform-port'];
   const ports: string[] = [];
-  for (const flag of flags) ports.push(flag, String(await freePort()));
+  const free = await freePorts(flags.length);
+  flags.forEach((flag, i) => ports.push(flag, String(free[i])));
   const env = { ...process.env, NO_COLOR: '1', HOSPITAL_API_DIR: dir };
   try {
     process.stderr.write(`soak: starting the DEMO stack in ${dir}…\n`);
