@@ -3,6 +3,7 @@ import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
 import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
 import { readInstallConfig } from '../install-dir/install-config.js';
+import { HospitalApiError } from '../errors/index.js';
 import { renderTable } from '../output/table.js';
 
 interface AuditFlags extends GlobalOptions {
@@ -28,7 +29,13 @@ export function register(program: Command): void {
           const dir = options.dir ?? defaultInstallDir();
           const config = readInstallConfig(dir);
           const { profileOf } = await import('../runtime/profiles.js');
-          file = profileOf(config.runtime).auditLogFile(installPaths(dir), config);
+          const profile = profileOf(config.runtime);
+          const here = profile.auditLogFile(installPaths(dir), config);
+          if (here === null) {
+            const { projectName } = await import('../runtime/docker/render.js');
+            throw new HospitalApiError('ERR_USAGE', { detail: profile.auditLogElsewhere?.(projectName(dir)) ?? `the ${config.runtime} runtime keeps no audit log on this host: give the file` });
+          }
+          file = here;
         }
         const report = await checkAuditFile(file);
         if (io.json) {

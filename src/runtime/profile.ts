@@ -62,8 +62,13 @@ export interface RuntimeProfile {
   installSettings(hosts: string[], previous: InstallConfig | null, flags: RuntimeFlags): Promise<Partial<InstallConfig>>;
   /** The settings install manages in hospital-api.env: how the API reaches the gateway, its CA and audit log. */
   apiEnv(paths: InstallPaths, config: InstallConfig): { FHIR_BASE_URL: string; FHIR_CA_FILE: string; AUDIT_LOG: string };
-  /** Where the API's audit log is on this host (the file its AUDIT_LOG names, seen from outside a container). */
-  auditLogFile(paths: InstallPaths, config: InstallConfig): string;
+  /**
+   * Where the API's audit log is on this host (the file its AUDIT_LOG names, seen from outside a
+   * container); null when it is not on this host (swarm: each node that runs an API task keeps its own).
+   */
+  auditLogFile(paths: InstallPaths, config: InstallConfig): string | null;
+  /** Where the audit log is when auditLogFile is null, for the project or stack `stack` (shown by `logs audit`, `audit verify`, `backup`). */
+  readonly auditLogElsewhere?: (stack: string) => string;
   /** The folders install makes 0700, in that order. */
   privateFolders(paths: InstallPaths): string[];
   /** Generated secrets, file name under secrets/ → content; an existing one is kept. */

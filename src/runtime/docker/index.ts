@@ -15,7 +15,7 @@ import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '.
 import { adminCall } from './admin.js';
 import { dockerLogs } from './logs.js';
 import { imagesToPull, pullMissingImages } from './images.js';
-import { dockerProfile } from './profile.js';
+import { dockerAuditLog } from './profile.js';
 import { dockerCli, requireCompose, type DockerBinaries, type DockerCli } from './compose.js';
 import { resolveImageUsers, writeContainerFiles } from './container-files.js';
 import { reloadDockerApiKey, reloadDockerGatewayTls, restoreDockerData, snapshotDockerData, type DayTwoContext } from './day-two.js';
@@ -204,7 +204,7 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     reloadGatewayTls: () => reloadDockerGatewayTls(dayTwo),
     snapshotData: (into, log) => snapshotDockerData(dayTwo, into, log),
     restoreData: (from, parts) => restoreDockerData(dayTwo, from, parts, progress),
-    logs: (options) => dockerLogs(cli, dockerProfile.auditLogFile(installPaths(dir), config), options),
+    logs: (options) => dockerLogs(cli, dockerAuditLog(installPaths(dir)), options),
     // the engine restarts the containers (restart policies, health checks, hapi-watchdog)
     supervision: async () => ({ supervisor: null, summary: null }),
     async supervise() {

@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { basename, join } from 'node:path';
+import type { InstallPaths } from '../../install-dir/layout.js';
 import type { RuntimeProfile } from '../profile.js';
 import { API_CONTAINER_PATHS } from './container-paths.js';
 import { SERVICE_OF } from './services.js';
@@ -19,6 +20,9 @@ import { DOOR_TOKEN_FILE, newDoorToken, readDoorToken, doorClientHeaders } from 
 function password(): string {
   return randomBytes(24).toString('base64url');
 }
+
+/** The API container's AUDIT_LOG, in the folder mounted from the host. */
+export const dockerAuditLog = (paths: InstallPaths): string => join(paths.docker, 'api-logs', basename(API_CONTAINER_PATHS.auditLog));
 
 export const dockerProfile: RuntimeProfile = {
   name: 'docker',
@@ -43,7 +47,7 @@ export const dockerProfile: RuntimeProfile = {
     AUDIT_LOG: API_CONTAINER_PATHS.auditLog,
   }),
   // templates/compose.yaml mounts <dir>/docker/api-logs at AUDIT_LOG's folder in the API container
-  auditLogFile: (paths) => join(paths.docker, 'api-logs', basename(API_CONTAINER_PATHS.auditLog)),
+  auditLogFile: dockerAuditLog,
   privateFolders: (paths) => [paths.secrets, paths.tls],
   secrets(paths) {
     const keep = (name: string): string => {

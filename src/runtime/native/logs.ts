@@ -6,7 +6,7 @@ import { installPaths } from '../../install-dir/layout.js';
 import { AUDIT_LOG_COMPONENT, type LogsOptions } from '../types.js';
 import { componentSpecs } from './components.js';
 import { followLogs, tailLog } from '../log-files.js';
-import { nativeProfile } from './profile.js';
+import { nativeAuditLog } from './profile.js';
 
 export function logPath(dir: string, component: string): string {
   return join(installPaths(dir).logs, `${component}.log`);
@@ -19,7 +19,7 @@ export async function nativeLogs(dir: string, config: InstallConfig, o: LogsOpti
   for (const name of wanted) {
     if (!known.includes(name)) throw new HospitalApiError('ERR_RUNTIME_UNKNOWN_COMPONENT', { component: name, known: known.join(', ') });
   }
-  const audit = nativeProfile.auditLogFile(installPaths(dir), config);
+  const audit = nativeAuditLog(installPaths(dir));
   const paths = Object.fromEntries(wanted.map((n) => [n, n === AUDIT_LOG_COMPONENT ? audit : logPath(dir, n)]));
   for (const [name, path] of Object.entries(paths)) {
     const text = tailLog(path, o.lines);

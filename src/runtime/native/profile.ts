@@ -6,7 +6,11 @@
  */
 import { join } from 'node:path';
 import { endpoints } from '../../install-dir/install-config.js';
+import type { InstallPaths } from '../../install-dir/layout.js';
 import type { RuntimeProfile } from '../profile.js';
+
+/** The API runs on the host: AUDIT_LOG is the file itself. */
+export const nativeAuditLog = (paths: InstallPaths): string => join(paths.logs, 'audit.log');
 
 export const nativeProfile: RuntimeProfile = {
   name: 'native',
@@ -21,10 +25,9 @@ export const nativeProfile: RuntimeProfile = {
   apiEnv: (paths, config) => ({
     FHIR_BASE_URL: endpoints(config).keyAuthBase,
     FHIR_CA_FILE: paths.caCert,
-    AUDIT_LOG: join(paths.logs, 'audit.log'),
+    AUDIT_LOG: nativeAuditLog(paths),
   }),
-  // the API runs on the host: AUDIT_LOG is the file itself
-  auditLogFile: (paths) => join(paths.logs, 'audit.log'),
+  auditLogFile: nativeAuditLog,
   // the install directory and its logs are private to the service's user (issue #12)
   privateFolders: (paths) => [paths.secrets, paths.tls, paths.root, paths.logs],
   secrets: () => ({}),

@@ -25,6 +25,7 @@ import { HospitalApiError } from '../../errors/index.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';
 import type { ComponentState, DataPart } from '../types.js';
+import { swarmAuditLogElsewhere } from './profile.js';
 import { databasePlan, DATABASE_PARTS, dockerFailed, dumpInto, mb, pgDumpArgv, pgRestoreArgv, restoreFrom, type DatabaseAddress, type DatabasePart } from '../docker/day-two.js';
 import { join } from 'node:path';
 import { statSync } from 'node:fs';
@@ -148,6 +149,8 @@ async function withDatabasesOnly<T>(day: SwarmDayTwo, why: string, work: (ops: s
 }
 
 export async function snapshotSwarmData(day: SwarmDayTwo, into: string, progress: (text: string) => void): Promise<DataPart[]> {
+  // said on every backup, so that nobody takes the archive for the whole audit trail
+  progress(`the audit logs are not in this archive: ${swarmAuditLogElsewhere(day.ctx.stack)}`);
   const dump = async (ops: string): Promise<DataPart[]> => {
     const parts: DataPart[] = [];
     for (const db of DATABASE_PARTS) {

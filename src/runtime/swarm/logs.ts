@@ -5,13 +5,15 @@
  * Each line keeps Docker's prefix, `<stack>_<service>.<slot>@<node> | `, less the
  * stack's name: with replicas on several nodes, which one wrote a line matters.
  * The Hospital API's audit log is written on each node that runs an API task (its
- * api-audit volume there), so it is not gathered here: the error says where it is.
+ * api-audit volume there), so it is not gathered here: the error says where it is
+ * (swarmAuditLogElsewhere).
  */
 import { execa } from 'execa';
 import { HospitalApiError } from '../../errors/index.js';
 import { byLines } from '../log-files.js';
 import { AUDIT_LOG_COMPONENT, type LogsOptions } from '../types.js';
 import type { DockerCli } from '../docker/compose.js';
+import { swarmAuditLogElsewhere } from './profile.js';
 
 /** `hospital-api-0123abcd_kong.1@n2    | text` → `kong.1@n2 | text`. */
 export function withoutStackName(stack: string, text: string): string {
@@ -23,9 +25,7 @@ export function withoutStackName(stack: string, text: string): string {
 
 export async function swarmLogs(cli: DockerCli, docker: string, stack: string, services: readonly string[], o: LogsOptions): Promise<void> {
   if (o.component === AUDIT_LOG_COMPONENT) {
-    throw new HospitalApiError('ERR_USAGE', {
-      detail: `on a swarm the audit log is on each node that runs an API task, in its volume ${stack}_api-audit (\`docker volume inspect\` there gives the path)`,
-    });
+    throw new HospitalApiError('ERR_USAGE', { detail: swarmAuditLogElsewhere(stack) });
   }
   const wanted = o.component ? [o.component] : [...services];
   for (const name of wanted) {

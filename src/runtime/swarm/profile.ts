@@ -23,6 +23,11 @@ export const SWARM_API_PATHS = Object.freeze({
   auditLog: '/var/log/hospital-api/audit.log',
 });
 
+/** Where a swarm's audit logs are: one per node that has run an API task (templates/stack.yaml, volume api-audit). */
+export function swarmAuditLogElsewhere(stack: string): string {
+  return `on a swarm each node that runs an API task keeps its own audit log, in its volume ${stack}_api-audit (\`docker volume inspect ${stack}_api-audit\` on that node gives the path; \`hospital-api audit verify FILE\` checks a copy)`;
+}
+
 export const swarmProfile: RuntimeProfile = {
   name: 'swarm',
   // only a manager of an active swarm deploys stacks; never the default (profiles.ts puts native before it)
@@ -58,8 +63,9 @@ export const swarmProfile: RuntimeProfile = {
     FHIR_CA_FILE: SWARM_API_PATHS.ca,
     AUDIT_LOG: SWARM_API_PATHS.auditLog,
   }),
-  // each node running an API task keeps its audit log in its api-audit volume; `logs audit` gathers them here
-  auditLogFile: (paths) => join(paths.root, 'swarm', 'api-logs', 'audit.log'),
+  // each node that runs an API task keeps its own audit log, in its api-audit volume: none is on this host as such
+  auditLogFile: () => null,
+  auditLogElsewhere: swarmAuditLogElsewhere,
   privateFolders: (paths) => [paths.secrets, paths.tls, join(paths.root, 'swarm')],
   // the same generated secrets as the docker runtime: the two database passwords and the FHIR door's token
   secrets: (paths) => dockerProfile.secrets(paths),

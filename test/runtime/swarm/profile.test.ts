@@ -13,7 +13,8 @@ import { HospitalApiError } from '../../../src/errors/index.js';
 import { DEFAULT_REPLICAS, swarmSettings } from '../../../src/runtime/swarm/settings.js';
 import { swarmManagerHere } from '../../../src/runtime/swarm/engine.js';
 import { swarmProfile } from '../../../src/runtime/swarm/profile.js';
-import { IMAGES } from '../../../src/runtime/docker/render.js';
+import { IMAGES, projectName } from '../../../src/runtime/docker/render.js';
+import { installPaths } from '../../../src/install-dir/layout.js';
 import { openRuntime } from '../../../src/runtime/index.js';
 import { readInstallConfig, writeInstallConfig } from '../../../src/install-dir/install-config.js';
 import type { RuntimeFlags } from '../../../src/runtime/profile.js';
@@ -121,6 +122,21 @@ describe('swarm settings from the install flags', () => {
     expect(readInstallConfig(dir).swarm).toEqual(swarm);
     writeInstallConfig(dir, installConfig({ runtime: 'swarm', swarm: { ...swarm, replicas: { ...swarm.replicas, api: 12 } } }));
     expect(() => readInstallConfig(dir)).toThrow(/replicas\.api/);
+  });
+});
+
+describe('the audit logs of a swarm', () => {
+  it('are on no file of this host: `audit verify` without a file names the volume on each API node, and opens nothing', async () => {
+    const dir = tempDir('hapi-swarm-audit-');
+    writeInstallConfig(dir, installConfig({ runtime: 'swarm', swarm: swarmSettings(undefined, {}) }));
+    expect(swarmProfile.auditLogFile(installPaths(dir), readInstallConfig(dir))).toBeNull();
+    const r = await runCli(['audit', 'verify', '--dir', dir, '--json']);
+    expect(r.exitCode).toBe(2);
+    const doc = JSON.parse(String(r.stdout)) as { ok: boolean; error: { code: string; message: string } };
+    expect(doc.ok).toBe(false);
+    expect(doc.error.code).toBe('ERR_USAGE');
+    expect(doc.error.message).toContain(`${projectName(dir)}_api-audit`);
+    expect(doc.error.message).toContain('audit verify FILE');
   });
 });
 
