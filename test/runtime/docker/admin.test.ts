@@ -10,6 +10,7 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminExecArgs, parseAdminOutput, PERL_ADMIN_CALL } from '../../../src/runtime/docker/admin.js';
 import { freePort } from '../../../src/util/port-check.js';
+import { runWithOpenStdin, type OpenStdinResult } from '../../helpers/open-stdin.js';
 
 const hasPerl = (await execa('perl', ['-MHTTP::Tiny', '-e', '1'], { reject: false })).exitCode === 0;
 let server: Server;
@@ -41,25 +42,9 @@ const call = (method: string, url: string, body?: unknown) => {
   return execa('perl', perlArgs(method, url, args.at(-1)!), { reject: false, ...(input === undefined ? { stdin: 'ignore' } : { input }) });
 };
 
-/**
- * The script with a stdin that stays open after what was written to it: the end of
- * input never comes, as when the engine loses an exec's stdin close. Resolves with the
- * exit code and output, or 'hung' when it has not exited within `ms`.
- */
-async function callWithOpenStdin(method: string, url: string, length: number, written: string, ms = 10_000): Promise<{ exitCode: number | undefined; stdout: string } | 'hung'> {
-  const child = execa('perl', perlArgs(method, url, length), { reject: false, stdin: 'pipe' });
-  child.stdin!.write(written);
-  let timer: NodeJS.Timeout | undefined;
-  const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), ms)));
-  try {
-    const r = await Promise.race([child, hung]);
-    return r === 'hung' ? r : { exitCode: r.exitCode, stdout: String(r.stdout) };
-  } finally {
-    clearTimeout(timer);
-    child.kill('SIGKILL');
-    await child.catch(() => undefined);
-  }
-}
+/** The script with a stdin that never ends after `written` (runWithOpenStdin). */
+const callWithOpenStdin = (method: string, url: string, length: number, written: string): Promise<OpenStdinResult> =>
+  runWithOpenStdin('perl', perlArgs(method, url, length), written);
 
 describe.skipIf(!hasPerl)('admin call through perl HTTP::Tiny', () => {
   it('sends the method and the JSON body, returns status and JSON body', async () => {

@@ -21,6 +21,7 @@ import { DEFAULT_PORTS, INSTALL_FORMAT, type InstallConfig } from '../../../src/
 import { installPaths } from '../../../src/install-dir/layout.js';
 import { isHospitalApiError } from '../../../src/errors/index.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
+import { runWithOpenStdin, type OpenStdinResult } from '../../helpers/open-stdin.js';
 
 afterAll(() => removeTempDirs());
 
@@ -31,21 +32,9 @@ const config: InstallConfig = {
 type Service = { command?: string[]; volumes?: string[]; environment?: Record<string, string> };
 const services = parse(renderCompose('/srv/h', config), { merge: true }).services as Record<string, Service>;
 
-/** Runs SIZED_STDIN_SCRIPT locally: writes `written` to a stdin that is never closed, as a lost close would leave pg_restore's. */
-async function sizedWithOpenStdin(bytes: number, written: string, command: string[], ms = 10_000): Promise<{ exitCode: number | undefined; stdout: string } | 'hung'> {
-  const child = execa('sh', ['-c', SIZED_STDIN_SCRIPT, 'sh', String(bytes), ...command], { reject: false, stdin: 'pipe' });
-  child.stdin!.write(written);
-  let timer: NodeJS.Timeout | undefined;
-  const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), ms)));
-  try {
-    const r = await Promise.race([child, hung]);
-    return r === 'hung' ? r : { exitCode: r.exitCode, stdout: String(r.stdout) };
-  } finally {
-    clearTimeout(timer);
-    child.kill('SIGKILL');
-    await child.catch(() => undefined);
-  }
-}
+/** Runs SIZED_STDIN_SCRIPT locally, with a stdin that never ends after `written`, as a lost close would leave pg_restore's. */
+const sizedWithOpenStdin = (bytes: number, written: string, command: string[]): Promise<OpenStdinResult> =>
+  runWithOpenStdin('sh', ['-c', SIZED_STDIN_SCRIPT, 'sh', String(bytes), ...command], written);
 
 describe('the archive is handed on by its length, not by the end of stdin', () => {
   it('the command reads exactly the announced bytes and ends though stdin stays open', async () => {
