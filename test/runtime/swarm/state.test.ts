@@ -9,7 +9,10 @@ import { describe, expect, it } from 'vitest';
 import { componentsFromSwarm, nodeAddress, nodesRunning, oneShotOutcome, rolloutOf, versionsFromSwarm, type NodeInspect, type ServiceInspect, type TaskInspect } from '../../../src/runtime/swarm/state.js';
 import { labelPlan, NODE_LABELS } from '../../../src/runtime/swarm/deploy.js';
 import { longRunningServices } from '../../../src/runtime/swarm/index.js';
-import { withoutStackName } from '../../../src/runtime/swarm/logs.js';
+import { swarmLogs, withoutStackName } from '../../../src/runtime/swarm/logs.js';
+import { AUDIT_LOG_COMPONENT } from '../../../src/runtime/types.js';
+import type { DockerCli } from '../../../src/runtime/docker/compose.js';
+import { HospitalApiError } from '../../../src/errors/index.js';
 import { swarmSettings } from '../../../src/runtime/swarm/settings.js';
 import type { RuntimeFlags } from '../../../src/runtime/profile.js';
 import { installConfig } from '../../helpers/install-config.js';
@@ -191,5 +194,16 @@ describe('log lines', () => {
   it("keep which replica on which node wrote them, less the stack's name; other lines stay as they are", () => {
     const text = `${STACK}_kong.1@n2    | kong stand-in 3.9.3\n${STACK}_kong.2@n3    | hospital-api gateway ready\nerror from the CLI\n`;
     expect(withoutStackName(STACK, text)).toBe('kong.1@n2 | kong stand-in 3.9.3\nkong.2@n3 | hospital-api gateway ready\nerror from the CLI\n');
+  });
+
+  it('of the audit log are on each API node: `logs audit` names its volume and asks docker nothing', async () => {
+    const asked: string[][] = [];
+    const cli = { run: async (args: string[]) => (asked.push(args), { stdout: '', stderr: '', exitCode: 0 }) } as unknown as DockerCli;
+    const options = { component: AUDIT_LOG_COMPONENT, lines: 10, follow: false, signal: new AbortController().signal, write: () => {} };
+    const err = await swarmLogs(cli, 'docker', STACK, ['kong'], options).then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(HospitalApiError);
+    expect((err as HospitalApiError).code).toBe('ERR_USAGE');
+    expect((err as HospitalApiError).message).toContain(`in its volume ${STACK}_api-audit`);
+    expect(asked).toEqual([]);
   });
 });
