@@ -32,8 +32,7 @@ export function register(program: Command): void {
           const profile = profileOf(config.runtime);
           const here = profile.auditLogFile(installPaths(dir), config);
           if (here === null) {
-            const { projectName } = await import('../runtime/docker/render.js');
-            throw new HospitalApiError('ERR_USAGE', { detail: profile.auditLogElsewhere?.(projectName(dir)) ?? `the ${config.runtime} runtime keeps no audit log on this host: give the file` });
+            throw new HospitalApiError('ERR_USAGE', { detail: (await profile.auditLogElsewhere?.(dir)) ?? 'this runtime keeps no audit log on this host: give the file' });
           }
           file = here;
         }

@@ -67,8 +67,8 @@ export interface RuntimeProfile {
    * container); null when it is not on this host (swarm: each node that runs an API task keeps its own).
    */
   auditLogFile(paths: InstallPaths, config: InstallConfig): string | null;
-  /** Where the audit log is when auditLogFile is null, for the project or stack `stack` (shown by `logs audit`, `audit verify`, `backup`). */
-  readonly auditLogElsewhere?: (stack: string) => string;
+  /** Where the audit log of the install directory `dir` is when auditLogFile is null (shown by `audit verify`). */
+  auditLogElsewhere?(dir: string): Promise<string>;
   /** The folders install makes 0700, in that order. */
   privateFolders(paths: InstallPaths): string[];
   /** Generated secrets, file name under secrets/ → content; an existing one is kept. */

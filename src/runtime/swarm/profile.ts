@@ -65,7 +65,10 @@ export const swarmProfile: RuntimeProfile = {
   }),
   // each node that runs an API task keeps its own audit log, in its api-audit volume: none is on this host as such
   auditLogFile: () => null,
-  auditLogElsewhere: swarmAuditLogElsewhere,
+  async auditLogElsewhere(dir) {
+    const { projectName } = await import('../docker/render.js');
+    return swarmAuditLogElsewhere(projectName(dir));
+  },
   privateFolders: (paths) => [paths.secrets, paths.tls, join(paths.root, 'swarm')],
   // the same generated secrets as the docker runtime: the two database passwords and the FHIR door's token
   secrets: (paths) => dockerProfile.secrets(paths),
