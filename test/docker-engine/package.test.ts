@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { freePorts } from '../../src/util/port-check.js';
+import { testPorts } from '../helpers/native-install.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
@@ -101,8 +101,7 @@ describe.skipIf(!engine)('the Debian package on a clean Debian 12 with systemd (
     t0 = Date.now();
     await docker(['build', '-q', '--network', 'host', '-t', IMAGE, '--build-arg', `BASE_IMAGE=${TIER_IMAGES.debian}`, join(REPO, 'test', 'docker-engine', 'images', 'package-host')], { timeout: 1_800_000 });
     timings.image = Date.now() - t0;
-    const [api, fhir, gatewayHttp, gatewayHttps, gatewayAdmin, metrics, platform] = (await freePorts(7)) as number[];
-    ports = { api: api!, fhir: fhir!, gatewayHttp: gatewayHttp!, gatewayHttps: gatewayHttps!, gatewayAdmin: gatewayAdmin!, metrics: metrics!, platform: platform! };
+    ports = await testPorts('platform');
     await startSystemdHost(NAME, IMAGE);
     const platformDir = tempDir('hapi-package-platform-');
     tokens = writeTokens(platformDir, dataset.patients.map((p) => p.careId));

@@ -28,7 +28,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { freePorts } from '../../src/util/port-check.js';
+import { testPorts } from '../helpers/native-install.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
@@ -93,8 +93,7 @@ describe.skipIf(!engine)('native install under a real systemd (issue 15)', () =>
       join(REPO, 'test', 'docker-engine', 'images', 'systemd'),
     ], { timeout: 1_800_000 });
     timings.images = Date.now() - t0;
-    const [api, fhir, gatewayHttp, gatewayHttps, gatewayAdmin, metrics, platform] = (await freePorts(7)) as number[];
-    ports = { api: api!, fhir: fhir!, gatewayHttp: gatewayHttp!, gatewayHttps: gatewayHttps!, gatewayAdmin: gatewayAdmin!, metrics: metrics!, platform: platform! };
+    ports = await testPorts('platform');
     // SYS_PTRACE for this test's own look into the components' mount namespaces (nsenter), not for systemd
     await startSystemdHost(NAME, IMAGE, ['SYS_PTRACE']);
     // the platform stand-in's tokens, copied in for it

@@ -14,10 +14,13 @@ import { freePort, freePorts } from '../../src/util/port-check.js';
 import { PLATFORM_CARE_ID_SYSTEM } from '../../src/fhir-data/generate/model.js';
 import { runCli } from './cli.js';
 
-/** One free loopback port per component. */
-export async function testPorts(): Promise<InstallPorts> {
-  const [api, fhir, gatewayHttp, gatewayHttps, gatewayAdmin, metrics] = await freePorts(6);
-  return { api: api!, fhir: fhir!, gatewayHttp: gatewayHttp!, gatewayHttps: gatewayHttps!, gatewayAdmin: gatewayAdmin!, metrics: metrics! };
+const COMPONENT_PORTS = ['api', 'fhir', 'gatewayHttp', 'gatewayHttps', 'gatewayAdmin', 'metrics'] as const satisfies ReadonlyArray<keyof InstallPorts>;
+
+/** One free loopback port per component, and one per name in `extra` (a platform stand-in's), all distinct. */
+export async function testPorts<E extends string = never>(...extra: E[]): Promise<InstallPorts & Record<E, number>> {
+  const names = [...COMPONENT_PORTS, ...extra];
+  const ports = await freePorts(names.length);
+  return Object.fromEntries(names.map((name, i) => [name, ports[i]!])) as InstallPorts & Record<E, number>;
 }
 
 /** The install flags that put each component on its port. */
