@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeFileAtomic, writeSecretFile } from '../../src/util/atomic-write.js';
-import { safeEqual } from '../../src/util/constant-time.js';
+import { safeEqual, secretDigest } from '../../src/util/constant-time.js';
 import { formatEnvFile, readEnvFile } from '../../src/util/env-file.js';
 import { isLoopback, parseListen } from '../../src/util/listen-address.js';
 import { freePort, freePorts, isPortFree } from '../../src/util/port-check.js';
@@ -93,6 +93,16 @@ describe('safeEqual', () => {
     expect(safeEqual('abc', 'abd')).toBe(false);
     expect(safeEqual('abc', 'abcd')).toBe(false);
     expect(safeEqual('', '')).toBe(true);
+  });
+});
+
+describe('secretDigest', () => {
+  it('is the SHA-256 of the secret, the same for the same secret and apart for any other', () => {
+    // FIPS 180-2 test vector: SHA-256("abc")
+    expect(Buffer.from(secretDigest('abc'), 'base64').toString('hex')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    expect(secretDigest('k-0123456789')).toBe(secretDigest('k-0123456789'));
+    expect(secretDigest('k-0123456789')).not.toBe(secretDigest('k-0123456788'));
+    expect(secretDigest('k-0123456789')).not.toContain('0123456789');
   });
 });
 

@@ -55,7 +55,8 @@ export interface RequestState {
 export interface CompileEnv {
   consumerById: ReadonlyMap<string, Consumer>;
   consumerByUsername: ReadonlyMap<string, Consumer>;
-  keyCredentials: ReadonlyMap<string, { id: string; key: string; consumer: Consumer; expiresAt: number | null }>;
+  /** key-auth credentials by secretDigest(key) (util/constant-time.ts): the key itself is never a lookup key. */
+  keyCredentialsByDigest: ReadonlyMap<string, { id: string; consumer: Consumer; expiresAt: number | null }>;
   basicCredentials: ReadonlyMap<string, { username: string; password: string; consumer: Consumer }>;
   groupsByConsumer: ReadonlyMap<string, readonly string[]>;
   /** The gateway's prometheus counters (one per process), or null when the proxy keeps none. */

@@ -15,6 +15,7 @@ import { Router } from './router.js';
 import type { UpstreamPools } from './upstream-pools.js';
 import { Balancer, parseTarget, upstreamTargets, type HealthRegistry, type Peer } from './balancer.js';
 import { proxyCollections, type Upstream } from './entities.js';
+import { secretDigest } from '../../util/constant-time.js';
 
 export interface CompiledService {
   id: string;
@@ -64,11 +65,11 @@ export function compileEnv(config: Readonly<GatewayConfig>, prometheus: Promethe
   const consumerById = new Map<string, Consumer>(config.consumers.map((c) => [c.id, c]));
   const consumerByUsername = new Map<string, Consumer>();
   for (const c of config.consumers) if (c.username !== null) consumerByUsername.set(c.username, c);
-  const keyCredentials: CompileEnv['keyCredentials'] extends ReadonlyMap<string, infer V> ? Map<string, V> : never = new Map();
+  const keyCredentialsByDigest: CompileEnv['keyCredentialsByDigest'] extends ReadonlyMap<string, infer V> ? Map<string, V> : never = new Map();
   for (const k of config.keyauth_credentials) {
     const consumer = consumerById.get(k.consumer.id);
     if (!consumer) continue;
-    keyCredentials.set(k.key, { id: k.id, key: k.key, consumer, expiresAt: k.ttl ? k.created_at + k.ttl : null });
+    keyCredentialsByDigest.set(secretDigest(k.key), { id: k.id, consumer, expiresAt: k.ttl ? k.created_at + k.ttl : null });
   }
   const basicCredentials: CompileEnv['basicCredentials'] extends ReadonlyMap<string, infer V> ? Map<string, V> : never = new Map();
   for (const b of config.basicauth_credentials) {
@@ -81,7 +82,7 @@ export function compileEnv(config: Readonly<GatewayConfig>, prometheus: Promethe
     list.push(a.group);
     groupsByConsumer.set(a.consumer.id, list);
   }
-  return { consumerById, consumerByUsername, keyCredentials, basicCredentials, groupsByConsumer, prometheus };
+  return { consumerById, consumerByUsername, keyCredentialsByDigest, basicCredentials, groupsByConsumer, prometheus };
 }
 
 function balancerFor(

@@ -13,6 +13,9 @@ import { basicAuthHandler, parseBasic } from '../../../src/gateway/plugins/basic
 import { MAX_IN_FLIGHT, PER_SOURCE_QUEUED, verificationLoad, verifyPassword } from '../../../src/gateway/plugins/basic-auth/verify.js';
 import { keyAuthHandler, withoutQueryArg } from '../../../src/gateway/plugins/key-auth/handler.js';
 import type { CompileEnv, RequestState } from '../../../src/gateway/plugins/types.js';
+import { compileEnv } from '../../../src/gateway/proxy/compile.js';
+import { secretDigest } from '../../../src/util/constant-time.js';
+import { consumer, emptyConfig, keyCredential } from './harness.js';
 
 const alice = { id: 'a1', username: 'alice', custom_id: null } as unknown as Consumer;
 const anon = { id: 'n1', username: 'anonymous', custom_id: null } as unknown as Consumer;
@@ -22,7 +25,7 @@ function env(expiresAt: number | null = null): CompileEnv {
   return {
     consumerById: new Map([[alice.id, alice], [anon.id, anon]]),
     consumerByUsername: new Map([['alice', alice], ['anonymous', anon]]),
-    keyCredentials: new Map([[KEY, { id: 'cred-1', key: KEY, consumer: alice, expiresAt }]]),
+    keyCredentialsByDigest: new Map([[secretDigest(KEY), { id: 'cred-1', consumer: alice, expiresAt }]]),
     basicCredentials: new Map([['alice', { username: 'alice', password: hashBasicAuthPassword('pa:ss', alice.id), consumer: alice }]]),
     groupsByConsumer: new Map(),
   };
@@ -153,6 +156,21 @@ describe('key-auth', () => {
       vi.useRealTimers();
     }
     expect(await keyAuth({ realm: 'fhir' }).access!(state())).toEqual({ ...missing, headers: ['WWW-Authenticate', 'Key realm="fhir"'] });
+  });
+
+  it('a snapshot indexes each key by its digest: the key itself is neither a lookup key nor kept, and the digest is no key', async () => {
+    const config = emptyConfig();
+    const bob = consumer(config, 'bob');
+    keyCredential(config, bob, KEY);
+    const compiled = compileEnv(config);
+    expect([...compiled.keyCredentialsByDigest.keys()]).toEqual([secretDigest(KEY)]);
+    expect(JSON.stringify([...compiled.keyCredentialsByDigest])).not.toContain(KEY);
+    const s = state({ headers: [['apikey', KEY]] });
+    expect(await keyAuth({}, compiled).access!(s)).toBeUndefined();
+    expect(s.consumer?.username).toBe('bob');
+    // one character off, and the stored digest presented as a key
+    expect(await keyAuth({}, compiled).access!(state({ headers: [['apikey', `${KEY.slice(0, -1)}x`]] }))).toEqual(invalid);
+    expect(await keyAuth({}, compiled).access!(state({ headers: [['apikey', secretDigest(KEY)]] }))).toEqual(invalid);
   });
 
   it('hide_credentials removes the key from header and query, keeping the other arguments raw', async () => {

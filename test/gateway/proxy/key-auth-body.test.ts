@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { Consumer } from '../../../src/gateway/model/types.js';
 import { keyAuthHandler } from '../../../src/gateway/plugins/key-auth/handler.js';
 import type { CompileEnv, RequestState } from '../../../src/gateway/plugins/types.js';
+import { secretDigest } from '../../../src/util/constant-time.js';
 
 const alice = { id: 'a1', username: 'alice', custom_id: null } as unknown as Consumer;
 const anon = { id: 'n1', username: 'anonymous', custom_id: null } as unknown as Consumer;
@@ -16,7 +17,7 @@ const KEY = 'k1-body-0123456789abcdefghijklm';
 const env: CompileEnv = {
   consumerById: new Map([[alice.id, alice], [anon.id, anon]]),
   consumerByUsername: new Map([['alice', alice], ['anonymous', anon]]),
-  keyCredentials: new Map([[KEY, { id: 'cred-1', key: KEY, consumer: alice, expiresAt: null }]]),
+  keyCredentialsByDigest: new Map([[secretDigest(KEY), { id: 'cred-1', consumer: alice, expiresAt: null }]]),
   basicCredentials: new Map(),
   groupsByConsumer: new Map(),
 };

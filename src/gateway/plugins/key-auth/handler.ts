@@ -1,10 +1,11 @@
 /**
  * key-auth (Kong's kong/plugins/key-auth/handler.lua): header, then query, then body per key name; missing
  * vs invalid vs duplicate keys; WWW-Authenticate on every 401 (3.7+);
- * hide_credentials; anonymous. The key map is built per snapshot; the final
- * comparison is constant-time. Keys are never logged.
+ * hide_credentials; anonymous. The credentials are indexed per snapshot by the
+ * SHA-256 digest of their key (util/constant-time.ts secretDigest), so the
+ * lookup never compares the caller's key with a stored one. Keys are never logged.
  */
-import { safeEqual } from '../../../util/constant-time.js';
+import { secretDigest } from '../../../util/constant-time.js';
 import { anonymousMissing, findAnonymous, setConsumer } from '../consumer-headers.js';
 import type { AccessResult, CompileEnv, Exit, PluginHandler, PluginRunner, RequestState } from '../types.js';
 import type { KeyAuthConfig } from './schema.js';
@@ -130,8 +131,8 @@ function compile(raw: Readonly<Record<string, unknown>>, env: CompileEnv): Plugi
     if (typeof key !== 'string') exit = key;
     else if (key === '') exit = fail(MISSING);
     else {
-      const cred = env.keyCredentials.get(key);
-      if (!cred || !safeEqual(key, cred.key) || (cred.expiresAt !== null && cred.expiresAt <= Date.now() / 1000)) {
+      const cred = env.keyCredentialsByDigest.get(secretDigest(key));
+      if (!cred || (cred.expiresAt !== null && cred.expiresAt <= Date.now() / 1000)) {
         exit = fail(INVALID);
       } else {
         setConsumer(state, cred.consumer, cred.id);
