@@ -11,14 +11,36 @@ export type Tick = () => Promise<void> | undefined;
 /**
  * A tick to call between units of work: undefined (nothing to await) while the current stretch is
  * within its budget, else a promise that resolves on the event loop's next turn, starting a new stretch.
+ *
+ * A stretch is synchronous work: when the caller has awaited something else that let the event loop turn
+ * (the validation thread's answer, a write gate), the next tick starts a new stretch instead of counting the
+ * wait against the budget. Otherwise a Bundle that waited 10 ms for its validation would yield right after
+ * its write, and its answer would go out behind another Bundle's write (issue 28). The turn is seen by an
+ * immediate set once per stretch, which runs at the first turn of the loop, whoever caused it.
  */
 export function timeSlicer(budgetMs = SLICE_MS): Tick {
   let start = performance.now();
+  let turned = false;
+  const watch = (): void => {
+    turned = false;
+    setImmediate(() => {
+      turned = true;
+    });
+  };
+  const restart = (): void => {
+    start = performance.now();
+    watch();
+  };
+  watch();
   return () => {
+    if (turned) {
+      restart();
+      return undefined;
+    }
     if (performance.now() - start < budgetMs) return undefined;
     return new Promise<void>((resolve) => {
       setImmediate(() => {
-        start = performance.now();
+        restart();
         resolve();
       });
     });
@@ -41,4 +63,31 @@ export async function sliced<T>(work: Generator<void, T>, tick: Tick = timeSlice
     const turn = tick();
     if (turn) await turn;
   }
+}
+
+/**
+ * Turns of the event loop handed out one at a time (issue 28): `take()` resolves at most one caller per
+ * iteration of the loop, in the order they asked, and between two of them the loop goes once round its
+ * phases, reading whatever requests have arrived meanwhile. The validation thread answers Bundles in a
+ * batch (one message callback delivers them all); each answer releases a synchronous write, and without
+ * turns those writes ran back to back while the next requests waited unread in their sockets, so the
+ * thread sat idle once they were done. An immediate queued from within an immediate runs on the next
+ * iteration, after the poll phase (https://nodejs.org/en/learn/asynchronous-work/event-loop-timers-and-nexttick).
+ */
+export function turns(): () => Promise<void> {
+  const waiting: Array<() => void> = [];
+  let scheduled = false;
+  const grant = (): void => {
+    waiting.shift()?.();
+    scheduled = waiting.length > 0;
+    if (scheduled) setImmediate(grant);
+  };
+  return () =>
+    new Promise<void>((resolve) => {
+      waiting.push(resolve);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(grant);
+      }
+    });
 }

@@ -12,6 +12,7 @@
  * its own thread as before (`firstInvalid` answers undefined).
  */
 import { jobThread, workModule } from './job-thread.js';
+import { turns } from './time-slice.js';
 import type { ValidationDone, ValidationJob } from './validation-thread-work.js';
 
 /** A thread with no work for this long stops. */
@@ -49,12 +50,16 @@ export function validationThread(): ValidationThread {
     maxFailures: MAX_FAILURES,
     name: 'FHIR validation thread',
   });
+  // each answer releases a Bundle's write: one per turn of the event loop, so requests that arrived meanwhile are
+  // read, and their entries sent here, between two writes (time-slice.ts turns)
+  const turn = turns();
   return {
     async firstInvalid(body, indices) {
       if (!(await thread.ready())) return undefined;
       // a copy of exactly the body's bytes (a Buffer may view a larger pool), handed over without a second copy
       const bytes = new Uint8Array(body);
       const done = await thread.send({ body: bytes, indices }, [bytes.buffer]);
+      await turn();
       if (!done || done.failed !== undefined) return undefined;
       validatedOnThread += indices.length;
       return done.invalid;

@@ -1,0 +1,97 @@
+/**
+ * The FHIR server's cooperative scheduling (time-slice.ts, issues 24 and 28), on the real event loop:
+ *  - a slicer's budget counts synchronous work only: a wait that let the loop turn (a thread's answer) starts
+ *    a new stretch, while the same time spent busy does not;
+ *  - turns are handed out one per iteration of the loop, and I/O that arrived during one turn (a request's
+ *    bytes on a real socket) is read before the next turn starts.
+ */
+import { once } from 'node:events';
+import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { timeSlicer, turns } from '../../../src/fhir/server/time-slice.js';
+
+function busy(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // synchronous work, the loop held
+  }
+}
+
+describe('timeSlicer', () => {
+  it('yields once a stretch of synchronous work is over its budget', async () => {
+    const tick = timeSlicer(10);
+    expect(tick()).toBeUndefined();
+    busy(15);
+    const turn = tick();
+    expect(turn).toBeInstanceOf(Promise);
+    await turn;
+    expect(tick()).toBeUndefined(); // a new stretch began at the turn
+  });
+
+  it('starts a new stretch after an await that let the event loop turn, however long it took', async () => {
+    const tick = timeSlicer(10);
+    busy(5);
+    expect(tick()).toBeUndefined();
+    await sleep(30); // e.g. the validation thread's answer
+    expect(tick()).toBeUndefined();
+    busy(5);
+    expect(tick()).toBeUndefined(); // 5 ms of work since the wait, not 40 since the start
+    busy(8);
+    expect(tick()).toBeInstanceOf(Promise);
+  });
+
+  it('does not count an await that never left the microtask queue as a turn', async () => {
+    const tick = timeSlicer(10);
+    busy(15);
+    await Promise.resolve(); // no I/O could run meanwhile
+    expect(tick()).toBeInstanceOf(Promise);
+  });
+});
+
+describe('turns', () => {
+  const cleanup: Array<() => void> = [];
+  afterEach(() => {
+    for (const f of cleanup.splice(0)) f();
+  });
+
+  it('resolves waiting callers in order, one per iteration of the loop, reading sockets in between', async () => {
+    // a real loopback connection: bytes sent during the first turn are read before the second
+    const server = createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const accepted = once(server, 'connection') as Promise<[Socket]>;
+    const client = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    await once(client, 'connect');
+    const [peer] = await accepted;
+    cleanup.push(() => {
+      client.destroy();
+      peer.destroy();
+      server.close();
+    });
+
+    const order: string[] = [];
+    peer.on('data', () => order.push('bytes read'));
+    const take = turns();
+    const taken = ['first', 'second', 'third'].map((name) =>
+      take().then(() => {
+        order.push(name);
+        if (name === 'first') {
+          client.write('request'); // arrives while the first turn holds the loop
+          busy(5);
+        }
+      }),
+    );
+    await Promise.all(taken);
+    await sleep(10);
+    expect(order).toEqual(['first', 'bytes read', 'second', 'third']);
+  });
+
+  it('serves a caller that comes after the queue ran dry', async () => {
+    const take = turns();
+    await take();
+    await take();
+    const both = await Promise.all([take().then(() => 'a'), take().then(() => 'b')]);
+    expect(both).toEqual(['a', 'b']);
+  });
+});
