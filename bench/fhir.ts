@@ -182,12 +182,15 @@ export async function run(): Promise<BenchSection> {
     const normalRate = (await withServer(['--synchronous', 'normal'], (a, u) => ingestRate10(a, u, generateDataset({ patients: 10, seed: 'bench-sync', sizes: String(SIZE) })))).rate;
 
     const loadBefore = loadavg()[0] ?? 0;
-    const validated = await withPolicyServer(true, (a, u, p) => ingestRate10(a, u, generateDataset({ patients: 20, seed: 'bench-validate', sizes: String(SIZE) }), { plain: true, pid: p }));
-    const unvalidated = await withPolicyServer(false, (a, u, p) => ingestRate10(a, u, generateDataset({ patients: 20, seed: 'bench-validate', sizes: String(SIZE) }), { plain: true, pid: p }));
+    // the same 20 patients, plain creates, each run on a fresh server with validation on or off
+    const policyIngest = (validate: boolean, inFlight = 2) =>
+      withPolicyServer(validate, (a, u, p) =>
+        ingestRate10(a, u, generateDataset({ patients: 20, seed: 'bench-validate', sizes: String(SIZE) }), { plain: true, pid: p, inFlight }),
+      );
+    const validated = await policyIngest(true);
+    const unvalidated = await policyIngest(false);
     // as `hospital-api fhir load` sends them by default (--concurrency 4): beside the target, not instead of it
-    const validated4 = await withPolicyServer(true, (a, u, p) =>
-      ingestRate10(a, u, generateDataset({ patients: 20, seed: 'bench-validate', sizes: String(SIZE) }), { plain: true, pid: p, inFlight: 4 }),
-    );
+    const validated4 = await policyIngest(true, 4);
     const validatedRate = validated.rate;
     const unvalidatedRate = unvalidated.rate;
     const load = `load average ${round(loadBefore, 2)} before, ${round(loadavg()[0] ?? 0, 2)} after (${cpuList().length} cores)`;

@@ -75,19 +75,14 @@ export async function sliced<T>(work: Generator<void, T>, tick: Tick = timeSlice
  * iteration, after the poll phase (https://nodejs.org/en/learn/asynchronous-work/event-loop-timers-and-nexttick).
  */
 export function turns(): () => Promise<void> {
+  // a grant is pending exactly while someone waits: the first to wait sets it, each grant sets the next
   const waiting: Array<() => void> = [];
-  let scheduled = false;
   const grant = (): void => {
     waiting.shift()?.();
-    scheduled = waiting.length > 0;
-    if (scheduled) setImmediate(grant);
+    if (waiting.length > 0) setImmediate(grant);
   };
   return () =>
     new Promise<void>((resolve) => {
-      waiting.push(resolve);
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(grant);
-      }
+      if (waiting.push(resolve) === 1) setImmediate(grant);
     });
 }
