@@ -71,11 +71,10 @@ describe('time-outs and a connection cap on the FHIR listener', () => {
     let timer: NodeJS.Timeout | undefined;
     const reply = await rawExchange(port, (s) => {
       s.write('POST /fhir/Patient HTTP/1.1\r\nHost: x\r\nContent-Type: application/fhir+json\r\nContent-Length: 1000\r\n\r\n{');
-      let answered = false;
-      s.once('data', () => (answered = true));
-      // The next byte goes out after the loop's poll phase has read what already arrived: a test process that was
-      // descheduled past both its timer and the server's 408 reads the answer instead of writing into the reset.
-      timer = setInterval(() => setImmediate(() => !answered && s.writable && s.write(' ')), 200);
+      // The next byte goes out after the loop's poll phase has read what already arrived, and none once an answer
+      // has: a test process descheduled past both its timer and the server's 408 reads the answer instead of
+      // writing into the reset.
+      timer = setInterval(() => setImmediate(() => s.bytesRead === 0 && s.writable && s.write(' ')), 200);
     });
     clearInterval(timer);
     expect(reply).toMatch(/^HTTP\/1\.1 408/);
