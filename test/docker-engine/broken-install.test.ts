@@ -22,7 +22,7 @@ import { readInstallConfig } from '../../src/install-dir/install-config.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import type { Runtime } from '../../src/runtime/types.js';
 import { readEnvFile } from '../../src/util/env-file.js';
-import { freePort } from '../../src/util/port-check.js';
+import { freePorts } from '../../src/util/port-check.js';
 import { brokenInstallCases, hostAddresses, type BrokenInstallSite } from '../helpers/broken-install-cases.js';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
@@ -247,7 +247,8 @@ const site: BrokenInstallSite = {
 describe.skipIf(!engine)('a broken docker installation never gets an ACCEPTED record (issues 11, 12)', () => {
   beforeAll(async () => {
     await timed('images', () => buildImages());
-    ports = { api: await freePort(), fhir: await freePort(), gatewayHttps: await freePort(), gatewayAdmin: await freePort() };
+    const [api, fhir, gatewayHttps, gatewayAdmin] = (await freePorts(4)) as [number, number, number, number];
+    ports = { api, fhir, gatewayHttps, gatewayAdmin };
     const install = await timed('install', () =>
       runCli(installArgs(), { timeout: 1_800_000 }),
     );

@@ -23,7 +23,7 @@ import { removeTempDirs } from '../helpers/tmp.js';
 import { builtApiImage } from '../../src/runtime/docker/render.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
 import { VERSION } from '../../src/version.js';
-import { freePort } from '../../src/util/port-check.js';
+import { freePorts } from '../../src/util/port-check.js';
 import { docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
 import { containersOf, formatTimings, prepareImages, purgeProjects, REAL, tierSite } from './site.js';
 
@@ -71,7 +71,8 @@ describe.skipIf(!engine)('hospital-api demo --runtime docker (issue 27)', () => 
   }, 600_000);
 
   it('one command: installs the docker stack, loads patients, verifies ACCEPTED and returns a record', async () => {
-    const ports = ['--api-port', String(await freePort()), '--fhir-port', String(await freePort()), '--gateway-https-port', String(await freePort())];
+    const [apiPort, fhirPort, httpsPort] = (await freePorts(3)) as [number, number, number];
+    const ports = ['--api-port', String(apiPort), '--fhir-port', String(fhirPort), '--gateway-https-port', String(httpsPort)];
     const images = REAL ? [] : ['--kong-image', SLOW_IMAGES.kong, '--hapi-image', SLOW_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres];
     const r = await cli(['demo', '--runtime', 'docker', '--patients', '2', '--sizes', '10-40', ...ports, ...images, '--json']);
     expect(r.code, `${r.out}\n${r.err}`).toBe(0);

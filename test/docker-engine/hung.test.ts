@@ -34,7 +34,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { until } from '../helpers/until.js';
-import { freePort } from '../../src/util/port-check.js';
+import { freePorts } from '../../src/util/port-check.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { installPaths } from '../../src/install-dir/layout.js';
@@ -209,7 +209,8 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     if (REAL) await docker(['build', '-t', API_IMAGE, REPO], { timeout: 1_800_000 });
     else await buildImages();
     timings.images = Date.now() - t0;
-    ports = { api: await freePort(), fhir: await freePort(), gatewayHttps: await freePort() };
+    const [api, fhir, gatewayHttps] = (await freePorts(3)) as [number, number, number];
+    ports = { api, fhir, gatewayHttps };
     tokens = writeTokens(platformDir, dataset.patients.map((p) => p.careId));
     const t1 = Date.now();
     const install = await cli([

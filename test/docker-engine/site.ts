@@ -18,7 +18,7 @@ import { builtApiImage, projectName } from '../../src/runtime/docker/render.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { VERSION } from '../../src/version.js';
 import { writeTokens } from '../../src/demo/tokens.js';
-import { freePort } from '../../src/util/port-check.js';
+import { freePorts } from '../../src/util/port-check.js';
 import { BIN, runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
 import { until as untilHelper } from '../helpers/until.js';
@@ -226,7 +226,9 @@ export async function prepareTier(
   const t0 = Date.now();
   await prepareImages();
   site.timings.images = Date.now() - t0;
-  const ports = { api: await freePort(), fhir: await freePort(), gatewayHttps: await freePort() };
+  // Distinct ports: three separate freePort calls may hand out the same port twice (CI saw api and gatewayHttps both on 35779).
+  const [api, fhir, gatewayHttps] = (await freePorts(3)) as [number, number, number];
+  const ports = { api, fhir, gatewayHttps };
   return { ports, tokens: writeTokens(site.platformDir, careIds) };
 }
 
