@@ -6,7 +6,7 @@
  * callers), listener time-outs and connection cap, /api/ready bounded in time.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, constants, mkdirSync, openSync, readFileSync, readSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, mkdirSync, openSync, readFileSync, readSync, rmdirSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { open as fsOpen } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -82,8 +82,7 @@ describe('audit trail fails closed', () => {
     const t = await harness({ fhir: { records: { p1: makeRecord('p1', 5) } } });
     expect((await t.post(ok)).status).toBe(200);
     // A directory where the log should be: every open fails (EISDIR), even as root.
-    rmSync(t.auditPath);
-    mkdirSync(t.auditPath);
+    t.blockAudit();
     const refused = await t.post(ok);
     expect(refused.status).toBe(503);
     expect(refused.json.error.code).toBe('ERR_API_AUDIT_UNAVAILABLE');
@@ -314,8 +313,7 @@ describe('listener limits', () => {
   it('answers /api/ready within 2 s when writing the audit log hangs, naming the audit log', async () => {
     const t = await harness();
     // a failed write first (a directory in the log's place), so readiness probes the log again
-    rmSync(t.auditPath, { force: true });
-    mkdirSync(t.auditPath);
+    t.blockAudit();
     expect((await t.post(ok)).status).toBe(503);
     // then a FIFO with no reader: opening it for writing blocks, as a hung network mount would
     rmdirSync(t.auditPath);

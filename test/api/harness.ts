@@ -2,7 +2,7 @@
  * Starts the Hospital API in-process (port 0) between a platform stand-in and
  * a HAPI-like FHIR stand-in over HTTPS with a CA made for the test.
  */
-import { readFileSync, existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, afterEach } from 'vitest';
@@ -37,6 +37,8 @@ export interface Harness {
   audit(): Array<Record<string, unknown>>;
   /** Every audit line (`started`, `end`, `probe`). */
   auditLines(): Array<Record<string, unknown>>;
+  /** Puts a directory where the audit log was: every open of it fails from now on (EISDIR), even as root. */
+  blockAudit(): void;
   post(body: unknown, headers?: Record<string, string>): Promise<{ status: number; headers: Record<string, unknown>; text: string; json: any }>;
   close(): Promise<void>;
 }
@@ -98,6 +100,20 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     auditPath,
     audit: () => auditLines(auditPath).filter((l) => l.phase === 'end'),
     auditLines: () => auditLines(auditPath),
+    blockAudit() {
+      // The server may create the file again between the removal and the mkdir: with a record in flight it opens the
+      // file for the next line ahead of it, with O_CREAT (src/api/audit.ts prepare). Removed again, it is then refused
+      // at its line, since the handle opened ahead no longer names the file at the path.
+      for (let tries = 0; ; tries++) {
+        rmSync(auditPath, { force: true });
+        try {
+          mkdirSync(auditPath);
+          return;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || tries >= 20) throw err;
+        }
+      }
+    },
     async post(body, headers = {}) {
       const res = await request(`${url}/api/patients`, {
         method: 'POST',

@@ -5,7 +5,7 @@
  * with a duration an auditor can trust), the concurrency slot, the metrics by
  * upstream, and /api/ready failing on each of its three checks.
  */
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
@@ -147,8 +147,7 @@ describe('the audit trail of a request', () => {
   it('a caller that leaves while the log cannot be written is counted once, as an error', async () => {
     // the log becomes unwritable (EISDIR) before the caller leaves: the close handler's end line fails
     const { t, platformDone } = await leaveWhilePlatformDecides('gone-3', {}, (h) => {
-      rmSync(h.auditPath, { force: true });
-      mkdirSync(h.auditPath);
+      h.blockAudit();
     });
     await platformDone;
     expect(await patientCounts(t)).toEqual([
@@ -164,8 +163,7 @@ describe('the audit trail of a request', () => {
     for (let i = 0; i < 200 && !t.auditLines().some((l) => l.phase === 'started'); i++) await new Promise((r) => setTimeout(r, 5));
     expect(t.auditLines().map((l) => l.phase)).toEqual(['started']);
     // the log becomes unwritable while the record is fetched (EISDIR on every open, even as root)
-    rmSync(t.auditPath);
-    mkdirSync(t.auditPath);
+    t.blockAudit();
     const res = await pending;
     expect(res.statusCode).toBe(200); // the headers left with the first page
     const text = await res.body.text().then((x) => x, () => null);
@@ -181,8 +179,7 @@ describe('the audit trail of a request', () => {
     const t = await harness({ fhir: { patients: {} }, platform: (auth) => ({ ...defaultPlatform(auth), delayMs: 300 }) });
     const pending = t.post({ ...ok, platformCareId: 'care-9' });
     for (let i = 0; i < 200 && t.platform.seen.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
-    rmSync(t.auditPath, { force: true });
-    mkdirSync(t.auditPath);
+    t.blockAudit();
     const res = await pending;
     expect(res.status).toBe(503);
     expect(res.json.error.code).toBe('ERR_API_AUDIT_UNAVAILABLE');
