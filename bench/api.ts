@@ -8,7 +8,10 @@
  * flight, not by the record). Then 2,000 resources in 40 pages of 50 through a
  * second serve (FHIR_PAGE_SIZE=50) next to PASS_THROUGH, a minimal node-core
  * forwarder of the same pages with no checks (no platform call, no audit, no
- * de-duplication), measured alternately.
+ * de-duplication), measured alternately. At 1,000 resources, two lower bounds
+ * beside the undici floor: the pass-through forwarding the page's bytes, and
+ * the same with the steps no implementation may leave out (validate-access,
+ * the started and end audit lines on disk).
  * The stand-ins run in their own process so they do not share the client's CPU.
  */
 import { readFileSync } from 'node:fs';
@@ -83,11 +86,15 @@ async function rawFetch(s: StandIns, agent: Agent, size: number): Promise<number
 }
 
 /**
- * The pass-through (argv: port, FHIR base, CA file, key, page size, mode): the search,
- * then every $everything page, each parsed and its entries forwarded as
- * {"resources":[…]}; no checks of any kind. Mode `bytes`: each page's bytes
- * forwarded as they came, the least any proxy of the record does (not the
- * answer's shape: a lower bound, not a rival). It reads the next link from the
+ * The pass-through (argv: port, FHIR base, CA file, key, page size, mode,
+ * platform URL, audit file): the search, then every $everything page, each
+ * parsed and its entries forwarded as {"resources":[…]}; no checks of any kind.
+ * Mode `bytes`: each page's bytes forwarded as they came, the least any proxy
+ * of the record does (not the answer's shape: a lower bound, not a rival).
+ * Mode `steps`: `bytes` plus what no implementation of the API may leave out:
+ * validate-access before any FHIR request (the interface), a started line on
+ * disk before the record's first byte (fail closed) and an end line on disk
+ * before its closing bytes (docs/api.md#audit-log); no checks, no de-duplication. It reads the next link from the
  * members before `entry` only (HAPI writes `link` first, as the stand-in does):
  * parsing the whole page for it, as this mode first did, cost a third of the
  * floor at 1,000 resources and made the bound look higher than it is.
@@ -96,7 +103,9 @@ const PASS_THROUGH = `
 const https = require('node:https');
 const http = require('node:http');
 const fs = require('node:fs');
-const [port, base, caFile, key, pageSize, mode] = process.argv.slice(1);
+const [port, base, caFile, key, pageSize, mode, platformUrl, auditFile] = process.argv.slice(1);
+const steps = mode === 'steps';
+const forwardBytes = mode === 'bytes' || steps;
 const agent = new https.Agent({ keepAlive: true, ca: fs.readFileSync(caFile) });
 const headers = { apikey: key, accept: 'application/fhir+json', 'cache-control': 'no-cache' };
 // The Bundle's members before "entry", closed: its links without its entries.
@@ -111,30 +120,64 @@ const get = (url, whole) => new Promise((resolve, reject) => {
     res.on('data', (c) => chunks.push(c));
     res.on('end', () => {
       const bytes = Buffer.concat(chunks);
-      resolve(mode === 'bytes' && !whole ? Object.assign(head(bytes), { bytes }) : JSON.parse(bytes.toString('utf8')));
+      resolve(forwardBytes && !whole ? Object.assign(head(bytes), { bytes }) : JSON.parse(bytes.toString('utf8')));
     });
   }).on('error', reject);
+});
+// Mode steps: the steps the API may not skip, and nothing else. The token goes to validate-access before any FHIR
+// request; a started line is on disk (fdatasync, run while the page is fetched) before the first byte of the record;
+// an end line is on disk (O_DSYNC) before the closing bytes.
+const platformAgent = new http.Agent({ keepAlive: true });
+const validate = (token) => new Promise((resolve, reject) => {
+  http.get(platformUrl + '/validate-access', { agent: platformAgent, headers: { authorization: token, accept: 'application/json' } }, (res) => {
+    res.resume();
+    res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error('validate-access ' + res.statusCode))));
+  }).on('error', reject);
+});
+const startedFd = steps ? fs.openSync(auditFile, 'a', 0o600) : -1;
+const endFd = steps ? fs.openSync(auditFile, fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_DSYNC, 0o600) : -1;
+const append = (fd, record, sync) => new Promise((resolve, reject) => {
+  fs.write(fd, JSON.stringify({ ...record, at: new Date().toISOString() }) + '\\n', (err) => {
+    if (err) reject(err);
+    else if (sync) fs.fdatasync(fd, (e) => (e ? reject(e) : resolve()));
+    else resolve();
+  });
 });
 http.createServer((req, res) => {
   const body = [];
   req.on('data', (c) => body.push(c));
   req.on('end', async () => {
-    const { platformCareId } = JSON.parse(Buffer.concat(body).toString('utf8'));
+    const { platformCareId, token } = JSON.parse(Buffer.concat(body).toString('utf8'));
+    if (steps) await validate(token);
     const found = await get(base + '/Patient?identifier=' + encodeURIComponent(platformCareId) + '&_count=2', true);
-    let url = base + '/Patient/' + found.entry[0].resource.id + '/$everything?_count=' + pageSize;
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.write('{"resources":[');
+    const patient = found.entry[0].resource.id;
+    let started = steps ? append(startedFd, { phase: 'started', platformCareId, patient }, true) : null;
+    let url = base + '/Patient/' + patient + '/$everything?_count=' + pageSize;
+    if (!steps) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"resources":[');
+    }
     let first = true;
+    let bytes = 0;
     while (url) {
       const page = await get(url);
-      if (mode === 'bytes') res.write(page.bytes);
-      else for (const e of page.entry ?? []) {
+      if (started) {
+        await started;
+        started = null;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"resources":[');
+      }
+      if (forwardBytes) {
+        res.write(page.bytes);
+        bytes += page.bytes.length;
+      } else for (const e of page.entry ?? []) {
         res.write((first ? '' : ',') + JSON.stringify(e));
         first = false;
       }
       const next = (page.link ?? []).find((l) => l.relation === 'next');
       url = next ? base + new URL(next.url).search : null;
     }
+    if (steps) await append(endFd, { phase: 'end', platformCareId, patient, status: 200, bytes }, false);
     res.end(']}');
   });
 }).listen(Number(port), '127.0.0.1');
@@ -213,17 +256,23 @@ export async function run(): Promise<BenchSection> {
       standIn.once('exit', () => reject(new Error('stand-ins exited early')));
     });
     const s = JSON.parse(line) as StandIns;
-    const [port, smallPort, passPort, bigPassPort] = (await freePorts(4)) as [number, number, number, number];
+    const [port, smallPort, passPort, bigPassPort, stepsPort] = (await freePorts(5)) as [number, number, number, number, number];
     const serve = startServe(dir, s, port, PAGE, 'audit.log');
     const smallServe = startServe(dir, s, smallPort, SMALL_PAGES.page, 'audit-small.log');
     const pass = execa('node', ['-e', PASS_THROUGH, String(passPort), s.fhirUrl, s.caFile, s.apiKey, String(SMALL_PAGES.page)], { reject: false, stdio: 'ignore' });
     // the pass-through with the API's page size, forwarding each page's bytes: how far any proxy of the one-page record sits above the floor
     const bigPass = execa('node', ['-e', PASS_THROUGH, String(bigPassPort), s.fhirUrl, s.caFile, s.apiKey, String(PAGE), 'bytes'], { reject: false, stdio: 'ignore' });
-    children.push(serve, smallServe, pass, bigPass);
+    // the same, plus the steps the API may not skip (validate-access, two synced audit lines): the floor of any implementation
+    const stepsPass = execa('node', ['-e', PASS_THROUGH, String(stepsPort), s.fhirUrl, s.caFile, s.apiKey, String(PAGE), 'steps', s.platformUrl, join(dir, 'audit-steps.log')], {
+      reject: false,
+      stdio: 'ignore',
+    });
+    children.push(serve, smallServe, pass, bigPass, stepsPass);
     const apiUrl = `http://127.0.0.1:${port}`;
     const smallUrl = `http://127.0.0.1:${smallPort}`;
     const passUrl = `http://127.0.0.1:${passPort}`;
     const bigPassUrl = `http://127.0.0.1:${bigPassPort}`;
+    const stepsUrl = `http://127.0.0.1:${stepsPort}`;
     await waitFor(`${apiUrl}/api/health-check`);
     await waitFor(`${smallUrl}/api/health-check`);
     const agent = new Agent({ connect: { ca: readFileSync(s.caFile, 'utf8') } });
@@ -265,25 +314,39 @@ export async function run(): Promise<BenchSection> {
       });
     }
 
-    // 1,000 resources in one page: the byte-forwarding pass-through next to the same floor, alternately. Not a
-    // target: it shows what being a proxy at all costs at this size (one more HTTP exchange, the page written out
-    // again), before any platform call, audit line, check or reshaping.
-    let passBigBytes = 0;
-    const viaBigPass = async () => (passBigBytes = await apiFetch(bigPassUrl, 1000));
+    // 1,000 resources in one page: two pass-throughs next to the same floor, in turn. Not targets: the first shows what
+    // being a proxy at all costs at this size (one more HTTP exchange, the page written out again), before any platform
+    // call, audit line, check or reshaping; the second adds the steps no implementation may leave out.
+    const passes = [
+      { url: bigPassUrl, what: "a pass-through forwarding the page's bytes" },
+      { url: stepsUrl, what: 'the same pass-through plus validate-access and the two synced audit lines' },
+    ];
+    const passBytes: number[] = [0, 0];
+    const passTimes: number[][] = [[], []];
+    const rawTimes: number[] = [];
     const direct = () => rawFetch(s, agent, 1000);
-    await warmUp(viaBigPass, direct);
-    const [passBig, rawBig] = await alternately(viaBigPass, direct);
-    const passFloorRatio = round(percentile(passBig, 50) / percentile(rawBig, 50), 2);
-    rows.push({
-      case: `1,000 resources, 1 page of ${PAGE}, ${RUNS} runs, through a pass-through forwarding the page's bytes instead of the API (a lower bound, not a target)`,
-      'response KiB': round(passBigBytes / 1024, 0),
-      'api p50 ms': round(percentile(passBig, 50), 1),
-      'api p90 ms': round(percentile(passBig, 90), 1),
-      'floor p50 ms': round(percentile(rawBig, 50), 1),
-      ratio: passFloorRatio,
-      'serve CPU ms/request': '–',
-      'serve peak RSS MiB': '–',
-    });
+    for (let i = 0; i < WARMUP + RUNS; i++) {
+      for (const [k, p] of passes.entries()) {
+        const t = await time(async () => (passBytes[k] = await apiFetch(p.url, 1000)));
+        if (i >= WARMUP) passTimes[k]!.push(t);
+      }
+      const t = await time(direct);
+      if (i >= WARMUP) rawTimes.push(t);
+    }
+    rawTimes.sort((a, b) => a - b);
+    const passFloorRatios = passTimes.map((times) => round(percentile(times.sort((a, b) => a - b), 50) / percentile(rawTimes, 50), 2));
+    for (const [k, p] of passes.entries()) {
+      rows.push({
+        case: `1,000 resources, 1 page of ${PAGE}, ${RUNS} runs, through ${p.what} instead of the API (a lower bound, not a target)`,
+        'response KiB': round((passBytes[k] as number) / 1024, 0),
+        'api p50 ms': round(percentile(passTimes[k]!, 50), 1),
+        'api p90 ms': round(percentile(passTimes[k]!, 90), 1),
+        'floor p50 ms': round(percentile(rawTimes, 50), 1),
+        ratio: passFloorRatios[k] as number,
+        'serve CPU ms/request': '–',
+        'serve peak RSS MiB': '–',
+      });
+    }
     await agent.close();
 
     // 40 pages of 50: the API next to the minimal pass-through, alternately.

@@ -216,6 +216,14 @@ export async function run(): Promise<BenchSection> {
         { measure: 'ingest 10 patients, FULL (default)', value: fullRate, unit: 'resources/s', detail: 'HTTP, 2 in flight, validation and referential integrity on' },
         { measure: 'ingest 10 patients, NORMAL', value: normalRate, unit: 'resources/s', detail: 'same, server started with --synchronous normal' },
         { measure: 'ingest, validation ON (issue 28)', value: validatedRate, unit: 'resources/s', detail: `20 patients, bundles of 100, 2 in flight, plain creates; server CPU ${validated.cpuMsPer1000} ms per 1,000 resources (all its threads); ${load}` },
+        {
+          // What the target is measured against: the rate at which this server's CPU per resource fills every core,
+          // before the client (which runs on the same cores) takes any.
+          measure: 'ingest, validation ON: ceiling of the server CPU',
+          value: Math.round((cpuList().length * 1_000_000) / (validated.cpuMsPer1000 ?? NaN)),
+          unit: 'resources/s',
+          detail: `${cpuList().length} cores × 1,000,000 ÷ ${validated.cpuMsPer1000} µs of server CPU per resource: every core busy with the server alone, the client's CPU and any idle time aside`,
+        },
         { measure: 'ingest, validation ON, 4 in flight', value: validated4.rate, unit: 'resources/s', detail: `same Bundles, 4 in flight as fhir load sends them by default; server CPU ${validated4.cpuMsPer1000} ms per 1,000 resources` },
         { measure: 'ingest, validation OFF', value: unvalidatedRate, unit: 'resources/s', detail: `same Bundles, server with policy.validate false; server CPU ${unvalidated.cpuMsPer1000} ms per 1,000 resources; validation costs ${round((1 - validatedRate / unvalidatedRate) * 100, 1)}% of the rate` },
         { measure: 'GET /metadata', value: metadataRate, unit: 'requests/s', detail: `${metadataRuns} sequential requests, cached CapabilityStatement` },
