@@ -90,14 +90,14 @@ async function rawFetch(s: StandIns, agent: Agent, size: number): Promise<number
  * platform URL, audit file): the search, then every $everything page, each
  * parsed and its entries forwarded as {"resources":[…]}; no checks of any kind.
  * Mode `bytes`: each page's bytes forwarded as they came, the least any proxy
- * of the record does (not the answer's shape: a lower bound, not a rival).
+ * of the record does (not the answer's shape: a lower bound, not a rival). It
+ * reads the next link from the members before `entry` only (HAPI writes `link` first, as the stand-in does):
+ * parsing the whole page for it, as this mode first did, cost a third of the
+ * floor at 1,000 resources and made the bound look higher than it is.
  * Mode `steps`: `bytes` plus what no implementation of the API may leave out:
  * validate-access before any FHIR request (the interface), a started line on
  * disk before the record's first byte (fail closed) and an end line on disk
- * before its closing bytes (docs/api.md#audit-log); no checks, no de-duplication. It reads the next link from the
- * members before `entry` only (HAPI writes `link` first, as the stand-in does):
- * parsing the whole page for it, as this mode first did, cost a third of the
- * floor at 1,000 resources and made the bound look higher than it is.
+ * before its closing bytes (docs/api.md#audit-log); no checks, no de-duplication.
  */
 const PASS_THROUGH = `
 const https = require('node:https');
@@ -194,22 +194,16 @@ async function apiFetch(apiUrl: string, size: number): Promise<number> {
   return text.length;
 }
 
-/** `a` then `b`, WARMUP times, untimed. */
-async function warmUp(a: () => Promise<unknown>, b: () => Promise<unknown>): Promise<void> {
-  for (let i = 0; i < WARMUP; i++) {
-    await a();
-    await b();
-  }
+/** Each of `fns` in turn, WARMUP times, untimed. */
+async function warmUp(...fns: Array<() => Promise<unknown>>): Promise<void> {
+  for (let i = 0; i < WARMUP; i++) for (const fn of fns) await fn();
 }
 
-/** `a` then `b`, RUNS times (interleaved, so both see the same machine state): each one's times in ms, sorted. */
-async function alternately(a: () => Promise<unknown>, b: () => Promise<unknown>): Promise<[number[], number[]]> {
-  const [ta, tb]: [number[], number[]] = [[], []];
-  for (let i = 0; i < RUNS; i++) {
-    ta.push(await time(a));
-    tb.push(await time(b));
-  }
-  return [ta.sort((x, y) => x - y), tb.sort((x, y) => x - y)];
+/** Each of `fns` in turn, RUNS times (interleaved, so all see the same machine state): each one's times in ms, sorted. */
+async function alternately(...fns: Array<() => Promise<unknown>>): Promise<number[][]> {
+  const times = fns.map((): number[] => []);
+  for (let i = 0; i < RUNS; i++) for (const [k, fn] of fns.entries()) times[k]!.push(await time(fn));
+  return times.map((t) => t.sort((x, y) => x - y));
 }
 
 async function time(fn: () => Promise<unknown>): Promise<number> {
@@ -321,28 +315,21 @@ export async function run(): Promise<BenchSection> {
       { url: bigPassUrl, what: "a pass-through forwarding the page's bytes" },
       { url: stepsUrl, what: 'the same pass-through plus validate-access and the two synced audit lines' },
     ];
-    const passBytes: number[] = [0, 0];
-    const passTimes: number[][] = [[], []];
-    const rawTimes: number[] = [];
+    const passBytes = passes.map(() => 0);
+    const viaPasses = passes.map((p, k) => async () => (passBytes[k] = await apiFetch(p.url, 1000)));
     const direct = () => rawFetch(s, agent, 1000);
-    for (let i = 0; i < WARMUP + RUNS; i++) {
-      for (const [k, p] of passes.entries()) {
-        const t = await time(async () => (passBytes[k] = await apiFetch(p.url, 1000)));
-        if (i >= WARMUP) passTimes[k]!.push(t);
-      }
-      const t = await time(direct);
-      if (i >= WARMUP) rawTimes.push(t);
-    }
-    rawTimes.sort((a, b) => a - b);
-    const passFloorRatios = passTimes.map((times) => round(percentile(times.sort((a, b) => a - b), 50) / percentile(rawTimes, 50), 2));
+    await warmUp(...viaPasses, direct);
+    const times = await alternately(...viaPasses, direct);
+    const rawTimes = times.pop() as number[];
     for (const [k, p] of passes.entries()) {
+      const passTimes = times[k] as number[];
       rows.push({
         case: `1,000 resources, 1 page of ${PAGE}, ${RUNS} runs, through ${p.what} instead of the API (a lower bound, not a target)`,
         'response KiB': round((passBytes[k] as number) / 1024, 0),
-        'api p50 ms': round(percentile(passTimes[k]!, 50), 1),
-        'api p90 ms': round(percentile(passTimes[k]!, 90), 1),
+        'api p50 ms': round(percentile(passTimes, 50), 1),
+        'api p90 ms': round(percentile(passTimes, 90), 1),
         'floor p50 ms': round(percentile(rawTimes, 50), 1),
-        ratio: passFloorRatios[k] as number,
+        ratio: round(percentile(passTimes, 50) / percentile(rawTimes, 50), 2),
         'serve CPU ms/request': '–',
         'serve peak RSS MiB': '–',
       });
@@ -357,7 +344,7 @@ export async function run(): Promise<BenchSection> {
     await warmUp(viaSmallApi, viaSmallPass);
     // serve's CPU over the timed runs only
     const smallCpu0 = cpuMs(smallServe.pid as number);
-    const [viaApi, viaPass] = await alternately(viaSmallApi, viaSmallPass);
+    const [viaApi, viaPass] = (await alternately(viaSmallApi, viaSmallPass)) as [number[], number[]];
     const smallCpu = (cpuMs(smallServe.pid as number) - smallCpu0) / RUNS;
     const passRatio = round(percentile(viaApi, 50) / percentile(viaPass, 50), 2);
     rows.push({
