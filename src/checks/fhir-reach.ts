@@ -1,12 +1,18 @@
 /**
- * Which routes reach the FHIR server, and what guards each (issue 23). Pure:
- * it reads a gateway snapshot, never the network.
+ * Which routes reach the FHIR server, and what guards each (issues 23, 43). Pure:
+ * it reads a gateway snapshot and what the runtime found (each host resolved
+ * where the gateway resolves it, and where the FHIR server answers), never the
+ * network.
  *
- * A route reaches the FHIR server when its service's host and port (or, when
- * the host names an upstream, one of the upstream's targets) are one of the
- * FHIR server's addresses, whatever the objects are named. The path is not
- * compared: a route to the FHIR server's port with another path still reaches
- * it (the route's path is appended; strip_path can be false), so it fails closed.
+ * A route reaches the FHIR server when its service's host (or, when the host
+ * names an upstream, one of the upstream's targets) resolves to an address
+ * the FHIR server answers on, at the port it answers on, whatever the objects
+ * are named and however the address is spelled (issue 43: a host name in the
+ * hosts file, `0x7f000001`, an IPv4-mapped IPv6 address). A host that cannot
+ * be resolved may reach it: such a route is judged as one that does (fail
+ * closed). The path is not compared: a route to the FHIR server's port with
+ * another path still reaches it (the route's path is appended; strip_path can
+ * be false), so it fails closed.
  *
  * Which plugin instance runs follows Kong's kong/runloop/plugins_iterator.lua:
  * per plugin name, the most specific enabled instance without a consumer:
@@ -16,6 +22,8 @@
  * https) decide on which scheme it runs.
  */
 import { RE2JS } from 're2js';
+import { BlockList, isIP } from 'node:net';
+import type { FhirListener, HostResolution } from '../runtime/types.js';
 import type { GatewayObject, GatewaySnapshot } from './gateway-snapshot.js';
 
 /** The plugins that demand a credential (issue 23: key-auth or basic-auth). */
@@ -27,10 +35,10 @@ const PLUGIN_DEFAULT_PROTOCOLS = ['grpc', 'grpcs', 'http', 'https'];
 /** Kong's default target port (kong/db/schema/entities/targets.lua). */
 const TARGET_DEFAULT_PORT = 8000;
 
-export interface FhirAddress {
-  /** Host names and IP literals that designate the FHIR server's host (lowercase). */
-  hosts: string[];
-  port: number;
+/** What the runtime found: every destination host resolved where the gateway resolves it, and where the FHIR server answers. */
+export interface GatewayReach {
+  resolutions: ReadonlyMap<string, HostResolution>;
+  listeners: readonly FhirListener[];
 }
 
 export interface RouteGuard {
@@ -43,7 +51,11 @@ export interface RouteGuard {
 export interface FhirRoute {
   route: string;
   service: string;
-  /** How it reaches the FHIR server: the service's host:port or the upstream target's. */
+  /**
+   * How it reaches the FHIR server: the service's or the upstream target's host:port, the address it
+   * resolves to and what answers there (`vm:8080 → 127.0.0.1 (FHIR server)`), or why it may
+   * (`x.example:80 (not resolved: ENOTFOUND)`).
+   */
   via: string;
   protocols: string[];
   guards: RouteGuard[];
@@ -82,10 +94,46 @@ function destinations(service: GatewayObject, snapshot: GatewaySnapshot): Array<
     .map((t) => splitHostPort(String(t.target ?? ''), TARGET_DEFAULT_PORT));
 }
 
-function reaches(dest: { host: string; port: number }, fhir: FhirAddress): boolean {
-  if (dest.port !== fhir.port) return false;
-  // all of 127.0.0.0/8 is this host's loopback
-  return fhir.hosts.includes(dest.host) || (/^127\.\d+\.\d+\.\d+$/.test(dest.host) && fhir.hosts.includes('127.0.0.1'));
+/** One compiled listener: its ranges as a BlockList (IPv4-mapped IPv6 addresses match their IPv4 ranges). */
+interface Answering {
+  listener: FhirListener;
+  ranges: BlockList;
+}
+
+function compile(listeners: readonly FhirListener[]): Answering[] {
+  return listeners.map((listener) => {
+    const ranges = new BlockList();
+    for (const r of listener.ranges) {
+      const [ip, prefix] = r.split('/') as [string, string | undefined];
+      const family = isIP(ip);
+      if (family === 4 || family === 6) ranges.addSubnet(ip, Number(prefix ?? (family === 4 ? 32 : 128)), family === 4 ? 'ipv4' : 'ipv6');
+    }
+    return { listener, ranges };
+  });
+}
+
+/** Where one destination's traffic goes: the FHIR server (how), maybe (unresolved: why), or elsewhere (null). */
+export function reachOf(dest: { host: string; port: number }, reach: GatewayReach, answering: Answering[] = compile(reach.listeners)): string | null {
+  const shown = `${dest.host.includes(':') ? `[${dest.host}]` : dest.host}:${dest.port}`;
+  const resolved = reach.resolutions.get(dest.host);
+  if (!resolved) return `${shown} (not resolved)`;
+  if ('error' in resolved) return `${shown} (not resolved: ${resolved.error})`;
+  for (const address of resolved.addresses) {
+    const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';
+    const hit = answering.find((a) => a.listener.port === dest.port && a.ranges.check(address, family));
+    if (hit) return address === dest.host ? `${shown} (${hit.listener.name})` : `${shown} → ${address} (${hit.listener.name})`;
+  }
+  return null;
+}
+
+/** Every host a service's traffic may be sent to: services' hosts that name no upstream, and upstream targets' hosts. */
+export function destinationHosts(snapshot: GatewaySnapshot): string[] {
+  const hosts = new Set<string>();
+  for (const service of snapshot.services) {
+    if (service.enabled === false) continue;
+    for (const d of destinations(service, snapshot)) hosts.add(d.host);
+  }
+  return [...hosts];
 }
 
 /** The credential plugin instance that runs on a route for an unauthenticated request, per plugin name. */
@@ -128,33 +176,64 @@ function guard(scheme: 'http' | 'https', effective: GatewayObject[], snapshot: G
   return { scheme, plugin: shown(anon), problem: `${shown(anon)} has anonymous set (consumer ${consumer ? String(consumer.username ?? consumer.id) : ref})` };
 }
 
-/** Every route whose traffic reaches the FHIR server, with what guards it on each scheme it takes. */
-export function fhirRoutes(snapshot: GatewaySnapshot, fhir: FhirAddress): FhirRoute[] {
-  const out: FhirRoute[] = [];
+/** A route of the gateway, whether it reaches the FHIR server (`via` then says how) or goes elsewhere (`via` null). */
+export interface GatewayRoute {
+  routeId: string;
+  route: string;
+  service: string;
+  via: string | null;
+  /** Every protocol it takes (Kong's default: http and https). */
+  protocols: string[];
+  request: ProbeRequest | null;
+  /** The request that asks for patient data (`<path>/Patient`), or null when none can be derived. */
+  dataRequest: ProbeRequest | null;
+  /** The TLS server name a request must give to be routed here (`snis`), if any. */
+  sni: string | null;
+}
+
+/** Every route that has an enabled service (a route without one goes nowhere), with where its traffic goes. */
+export function gatewayRoutes(snapshot: GatewaySnapshot, reach: GatewayReach): GatewayRoute[] {
+  const answering = compile(reach.listeners);
+  const out: GatewayRoute[] = [];
   for (const route of snapshot.routes) {
-    const serviceId = refId(route.service);
-    const service = snapshot.services.find((s) => s.id === serviceId);
-    // a route without a service goes nowhere; Kong's kong/runloop/handler.lua treats a disabled service's routes as absent
+    const service = snapshot.services.find((s) => s.id === refId(route.service));
+    // Kong's kong/runloop/handler.lua treats a disabled service's routes as absent
     if (!service || service.enabled === false) continue;
-    const hit = destinations(service, snapshot).find((d) => reaches(d, fhir));
-    if (!hit) continue;
-    const protocols = ((route.protocols as string[] | null) ?? ROUTE_DEFAULT_PROTOCOLS).filter((p) => p === 'http' || p === 'https');
+    let via: string | null = null;
+    for (const d of destinations(service, snapshot)) if ((via = reachOf(d, reach, answering))) break;
+    const snis = (route.snis as string[] | null) ?? [];
+    out.push({
+      routeId: route.id,
+      route: label(route, route.id),
+      service: label(service, service.id),
+      via,
+      protocols: (route.protocols as string[] | null) ?? ROUTE_DEFAULT_PROTOCOLS,
+      request: probeRequest(route),
+      dataRequest: probeRequest(route, 'Patient'),
+      sni: snis.length ? snis[0]!.replace('*', 'probe') : null,
+    });
+  }
+  return out.sort((a, b) => a.route.localeCompare(b.route));
+}
+
+/** Every route whose traffic reaches (or may reach) the FHIR server, with what guards it on each scheme it takes. */
+export function fhirRoutes(snapshot: GatewaySnapshot, reach: GatewayReach): FhirRoute[] {
+  const out: FhirRoute[] = [];
+  for (const r of gatewayRoutes(snapshot, reach)) {
+    if (r.via === null) continue;
+    const route = snapshot.routes.find((x) => x.id === r.routeId)!;
+    const serviceId = refId(route.service);
+    const protocols = r.protocols.filter((p) => p === 'http' || p === 'https');
     const effective = effectivePlugins(route, serviceId, snapshot.plugins);
     const guards = protocols.map((p) => guard(p as 'http' | 'https', effective, snapshot));
     const problems: string[] = [];
     if (protocols.includes('http')) problems.push('takes plain http');
+    // grpc(s), tcp, tls, ws(s): not probed here, so not proven closed
+    for (const p of r.protocols) if (p !== 'http' && p !== 'https') problems.push(`takes ${p} (not probed: not proven closed)`);
     for (const g of guards) if (g.problem && !problems.includes(g.problem)) problems.push(g.problem);
-    out.push({
-      route: label(route, route.id),
-      service: label(service, service.id),
-      via: `${hit.host}:${hit.port}`,
-      protocols,
-      guards,
-      problems,
-      request: probeRequest(route),
-    });
+    out.push({ route: r.route, service: r.service, via: r.via, protocols, guards, problems, request: r.request });
   }
-  return out.sort((a, b) => a.route.localeCompare(b.route));
+  return out;
 }
 
 export interface ProbeRequest {
@@ -171,8 +250,8 @@ export interface ProbeRequest {
  * (RE2: linear time, whatever the pattern). A route's hosts, methods and
  * headers are honoured (a wildcard host gets `probe` in place of `*`).
  */
-export function probeRequest(route: GatewayObject): ProbeRequest | null {
-  const path = probePath((route.paths as string[] | null) ?? null);
+export function probeRequest(route: GatewayObject, resource = 'metadata'): ProbeRequest | null {
+  const path = probePath((route.paths as string[] | null) ?? null, resource);
   if (path === null) return null;
   const headers: Record<string, string> = Object.create(null) as Record<string, string>;
   const hosts = (route.hosts as string[] | null) ?? [];
@@ -187,9 +266,9 @@ export function probeRequest(route: GatewayObject): ProbeRequest | null {
   return { method, path, headers };
 }
 
-export function probePath(paths: string[] | null): string | null {
-  if (!paths || paths.length === 0) return '/metadata';
-  for (const p of paths) if (!p.startsWith('~')) return `${p.replace(/\/+$/, '')}/metadata`;
+export function probePath(paths: string[] | null, resource = 'metadata'): string | null {
+  if (!paths || paths.length === 0) return `/${resource}`;
+  for (const p of paths) if (!p.startsWith('~')) return `${p.replace(/\/+$/, '')}/${resource}`;
   for (const p of paths) {
     const source = p.slice(1);
     let re: RE2JS;
@@ -200,7 +279,7 @@ export function probePath(paths: string[] | null): string | null {
     }
     // the literal characters up to the first regex metacharacter
     const literal = /^\^?([A-Za-z0-9/_-]*)/.exec(source)![1]!;
-    for (const candidate of [`${literal.replace(/\/+$/, '')}/metadata`, literal]) {
+    for (const candidate of [`${literal.replace(/\/+$/, '')}/${resource}`, literal]) {
       if (candidate.startsWith('/') && re.matcher(candidate).lookingAt()) return candidate;
     }
   }

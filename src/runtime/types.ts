@@ -70,6 +70,21 @@ export interface DataPart {
   kind: 'fhir-store' | 'gateway-state' | 'fhir-database' | 'gateway-database';
 }
 
+/** What the gateway's own resolver makes of one host name (issue 43): its addresses, or why there are none. */
+export type HostResolution = { addresses: string[] } | { error: string };
+
+/**
+ * One place where the FHIR server, or a component that forwards to it (docker: the FHIR door), answers
+ * the gateway: a port and the address ranges (`ip/prefix`) it answers on as the gateway reaches them. A
+ * wildcard listener answers on every address of its host.
+ */
+export interface FhirListener {
+  /** e.g. `FHIR server`, `FHIR door (published)`. */
+  name: string;
+  port: number;
+  ranges: string[];
+}
+
 export interface Runtime {
   readonly name: RuntimeName;
   /** Starts every long-running component and resolves once each answers. */
@@ -87,6 +102,14 @@ export interface Runtime {
    * kong container (docker) or on loopback (native). Body is JSON.
    */
   admin(method: 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<AdminResponse>;
+  /**
+   * Issue 43: the addresses each of `hosts` resolves to where the gateway resolves it (native: this
+   * host's resolver, which the gateway's own connections use: hosts file, DNS, numeric forms; docker:
+   * inside the kong container), so acceptance judges where a service's traffic really goes.
+   */
+  gatewayResolve(hosts: readonly string[]): Promise<Map<string, HostResolution>>;
+  /** Issue 43: every address and port where the FHIR server answers the gateway (read from what runs). */
+  fhirListeners(): Promise<FhirListener[]>;
   // Day two (issue 15).
   /**
    * The Hospital API rereads FHIR_API_KEY from its settings

@@ -6,10 +6,22 @@
  * gateways is test/e2e/broken-install.test.ts and its docker twin.
  */
 import { describe, expect, it } from 'vitest';
-import { fhirRoutes, probePath, probeRequest, splitHostPort } from '../../src/checks/fhir-reach.js';
+import { fhirRoutes, gatewayRoutes, probePath, probeRequest, reachOf, splitHostPort, type GatewayReach } from '../../src/checks/fhir-reach.js';
+import { canonicalIp } from '../../src/runtime/gateway-reach.js';
+import type { HostResolution } from '../../src/runtime/types.js';
 import { configSha256, effectiveConfig, type GatewayObject, type GatewaySnapshot } from '../../src/checks/gateway-snapshot.js';
 
-const FHIR = { hosts: ['127.0.0.1', 'localhost'], port: 18080 };
+/** The FHIR server on loopback at 18080 (a native install), and how the gateway's resolver answers each name. */
+const FHIR: GatewayReach = {
+  listeners: [{ name: 'FHIR server', port: 18080, ranges: ['127.0.0.0/8', '0.0.0.0/32'] }],
+  resolutions: new Map<string, HostResolution>([
+    ['127.0.0.1', { addresses: ['127.0.0.1'] }],
+    ['127.0.0.2', { addresses: ['127.0.0.2'] }],
+    ['localhost', { addresses: ['127.0.0.1'] }],
+    ['example.org', { addresses: ['93.184.215.14'] }],
+    ['fhir-pool', { error: 'ENOTFOUND' }],
+  ]),
+};
 
 function snapshot(extra: Partial<GatewaySnapshot> = {}): GatewaySnapshot {
   return {
@@ -46,7 +58,7 @@ describe('which routes reach the FHIR server', () => {
       routes: [{ id: 'r3', name: 'open', service: { id: 's3' }, paths: ['/open'], protocols: ['https'] }],
     });
     expect(problems(s).open).toEqual(['no enabled key-auth or basic-auth runs on https']);
-    expect(fhirRoutes(s, FHIR).find((r) => r.route === 'open')).toMatchObject({ service: 'reporting', via: '127.0.0.2:18080', guards: [{ scheme: 'https', plugin: null }] });
+    expect(fhirRoutes(s, FHIR).find((r) => r.route === 'open')).toMatchObject({ service: 'reporting', via: '127.0.0.2:18080 (FHIR server)', guards: [{ scheme: 'https', plugin: null }] });
   });
 
   it('through an upstream whose target is the FHIR server (Kong default target port 8000 when none is given)', () => {
@@ -56,9 +68,68 @@ describe('which routes reach the FHIR server', () => {
       upstreams: [{ id: 'u1', name: 'fhir-pool' }],
       targets: [{ id: 't1', upstream: { id: 'u1' }, target: 'example.org' }, { id: 't2', upstream: { id: 'u1' }, target: 'localhost:18080' }],
     });
-    expect(fhirRoutes(s, FHIR).map((r) => [r.route, r.via])).toEqual([['fhir-api-key-auth-route', '127.0.0.1:18080'], ['via-pool', 'localhost:18080']]);
+    expect(fhirRoutes(s, FHIR).map((r) => [r.route, r.via])).toEqual([['fhir-api-key-auth-route', '127.0.0.1:18080 (FHIR server)'], ['via-pool', 'localhost:18080 → 127.0.0.1 (FHIR server)']]);
     const elsewhere = { ...s, targets: [{ id: 't1', upstream: { id: 'u1' }, target: 'localhost' }] };
     expect(fhirRoutes(elsewhere, FHIR).map((r) => r.route)).toEqual(['fhir-api-key-auth-route']);
+  });
+
+  it('issue 43: by the address a name resolves to where the gateway resolves it, whatever the spelling', () => {
+    const spellings = ['vm', '0x7f000001', '2130706433', '127.1', 'LOCALHOST', '::ffff:127.0.0.1', '0.0.0.0', 'fhir.hospital.test'];
+    const reach: GatewayReach = {
+      listeners: FHIR.listeners,
+      // as getaddrinfo(3) answers them on a host whose /etc/hosts names vm and fhir.hospital.test
+      resolutions: new Map<string, HostResolution>([...FHIR.resolutions, ...spellings.map((h): [string, HostResolution] => [h.toLowerCase(), { addresses: [canonicalIp(h) ?? '127.0.0.1'] }])]),
+    };
+    for (const host of spellings) {
+      const s = snapshot({
+        services: [{ id: 's3', name: 'spelled', host, port: 18080, enabled: true }],
+        routes: [{ id: 'r3', name: 'open', service: { id: 's3' }, paths: ['/open'], protocols: ['https'] }],
+      });
+      const open = fhirRoutes(s, reach).find((r) => r.route === 'open');
+      expect(open?.problems, host).toEqual(['no enabled key-auth or basic-auth runs on https']);
+      expect(open!.via, host).toMatch(/\(FHIR server\)$/);
+      // another port of the same host is not the FHIR server
+      const other = snapshot({ services: [{ id: 's3', name: 'spelled', host, port: 18081, enabled: true }], routes: [{ id: 'r3', name: 'open', service: { id: 's3' }, paths: ['/open'] }] });
+      expect(fhirRoutes(other, reach).map((r) => r.route), host).toEqual(['fhir-api-key-auth-route']);
+    }
+  });
+
+  it('issue 43: an IPv4-mapped or IPv6 address matches as the kernel connects to it; a dual-stack wildcard answers on every address of its host', () => {
+    const wildcard: GatewayReach = {
+      listeners: [{ name: 'FHIR server', port: 18080, ranges: ['127.0.0.0/8', '0.0.0.0/32', '192.0.2.10/32', '::1/128', '::/128'] }],
+      resolutions: new Map([
+        ['lan', { addresses: ['192.0.2.10'] }],
+        ['mapped', { addresses: ['::ffff:c000:20a'] }],
+        ['six', { addresses: ['::1'] }],
+        ['away', { addresses: ['192.0.2.11'] }],
+      ]),
+    };
+    expect(reachOf({ host: 'lan', port: 18080 }, wildcard)).toBe('lan:18080 → 192.0.2.10 (FHIR server)');
+    expect(reachOf({ host: 'mapped', port: 18080 }, wildcard)).toBe('mapped:18080 → ::ffff:c000:20a (FHIR server)');
+    expect(reachOf({ host: 'six', port: 18080 }, wildcard)).toBe('six:18080 → ::1 (FHIR server)');
+    expect(reachOf({ host: 'away', port: 18080 }, wildcard)).toBeNull();
+    expect(canonicalIp('::ffff:7f00:1')).toBe('127.0.0.1');
+    expect(canonicalIp('[::FFFF:127.0.0.1]')).toBe('127.0.0.1');
+    expect(canonicalIp('fe80::1%eth0')).toBe('fe80::1');
+    expect(canonicalIp('0x7f000001')).toBeNull();
+  });
+
+  it('issue 43: a host the gateway cannot resolve may reach the FHIR server: its route is judged as one that does (fail closed)', () => {
+    const s = snapshot({
+      services: [{ id: 's3', name: 'nowhere', host: 'fhir-pool', port: 80, enabled: true }, { id: 's4', name: 'unasked', host: 'never-asked', port: 80, enabled: true }],
+      routes: [{ id: 'r3', name: 'unresolved', service: { id: 's3' }, paths: ['/u'], protocols: ['https'] }, { id: 'r4', name: 'unasked', service: { id: 's4' }, paths: ['/n'], protocols: ['https'] }],
+    });
+    const routes = fhirRoutes(s, FHIR);
+    expect(routes.find((r) => r.route === 'unresolved')).toMatchObject({ via: 'fhir-pool:80 (not resolved: ENOTFOUND)', problems: ['no enabled key-auth or basic-auth runs on https'] });
+    expect(routes.find((r) => r.route === 'unasked')).toMatchObject({ via: 'never-asked:80 (not resolved)' });
+    // elsewhere: listed among all routes with no via, and not among those that reach FHIR
+    expect(gatewayRoutes(s, FHIR).find((r) => r.route === 'other')).toMatchObject({ via: null, dataRequest: { path: '/other/Patient' } });
+  });
+
+  it('issue 43: a route to the FHIR server that takes a protocol the check cannot probe is not proven closed', () => {
+    const s = snapshot();
+    s.routes[0]!.protocols = ['https', 'grpcs'];
+    expect(problems(s)['fhir-api-key-auth-route']).toEqual(['takes grpcs (not probed: not proven closed)']);
   });
 
   it('a route of a disabled service is absent (Kong), and a route without a service goes nowhere', () => {

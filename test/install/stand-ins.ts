@@ -9,6 +9,7 @@
 import { createServer as createHttp, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttps } from 'node:https';
 import type { InstallPorts } from '../../src/install-dir/install-config.js';
+import { hostListener, resolveHere } from '../../src/runtime/gateway-reach.js';
 import type { ComponentState, Runtime } from '../../src/runtime/types.js';
 import { INTERMEDIATE_POLICY } from '../../src/tls/cipher-policy.js';
 import type { KeyAndCert } from '../../src/tls/pki.js';
@@ -92,6 +93,12 @@ export function fakeRuntime(kong: GatewayAdmin, restarts: string[] = [], compone
     components: async () => components.map((c) => ({ ...c })),
     versions: async () => [{ name: 'gateway', version: 'stand-in' }],
     admin: kong.admin,
+    // the stand-ins run on this host: names resolve here, and the FHIR stand-in listens on loopback where install pointed the gateway
+    gatewayResolve: resolveHere,
+    fhirListeners: async () => {
+      const fhir = kong.state().services.find((x) => x.name === 'fhir-api');
+      return fhir ? [hostListener('FHIR server', '127.0.0.1', Number(fhir.port))] : [];
+    },
     // not what the stand-ins are for: a test that needs one passes its own
     reloadApiKey: () => unused('reloadApiKey'),
     reloadGatewayTls: () => unused('reloadGatewayTls'),

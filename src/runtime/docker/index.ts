@@ -13,13 +13,14 @@ import type { InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';
 import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '../types.js';
 import { adminCall } from './admin.js';
+import { containerFhirListeners, FHIR_SERVICES, resolveInContainer } from './gateway-reach.js';
 import { dockerLogs } from './logs.js';
 import { imagesToPull, pullMissingImages } from './images.js';
 import { dockerAuditLog } from './profile.js';
 import { dockerCli, requireCompose, type DockerBinaries, type DockerCli } from './compose.js';
 import { resolveImageUsers, writeContainerFiles } from './container-files.js';
 import { reloadDockerApiKey, reloadDockerGatewayTls, restoreDockerData, snapshotDockerData, type DayTwoContext } from './day-two.js';
-import { componentsFromInspect, serviceOf, stalePidJoins, versionsFromInspect, type ContainerInspect, type ImageInspect } from './parse.js';
+import { componentsFromInspect, containerAddresses, serviceOf, stalePidJoins, versionsFromInspect, type ContainerInspect, type ImageInspect } from './parse.js';
 import { builtApiImage, composeFile, projectName, renderCompose, settingsOf } from './render.js';
 import { writeIfChanged } from '../../install-dir/write-if-changed.js';
 import { refuseStaleVolumes } from './volumes.js';
@@ -89,6 +90,13 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
   };
 
   const components = async (): Promise<ComponentState[]> => componentsFromInspect(await containers());
+
+  /** The running kong container's id: admin calls and name resolution run inside it. */
+  const runningKong = async (): Promise<string> => {
+    const kong = (await containers()).find((x) => serviceOf(x) === 'kong' && x.State?.Running);
+    if (!kong) throw new HospitalApiError('ERR_INSTALL_ADMIN_UNREACHABLE', { detail: 'the kong container is not running (`hospital-api up`)' });
+    return kong.Id;
+  };
 
   const waitReady = async (services: readonly string[] | null, what: { fhir: boolean; api: boolean }): Promise<void> => {
     const deadline = Date.now() + waitTimeoutMs;
@@ -196,9 +204,14 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
       return versionsFromInspect(list, images);
     },
     async admin(method, path, body): Promise<AdminResponse> {
-      const kong = (await containers()).find((x) => serviceOf(x) === 'kong' && x.State?.Running);
-      if (!kong) throw new HospitalApiError('ERR_INSTALL_ADMIN_UNREACHABLE', { detail: 'the kong container is not running (`hospital-api up`)' });
-      return adminCall(await cli(), kong.Id, method, path, body);
+      return adminCall(await cli(), await runningKong(), method, path, body);
+    },
+    gatewayResolve: async (hosts) => resolveInContainer(await cli(), await runningKong(), hosts),
+    async fhirListeners() {
+      const attached = (await containers())
+        .filter((x) => FHIR_SERVICES.includes(serviceOf(x)) && x.State?.Running)
+        .map((x) => ({ service: serviceOf(x), addresses: containerAddresses(x) }));
+      return containerFhirListeners(attached, { bind: settings.fhirBindAddress, port: config.ports.fhir });
     },
     reloadApiKey: () => reloadDockerApiKey(dayTwo),
     reloadGatewayTls: () => reloadDockerGatewayTls(dayTwo),

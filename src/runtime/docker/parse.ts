@@ -33,7 +33,11 @@ export interface ContainerInspect {
   };
   Config?: { Image?: string; Labels?: Record<string, string> };
   HostConfig?: { PidMode?: string };
-  NetworkSettings?: { Ports?: Record<string, Array<{ HostIp?: string; HostPort?: string }> | null> | null };
+  NetworkSettings?: {
+    Ports?: Record<string, Array<{ HostIp?: string; HostPort?: string }> | null> | null;
+    /** Per network the container is attached to: its addresses there (issue 43). */
+    Networks?: Record<string, { IPAddress?: string; GlobalIPv6Address?: string } | null> | null;
+  };
 }
 
 export interface ImageInspect {
@@ -143,4 +147,13 @@ export function versionsFromInspect(containers: ContainerInspect[], images: Imag
     })
     .filter((v) => !ONE_SHOT_SERVICES.has(v.name))
     .sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** The container's addresses on every network it is attached to (issue 43). */
+export function containerAddresses(c: ContainerInspect): string[] {
+  const out: string[] = [];
+  for (const n of Object.values(c.NetworkSettings?.Networks ?? {})) {
+    for (const a of [n?.IPAddress, n?.GlobalIPv6Address]) if (a && !out.includes(a)) out.push(a);
+  }
+  return out;
 }

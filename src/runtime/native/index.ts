@@ -6,7 +6,8 @@
 import { request } from 'undici';
 import { endpoints, type InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';
-import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '../types.js';
+import type { AdminResponse, ComponentState, ComponentVersion, FhirListener, Runtime } from '../types.js';
+import { hostListener, resolveHere } from '../gateway-reach.js';
 import { HospitalApiError } from '../../errors/index.js';
 import { componentSpecs } from './components.js';
 import { requestRestart, startStack, stopStack } from './control.js';
@@ -81,6 +82,12 @@ export function createNativeRuntime(dir: string, config: InstallConfig): Runtime
         name: s.name,
         version: recorded.find((c) => c.name === s.name)?.version ?? s.version,
       }));
+    },
+    // the gateway is a process on this host: it resolves names as this process does
+    gatewayResolve: resolveHere,
+    async fhirListeners(): Promise<FhirListener[]> {
+      const fhir = componentSpecs(root, config).find((s) => s.name === 'fhir');
+      return (fhir?.ports ?? []).map((p) => hostListener('FHIR server', p.host, p.port));
     },
     async admin(method, path, body): Promise<AdminResponse> {
       const url = endpoints(config).nativeAdmin + path;

@@ -28,6 +28,8 @@ import { restoreSwarmData, snapshotSwarmData, type SwarmDayTwo } from './day-two
 import { databaseEndpoint } from './databases.js';
 import { reloadSwarmApiKey } from './key-reload.js';
 import { swarmLogs } from './logs.js';
+import { swarmFhirListeners } from './gateway-reach.js';
+import { resolveInContainer } from '../docker/gateway-reach.js';
 import { GATEWAY_PROPAGATION_MS, ONE_SHOT_STACK_SERVICES, STACK_SERVICES, stackFile, type StackService } from './render.js';
 import { componentsFromSwarm, nodesRunning, versionsFromSwarm, type NodeInspect } from './state.js';
 import {
@@ -37,6 +39,7 @@ import {
   newRun,
   pruneSecrets,
   runningTaskHere,
+  selfNode,
   serviceTasks,
   stackServices,
   swarmNodes,
@@ -106,6 +109,17 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
 
   const dayTwo: SwarmDayTwo = { ctx, docker: options.docker ?? 'docker', components, expected };
 
+  /** The kong-admin task's container on this node: admin calls and name resolution run inside it. */
+  const adminTask = async (): Promise<string> => {
+    const id = await runningTaskHere(cli, stack, 'kong-admin');
+    if (!id) {
+      throw new HospitalApiError('ERR_INSTALL_ADMIN_UNREACHABLE', {
+        detail: 'no kong-admin task runs on this node (the node labelled hospital-api.admin=true; `hospital-api up` on it)',
+      });
+    }
+    return id;
+  };
+
   return {
     name: 'swarm',
     async up() {
@@ -142,13 +156,14 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
       return versionsFromSwarm(stack, await stackServices(cli, stack));
     },
     async admin(method, path, body): Promise<AdminResponse> {
-      const id = await runningTaskHere(cli, stack, 'kong-admin');
-      if (!id) {
-        throw new HospitalApiError('ERR_INSTALL_ADMIN_UNREACHABLE', {
-          detail: 'no kong-admin task runs on this node (the node labelled hospital-api.admin=true; `hospital-api up` on it)',
-        });
-      }
-      return adminCall(cli, id, method, path, body);
+      return adminCall(cli, await adminTask(), method, path, body);
+    },
+    // kong-admin shares the overlay network, and so the names, of every gateway task
+    gatewayResolve: async (hosts) => resolveInContainer(cli, await adminTask(), hosts),
+    async fhirListeners() {
+      const services = await stackServices(cli, stack);
+      const [tasks, nodes, here] = await Promise.all([serviceTasks(cli, services), swarmNodes(cli), selfNode(cli)]);
+      return swarmFhirListeners(stack, services, tasks, nodes, { port: config.ports.fhir, here });
     },
     // a new settings secret, every API task replaced onto it (key-reload.ts)
     reloadApiKey: () => reloadSwarmApiKey(dir, config, () => deployAll(), GATEWAY_PROPAGATION_MS),

@@ -24,6 +24,8 @@ export interface ServiceInspect {
     EndpointSpec?: { Mode?: string; Ports?: Array<{ TargetPort?: number; PublishedPort?: number; PublishMode?: string }> };
   };
   UpdateStatus?: { State?: string; Message?: string; StartedAt?: string; CompletedAt?: string };
+  /** The service's virtual IP on each network (`10.0.1.2/24`): its name resolves there (issue 43). */
+  Endpoint?: { VirtualIPs?: Array<{ NetworkID?: string; Addr?: string }> | null };
 }
 
 export interface TaskInspect {
@@ -41,6 +43,8 @@ export interface TaskInspect {
     ContainerStatus?: { ContainerID?: string; ExitCode?: number };
   };
   Spec?: { ContainerSpec?: ContainerSpec };
+  /** The task's addresses on each network (`10.0.1.7/24`, issue 43). */
+  NetworksAttachments?: Array<{ Addresses?: string[] | null }> | null;
 }
 
 /** What of a service's container spec a deploy of this runtime changes (Engine API ContainerSpec). */

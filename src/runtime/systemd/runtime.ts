@@ -165,6 +165,8 @@ export function createSystemdRuntime(dir: string, config: InstallConfig): Runtim
     components,
     versions: () => native.versions(),
     admin: (method, path, body) => native.admin(method, path, body),
+    gatewayResolve: (hosts) => native.gatewayResolve(hosts),
+    fhirListeners: () => native.fhirListeners(),
     reloadApiKey: async () => reloadApiKeyOf(root, await mainPid('api')),
     async reloadGatewayTls() {
       await mainPid('gateway');
