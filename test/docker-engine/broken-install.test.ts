@@ -234,6 +234,32 @@ const site: BrokenInstallSite = {
     }
     return { address: addresses[0]!, only: false, repair };
   },
+  async fhirSpellings() {
+    const hapi = await container('hapi');
+    const networks = Object.values(hapi.NetworkSettings?.Networks ?? {});
+    const ip = networks[0]?.IPAddress;
+    expect(ip, 'hapi has an address on the project network').toBeTruthy();
+    // Docker's embedded DNS answers for a container's name as for its service's (an alias on the network)
+    const name = (hapi.Name ?? '').replace(/^\//, '');
+    expect(name).toBeTruthy();
+    const urls = [
+      { spelling: "HAPI's container address", url: `http://${ip}:8080/fhir` },
+      { spelling: `the container's name ${name} (a network alias)`, url: `http://${name}:8080/fhir` },
+      { spelling: 'the FHIR door (forwards to HAPI)', url: 'http://fhir-door:8080/fhir' },
+    ];
+    return { urls, targets: [`${ip}:8080`] };
+  },
+  async fhirDataElsewhere() {
+    const name = `${project}-fhir-mirror`;
+    const server = [
+      "require('node:http').createServer((req, res) => {",
+      "  res.writeHead(200, { 'content-type': 'application/fhir+json' }).end(JSON.stringify({ resourceType: 'Bundle', type: 'searchset', entry: [] }));",
+      '}).listen(8081);',
+    ].join('\n');
+    // on the project network under a name of its own: not HAPI, not the door
+    await docker(['run', '-d', '--name', name, '--network', network, '--network-alias', 'fhir-mirror', '--entrypoint', '/usr/local/bin/node', TIER_IMAGES.hapi, '-e', server], { timeout: 300_000 });
+    return { url: 'http://fhir-mirror:8081/fhir', repair: async () => void (await docker(['rm', '-f', name], { allowFail: true })) };
+  },
   async containerIp(service) {
     const ip = Object.values((((await container(service)).NetworkSettings ?? {}) as { Networks?: Record<string, { IPAddress?: string }> }).Networks ?? {})[0]?.IPAddress;
     if (!ip) throw new Error(`${service} container has no address`);

@@ -10,10 +10,13 @@
  */
 import { createServer as createHttp, type Server } from 'node:http';
 import { connect, createServer as createNet, type Server as NetServer, type Socket } from 'node:net';
+import { lookup } from 'node:dns/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { installPaths } from '../../src/install-dir/layout.js';
+import { freePorts } from '../../src/util/port-check.js';
 import { requestRestart } from '../../src/runtime/native/control.js';
 import { readRunState } from '../../src/runtime/native/state.js';
 import { brokenInstallCases, hostAddresses, type BrokenInstallSite } from '../helpers/broken-install-cases.js';
@@ -135,6 +138,25 @@ const site: BrokenInstallSite = {
       expect(again.exitCode, String(again.stderr)).toBe(0);
     };
   },
+  async fhirSpellings() {
+    const port = ports.fhir;
+    // the machine's own name where its hosts file makes it loopback (Debian's installer writes 127.0.1.1)
+    const own = (await lookup(hostname(), { all: true }).catch(() => [])).every((a) => a.address.startsWith('127.')) ? [hostname()] : [];
+    const urls = [
+      ...own.map((h) => ({ spelling: `the host's own name ${h}`, url: `http://${h}:${port}/fhir` })),
+      { spelling: 'inet_aton hexadecimal 0x7f000001', url: `http://0x7f000001:${port}/fhir` },
+      { spelling: 'LOCALHOST in capitals', url: `http://LOCALHOST:${port}/fhir` },
+      // Kong's kong/tools/ip.lua normalize_ipv6 takes hexadecimal groups only: `::ffff:127.0.0.1` is refused, its hex form is not
+      { spelling: 'IPv4-mapped IPv6 ::ffff:7f00:1', url: `http://[::ffff:7f00:1]:${port}/fhir` },
+    ];
+    return { urls, targets: [`${own[0] ?? '0x7f000001'}:${port}`] };
+  },
+  async fhirDataElsewhere() {
+    const [port] = (await freePorts(1)) as [number];
+    const mirror = createHttp((_req, res) => res.writeHead(200, { 'content-type': 'application/fhir+json' }).end(JSON.stringify({ resourceType: 'Bundle', type: 'searchset', entry: [] })));
+    await listen(mirror, port, '127.0.0.1');
+    return { url: `http://127.0.0.1:${port}/fhir`, repair: () => close(mirror) };
+  },
   async freezeApi() {
     const pid = pidOf('api');
     process.kill(pid, 'SIGSTOP');
@@ -156,8 +178,8 @@ const site: BrokenInstallSite = {
       socket.pipe(upstream).pipe(socket);
     });
     await listen(forward, ports.gatewayAdmin, address);
-    // the defect is real: the admin API answers there
-    const res = await request(`http://${address}:${ports.gatewayAdmin}/services`);
+    // the defect is real: the admin API answers there (to a caller that names the admin's own address as Host, as an attacker on the LAN would)
+    const res = await request(`http://${address}:${ports.gatewayAdmin}/services`, { headers: { host: `127.0.0.1:${ports.gatewayAdmin}` } });
     expect(res.statusCode).toBe(200);
     await res.body.dump();
     return {

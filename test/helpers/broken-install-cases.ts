@@ -47,7 +47,7 @@ export interface Verified {
   exitCode: number | undefined;
   result: string;
   /** The record's issue-23 fields. */
-  record: { gatewayConfigSha256: string | null; gatewayRoutes: Array<{ route: string; open: boolean; answers: string[]; problems: string[] }>; gatewayUndeclared: Array<{ kind: string; name: string }> };
+  record: { gatewayConfigSha256: string | null; gatewayRoutes: Array<{ route: string; via: string; open: boolean; answers: string[]; problems: string[] }>; gatewayUndeclared: Array<{ kind: string; name: string }> };
   recordPath: string;
   checks: Record<string, RecordedCheck>;
   /** Mandatory checks that did not pass (admin-not-exposed may skip on a host without another address). */
@@ -91,6 +91,13 @@ export interface BrokenInstallSite {
    * operator would set them on this runtime), and how the product's way of starting it again undoes that.
    */
   weakenGatewayTls(settings: Record<string, string>): Promise<Repair>;
+  /**
+   * Issue 43: other spellings of the FHIR server's address, each as the gateway resolves it: service URLs
+   * (`spelling` says what it is) and upstream targets (host:port) that reach the FHIR server.
+   */
+  fhirSpellings(): Promise<{ urls: Array<{ spelling: string; url: string }>; targets: string[] }>;
+  /** Issue 43: a server that is not the FHIR server, reachable by the gateway at `url`, answering FHIR data to anyone. */
+  fhirDataElsewhere(): Promise<{ url: string; repair: Repair }>;
   /** native: the API process frozen (SIGSTOP), alive but not answering. */
   freezeApi?(): Promise<Repair>;
   /** docker: the FHIR server's container stopped. */
@@ -417,6 +424,85 @@ export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
         expect((await site.admin('DELETE', '/routes/open-route')).status).toBe(204);
         expect((await site.admin('DELETE', '/services/reporting')).status).toBe(204);
       }
+    },
+  },
+  {
+    name: "issue 43: services to the FHIR server under every other spelling of its address, an upstream target and an unresolvable host, each with an https route and no plugin: fhir-routes-closed names every route and where it resolves; removed, ACCEPTED",
+    timeoutMs: 300_000,
+    async run(site) {
+      const { urls, targets } = await site.fhirSpellings();
+      expect(urls.length).toBeGreaterThan(0);
+      const made: Array<{ route: string; service: string; shows: RegExp }> = [];
+      const upstreams: string[] = [];
+      const add = async (service: Record<string, unknown>, route: string, shows: RegExp): Promise<void> => {
+        const svc = await site.admin('POST', '/services', service);
+        expect([service, svc.status], JSON.stringify(svc.body)).toEqual([service, 201]);
+        made.push({ route, service: String(service.name), shows });
+        const r = await site.admin('POST', `/services/${String(service.name)}/routes`, { name: route, paths: [`/${route}`], protocols: ['https'] });
+        expect(r.status, JSON.stringify(r.body)).toBe(201);
+      };
+      await restoring(
+        async () => {
+          for (const [i, u] of urls.entries()) await add({ name: `spelled-${i}`, url: u.url }, `spelled-${i}-route`, /\(FHIR server[^)]*\)/);
+          for (const [i, target] of targets.entries()) {
+            const name = `spelled-pool-${i}`;
+            expect((await site.admin('POST', '/upstreams', { name })).status).toBe(201);
+            upstreams.push(name);
+            expect((await site.admin('POST', `/upstreams/${name}/targets`, { target })).status).toBe(201);
+            await add({ name: `pooled-${i}`, host: name, path: '/fhir' }, `pooled-${i}-route`, /\(FHIR server[^)]*\)/);
+          }
+          await add({ name: 'unresolvable', url: 'http://no-such-host.invalid:8080/fhir' }, 'unresolvable-route', /not resolved/);
+          const v = await verify(site);
+          const checks = await expectRejected(site, ['fhir-routes-closed'], v);
+          const summary = checks['fhir-routes-closed']!.summary;
+          for (const m of made) {
+            expect(summary, m.route).toContain(`route ${m.route} (service ${m.service}`);
+            const found = v.record.gatewayRoutes.find((r) => r.route === m.route);
+            expect(found?.open, m.route).toBe(true);
+            expect(found?.via, m.route).toMatch(m.shows);
+          }
+          // the spelled routes really lead to FHIR data for anyone: the defect is real, not a name the check dislikes
+          for (const m of made.filter((x) => x.route !== 'unresolvable-route')) {
+            const answers = v.record.gatewayRoutes.find((r) => r.route === m.route)!.answers;
+            expect(answers[0], m.route).toMatch(/→ 200 CapabilityStatement$/);
+          }
+        },
+        async () => {
+          for (const m of made) {
+            await site.admin('DELETE', `/routes/${m.route}`);
+            await site.admin('DELETE', `/services/${m.service}`);
+          }
+          for (const u of upstreams) await site.admin('DELETE', `/upstreams/${u}`);
+        },
+      );
+      await expectAccepted(site);
+    },
+  },
+  {
+    name: 'issue 43: a route to a server that is not the FHIR server but answers FHIR data without credentials: fhir-routes-closed fails by the probe alone; removed, ACCEPTED',
+    async run(site) {
+      const mirror = await site.fhirDataElsewhere();
+      let made = false;
+      await restoring(
+        async () => {
+          expect((await site.admin('POST', '/services', { name: 'mirror', url: mirror.url })).status).toBe(201);
+          made = true;
+          expect((await site.admin('POST', '/services/mirror/routes', { name: 'mirror-route', paths: ['/mirror'], protocols: ['https'] })).status).toBe(201);
+          const v = await verify(site);
+          const checks = await expectRejected(site, ['fhir-routes-closed'], v);
+          expect(checks['fhir-routes-closed']!.summary).toMatch(/^route mirror-route \(service mirror\): answered without credentials: GET https:\S+\/mirror\/metadata → 200 Bundle/);
+          expect(v.record.gatewayRoutes.find((r) => r.route === 'mirror-route')).toMatchObject({ open: true, via: 'not an address of the FHIR server' });
+        },
+        async () => {
+          if (made) {
+            await site.admin('DELETE', '/routes/mirror-route');
+            await site.admin('DELETE', '/services/mirror');
+          }
+          await mirror.repair();
+        },
+      );
+      const v = await expectAccepted(site);
+      expect(v.checks['fhir-routes-closed']!.summary).toMatch(/^2 routes reach the FHIR server, each refuses a request without credentials/);
     },
   },
   {
