@@ -13,6 +13,7 @@ import { HospitalApiError } from '../../errors/index.js';
 import type { GatewayStore } from '../store/index.js';
 import type { PluginSchemaDefinition } from '../model/types.js';
 import { handleRequest, type AdminContext } from './dispatch.js';
+import { requestOriginCheck } from './request-origin.js';
 
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; charset=UTF-8';
 
@@ -105,15 +106,18 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       .header('content-type', 'application/json; charset=utf-8')
       .send(JSON.stringify({ message: code === 413 ? 'Request size limit exceeded' : code === 500 ? 'An unexpected error occurred' : 'Bad request' }));
   });
-  // The admin API hands out keys and password hashes: on loopback it answers the gateway's own user and root
-  // only, not every local account (issue 24; src/util/local-peer.ts). Asked before the body is read.
+  // Decided before the body is read. A request a web page made a browser send (a rebound DNS name in Host,
+  // another site's Origin) is refused (issue 43; ./request-origin.ts). The admin API hands out keys and
+  // password hashes: on loopback it answers the gateway's own user and root only, not every local account
+  // (issue 24; src/util/local-peer.ts).
   const allowed = options.callerAllowed ?? adminCallerAllowed;
+  const browserRefusal = requestOriginCheck(options.host);
   app.addHook('onRequest', async (req, reply) => {
-    if (await allowed(req.raw.socket)) return;
-    return reply
-      .code(403)
-      .header('content-type', 'application/json; charset=utf-8')
-      .send(JSON.stringify({ message: "The admin API answers the gateway's own user and root only" }));
+    const refusal =
+      browserRefusal(req.headers, req.raw.socket.localPort) ??
+      ((await allowed(req.raw.socket)) ? null : "The admin API answers the gateway's own user and root only");
+    if (refusal === null) return;
+    return reply.code(403).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify({ message: refusal }));
   });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
