@@ -170,6 +170,9 @@ function forward(target, req, body) {
   return new Promise((resolve, reject) => {
     const headers = { ...req.headers };
     delete headers.connection;
+    // addressed to the private port it is sent to: the native admin API answers only requests whose Host names
+    // its own address and port (src/gateway/admin/request-origin.ts); the caller asked this front, not that port
+    headers.host = `${target.host}:${target.port}`;
     const out = httpRequest({ host: target.host, port: target.port, method: req.method, path: req.url, headers }, (res) => {
       const chunks = [];
       res.on('data', (d) => chunks.push(d));
