@@ -10,14 +10,14 @@ import { defineConfig } from 'vitest/config';
  *
  * Every test here must pass when run ALONE: with per-test coverage Stryker runs only
  * the tests that reach a mutant, so a test that needs an earlier test's state fails
- * for any mutant and counts it as killed. test/install/verify.test.ts is such a
+ * for any mutant and counts it as killed. test/checks/run.test.ts is such a
  * sequence (consumer create, then verify), hence not listed; checks.test.ts covers
  * the checks test by test.
  */
 export default defineConfig({
   test: {
     include: [
-      'test/record/*.test.ts',
+      'test/checks/record/*.test.ts',
       'test/checks/*.test.ts',
       'test/api/access.test.ts',
       'test/api/records.test.ts',

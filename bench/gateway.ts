@@ -13,7 +13,7 @@
  * Then the wrong-password figure (issue 14): key-auth p99 alone, and again
  * while a second wrk sends basic-auth requests with a different wrong
  * password each on 10 connections (every one a scrypt check without the
- * bounds of plugins/basic-auth/verify.ts).
+ * bounds of plugins/basic-auth/password-check.ts).
  * Each front is warmed once for BENCH_GATEWAY_WARMUP seconds before the rounds,
  * so the first round measures the proxy rather than V8 compiling it.
  * Env: BENCH_GATEWAY_SECONDS (10), BENCH_GATEWAY_ROUNDS (3), BENCH_GATEWAY_WARMUP (10).

@@ -24,8 +24,8 @@ for (const t of targets) if (!TARGETS[t]) {
 function folderOf(file) {
   const f = file.replace(/\\/g, '/');
   for (const [re, name] of [
+    [/^src\/checks\/record\//, 'src/checks/record/'],
     [/^src\/checks\//, 'src/checks/'],
-    [/^src\/record\//, 'src/record/'],
     [/^src\/api\/routes\//, 'src/api/routes/'],
     [/^src\/gateway\/plugins\/key-auth\//, 'src/gateway/plugins/key-auth/'],
     [/^src\/gateway\/plugins\/basic-auth\//, 'src/gateway/plugins/basic-auth/'],

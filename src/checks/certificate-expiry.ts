@@ -9,8 +9,13 @@ export const certificateExpiry: Check = {
   title: `The gateway certificate is valid for more than ${WARN_DAYS} days`,
   mandatory: false,
   async run(ctx) {
-    const cert = ctx.shared.gatewayCertificate;
-    if (!cert) return { status: 'skip', summary: 'no verified certificate to inspect', detail: '' };
+    let cert;
+    try {
+      cert = (await ctx.facts.gatewayCertificate()).info;
+    } catch {
+      // certificate-chain says why
+      return { status: 'skip', summary: 'no verified certificate to inspect', detail: '' };
+    }
     const days = Math.floor((Date.parse(cert.validTo) - Date.now()) / 86_400_000);
     if (days < WARN_DAYS) {
       return { status: 'warn', summary: `expires in ${days} days (${cert.validTo})`, detail: '', hint: 'Renew the gateway certificate.' };

@@ -25,7 +25,6 @@ import { Agent, request, type Dispatcher } from 'undici';
 import { profileOf } from '../runtime/profiles.js';
 import { describeFailure } from './http.js';
 import { destinationHosts, fhirRoutes, gatewayRoutes, type GatewayReach, type GatewayRoute, type ProbeRequest } from './fhir-reach.js';
-import { gatewaySnapshot } from './gateway-snapshot.js';
 import type { Check, CheckContext, GatewayRouteFinding } from './types.js';
 
 /** Probes are bounded: beyond this many routes, the rest fail unprobed. */
@@ -148,7 +147,7 @@ export const fhirRoutesClosed: Check = {
   mandatory: true,
   timeoutMs: 180_000,
   async run(ctx) {
-    const snapshot = await gatewaySnapshot(ctx);
+    const snapshot = await ctx.facts.gatewaySnapshot();
     const [resolutions, listeners] = await Promise.all([ctx.runtime.gatewayResolve(destinationHosts(snapshot)), ctx.runtime.fhirListeners()]);
     if (listeners.every((l) => l.ranges.length === 0)) {
       return { status: 'fail', summary: 'where the FHIR server answers could not be read, so no route is proven closed', detail: '', hint: 'Start the stack (`hospital-api up`) and verify again.' };
@@ -189,14 +188,13 @@ export const fhirRoutesClosed: Check = {
     } finally {
       await Promise.all([...agents.values()].map((a) => a.close()));
     }
-    ctx.shared.gatewayRoutes = findings;
     const open = findings.filter((f) => f.open);
     const detail = [
       ...findings.map((f) => `${f.route} (${f.service} → ${f.via}): ${f.answers.join('; ') || 'not probed'}`),
       `the FHIR server answers the gateway at: ${listeners.map((l) => `${l.name} port ${l.port} on ${l.ranges.join(', ') || 'nothing'}`).join('; ')}`,
     ].join('\n');
     if (toFhir.size === 0) {
-      return { status: 'fail', summary: 'no route reaches the FHIR server', detail, hint: 'Rerun `hospital-api install` (idempotent).' };
+      return { status: 'fail', summary: 'no route reaches the FHIR server', detail, hint: 'Rerun `hospital-api install` (idempotent).', findings: { gatewayRoutes: findings } };
     }
     if (open.length) {
       return {
@@ -204,9 +202,10 @@ export const fhirRoutesClosed: Check = {
         summary: open.map((f) => `route ${f.route} (service ${f.service}${f.via.includes('not resolved') ? ` → ${f.via}` : ''}): ${f.problems.join('; ')}`).join(' | '),
         detail,
         hint: 'Delete the route, or attach key-auth or basic-auth without `anonymous` and take https only; `hospital-api install` restores the routes it made.',
+        findings: { gatewayRoutes: findings },
       };
     }
     const others = elsewhere ? `; ${elsewhere} other route${elsewhere === 1 ? '' : 's'} answered no FHIR data without credentials` : '';
-    return { status: 'pass', summary: `${toFhir.size} routes reach the FHIR server, each refuses a request without credentials${others}`, detail };
+    return { status: 'pass', summary: `${toFhir.size} routes reach the FHIR server, each refuses a request without credentials${others}`, detail, findings: { gatewayRoutes: findings } };
   },
 };

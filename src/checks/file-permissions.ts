@@ -11,7 +11,6 @@
  */
 import { lstatSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { installPaths } from '../install-dir/layout.js';
 import { profileOf } from '../runtime/profiles.js';
 import type { Check } from './types.js';
 
@@ -43,7 +42,7 @@ export const filePermissions: Check = {
   title: 'Install directory, data, logs and keys are private to the service user',
   mandatory: true,
   async run(ctx) {
-    const p = installPaths(ctx.dir);
+    const p = ctx.paths;
     const found: Finding[] = [];
     const secrets = [p.apiEnv, p.gatewayKey, p.caKey, p.signerKey, p.installJson];
     const privacy = profileOf(ctx.config.runtime).privacy(p);

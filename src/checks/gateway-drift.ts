@@ -11,7 +11,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { declaredGateway, serviceFields, type DeclaredPlugin } from '../runtime/gateway-declaration.js';
-import { gatewaySnapshot, type GatewayObject } from './gateway-snapshot.js';
+import type { GatewayObject } from './gateway-snapshot.js';
 import type { Check } from './types.js';
 
 function shown(v: unknown): string {
@@ -41,7 +41,7 @@ export const gatewayDrift: Check = {
   title: 'The services, routes and plugins install made match its declaration, field by field',
   mandatory: true,
   async run(ctx) {
-    const s = await gatewaySnapshot(ctx);
+    const s = await ctx.facts.gatewaySnapshot();
     const declared = declaredGateway(ctx.config);
     const problems: string[] = [];
     let compared = 0;

@@ -2,10 +2,10 @@
  * Everything the gateway holds, read once per verify through the admin API:
  * services, routes, upstreams and their targets, plugins (every scope) and
  * consumers (issue 23). Credentials are never read. The drift, route and
- * inventory checks share it, and the record keeps its SHA-256.
+ * inventory checks read it (facts.ts: once per run), and the record keeps its SHA-256.
  */
 import { createHash } from 'node:crypto';
-import type { CheckContext } from './types.js';
+import type { Runtime } from '../runtime/types.js';
 
 export type GatewayObject = Record<string, unknown> & { id: string };
 
@@ -19,7 +19,7 @@ export interface GatewaySnapshot {
 }
 
 /** Kong's kong/api/endpoints.lua: lists page with `next`; follow it (bounded). */
-export async function listAll(ctx: Pick<CheckContext, 'runtime'>, path: string): Promise<GatewayObject[]> {
+export async function listAll(ctx: { runtime: Pick<Runtime, 'admin'> }, path: string): Promise<GatewayObject[]> {
   const out: GatewayObject[] = [];
   let next: string | null = `${path}?size=1000`;
   for (let i = 0; next && i < 50; i++) {
@@ -32,7 +32,9 @@ export async function listAll(ctx: Pick<CheckContext, 'runtime'>, path: string):
   return out;
 }
 
-async function read(ctx: Pick<CheckContext, 'runtime'>): Promise<GatewaySnapshot> {
+/** Reads everything the gateway holds (once per run: facts.ts). */
+export async function readGatewaySnapshot(runtime: Pick<Runtime, 'admin'>): Promise<GatewaySnapshot> {
+  const ctx = { runtime };
   const [services, routes, upstreams, plugins, consumers] = await Promise.all(
     ['/services', '/routes', '/upstreams', '/plugins', '/consumers'].map((p) => listAll(ctx, p)),
   );
@@ -42,15 +44,6 @@ async function read(ctx: Pick<CheckContext, 'runtime'>): Promise<GatewaySnapshot
   return { services: services!, routes: routes!, upstreams: upstreams!, targets, plugins: plugins!, consumers: consumers! };
 }
 
-/** The snapshot of this verify run: read by the first check that needs it, shared by the others. */
-export function gatewaySnapshot(ctx: CheckContext): Promise<GatewaySnapshot> {
-  ctx.shared.gatewaySnapshot ??= read(ctx);
-  // a failed read is not cached: the next check tries again and reports its own error
-  ctx.shared.gatewaySnapshot.catch(() => {
-    delete ctx.shared.gatewaySnapshot;
-  });
-  return ctx.shared.gatewaySnapshot;
-}
 
 /** Fields that change on every install or hold ids: left out so two records of the same configuration hash alike. */
 const VOLATILE = new Set(['id', 'created_at', 'updated_at']);

@@ -8,7 +8,7 @@
  * configuration (gateway-snapshot.ts) in the record.
  */
 import { declaredGateway } from '../runtime/gateway-declaration.js';
-import { configSha256, gatewaySnapshot, type GatewayObject } from './gateway-snapshot.js';
+import { configSha256, type GatewayObject } from './gateway-snapshot.js';
 import type { Check, UndeclaredObject } from './types.js';
 
 function refId(v: unknown): string | null {
@@ -21,8 +21,7 @@ export const gatewayUndeclared: Check = {
   title: 'Gateway objects install did not make are listed (a warning; consumers are listed only)',
   mandatory: false,
   async run(ctx) {
-    const s = await gatewaySnapshot(ctx);
-    ctx.shared.gatewayConfigSha256 = configSha256(s);
+    const s = await ctx.facts.gatewaySnapshot();
     const declared = declaredGateway(ctx.config);
     const name = (o: GatewayObject | undefined, fallback: string): string => (o ? String(o.name ?? o.username ?? o.id) : fallback);
     const serviceNames = new Set(declared.services.map((d) => d.name));
@@ -52,7 +51,7 @@ export const gatewayUndeclared: Check = {
       out.push({ kind: 'plugin', name: String(p.name), detail: `${scope.length ? scope.join(', ') : 'global'}${p.enabled === false ? ' (disabled)' : ''}` });
     }
     for (const c of s.consumers) out.push({ kind: 'consumer', name: name(c, c.id), detail: 'made by `consumer create`, not by install' });
-    ctx.shared.gatewayUndeclared = out;
+    const findings = { gatewayUndeclared: out, gatewayConfigSha256: configSha256(s) };
     const warned = out.filter((o) => o.kind !== 'consumer');
     const detail = out.map((o) => `${o.kind} ${o.name}${o.detail ? `: ${o.detail}` : ''}`).join('\n');
     if (warned.length) {
@@ -61,8 +60,9 @@ export const gatewayUndeclared: Check = {
         summary: `${warned.length} objects install did not make: ${warned.map((o) => `${o.kind} ${o.name}`).join(', ')}`,
         detail,
         hint: 'Review them; a route among them that reaches the FHIR server fails fhir-routes-closed.',
+        findings,
       };
     }
-    return { status: 'pass', summary: `nothing but install's objects (consumers listed: ${out.length})`, detail };
+    return { status: 'pass', summary: `nothing but install's objects (consumers listed: ${out.length})`, detail, findings };
   },
 };

@@ -6,9 +6,10 @@
  */
 import type { Dispatcher } from 'undici';
 import type { endpoints, InstallConfig } from '../install-dir/install-config.js';
+import type { InstallPaths } from '../install-dir/layout.js';
 import type { Runtime } from '../runtime/types.js';
 import type { CertificateInfo } from '../tls/inspect.js';
-import type { GatewaySnapshot } from './gateway-snapshot.js';
+import type { RunFacts } from './facts.js';
 
 /** A route whose traffic reaches the FHIR server, and what it answered without credentials (issue 23). */
 export interface GatewayRouteFinding {
@@ -34,6 +35,17 @@ export interface UndeclaredObject {
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip' | 'error';
 
+/** What a check found besides its outcome, typed: the run hands them to the record (issue 44). */
+export interface CheckFindings {
+  /** certificate-chain: the certificate the gateway presented, verified. */
+  gatewayCertificate?: CertificateInfo;
+  /** fhir-routes-closed: every route that reaches the FHIR server, or answered FHIR data. */
+  gatewayRoutes?: GatewayRouteFinding[];
+  /** gateway-undeclared: the objects install did not make, and the configuration's digest. */
+  gatewayUndeclared?: UndeclaredObject[];
+  gatewayConfigSha256?: string;
+}
+
 export interface CheckOutcome {
   status: CheckStatus;
   summary: string;
@@ -42,6 +54,8 @@ export interface CheckOutcome {
   httpStatus?: number;
   /** What to do about a failure. */
   hint?: string;
+  /** For the record, not for the table. */
+  findings?: CheckFindings;
 }
 
 export interface CheckResult extends CheckOutcome {
@@ -55,6 +69,8 @@ export interface CheckResult extends CheckOutcome {
 
 export interface CheckContext {
   dir: string;
+  /** The install directory's files (computed once per run). */
+  paths: InstallPaths;
   config: InstallConfig;
   runtime: Runtime;
   urls: ReturnType<typeof endpoints>;
@@ -65,16 +81,8 @@ export interface CheckContext {
   apiKey: string | null;
   /** undici dispatcher that trusts exactly `caPem` (verification always on). */
   https: Dispatcher;
-  /** Filled by the certificate check, read by the expiry check and the record. */
-  shared: {
-    gatewayCertificate?: CertificateInfo;
-    /** The gateway's objects, read once (gateway-snapshot.ts). */
-    gatewaySnapshot?: Promise<GatewaySnapshot>;
-    /** For the record: filled by fhir-routes-closed and gateway-undeclared. */
-    gatewayRoutes?: GatewayRouteFinding[];
-    gatewayUndeclared?: UndeclaredObject[];
-    gatewayConfigSha256?: string;
-  };
+  /** What the run reads once, on the first check that asks, for every check that asks (facts.ts). Checks write nothing here. */
+  facts: RunFacts;
 }
 
 export interface Check {

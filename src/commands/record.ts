@@ -21,7 +21,7 @@ export function register(program: Command): void {
     .option('--dir <dir>', 'install directory whose CA to use')
     .action(
       action<RecordFlags>('record verify', async (options, io, args) => {
-        const { verifyRecordFile } = await import('../record/check-file.js');
+        const { verifyRecordFile } = await import('../checks/index.js');
         const result = verifyRecordFile(args[0] as string, options);
         if (io.json) io.out(JSON.stringify({ ok: true, command: 'record verify', result }));
         else io.out(`OK: ${result.record} signed by ${result.signer.subject} at ${result.signingTime ?? 'unknown time'} (CA ${result.ca})`);
@@ -32,7 +32,7 @@ export function register(program: Command): void {
     .description('what changed between two records: result, gateway configuration hash, checks, routes to the FHIR server, objects install did not make, versions (exit 0 same, 1 different)')
     .action(
       action<GlobalOptions>('record diff', async (_options, io, args) => {
-        const { diffRecords, readRecord } = await import('../record/diff.js');
+        const { diffRecords, readRecord } = await import('../checks/index.js');
         const [a, b] = [args[0] as string, args[1] as string];
         const diff = diffRecords(readRecord(a), readRecord(b), { a, b });
         if (io.json) io.out(JSON.stringify({ ok: true, command: 'record diff', result: diff }));

@@ -16,8 +16,7 @@ export function register(program: Command): void {
     .option('--ca <file>', 'CA certificate to verify the gateway against (default: the install directory\'s)')
     .action(
       action<VerifyFlags>('verify', async (options, io) => {
-        const { runVerify } = await import('../install/verify.js');
-        const { formatCheckProgress, renderChecks } = await import('../checks/render.js');
+        const { formatCheckProgress, renderChecks, runVerify } = await import('../checks/index.js');
         const result = await runVerify({
           ...(options.dir ? { dir: options.dir } : {}),
           ...(options.ca ? { ca: options.ca } : {}),

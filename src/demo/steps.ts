@@ -23,8 +23,7 @@ import { runGenerate } from '../fhir-data/generate/command.js';
 import { PLATFORM_CARE_ID_SYSTEM } from '../fhir-data/generate/model.js';
 import { load } from '../fhir-data/load/command.js';
 import { createConsumer } from '../install/consumer.js';
-import { runVerify } from '../install/verify.js';
-import { formatCheckProgress } from '../checks/render.js';
+import { formatCheckProgress, runVerify } from '../checks/index.js';
 
 export interface DemoPorts extends PortFlags {
   platformPort?: string;

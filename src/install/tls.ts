@@ -9,7 +9,7 @@ import { isIP } from 'node:net';
 import { HospitalApiError } from '../errors/index.js';
 import { generateCa, issueCertificate, SERVER_CERT_MAX_DAYS, type KeyAndCert } from '../tls/pki.js';
 import { parsePemBundle } from '../tls/inspect.js';
-import { signerUsageProblem } from '../record/verify.js';
+import { signerUsageProblem } from '../checks/index.js';
 import type { InstallPaths } from '../install-dir/layout.js';
 import type { TlsChoice } from './options.js';
 
@@ -123,7 +123,7 @@ function provided(choice: Extract<TlsChoice, { mode: 'provided' }>, paths: Insta
     signer = { certPem: readFileSync(choice.signerCert, 'utf8'), keyPem: readFileSync(choice.signerKey, 'utf8') };
     if (!chainsTo(signer.certPem, caPem)) throw mismatch(`${choice.signerCert} is not issued by the CA`);
     if (!keyMatches(signer.certPem, signer.keyPem, choice.signerKey)) throw mismatch(`${choice.signerKey} is not the key of ${choice.signerCert}`);
-    // record verify would refuse every record it signs (record/verify.ts)
+    // record verify would refuse every record it signs (src/checks/record/signature.ts)
     const usage = signerUsageProblem(new X509Certificate(signer.certPem));
     if (usage) throw mismatch(`${choice.signerCert}: ${usage}`);
   } else {

@@ -20,7 +20,7 @@ import { generateCa, issueCertificate } from '../../src/tls/pki.js';
 import { describeCertificate } from '../../src/tls/inspect.js';
 import { X509Certificate } from 'node:crypto';
 import { freePort } from '../../src/util/port-check.js';
-import { CHECKS } from '../../src/checks/index.js';
+import { CHECKS } from '../../src/checks/list.js';
 import { adminNotExposed } from '../../src/checks/admin-not-exposed.js';
 import { apiHealth } from '../../src/checks/api-health.js';
 import { basicAuthRequired } from '../../src/checks/basic-auth-required.js';
@@ -37,6 +37,7 @@ import { describeFailure, httpGet, isCapabilityStatement, isTlsFailure } from '.
 import { formatCheckProgress, renderChecks } from '../../src/checks/render.js';
 import { allMandatoryPass, runChecks } from '../../src/checks/runner.js';
 import type { Check, CheckContext, CheckResult } from '../../src/checks/types.js';
+import { createRunFacts } from '../../src/checks/facts.js';
 import { colourFor } from '../../src/output/colour.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { closeGatewayAdmins, gatewayAdmin, type GatewayAdmin } from '../helpers/gateway-admin.js';
@@ -90,8 +91,9 @@ beforeEach(() => {
 
 function ctx(over: Partial<CheckContext> & { config?: InstallConfig } = {}): CheckContext {
   const c = over.config ?? config;
-  return {
+  const base = {
     dir,
+    paths: installPaths(dir),
     config: c,
     runtime: fakeRuntime(kong, [], components),
     urls: endpoints(c),
@@ -99,9 +101,9 @@ function ctx(over: Partial<CheckContext> & { config?: InstallConfig } = {}): Che
     caPath: installPaths(dir).caCert,
     apiKey: KEY,
     https: agent,
-    shared: {},
     ...over,
   };
+  return { facts: createRunFacts(base), ...base };
 }
 
 /** An undici Agent that keeps the options of every request it dispatches (then dispatches it for real). */
@@ -531,7 +533,7 @@ describe('certificate-chain and certificate-expiry', () => {
     const c = ctx();
     const r = await certificateChain.run(c);
     expect(r.status).toBe('pass');
-    const cert = c.shared.gatewayCertificate!;
+    const cert = r.findings!.gatewayCertificate!;
     expect(cert.subject).toContain('127.0.0.1');
     expect(r.summary).toBe(`${cert.subject}, issued by ${cert.issuer}`);
     expect(r.detail).toBe(`SAN ${cert.subjectAltName}; SHA-256 ${cert.fingerprint256}`);
@@ -544,7 +546,7 @@ describe('certificate-chain and certificate-expiry', () => {
     const r = await certificateChain.run(c);
     expect(r).toMatchObject({ status: 'fail', summary: 'the gateway certificate does not verify', hint: expect.stringMatching(/SAN/) });
     expect(r.detail).toMatch(/^127\.0\.0\.1:\d+: .*\(CA: \/other\/ca\.pem\)$/);
-    expect(c.shared.gatewayCertificate).toBeUndefined();
+    expect(r.findings).toBeUndefined();
     expect(await certificateExpiry.run(c)).toEqual({ status: 'skip', summary: 'no verified certificate to inspect', detail: '' });
   });
 
@@ -566,7 +568,10 @@ describe('certificate-chain and certificate-expiry', () => {
       const cert = issueCertificate(ca, { commonName: 'h', hosts: ['h'], usage: 'server', days });
       return describeCertificate(new X509Certificate(cert.certPem));
     };
-    const run = (cert: ReturnType<typeof info>) => certificateExpiry.run({ ...ctx(), shared: { gatewayCertificate: cert } });
+    const run = (cert: ReturnType<typeof info>) => {
+      const c = ctx();
+      return certificateExpiry.run({ ...c, facts: { ...c.facts, gatewayCertificate: async () => ({ x509: null as never, info: cert }) } });
+    };
     const soon = info(10);
     expect(await run(soon)).toEqual({ status: 'warn', summary: `expires in 9 days (${soon.validTo})`, detail: '', hint: 'Renew the gateway certificate.' });
     // 30 days from now less a minute is 29 whole days; 30 days and an hour is 30

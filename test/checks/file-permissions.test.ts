@@ -50,7 +50,7 @@ function privateInstall(runtime: Runtime): string {
 }
 
 function check(root: string, runtime: Runtime): Promise<CheckOutcome> {
-  return filePermissions.run({ dir: root, config: { runtime } } as unknown as CheckContext);
+  return filePermissions.run({ dir: root, paths: installPaths(root), config: { runtime } } as unknown as CheckContext);
 }
 
 describe('file-permissions: a private install passes', () => {

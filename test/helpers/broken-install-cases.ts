@@ -25,7 +25,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { expect, it } from 'vitest';
-import { verifyRecordFile } from '../../src/record/check-file.js';
+import { verifyRecordFile } from '../../src/checks/record/verify-file.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { readInstallConfig } from '../../src/install-dir/install-config.js';
 import { FHIR_MAX_BODY_MEGABYTES, fhirUpstream } from '../../src/runtime/gateway-declaration.js';

@@ -19,6 +19,7 @@ import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { closeGatewayAdmins, gatewayAdmin, type GatewayAdmin } from '../helpers/gateway-admin.js';
 import { fakeRuntime } from './stand-ins.js';
 import { gatewayDrift } from '../../src/checks/gateway-drift.js';
+import { createRunFacts } from '../../src/checks/facts.js';
 import type { CheckContext } from '../../src/checks/types.js';
 
 afterAll(async () => {
@@ -130,7 +131,10 @@ describe('install (native, generated CA)', () => {
     const dir = join(tempDir(), 'inst');
     const kong = await gatewayAdmin();
     await install(base(dir), kong);
-    const ctx = () => ({ config: readInstallConfig(dir), runtime: fakeRuntime(kong), shared: {} }) as unknown as CheckContext;
+    const ctx = () => {
+      const c = { config: readInstallConfig(dir), runtime: fakeRuntime(kong), caPem: '' };
+      return { ...c, facts: createRunFacts(c) } as unknown as CheckContext;
+    };
     expect((await gatewayDrift.run(ctx())).status).toBe('pass');
     const plugin = (name: string) => kong.state().plugins.find((p) => p.name === name)!;
     // Keys in URLs end up in access logs: key_in_query is false, though Kong's default is true

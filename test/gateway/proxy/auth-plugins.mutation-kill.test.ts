@@ -10,7 +10,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { hashBasicAuthPassword } from '../../../src/gateway/model/password.js';
 import type { Consumer } from '../../../src/gateway/model/types.js';
 import { basicAuthHandler, parseBasic } from '../../../src/gateway/plugins/basic-auth/handler.js';
-import { MAX_IN_FLIGHT, PER_SOURCE_QUEUED, verificationLoad, verifyPassword } from '../../../src/gateway/plugins/basic-auth/verify.js';
+import { MAX_IN_FLIGHT, PER_SOURCE_QUEUED, verificationLoad, verifyPassword } from '../../../src/gateway/plugins/basic-auth/password-check.js';
 import { keyAuthHandler, withoutQueryArg } from '../../../src/gateway/plugins/key-auth/handler.js';
 import type { CompileEnv, RequestState } from '../../../src/gateway/plugins/types.js';
 import { compileEnv } from '../../../src/gateway/proxy/compile.js';

@@ -13,7 +13,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { SCRYPT_NICE, scryptChecksStarted } from '../../../src/gateway/plugins/basic-auth/scrypt-thread.js';
 import { Agent } from 'undici';
 import { afterAll } from 'vitest';
-import { MAX_IN_FLIGHT, PER_SOURCE_QUEUED, verificationLoad } from '../../../src/gateway/plugins/basic-auth/verify.js';
+import { MAX_IN_FLIGHT, PER_SOURCE_QUEUED, verificationLoad } from '../../../src/gateway/plugins/basic-auth/password-check.js';
 import { until } from '../../helpers/until.js';
 import { consumer, get, keyCredential, plugin, route, service, useProxy } from './harness.js';
 

@@ -11,7 +11,7 @@ import { randomBytes, scryptSync } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { kongSha1Password } from '../../../src/gateway/model/password.js';
 import { scryptCheck, scryptChecksStarted, scryptParams } from '../../../src/gateway/plugins/basic-auth/scrypt-thread.js';
-import { MAX_IN_FLIGHT, MIN_SPACING_MS, PER_SOURCE_QUEUED, PER_USERNAME_QUEUED, verificationLoad, verifyPassword } from '../../../src/gateway/plugins/basic-auth/verify.js';
+import { MAX_IN_FLIGHT, MIN_SPACING_MS, PER_SOURCE_QUEUED, PER_USERNAME_QUEUED, verificationLoad, verifyPassword } from '../../../src/gateway/plugins/basic-auth/password-check.js';
 
 /** The stored scrypt form with a small cost so the tests run fast. */
 function cheap(password: string, n = 1024): string {

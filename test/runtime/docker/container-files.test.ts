@@ -41,7 +41,7 @@ function modeOf(path: string): string {
 }
 
 async function checkOf(dir: string) {
-  return filePermissions.run({ dir, config: { runtime: 'docker' } } as unknown as CheckContext);
+  return filePermissions.run({ dir, paths: installPaths(dir), config: { runtime: 'docker' } } as unknown as CheckContext);
 }
 
 /** A docker CLI that knows two images and counts the containers it was asked to run. */

@@ -110,7 +110,7 @@ describe('a private install directory', () => {
     expect(mode(statePath(dir))).toBe('600');
     expect(mode(p.installJson)).toBe('600');
 
-    const ctx = { dir, config, runtime: createNativeRuntime(dir, config) } as unknown as CheckContext;
+    const ctx = { dir, paths: installPaths(dir), config, runtime: createNativeRuntime(dir, config) } as unknown as CheckContext;
     expect(await filePermissions.run(ctx)).toMatchObject({ status: 'pass' });
     chmodSync(p.fhirData, 0o755);
     chmodSync(join(p.fhirData, 'fhir.sqlite-wal'), 0o644);

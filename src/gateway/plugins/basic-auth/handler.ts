@@ -6,7 +6,7 @@
  * unknown username goes through the same check (verify.ts) and gets the same
  * 401, in the same time, as a known one with a wrong password.
  */
-import { verifyPassword } from './verify.js';
+import { verifyPassword } from './password-check.js';
 import { anonymousMissing, findAnonymous, setConsumer } from '../consumer-headers.js';
 import type { AccessResult, CompileEnv, Exit, PluginHandler, PluginRunner, RequestState } from '../types.js';
 import type { BasicAuthConfig } from './schema.js';

@@ -7,12 +7,12 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildRecord, serializeRecord, type AcceptanceRecord, type RecordInput } from '../../src/record/build.js';
-import { diffRecords } from '../../src/record/diff.js';
-import type { InstallConfig } from '../../src/install-dir/install-config.js';
-import type { CheckResult } from '../../src/checks/types.js';
-import { runCli } from '../helpers/cli.js';
-import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { buildRecord, serializeRecord, type AcceptanceRecord, type RecordInput } from '../../../src/checks/record/build.js';
+import { diffRecords } from '../../../src/checks/record/diff.js';
+import type { InstallConfig } from '../../../src/install-dir/install-config.js';
+import type { CheckResult } from '../../../src/checks/types.js';
+import { runCli } from '../../helpers/cli.js';
+import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
 afterAll(removeTempDirs);
 

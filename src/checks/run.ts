@@ -11,15 +11,16 @@ import { Agent } from 'undici';
 import { HospitalApiError } from '../errors/index.js';
 import { readInstallConfig } from '../install-dir/install-config.js';
 import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
-import { openRuntime, siteEndpoints } from '../runtime/index.js';
+import { runtimeFor, siteEndpoints } from '../runtime/index.js';
 import type { ComponentVersion, Runtime } from '../runtime/types.js';
 import { describeCertificate, parsePemBundle } from '../tls/inspect.js';
 import { readEnvFile } from '../util/env-file.js';
-import { CHECKS } from '../checks/index.js';
-import { allMandatoryPass, runChecks } from '../checks/runner.js';
-import type { CheckContext, CheckResult } from '../checks/types.js';
-import { buildRecord, type AcceptanceRecord } from '../record/build.js';
-import { writeSignedRecord, type WrittenRecord } from '../record/write.js';
+import { CHECKS } from './list.js';
+import { allMandatoryPass, runChecks } from './runner.js';
+import { createRunFacts } from './facts.js';
+import type { CheckContext, CheckFindings, CheckResult } from './types.js';
+import { buildRecord, type AcceptanceRecord } from './record/build.js';
+import { writeSignedRecord, type WrittenRecord } from './record/write.js';
 
 export interface VerifyResult {
   ok: boolean;
@@ -46,17 +47,18 @@ function readCa(path: string): { pem: string; cert: X509Certificate } {
 }
 
 export async function runVerify(options: VerifyOptions): Promise<VerifyResult> {
-  const dir = installPaths(options.dir ?? defaultInstallDir()).root;
-  const paths = installPaths(dir);
+  // the install's paths and install.json, each read once for the whole run
+  const paths = installPaths(options.dir ?? defaultInstallDir());
+  const dir = paths.root;
   const config = readInstallConfig(dir);
   const caPath = resolve(options.ca ?? paths.caCert);
   const ca = readCa(caPath);
-  const runtime = options.runtime ?? (await openRuntime(dir));
+  const runtime = options.runtime ?? (await runtimeFor(dir, config));
   const apiKey = readEnvFile(paths.apiEnv).FHIR_API_KEY || null;
   // undici verifies the chain and the host name against exactly this CA;
   // explicit, so no environment variable can switch verification off.
   const https = new Agent({ connect: { ca: ca.pem, rejectUnauthorized: true } });
-  const ctx: CheckContext = { dir, config, runtime, urls: siteEndpoints(config), caPem: ca.pem, caPath, apiKey, https, shared: {} };
+  const ctx: CheckContext = { dir, paths, config, runtime, urls: siteEndpoints(config), caPem: ca.pem, caPath, apiKey, https, facts: createRunFacts({ config, caPem: ca.pem, runtime }) };
   const testedAt = new Date();
   let checks: CheckResult[];
   try {
@@ -71,19 +73,21 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyResult> {
     options.log?.(`versions unavailable: ${(err as Error).message}`);
   }
   const ok = allMandatoryPass(checks);
+  // each check's findings, in check order; no two checks find the same thing
+  const found: CheckFindings = Object.assign({}, ...checks.map((c) => c.findings ?? {}));
   const record = buildRecord({
     config,
     installDir: dir,
     testedAt,
     accepted: ok,
-    gatewayCertificate: ctx.shared.gatewayCertificate ?? null,
+    gatewayCertificate: found.gatewayCertificate ?? null,
     ca: { path: caPath, certificate: describeCertificate(ca.cert) },
     versions,
     checks,
     gateway: {
-      ...(ctx.shared.gatewayConfigSha256 ? { configSha256: ctx.shared.gatewayConfigSha256 } : {}),
-      ...(ctx.shared.gatewayRoutes ? { routes: ctx.shared.gatewayRoutes } : {}),
-      ...(ctx.shared.gatewayUndeclared ? { undeclared: ctx.shared.gatewayUndeclared } : {}),
+      ...(found.gatewayConfigSha256 ? { configSha256: found.gatewayConfigSha256 } : {}),
+      ...(found.gatewayRoutes ? { routes: found.gatewayRoutes } : {}),
+      ...(found.gatewayUndeclared ? { undeclared: found.gatewayUndeclared } : {}),
     },
   });
   const files = writeSignedRecord(dir, record, [apiKey]);

@@ -7,7 +7,7 @@
  */
 import { createHash, createVerify, X509Certificate } from 'node:crypto';
 import forge from 'node-forge';
-import { describeCertificate, parsePemBundle, type CertificateInfo } from '../tls/inspect.js';
+import { describeCertificate, parsePemBundle, type CertificateInfo } from '../../tls/inspect.js';
 
 export interface SignatureCheck {
   ok: boolean;

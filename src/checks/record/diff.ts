@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { HospitalApiError } from '../errors/index.js';
+import { HospitalApiError } from '../../errors/index.js';
 import { RECORD_FORMAT, type AcceptanceRecord } from './build.js';
 
 export interface RecordDifference {

@@ -12,10 +12,10 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import forge from 'node-forge';
 import { afterAll, describe, expect, it } from 'vitest';
-import { signDetached } from '../../src/record/sign.js';
-import { signerUsageProblem, verifyDetached } from '../../src/record/verify.js';
-import { generateCa, issueCertificate, type KeyAndCert } from '../../src/tls/pki.js';
-import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { signDetached } from '../../../src/checks/record/sign.js';
+import { signerUsageProblem, verifyDetached } from '../../../src/checks/record/signature.js';
+import { generateCa, issueCertificate, type KeyAndCert } from '../../../src/tls/pki.js';
+import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
 afterAll(removeTempDirs);
 

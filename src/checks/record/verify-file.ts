@@ -1,10 +1,10 @@
 /** `record verify`: reads a record and its `.p7s`, and checks both against the CA. */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { HospitalApiError } from '../errors/index.js';
-import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
-import type { CertificateInfo } from '../tls/inspect.js';
-import { verifyDetached } from './verify.js';
+import { HospitalApiError } from '../../errors/index.js';
+import { defaultInstallDir, installPaths } from '../../install-dir/layout.js';
+import type { CertificateInfo } from '../../tls/inspect.js';
+import { verifyDetached } from './signature.js';
 
 export interface RecordCheck {
   record: string;

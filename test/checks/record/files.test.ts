@@ -9,17 +9,17 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildRecord, RECORD_FORMAT, serializeRecord, type RecordInput } from '../../src/record/build.js';
-import { verifyRecordFile } from '../../src/record/check-file.js';
-import { renderRecordMarkdown } from '../../src/record/markdown.js';
-import { writeSignedRecord } from '../../src/record/write.js';
-import type { InstallConfig } from '../../src/install-dir/install-config.js';
-import { installPaths } from '../../src/install-dir/layout.js';
-import type { CheckResult } from '../../src/checks/types.js';
-import { describeCertificate } from '../../src/tls/inspect.js';
-import { generateCa, issueCertificate } from '../../src/tls/pki.js';
-import { VERSION } from '../../src/version.js';
-import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { buildRecord, RECORD_FORMAT, serializeRecord, type RecordInput } from '../../../src/checks/record/build.js';
+import { verifyRecordFile } from '../../../src/checks/record/verify-file.js';
+import { renderRecordMarkdown } from '../../../src/checks/record/markdown.js';
+import { writeSignedRecord } from '../../../src/checks/record/write.js';
+import type { InstallConfig } from '../../../src/install-dir/install-config.js';
+import { installPaths } from '../../../src/install-dir/layout.js';
+import type { CheckResult } from '../../../src/checks/types.js';
+import { describeCertificate } from '../../../src/tls/inspect.js';
+import { generateCa, issueCertificate } from '../../../src/tls/pki.js';
+import { VERSION } from '../../../src/version.js';
+import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
 afterAll(removeTempDirs);
 

@@ -7,10 +7,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
-import { generateCa, issueCertificate } from '../../src/tls/pki.js';
-import { signDetached } from '../../src/record/sign.js';
-import { verifyDetached } from '../../src/record/verify.js';
-import { removeTempDirs, tempDir } from '../helpers/tmp.js';
+import { generateCa, issueCertificate } from '../../../src/tls/pki.js';
+import { signDetached } from '../../../src/checks/record/sign.js';
+import { verifyDetached } from '../../../src/checks/record/signature.js';
+import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
 afterAll(removeTempDirs);
 

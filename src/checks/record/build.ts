@@ -4,11 +4,11 @@
  * and with which toolkit. It never holds a key, token or password.
  */
 import { hostname } from 'node:os';
-import { VERSION } from '../version.js';
-import { endpoints, type InstallConfig } from '../install-dir/install-config.js';
-import type { ComponentVersion } from '../runtime/types.js';
-import type { CertificateInfo } from '../tls/inspect.js';
-import type { CheckResult, GatewayRouteFinding, UndeclaredObject } from '../checks/types.js';
+import { VERSION } from '../../version.js';
+import { endpoints, type InstallConfig } from '../../install-dir/install-config.js';
+import type { ComponentVersion } from '../../runtime/types.js';
+import type { CertificateInfo } from '../../tls/inspect.js';
+import type { CheckResult, GatewayRouteFinding, UndeclaredObject } from '../types.js';
 
 export const RECORD_FORMAT = 'hospital-api/acceptance-record@1';
 
@@ -24,7 +24,7 @@ export interface AcceptanceRecord {
   gateway: { url: string; certificate: CertificateInfo | null };
   ca: { path: string; certificate: CertificateInfo };
   versions: ComponentVersion[];
-  checks: Array<Omit<CheckResult, 'hint'> & { hint?: string }>;
+  checks: Array<Omit<CheckResult, 'hint' | 'findings'> & { hint?: string }>;
   summary: Record<CheckResult['status'], number>;
   /**
    * Issue 23. SHA-256 (hex) of the gateway's effective configuration as
@@ -65,7 +65,8 @@ export function buildRecord(input: RecordInput): AcceptanceRecord {
     gateway: { url: endpoints(input.config).gatewayHttps, certificate: input.gatewayCertificate },
     ca: input.ca,
     versions: input.versions,
-    checks: input.checks,
+    // the findings have fields of their own below
+    checks: input.checks.map(({ findings: _findings, ...c }) => c),
     summary,
     gatewayConfigSha256: input.gateway?.configSha256 ?? null,
     gatewayRoutes: input.gateway?.routes ?? [],

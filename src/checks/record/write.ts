@@ -4,9 +4,9 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { HospitalApiError } from '../errors/index.js';
-import { writeFileAtomic } from '../util/atomic-write.js';
-import { installPaths } from '../install-dir/layout.js';
+import { HospitalApiError } from '../../errors/index.js';
+import { writeFileAtomic } from '../../util/atomic-write.js';
+import { installPaths } from '../../install-dir/layout.js';
 import { serializeRecord, type AcceptanceRecord } from './build.js';
 import { renderRecordMarkdown } from './markdown.js';
 import { signDetached } from './sign.js';
