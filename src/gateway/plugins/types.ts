@@ -6,8 +6,7 @@
  * ran still apply).
  */
 import type { IncomingMessage } from 'node:http';
-import type { Consumer } from '../model/types.js';
-import type { PluginName } from './priorities.js';
+import type { Consumer, PluginSchemaDefinition } from '../model/types.js';
 import type { PrometheusExporter, PrometheusLogEntry } from './prometheus/exporter.js';
 
 /** A gateway-generated response (kong.response.error). */
@@ -76,7 +75,13 @@ export interface PluginRunner {
 }
 
 export interface PluginHandler {
-  /** Kong's name; the priority is in plugins/priorities.ts. */
-  readonly name: PluginName;
+  /** Kong's name, the same as its schema's; the priority is the schema's. */
+  readonly name: string;
   compile(config: Readonly<Record<string, unknown>>, env: CompileEnv): PluginRunner;
+}
+
+/** One plugin folder's declaration (its index.ts), listed once in plugins/index.ts. */
+export interface BundledPlugin {
+  schema: PluginSchemaDefinition;
+  handler: PluginHandler;
 }

@@ -5,9 +5,7 @@
  */
 import type { Pool } from 'undici';
 import type { ConfigSnapshot, Consumer, GatewayConfig, Route, Service } from '../model/types.js';
-import { PLUGIN_HANDLERS } from '../plugins/handlers.js';
-import { PLUGIN_SCHEMAS } from '../plugins/index.js';
-import { PLUGIN_PRIORITY } from '../plugins/priorities.js';
+import { PLUGIN_HANDLERS, PLUGIN_SCHEMAS } from '../plugins/index.js';
 import type { CompileEnv } from '../plugins/types.js';
 import type { PrometheusExporter } from '../plugins/prometheus/exporter.js';
 import { buildChain, scopeLevel, type ChainSlot, type CompiledPlugin } from './plugin-chain.js';
@@ -142,7 +140,7 @@ function compilePlugins(config: Readonly<GatewayConfig>, env: CompileEnv): Compi
     const checked = schema.validate(row.config);
     if (!checked.ok) throw new Error(`plugin ${row.id} (${row.name}): invalid config (${Object.keys(checked.errors).join(', ')})`);
     const runner = handler.compile(checked.config, env);
-    out.push({ row, entry: { runner, priority: PLUGIN_PRIORITY[handler.name], level: scopeLevel(row), http: row.protocols.includes('http'), https: row.protocols.includes('https') } });
+    out.push({ row, entry: { runner, priority: schema.priority, level: scopeLevel(row), http: row.protocols.includes('http'), https: row.protocols.includes('https') } });
   }
   return out;
 }

@@ -10,7 +10,7 @@ import type { PluginRunner } from '../plugins/types.js';
 
 export interface ChainEntry {
   runner: PluginRunner;
-  /** PLUGIN_PRIORITY of the plugin (plugins/priorities.ts). */
+  /** The plugin's priority (its schema's, declared in its folder). */
   priority: number;
   level: number;
   http: boolean;

@@ -1,8 +1,6 @@
 /** Contract: plugin names, priorities (run order as Kong's spec/01-unit/12-plugins_order_spec.lua), defaults and Kong's validation messages. */
 import { describe, expect, it } from 'vitest';
-import { PLUGIN_HANDLERS } from '../../../src/gateway/plugins/handlers.js';
-import { PLUGIN_SCHEMAS } from '../../../src/gateway/plugins/index.js';
-import { PLUGIN_PRIORITY } from '../../../src/gateway/plugins/priorities.js';
+import { BUNDLED_PLUGINS, PLUGIN_HANDLERS, PLUGIN_SCHEMAS } from '../../../src/gateway/plugins/index.js';
 
 function schema(name: string) {
   const s = PLUGIN_SCHEMAS.get(name);
@@ -26,10 +24,10 @@ describe('plugin schemas', () => {
     expect(noConsumer.sort()).toEqual(['acl', 'basic-auth', 'cors', 'key-auth']);
   });
 
-  it('declares each priority once: schemas report the table, handlers carry none of their own (issue 11)', () => {
-    expect([...PLUGIN_SCHEMAS.keys()].sort()).toEqual(Object.keys(PLUGIN_PRIORITY).sort());
-    expect([...PLUGIN_HANDLERS.keys()].sort()).toEqual(Object.keys(PLUGIN_PRIORITY).sort());
-    for (const s of PLUGIN_SCHEMAS.values()) expect(s.priority).toBe(PLUGIN_PRIORITY[s.name as keyof typeof PLUGIN_PRIORITY]);
+  it('declares each plugin once, in its folder: the registry pairs each schema with its handler, and handlers carry no priority of their own (issues 11, 44)', () => {
+    expect([...PLUGIN_SCHEMAS.keys()]).toEqual(BUNDLED_PLUGINS.map((p) => p.schema.name));
+    expect([...PLUGIN_HANDLERS.keys()]).toEqual(BUNDLED_PLUGINS.map((p) => p.schema.name));
+    for (const p of BUNDLED_PLUGINS) expect(p.handler.name).toBe(p.schema.name);
     for (const h of PLUGIN_HANDLERS.values()) expect(Object.keys(h).sort()).toEqual(['compile', 'name']);
   });
 

@@ -1,7 +1,6 @@
 /** acl config (Kong's kong/plugins/acl/schema.lua): exactly one of allow/deny. */
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
-import { PLUGIN_PRIORITY } from '../priorities.js';
 
 export interface AclConfig {
   allow: string[] | null;
@@ -13,7 +12,7 @@ export interface AclConfig {
 export const aclSchema = defineSchema({
   name: 'acl',
   version: KONG_VERSION,
-  priority: PLUGIN_PRIORITY['acl'],
+  priority: 950 /* Kong's kong/plugins/acl/handler.lua PRIORITY */,
   consumerScopable: false,
   fields: {
     allow: { type: 'array' },

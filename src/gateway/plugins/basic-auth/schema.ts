@@ -1,7 +1,6 @@
 /** basic-auth config: Kong 3.6+ defaults (realm "service"), kong/plugins/basic-auth/schema.lua. */
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
-import { PLUGIN_PRIORITY } from '../priorities.js';
 
 export interface BasicAuthConfig {
   anonymous: string | null;
@@ -12,7 +11,7 @@ export interface BasicAuthConfig {
 export const basicAuthSchema = defineSchema({
   name: 'basic-auth',
   version: KONG_VERSION,
-  priority: PLUGIN_PRIORITY['basic-auth'],
+  priority: 1100 /* Kong's kong/plugins/basic-auth/handler.lua PRIORITY */,
   consumerScopable: false,
   fields: {
     anonymous: { type: 'string' },

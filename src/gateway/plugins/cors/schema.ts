@@ -2,7 +2,6 @@
 import { RE2JS } from 're2js';
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
-import { PLUGIN_PRIORITY } from '../priorities.js';
 
 export interface CorsConfig {
   origins: string[] | null;
@@ -30,7 +29,7 @@ function asteriskOrRegex(value: string): string | null {
 export const corsSchema = defineSchema({
   name: 'cors',
   version: KONG_VERSION,
-  priority: PLUGIN_PRIORITY['cors'],
+  priority: 2000 /* Kong's kong/plugins/cors/handler.lua PRIORITY */,
   consumerScopable: false,
   fields: {
     origins: { type: 'array', elementCheck: asteriskOrRegex },

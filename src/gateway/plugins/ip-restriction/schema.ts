@@ -2,7 +2,6 @@
 import { parseIpOrCidr } from '../../../util/ip-list.js';
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
-import { PLUGIN_PRIORITY } from '../priorities.js';
 
 export interface IpRestrictionConfig {
   allow: string[] | null;
@@ -16,7 +15,7 @@ const ipOrCidr = (v: string): string | null => (parseIpOrCidr(v) ? null : `inval
 export const ipRestrictionSchema = defineSchema({
   name: 'ip-restriction',
   version: KONG_VERSION,
-  priority: PLUGIN_PRIORITY['ip-restriction'],
+  priority: 990 /* Kong's kong/plugins/ip-restriction/handler.lua PRIORITY */,
   consumerScopable: true,
   fields: {
     allow: { type: 'array', elementCheck: ipOrCidr },

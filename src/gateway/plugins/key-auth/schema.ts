@@ -1,7 +1,6 @@
 /** key-auth config: defaults as Kong 3.9 `kong/plugins/key-auth/schema.lua`. */
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
-import { PLUGIN_PRIORITY } from '../priorities.js';
 
 export interface KeyAuthConfig {
   key_names: string[];
@@ -19,7 +18,7 @@ const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
 export const keyAuthSchema = defineSchema({
   name: 'key-auth',
   version: KONG_VERSION,
-  priority: PLUGIN_PRIORITY['key-auth'],
+  priority: 1250 /* Kong's kong/plugins/key-auth/handler.lua PRIORITY */,
   consumerScopable: false,
   fields: {
     key_names: {

@@ -7,7 +7,6 @@
  */
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
-import { PLUGIN_PRIORITY } from '../priorities.js';
 
 export interface PrometheusConfig {
   per_consumer: boolean;
@@ -23,7 +22,7 @@ const flag = { type: 'boolean', default: false } as const;
 export const prometheusSchema = defineSchema({
   name: 'prometheus',
   version: KONG_VERSION,
-  priority: PLUGIN_PRIORITY.prometheus,
+  priority: 13 /* Kong's kong/plugins/prometheus/handler.lua PRIORITY */,
   consumerScopable: true,
   fields: {
     per_consumer: flag,

@@ -5,7 +5,6 @@
  */
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
-import { PLUGIN_PRIORITY } from '../priorities.js';
 
 export const PERIODS = ['second', 'minute', 'hour', 'day', 'month', 'year'] as const;
 export type Period = (typeof PERIODS)[number];
@@ -48,7 +47,7 @@ const window = { type: 'number', gt: 0 } as const;
 export const rateLimitingSchema = defineSchema({
   name: 'rate-limiting',
   version: KONG_VERSION,
-  priority: PLUGIN_PRIORITY['rate-limiting'],
+  priority: 910 /* Kong's kong/plugins/rate-limiting/handler.lua PRIORITY */,
   consumerScopable: true,
   fields: {
     second: window,

@@ -1,7 +1,6 @@
 /** request-size-limiting config (Kong's kong/plugins/request-size-limiting/schema.lua): 128 megabytes by default, 1 MB = 1048576 bytes. */
 import { defineSchema } from '../schema-kit.js';
 import { KONG_VERSION } from '../version.js';
-import { PLUGIN_PRIORITY } from '../priorities.js';
 
 export interface RequestSizeLimitingConfig {
   allowed_payload_size: number;
@@ -12,7 +11,7 @@ export interface RequestSizeLimitingConfig {
 export const requestSizeLimitingSchema = defineSchema({
   name: 'request-size-limiting',
   version: KONG_VERSION,
-  priority: PLUGIN_PRIORITY['request-size-limiting'],
+  priority: 951 /* Kong's kong/plugins/request-size-limiting/handler.lua PRIORITY */,
   consumerScopable: true,
   fields: {
     allowed_payload_size: { type: 'integer', required: true, default: 128 },
