@@ -12,9 +12,9 @@ export const TARGETS = {
   // The Hospital API's request path, one file (or folder) per run: whole, it is too slow
   // for 2 shared cores (`npm run mutation -- api` runs the four one after another).
   'api-routes': ['src/api/routes/**/*.ts'],
-  'api-fhir-client': ['src/api/fhir-client.ts'],
-  'api-fhir-url': ['src/api/fhir-url.ts'],
-  'api-platform-client': ['src/api/platform-client.ts'],
+  'api-fhir-client': ['src/api/fhir/fhir-client.ts'],
+  'api-fhir-url': ['src/api/fhir/fhir-url.ts'],
+  'api-platform-client': ['src/api/platform/platform-client.ts'],
   // The gateway's auth plugins, one plugin per run (`npm run mutation -- gateway-auth` runs both).
   'gateway-key-auth': ['src/gateway/plugins/key-auth/**/*.ts'],
   'gateway-basic-auth': ['src/gateway/plugins/basic-auth/**/*.ts'],

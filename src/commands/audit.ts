@@ -23,7 +23,7 @@ export function register(program: Command): void {
     .option('--dir <dir>', 'install directory whose audit log to read (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .action(
       action<AuditFlags>('audit verify', async (options, io, args) => {
-        const { checkAuditFile } = await import('../api/audit-check.js');
+        const { checkAuditFile } = await import('../api/audit/audit-check.js');
         let file = args[0] as string | undefined;
         if (file === undefined) {
           const dir = options.dir ?? defaultInstallDir();

@@ -27,8 +27,8 @@ export function register(program: Command): void {
     .action(
       action<ServeOptions>('serve', async (options, io) => {
         // Loaded lazily so `--help` stays fast.
-        const { loadConfig } = await import('../api/config.js');
-        const { startApi, stopOnSignals } = await import('../api/server.js');
+        const { loadConfig } = await import('../api/server/config.js');
+        const { startApi, stopOnSignals } = await import('../api/server/server.js');
         const flags = { host: options.host, port: options.port, envFile: options.envFile, anyIdentifierSystem: options.anyIdentifierSystem };
         const config = loadConfig(flags);
         const logger = config.logLevel === 'silent' ? false : { level: config.logLevel, stream: process.stderr };
@@ -52,7 +52,7 @@ export function register(program: Command): void {
         io.log(`  FHIR base ${config.fhirBaseUrl.href}, platform ${config.platformApiUrl.href}`);
         io.log(`  identifier system ${config.identifierSystem ?? 'any (--any-identifier-system)'}`);
         io.log(`  audit log ${config.auditLog}; metrics ${running.metricsUrl ? `${running.metricsUrl}/metrics` : 'off'}`);
-        const { reloadKeyOnSignal } = await import('../api/key-reload.js');
+        const { reloadKeyOnSignal } = await import('../api/fhir/key-reload.js');
         reloadKeyOnSignal(running, flags, options.reloadStatus, (t) => io.log(t));
         await stopOnSignals(running, (signal) => io.log(`hospital-api serve: ${signal}, finishing in-flight requests`));
         io.log('hospital-api serve: stopped');

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { keyFingerprint } from '../api/key-reload.js';
+import { keyFingerprint } from '../api/fhir/key-reload.js';
 import { HospitalApiError } from '../errors/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';

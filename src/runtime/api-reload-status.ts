@@ -1,13 +1,13 @@
 /**
  * The API's answer to a key reload (SIGHUP), as both runtimes read it: the API
- * writes src/api/key-reload.ts ReloadStatus to a file by rename; the runtime
+ * writes src/api/fhir/key-reload.ts ReloadStatus to a file by rename; the runtime
  * removes the old file, sends the signal, and waits here for an answer that is
  * the one it asked for (native: the pid it signalled; docker: written after
  * the signal was sent, since the container's pid is its own namespace's).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ReloadStatus } from '../api/key-reload.js';
+import type { ReloadStatus } from '../api/fhir/key-reload.js';
 import { HospitalApiError } from '../errors/index.js';
 import type { ApiKeyReload } from './types.js';
 

@@ -40,7 +40,7 @@ export interface AdminResponse {
   body: unknown;
 }
 
-/** What the Hospital API reported after rereading its key (src/api/key-reload.ts). */
+/** What the Hospital API reported after rereading its key (src/api/fhir/key-reload.ts). */
 export interface ApiKeyReload {
   /** First 16 hex digits of SHA-256 of the key it now uses (never the key). */
   keyFingerprint: string;

@@ -9,7 +9,7 @@
 import { connect, type Socket } from 'node:net';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { Admission, AdmissionRefused } from '../../src/api/admission.js';
+import { Admission, AdmissionRefused } from '../../src/api/request/admission.js';
 import { until } from '../helpers/until.js';
 import { checkMetrics, hasPromtool } from '../monitoring/promtool.js';
 import { TOKEN_OK, useHarness, type Harness } from './harness.js';

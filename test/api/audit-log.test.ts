@@ -11,7 +11,7 @@ import { appendFileSync, constants, mkdirSync, readFileSync, renameSync, rmSync,
 import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openAuditLog, PREPARED_MAX_AGE_MS, type AuditFs, type AuditProbeRecord } from '../../src/api/audit.js';
+import { openAuditLog, PREPARED_MAX_AGE_MS, type AuditFs, type AuditProbeRecord } from '../../src/api/audit/audit.js';
 import { HospitalApiError } from '../../src/errors/index.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { runCli } from '../helpers/cli.js';

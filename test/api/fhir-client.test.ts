@@ -8,9 +8,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttps } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createFhirClient, type EverythingStats, type FhirClient } from '../../src/api/fhir-client.js';
-import type { ApiConfig } from '../../src/api/config.js';
-import { fhirAccessOf } from '../../src/api/fhir-access.js';
+import { createFhirClient, type EverythingStats, type FhirClient } from '../../src/api/fhir/fhir-client.js';
+import type { ApiConfig } from '../../src/api/server/config.js';
+import { fhirAccessOf } from '../../src/api/fhir/fhir-access.js';
 import { removeTempDirs } from '../helpers/tmp.js';
 import { testPki } from './harness.js';
 

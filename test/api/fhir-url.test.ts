@@ -5,7 +5,7 @@
  * name what was refused so the operator can see which host a link pointed to.
  */
 import { describe, expect, it } from 'vitest';
-import { rebaseNextLink, serverBaseFromSelf } from '../../src/api/fhir-url.js';
+import { rebaseNextLink, serverBaseFromSelf } from '../../src/api/fhir/fhir-url.js';
 
 function refusal(fn: () => unknown): { code: string; message: string } {
   try {

@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { tempDir } from '../helpers/tmp.js';
 import { until } from '../helpers/until.js';
-import type { AuditFs } from '../../src/api/audit.js';
+import type { AuditFs } from '../../src/api/audit/audit.js';
 import { startCli } from '../helpers/cli.js';
 import { freePort } from '../../src/util/port-check.js';
 import { API_KEY, TOKEN_OK, defaultPlatform, testPki, useHarness, type Harness } from './harness.js';
@@ -350,7 +350,7 @@ describe('listener limits', () => {
 
 describe('configuration of the limits', () => {
   it('refuses HEADERS_TIMEOUT_MS above REQUEST_TIMEOUT_MS', async () => {
-    const { loadConfig } = await import('../../src/api/config.js');
+    const { loadConfig } = await import('../../src/api/server/config.js');
     const dir = tempDir();
     writeFileSync(join(dir, '.env'), '');
     expect(() =>

@@ -6,9 +6,9 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, afterEach } from 'vitest';
-import type { AuditFs } from '../../src/api/audit.js';
-import { loadConfig } from '../../src/api/config.js';
-import { startApi, type RunningApi } from '../../src/api/server.js';
+import type { AuditFs } from '../../src/api/audit/audit.js';
+import { loadConfig } from '../../src/api/server/config.js';
+import { startApi, type RunningApi } from '../../src/api/server/server.js';
 import { makeTestPki, type TestPki } from '../helpers/pki.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { startFhir, startPlatform, type FhirOptions, type PlatformReply, type Seen, type StandIn } from './stand-ins.js';
@@ -102,7 +102,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     auditLines: () => auditLines(auditPath),
     blockAudit() {
       // The server may create the file again between the removal and the mkdir: with a record in flight it opens the
-      // file for the next line ahead of it, with O_CREAT (src/api/audit.ts prepare). Removed again, it is then refused
+      // file for the next line ahead of it, with O_CREAT (src/api/audit/audit.ts prepare). Removed again, it is then refused
       // at its line, since the handle opened ahead no longer names the file at the path.
       for (let tries = 0; ; tries++) {
         rmSync(auditPath, { force: true });

@@ -1,10 +1,10 @@
 /**
- * The record's de-duplication set (src/api/key-set.ts): exact, whatever its
+ * The record's de-duplication set (src/api/fhir/key-set.ts): exact, whatever its
  * hash does. A key is new unless the same bytes were added before.
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { KeySet } from '../../src/api/key-set.js';
+import { KeySet } from '../../src/api/fhir/key-set.js';
 
 const bytes = (s: string) => Buffer.from(s, 'utf8');
 

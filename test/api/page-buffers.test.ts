@@ -1,5 +1,5 @@
 /**
- * A record's page buffers are reused from page to page (src/api/page-buffers.ts):
+ * A record's page buffers are reused from page to page (src/api/fhir/page-buffers.ts):
  * a buffer comes back only when released, and a page's bytes are released only
  * once the sink is done with them (for a record: once they are in the caller's
  * socket, test/api/record-writer.test.ts), so every page reaches the sink as the
@@ -11,9 +11,9 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { ApiConfig } from '../../src/api/config.js';
-import { createFhirClient } from '../../src/api/fhir-client.js';
-import { PageBuffers, PagePool } from '../../src/api/page-buffers.js';
+import type { ApiConfig } from '../../src/api/server/config.js';
+import { createFhirClient } from '../../src/api/fhir/fhir-client.js';
+import { PageBuffers, PagePool } from '../../src/api/fhir/page-buffers.js';
 import { removeTempDirs } from '../helpers/tmp.js';
 import { API_KEY, testPki } from './harness.js';
 import { makeRecord, startFhir } from './stand-ins.js';

@@ -9,7 +9,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { scanPage } from '../../src/api/page-scan.js';
+import { scanPage } from '../../src/api/fhir/page-scan.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;

@@ -1,5 +1,5 @@
 /**
- * The contract of PatientRequest (src/api/patient-request.ts, issue 25): whatever
+ * The contract of PatientRequest (src/api/request/patient-request.ts, issue 25): whatever
  * ends a POST /api/patients, it has exactly one audit end line and is counted
  * exactly once in hospital_api_requests_total, with what the caller got. Each
  * ending is driven through a real server; the fail-closed endings (an end line

@@ -7,8 +7,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createPlatformClient, type PlatformClient } from '../../src/api/platform-client.js';
-import type { ApiConfig } from '../../src/api/config.js';
+import { createPlatformClient, type PlatformClient } from '../../src/api/platform/platform-client.js';
+import type { ApiConfig } from '../../src/api/server/config.js';
 
 const TOKEN = 'Bearer platform-token-93be1f';
 interface Seen { method: string; url: string; headers: IncomingMessage['headers']; body: string }

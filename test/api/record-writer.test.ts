@@ -1,5 +1,5 @@
 /**
- * RecordWriter (src/api/record-writer.ts): a page's write resolves only once
+ * RecordWriter (src/api/answer/record-writer.ts): a page's write resolves only once
  * its bytes are in the socket, not while they still wait in the response's
  * buffer: the page's buffer is reused as soon as it resolves (page-buffers.ts).
  * A caller that reads nothing fills the sockets; the writes then wait, and the
@@ -9,7 +9,7 @@ import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RecordWriter } from '../../src/api/record-writer.js';
+import { RecordWriter } from '../../src/api/answer/record-writer.js';
 
 const app = Fastify();
 afterEach(() => app.close());

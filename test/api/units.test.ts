@@ -2,10 +2,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseBundlePage } from '../../src/api/bundle-page.js';
-import { scanPage as scan } from '../../src/api/page-scan.js';
-import { loadConfig } from '../../src/api/config.js';
-import { escapeTokenPart, identifierQuery, rebaseNextLink, serverBaseFromSelf } from '../../src/api/fhir-url.js';
+import { parseBundlePage } from '../../src/api/fhir/bundle-page.js';
+import { scanPage as scan } from '../../src/api/fhir/page-scan.js';
+import { loadConfig } from '../../src/api/server/config.js';
+import { escapeTokenPart, identifierQuery, rebaseNextLink, serverBaseFromSelf } from '../../src/api/fhir/fhir-url.js';
 import { HospitalApiError } from '../../src/errors/index.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 

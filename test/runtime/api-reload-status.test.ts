@@ -2,7 +2,7 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { ReloadStatus } from '../../src/api/key-reload.js';
+import type { ReloadStatus } from '../../src/api/fhir/key-reload.js';
 import { awaitReloadStatus } from '../../src/runtime/api-reload-status.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 

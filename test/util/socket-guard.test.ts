@@ -17,8 +17,8 @@ import type { AddressInfo, Socket } from 'node:net';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startApi } from '../../src/api/server.js';
-import { loadConfig } from '../../src/api/config.js';
+import { startApi } from '../../src/api/server/server.js';
+import { loadConfig } from '../../src/api/server/config.js';
 import { startAdminServer } from '../../src/gateway/admin/server.js';
 import { openStore } from '../../src/gateway/store/index.js';
 import { startStatusServer } from '../../src/gateway/status/server.js';
@@ -69,7 +69,7 @@ async function startApiOn(b: Bounds, which: 'public' | 'metrics'): Promise<Runni
     HEADERS_TIMEOUT_MS: String(b.headersMs),
     REQUEST_TIMEOUT_MS: String(Math.max(b.headersMs, 1_000)),
     IDLE_TIMEOUT_MS: String(b.idleMs),
-    // a queued request must give up before the idle cut (src/api/config.ts)
+    // a queued request must give up before the idle cut (src/api/server/config.ts)
     API_QUEUE_TIMEOUT_MS: String(Math.max(100, b.idleMs - 100)),
     MAX_CONNECTIONS: String(b.cap),
     PLATFORM_ANY_IDENTIFIER_SYSTEM: 'true',

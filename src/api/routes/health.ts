@@ -8,8 +8,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { HospitalApiError, isHospitalApiError } from '../../errors/index.js';
-import type { ApiContext } from '../context.js';
-import { callerAllowed } from '../caller.js';
+import type { ApiContext } from '../server/context.js';
+import { callerAllowed } from '../request/caller.js';
 
 export const READY_CACHE_MS = 2_000;
 /** /api/ready answers within this, whatever hangs behind it (each upstream probe is bounded by it too). */

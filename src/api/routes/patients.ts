@@ -1,19 +1,19 @@
 /**
  * POST /api/patients (spec §2.1, §4.1 rule 2, §7): allow-list, body, access
- * flow, admission (src/api/admission.ts), patient lookup, then the record
- * (src/api/record-stream.ts).
+ * flow, admission (src/api/request/admission.ts), patient lookup, then the record
+ * (src/api/answer/record-stream.ts).
  * Each request's audit line and metrics count belong to its PatientRequest
- * (src/api/patient-request.ts); the route's hooks only tell it how it ends.
+ * (src/api/request/patient-request.ts); the route's hooks only tell it how it ends.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HospitalApiError } from '../../errors/index.js';
-import { callerAllowed } from '../caller.js';
-import type { ApiContext } from '../context.js';
-import { Admission, AdmissionRefused } from '../admission.js';
-import { errorPayload, toApiError } from '../error-reply.js';
-import { PatientRequest } from '../patient-request.js';
-import { readPatientsBody } from '../patients-body.js';
-import { streamRecord } from '../record-stream.js';
+import { callerAllowed } from '../request/caller.js';
+import type { ApiContext } from '../server/context.js';
+import { Admission, AdmissionRefused } from '../request/admission.js';
+import { errorPayload, toApiError } from '../server/error-reply.js';
+import { PatientRequest } from '../request/patient-request.js';
+import { readPatientsBody } from '../request/patients-body.js';
+import { streamRecord } from '../answer/record-stream.js';
 
 export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): void {
   const states = new WeakMap<FastifyRequest, PatientRequest>();

@@ -10,6 +10,6 @@ export const API_CONTAINER_PATHS = Object.freeze({
   ca: `${API_MOUNT}/tls/ca.pem`,
   platformCa: `${API_MOUNT}/tls/platform-ca.pem`,
   auditLog: '/var/log/hospital-api/audit.log',
-  /** serve --reload-status: the API's answer to SIGHUP (src/api/key-reload.ts), in docker/api-status/ on the host. */
+  /** serve --reload-status: the API's answer to SIGHUP (src/api/fhir/key-reload.ts), in docker/api-status/ on the host. */
   reloadStatus: '/run/hospital-api-status/api-reload.json',
 });

@@ -19,7 +19,7 @@
  *   its mounted folder (a folder, so the renamed file is visible), then
  *   `docker kill --signal HUP`: PID 1 is docker-init (`init: true`, see
  *   templates/compose.yaml), which passes the signal on to node, and node
- *   rereads FHIR_API_KEY (src/api/key-reload.ts), writing its answer to a
+ *   rereads FHIR_API_KEY (src/api/fhir/key-reload.ts), writing its answer to a
  *   second mounted folder the CLI reads.
  * - reloadGatewayTls: the certificate files are refreshed in kong's mounted
  *   folder, then `kong reload` inside the container (Kong's documented way to

@@ -169,7 +169,7 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
     args: ['serve', '--host', host, '--port', String(ports.api), '--env-file', p.apiEnv, '--reload-status', join(p.run, 'api-reload.json')],
     healthUrl: `http://127.0.0.1:${ports.api}/api/health-check`,
     ports: [{ host, port: ports.api }, ...metrics.bindings],
-    // HOSPITAL_API_DIR: the install the API runs from, whose certificates its metrics report (src/api/metrics.ts).
+    // HOSPITAL_API_DIR: the install the API runs from, whose certificates its metrics report (src/api/server/metrics.ts).
     env: { ...metrics.env, HOSPITAL_API_DIR: p.root, ...API_MALLOC_ENV },
     version: VERSION,
   };

@@ -13,7 +13,7 @@
  * certificate of the bundle every task now mounts, as the API itself reports it on one host.
  */
 import { readFileSync } from 'node:fs';
-import { caFingerprint, keyFingerprint } from '../../api/key-reload.js';
+import { caFingerprint, keyFingerprint } from '../../api/fhir/key-reload.js';
 import { withinPropagation } from '../propagation.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';

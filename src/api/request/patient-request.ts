@@ -8,11 +8,11 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { FastifyRequest } from 'fastify';
-import { HospitalApiError } from '../errors/index.js';
+import { HospitalApiError } from '../../errors/index.js';
 import { callerRequestId } from './caller.js';
-import { auditFailureLog, type AuditDecision, type AuditLog, type AuditPhase, type AuditRecord } from './audit.js';
-import type { EverythingStats } from './fhir-client.js';
-import type { ApiMetrics } from './metrics.js';
+import { auditFailureLog, type AuditDecision, type AuditLog, type AuditPhase, type AuditRecord } from '../audit/audit.js';
+import type { EverythingStats } from '../fhir/fhir-client.js';
+import type { ApiMetrics } from '../server/metrics.js';
 
 const ROUTE = '/api/patients';
 

@@ -2,21 +2,21 @@
  * The Hospital API as a Fastify app built from a config object, so tests can
  * start it in-process on port 0 and `serve` runs the same thing. Every
  * response carries X-Request-Id, always the server's own (a caller's is only
- * recorded, src/api/caller.ts); errors use {"error":{code,message,requestId}}.
+ * recorded, src/api/request/caller.ts); errors use {"error":{code,message,requestId}}.
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyServerOptions, type FastifyInstance } from 'fastify';
-import { HospitalApiError } from '../errors/index.js';
-import { guardSockets, type SocketLimits } from '../util/socket-guard.js';
-import { openAuditLog, type AuditFs } from './audit.js';
+import { HospitalApiError } from '../../errors/index.js';
+import { guardSockets, type SocketLimits } from '../../util/socket-guard.js';
+import { openAuditLog, type AuditFs } from '../audit/audit.js';
 import type { ApiConfig } from './config.js';
 import type { ApiContext } from './context.js';
 import { sendError, toApiError } from './error-reply.js';
-import { createFhirClient } from './fhir-client.js';
+import { createFhirClient } from '../fhir/fhir-client.js';
 import { createMetrics } from './metrics.js';
-import { createPlatformClient } from './platform-client.js';
-import { registerHealthRoutes } from './routes/health.js';
-import { registerPatientsRoute } from './routes/patients.js';
+import { createPlatformClient } from '../platform/platform-client.js';
+import { registerHealthRoutes } from '../routes/health.js';
+import { registerPatientsRoute } from '../routes/patients.js';
 
 export interface BuildOptions {
   /** Fastify logger: false in tests, pino options to stderr in serve. */

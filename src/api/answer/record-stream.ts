@@ -10,8 +10,8 @@
  * error reply; after it, the connection is cut.
  */
 import type { FastifyReply } from 'fastify';
-import type { ApiContext } from './context.js';
-import type { PatientRequest } from './patient-request.js';
+import type { ApiContext } from '../server/context.js';
+import type { PatientRequest } from '../request/patient-request.js';
 import { RECORD_CLOSE, RecordWriter } from './record-writer.js';
 
 const CLOSE_BYTES = Buffer.byteLength(RECORD_CLOSE);

@@ -1,11 +1,11 @@
 /**
  * What the API presents to and trusts of the gateway: FHIR_API_KEY and
- * FHIR_CA_FILE. Immutable: a key reload (SIGHUP, src/api/key-reload.ts) builds
+ * FHIR_CA_FILE. Immutable: a key reload (SIGHUP, src/api/fhir/key-reload.ts) builds
  * a new one and the FHIR client swaps its single reference to it, so a request
  * sees either the old key and CA or the new ones, never a mix, and the
  * configuration itself never changes once the server runs.
  */
-import type { ApiConfig } from './config.js';
+import type { ApiConfig } from '../server/config.js';
 
 export interface FhirAccess {
   /** Sent as the `apikey` header, only to FHIR_BASE_URL. Never logged. */

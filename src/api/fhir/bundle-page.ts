@@ -3,7 +3,7 @@
  * (entry resource type/id/mode and identifiers, next and self links). Used for the patient
  * search and for the shell of $everything pages (see page-scan.ts).
  */
-import { HospitalApiError } from '../errors/index.js';
+import { HospitalApiError } from '../../errors/index.js';
 
 export interface PageEntry {
   resourceType: string | null;

@@ -7,15 +7,15 @@
 import { readFileSync } from 'node:fs';
 import { isIP, type BlockList } from 'node:net';
 import { resolve } from 'node:path';
-import { HospitalApiError } from '../errors/index.js';
-import { ANY_IDENTIFIER_SYSTEM, isIdentifierSystem } from '../install-dir/api-settings.js';
-import { mergedEnv } from '../util/env-file.js';
-import { blockListOf, parseIpOrCidr } from '../util/ip-list.js';
-import { parseListen, type ListenAddress } from '../util/listen-address.js';
+import { HospitalApiError } from '../../errors/index.js';
+import { ANY_IDENTIFIER_SYSTEM, isIdentifierSystem } from '../../install-dir/api-settings.js';
+import { mergedEnv } from '../../util/env-file.js';
+import { blockListOf, parseIpOrCidr } from '../../util/ip-list.js';
+import { parseListen, type ListenAddress } from '../../util/listen-address.js';
 
 export type TrustProxy = boolean | number | string[];
 
-/** Read once at start and frozen: nothing changes it while the server runs (a key reload swaps the FHIR access, src/api/fhir-access.ts). */
+/** Read once at start and frozen: nothing changes it while the server runs (a key reload swaps the FHIR access, src/api/fhir/fhir-access.ts). */
 export interface ApiConfig {
   readonly host: string;
   readonly port: number;
@@ -47,7 +47,7 @@ export interface ApiConfig {
   readonly logLevel: string;
   readonly shutdownGraceMs: number;
   readonly bodyLimit: number;
-  /** POST /api/patients admitted at once (src/api/admission.ts); more wait in the queue. */
+  /** POST /api/patients admitted at once (src/api/request/admission.ts); more wait in the queue. */
   readonly maxConcurrentRequests: number;
   /** Requests waiting for a slot; past it, 503 ERR_API_BUSY at once (0: no queue). */
   readonly queueLength: number;

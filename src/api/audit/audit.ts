@@ -30,7 +30,7 @@ import { constants, mkdirSync } from 'node:fs';
 import type { Stats } from 'node:fs';
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { HospitalApiError } from '../errors/index.js';
+import { HospitalApiError } from '../../errors/index.js';
 
 export type AuditDecision = 'granted' | 'denied' | 'not-found' | 'ambiguous' | 'error';
 

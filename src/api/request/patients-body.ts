@@ -3,7 +3,7 @@
  * checked before anything goes upstream. The token becomes a header, so it is
  * printable ASCII and bounded; the care id has no control characters.
  */
-import { HospitalApiError } from '../errors/index.js';
+import { HospitalApiError } from '../../errors/index.js';
 
 const MAX_CARE_ID = 256;
 const MAX_TOKEN = 8192;

@@ -4,9 +4,9 @@
  * is never logged, stored or put in an error message.
  */
 import { request, type Agent } from 'undici';
-import { HospitalApiError } from '../errors/index.js';
-import type { ApiConfig } from './config.js';
-import { classifyFailure, discard, makeAgent, readText } from './upstream-http.js';
+import { HospitalApiError } from '../../errors/index.js';
+import type { ApiConfig } from '../server/config.js';
+import { classifyFailure, discard, makeAgent, readText } from '../fhir/upstream-http.js';
 
 export interface PlatformClient {
   /** Resolves when access is granted. @throws ERR_API_ACCESS_DENIED, ERR_API_UPSTREAM_CREDENTIALS, ERR_API_PLATFORM_* */

@@ -5,9 +5,9 @@
  * FHIR_CA_FILE, with the `apikey` header (spec §5); the key is never logged.
  */
 import { request, type Agent, type Dispatcher } from 'undici';
-import { HospitalApiError } from '../errors/index.js';
+import { HospitalApiError } from '../../errors/index.js';
 import { parseBundlePage } from './bundle-page.js';
-import type { ApiConfig } from './config.js';
+import type { ApiConfig } from '../server/config.js';
 import { fhirAccessOf, type FhirAccess } from './fhir-access.js';
 import { identifierQuery, isUnderBase, rebaseNextLink, serverBaseFromSelf } from './fhir-url.js';
 import { KeySet } from './key-set.js';
@@ -57,7 +57,7 @@ export interface FhirClient {
   access(): FhirAccess;
   /**
    * Use `next` for every later request (FHIR_API_KEY and FHIR_CA_FILE reread on
-   * SIGHUP, src/api/key-reload.ts). A new CA gets a new Agent, so new connections
+   * SIGHUP, src/api/fhir/key-reload.ts). A new CA gets a new Agent, so new connections
    * verify against it; requests in flight finish on the old one, which then closes.
    * A key rotation or a CA change (`cert renew --renew-ca`) needs no restart.
    */
@@ -85,7 +85,7 @@ export function createFhirClient(config: ApiConfig): FhirClient {
     // Last line of defence: the key never leaves for another origin or path.
     if (!isUnderBase(url, base)) throw new HospitalApiError('ERR_API_FHIR_FOREIGN_LINK', { origin: url.origin });
     try {
-      // Read per request: `consumer rotate-key` swaps the access on SIGHUP (src/api/key-reload.ts).
+      // Read per request: `consumer rotate-key` swaps the access on SIGHUP (src/api/fhir/key-reload.ts).
       const { access, agent } = current;
       const res = await request(url, { dispatcher: agent, method: 'GET', headers: { ...headers, apikey: access.key }, signal: AbortSignal.timeout(ms) });
       if (res.statusCode !== 200) {

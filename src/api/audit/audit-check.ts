@@ -4,7 +4,7 @@
  * not by its line number. It reports no line's content: the log names patients.
  */
 import { createReadStream } from 'node:fs';
-import { HospitalApiError } from '../errors/index.js';
+import { HospitalApiError } from '../../errors/index.js';
 
 const PHASES = ['started', 'end', 'probe'] as const;
 /** Broken lines listed one by one; past this, only counted. */

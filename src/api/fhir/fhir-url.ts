@@ -4,7 +4,7 @@
  * API key is never sent to another host (http://hl7.org/fhir/R4/search.html#escaping; HAPI's next
  * links name its internal base; the original health-tag deployment sent raw identifiers).
  */
-import { HospitalApiError } from '../errors/index.js';
+import { HospitalApiError } from '../../errors/index.js';
 
 /** http://hl7.org/fhir/R4/search.html#escaping: inside a token value, `\` escapes `\`, `,`, `|` and `$`. */
 export function escapeTokenPart(value: string): string {

@@ -5,8 +5,8 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { certificateLifetimes } from '../install-dir/certificate-lifetimes.js';
-import { installPaths } from '../install-dir/layout.js';
+import { certificateLifetimes } from '../../install-dir/certificate-lifetimes.js';
+import { installPaths } from '../../install-dir/layout.js';
 
 export interface ApiMetrics {
   registry: Registry;
@@ -17,7 +17,7 @@ export interface ApiMetrics {
   upstreamErrors: Counter<'upstream' | 'code'>;
   /** Bytes of each granted record sent to the caller (dashboards: record sizes). */
   recordBytes: Histogram;
-  /** POST /api/patients waiting for a slot (src/api/admission.ts). */
+  /** POST /api/patients waiting for a slot (src/api/request/admission.ts). */
   queueDepth: Gauge;
   /** Time each POST /api/patients waited for a slot, by outcome (admitted, queue-full, timeout, left). */
   queueWait: Histogram<'outcome'>;

@@ -4,18 +4,18 @@
  * later FHIR request (in-flight requests keep working: both keys are valid at
  * the gateway while the switch happens), checks the gateway accepts it, and
  * reports the outcome in a status file. The configuration is not edited: the
- * FHIR client swaps its immutable access (src/api/fhir-access.ts) for a new one.
+ * FHIR client swaps its immutable access (src/api/fhir/fhir-access.ts) for a new one.
  * No connection is closed, so the
  * platform sees no failed request. Only the key and the CA are reloaded; other settings
  * still need a restart. The status file carries a SHA-256 fingerprint of the
  * key (never the key) so the caller can tell which key the API now uses.
  */
 import { createHash, X509Certificate } from 'node:crypto';
-import { isHospitalApiError } from '../errors/index.js';
-import { writeSecretFile } from '../util/atomic-write.js';
-import { loadConfig, type ConfigFlags } from './config.js';
+import { isHospitalApiError } from '../../errors/index.js';
+import { writeSecretFile } from '../../util/atomic-write.js';
+import { loadConfig, type ConfigFlags } from '../server/config.js';
 import { fhirAccessOf } from './fhir-access.js';
-import type { RunningApi } from './server.js';
+import type { RunningApi } from '../server/server.js';
 
 export interface ReloadStatus {
   pid: number;

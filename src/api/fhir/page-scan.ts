@@ -14,8 +14,8 @@
  * its whole page alive until the next full collection.
  * Structural bytes are read as in src/util/json-bytes.ts (UTF-8 never reuses an ASCII byte).
  */
-import { HospitalApiError } from '../errors/index.js';
-import { BACKSLASH, CLOSE_ARR, CLOSE_OBJ, COLON, COMMA, OPEN_ARR, OPEN_OBJ, QUOTE, skipWs } from '../util/json-bytes.js';
+import { HospitalApiError } from '../../errors/index.js';
+import { BACKSLASH, CLOSE_ARR, CLOSE_OBJ, COLON, COMMA, OPEN_ARR, OPEN_OBJ, QUOTE, skipWs } from '../../util/json-bytes.js';
 import { parseBundlePage } from './bundle-page.js';
 
 export interface RawEntry {

@@ -8,7 +8,7 @@
  * already fetched, and only for that long.
  */
 import type { FastifyReply } from 'fastify';
-import { HospitalApiError } from '../errors/index.js';
+import { HospitalApiError } from '../../errors/index.js';
 
 /** The record's last bytes, sent once its end line is on disk. */
 export const RECORD_CLOSE = ']}';

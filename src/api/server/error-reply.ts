@@ -4,7 +4,7 @@
  * Retry-After: 1 when trying again shortly can work (busy, audit log down).
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { HospitalApiError } from '../errors/index.js';
+import { HospitalApiError } from '../../errors/index.js';
 
 /** Maps anything thrown in a route to the wire error. */
 export function toApiError(err: unknown, bodyLimit: number): HospitalApiError {

@@ -5,8 +5,8 @@
  * SHUTDOWN_GRACE_MS, then cut what is left and resolve.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import { HospitalApiError } from '../errors/index.js';
-import { guardSockets } from '../util/socket-guard.js';
+import { HospitalApiError } from '../../errors/index.js';
+import { guardSockets } from '../../util/socket-guard.js';
 import { buildApp, listenerLimits, socketLimits, type BuildOptions, type HospitalApi } from './app.js';
 import type { ApiConfig } from './config.js';
 
