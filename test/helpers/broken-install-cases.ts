@@ -432,6 +432,11 @@ export const BROKEN_INSTALL_CASES: readonly BrokenInstallCase[] = [
     async run(site) {
       const { urls, targets } = await site.fhirSpellings();
       expect(urls.length).toBeGreaterThan(0);
+      // digits and dots that are not four decimal octets: the admin API refuses them as a host, as Kong's typedefs do
+      for (const host of ['2130706433', '127.1']) {
+        const refused = await site.admin('POST', '/services', { name: 'refused-spelling', host, port: 8080 });
+        expect([host, refused.status], JSON.stringify(refused.body)).toEqual([host, 400]);
+      }
       const made: Array<{ route: string; service: string; shows: RegExp }> = [];
       const upstreams: string[] = [];
       const add = async (service: Record<string, unknown>, route: string, shows: RegExp): Promise<void> => {
