@@ -14,5 +14,5 @@ export { runVerify, type VerifyOptions, type VerifyResult } from './run.js';
 export { formatCheckProgress, renderChecks } from './render.js';
 export type { CheckResult } from './types.js';
 export { signerUsageProblem } from './record/signature.js';
-export { verifyRecordFile } from './record/verify-file.js';
+export { verifyRecordChain, verifyRecordFile } from './record/verify-file.js';
 export { diffRecords, readRecord } from './record/diff.js';

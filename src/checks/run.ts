@@ -91,5 +91,5 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyResult> {
     },
   });
   const files = writeSignedRecord(dir, record, [apiKey]);
-  return { ok, record, files };
+  return { ok, record: files.record, files };
 }

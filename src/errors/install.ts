@@ -115,6 +115,18 @@ export const installErrors = {
     exit: 1,
     hint: 'The record was changed after signing, or it was signed under another CA (pass --ca).',
   },
+  ERR_INSTALL_RECORD_LOCKED: {
+    message: 'Another verify is writing a record in this folder ({path} is held)',
+    status: 409,
+    exit: 3,
+    hint: 'Wait for it to finish and run verify again; a lock left by a run that died is taken over after two minutes.',
+  },
+  ERR_INSTALL_RECORD_CHAIN_BROKEN: {
+    message: 'The records in {path} do not form one unbroken chain: {detail}',
+    status: 400,
+    exit: 1,
+    hint: 'Each problem names a record: one removed, altered, reordered or brought in from elsewhere (see docs/operations.md, "Checking a period").',
+  },
   ERR_INSTALL_RECORD_FORMAT: {
     message: 'File {path} is not an acceptance record: {detail}',
     status: 400,

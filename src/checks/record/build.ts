@@ -36,6 +36,11 @@ export interface AcceptanceRecord {
   gatewayRoutes: GatewayRouteFinding[];
   /** The gateway objects install did not make. */
   gatewayUndeclared: UndeclaredObject[];
+  /**
+   * Issue 46: the SHA-256 (hex) of the record written before this one in the same folder, null for
+   * the first: signed with the rest, so the records form a chain (chain.ts).
+   */
+  previousRecordSha256: string | null;
 }
 
 export interface RecordInput {
@@ -48,6 +53,8 @@ export interface RecordInput {
   versions: ComponentVersion[];
   checks: CheckResult[];
   gateway?: { configSha256?: string; routes?: GatewayRouteFinding[]; undeclared?: UndeclaredObject[] };
+  /** Set when the record is written (write.ts), under the folder's lock. */
+  previousRecordSha256?: string | null;
 }
 
 export function buildRecord(input: RecordInput): AcceptanceRecord {
@@ -71,6 +78,7 @@ export function buildRecord(input: RecordInput): AcceptanceRecord {
     gatewayConfigSha256: input.gateway?.configSha256 ?? null,
     gatewayRoutes: input.gateway?.routes ?? [],
     gatewayUndeclared: input.gateway?.undeclared ?? [],
+    previousRecordSha256: input.previousRecordSha256 ?? null,
   };
 }
 

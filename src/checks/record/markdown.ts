@@ -17,6 +17,7 @@ export function renderRecordMarkdown(r: AcceptanceRecord, jsonName: string): str
     `- Toolkit: hospital-api ${r.toolkitVersion}, runtime ${r.runtime}`,
     `- Gateway: ${r.gateway.url}`,
     `- Signed copy: \`${jsonName}\` with detached signature \`${jsonName}.p7s\``,
+    `- Previous record (SHA-256): ${r.previousRecordSha256 ?? 'none: the first in its folder'}`,
     '',
     '## Gateway certificate',
     '',

@@ -1,9 +1,10 @@
-/** `record verify`: reads a record and its `.p7s`, and checks both against the CA. */
+/** `record verify`: reads a record and its `.p7s`, and checks both against the CA; `--chain`, every record of a folder. */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
 import { defaultInstallDir, installPaths } from '../../install-dir/layout.js';
 import type { CertificateInfo } from '../../tls/inspect.js';
+import { verifyChain, type ChainReport } from './chain.js';
 import { verifyDetached } from './signature.js';
 
 export interface RecordCheck {
@@ -22,11 +23,11 @@ function read(path: string): Buffer {
   }
 }
 
-/** The CA: --ca, else --dir's, else the install the record sits in (<dir>/reports/x.json), else the default dir's. */
-function caFor(record: string, options: { ca?: string; dir?: string }): string {
+/** The CA: --ca, else --dir's, else the install the folder `reports` is in (<dir>/reports/), else the default dir's. */
+function caFor(reports: string, options: { ca?: string; dir?: string }): string {
   if (options.ca) return resolve(options.ca);
   if (options.dir) return installPaths(options.dir).caCert;
-  const beside = installPaths(dirname(dirname(record))).caCert;
+  const beside = installPaths(dirname(reports)).caCert;
   return existsSync(beside) ? beside : installPaths(defaultInstallDir()).caCert;
 }
 
@@ -34,10 +35,17 @@ function caFor(record: string, options: { ca?: string; dir?: string }): string {
 export function verifyRecordFile(path: string, options: { ca?: string; dir?: string }): RecordCheck {
   const record = resolve(path);
   const signature = `${record}.p7s`;
-  const ca = caFor(record, options);
+  const ca = caFor(dirname(record), options);
   const result = verifyDetached(read(record), read(signature).toString('utf8'), read(ca).toString('utf8'));
   if (!result.ok || !result.signer) {
     throw new HospitalApiError('ERR_INSTALL_RECORD_INVALID', { path: record, detail: result.reason ?? 'unknown' });
   }
   return { record, signature, ca, signer: result.signer, signingTime: result.signingTime };
+}
+
+/** `record verify --chain <folder>`: every record's signature under the CA, and the chain they form (chain.ts). */
+export function verifyRecordChain(folder: string, options: { ca?: string; dir?: string }): ChainReport & { ca: string } {
+  const path = resolve(folder);
+  const ca = caFor(path, options);
+  return { ...verifyChain(path, read(ca).toString('utf8')), ca };
 }

@@ -1,6 +1,7 @@
 /**
  * Writes a record to <install dir>/reports/: `acceptance-<time>.json`, its
- * detached signature `.json.p7s` and a Markdown copy `.md`.
+ * detached signature `.json.p7s` and a Markdown copy `.md`. Under the folder's
+ * lock, the record is linked to the one before it (chain.ts) before it is signed.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -9,12 +10,15 @@ import { writeFileAtomic } from '../../util/atomic-write.js';
 import { installPaths } from '../../install-dir/layout.js';
 import { serializeRecord, type AcceptanceRecord } from './build.js';
 import { renderRecordMarkdown } from './markdown.js';
+import { chainHead, withChainLock } from './chain.js';
 import { signDetached } from './sign.js';
 
 export interface WrittenRecord {
   json: string;
   signature: string;
   markdown: string;
+  /** The record as written: linked to the one before it. */
+  record: AcceptanceRecord;
 }
 
 export function writeSignedRecord(dir: string, record: AcceptanceRecord, secrets: Array<string | null>): WrittenRecord {
@@ -24,11 +28,16 @@ export function writeSignedRecord(dir: string, record: AcceptanceRecord, secrets
   }
   const stamp = record.testedAt.replace(/[-:]/g, '').replace('.', '');
   const json = join(paths.reports, `acceptance-${stamp}.json`);
-  const bytes = Buffer.from(serializeRecord(record, secrets));
-  const signature = signDetached(bytes, readFileSync(paths.signerCert, 'utf8'), readFileSync(paths.signerKey, 'utf8'));
-  writeFileAtomic(json, bytes);
-  writeFileAtomic(`${json}.p7s`, signature);
-  const markdown = json.replace(/\.json$/, '.md');
-  writeFileAtomic(markdown, renderRecordMarkdown(record, basename(json)));
-  return { json, signature: `${json}.p7s`, markdown };
+  const [certPem, keyPem] = [readFileSync(paths.signerCert, 'utf8'), readFileSync(paths.signerKey, 'utf8')];
+  return withChainLock(paths.reports, () => {
+    const linked: AcceptanceRecord = { ...record, previousRecordSha256: chainHead(paths.reports) };
+    const bytes = Buffer.from(serializeRecord(linked, secrets));
+    const signature = signDetached(bytes, certPem, keyPem);
+    // the signature first: a record file is the chain's head only once it can be verified
+    writeFileAtomic(`${json}.p7s`, signature);
+    writeFileAtomic(json, bytes);
+    const markdown = json.replace(/\.json$/, '.md');
+    writeFileAtomic(markdown, renderRecordMarkdown(linked, basename(json)));
+    return { json, signature: `${json}.p7s`, markdown, record: linked };
+  });
 }

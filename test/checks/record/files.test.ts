@@ -75,6 +75,8 @@ describe('buildRecord', () => {
       summary: { pass: 1, warn: 1, fail: 2, skip: 1, error: 1 },
       // issue 23: nothing read from the gateway here
       gatewayConfigSha256: null, gatewayRoutes: [], gatewayUndeclared: [],
+      // issue 46: linked when written
+      previousRecordSha256: null,
     });
     const gw = { configSha256: 'f'.repeat(64), routes: [], undeclared: [{ kind: 'consumer' as const, name: 'hospital-a', detail: '' }] };
     expect(buildRecord(input({ gateway: gw }))).toMatchObject({ gatewayConfigSha256: gw.configSha256, gatewayRoutes: [], gatewayUndeclared: gw.undeclared });
@@ -154,6 +156,8 @@ describe('writeSignedRecord and record verify', () => {
       json: join(reports, 'acceptance-20260304T050607089Z.json'),
       signature: join(reports, 'acceptance-20260304T050607089Z.json.p7s'),
       markdown: join(reports, 'acceptance-20260304T050607089Z.md'),
+      // the first record of the folder: it names no previous one
+      record: r,
     });
     expect(readdirSync(reports).sort()).toEqual(['acceptance-20260304T050607089Z.json', 'acceptance-20260304T050607089Z.json.p7s', 'acceptance-20260304T050607089Z.md']);
     expect(readFileSync(files.json, 'utf8')).toBe(serializeRecord(r));
