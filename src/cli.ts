@@ -11,6 +11,7 @@ const program = new Command('hospital-api')
   .version(VERSION)
   .option('--json', 'print one JSON document on stdout instead of human output')
   .option('-q, --quiet', 'no progress lines on stderr')
+  .configureHelp({ showGlobalOptions: true }) // every subcommand's help lists --json and -q (inherited)
   .showHelpAfterError()
   .exitOverride();
 
