@@ -8,7 +8,7 @@ import { colourFor } from './colour.js';
 export interface Io {
   /** True when the command was given --json. */
   json: boolean;
-  /** Colour for stdout (a no-op when stdout is not a TTY or NO_COLOR is set). */
+  /** Colour for stdout (a no-op unless colourLevel says so: src/output/colour.ts). */
   colour: ChalkInstance;
   /** Writes result text to stdout. */
   out(text: string): void;
