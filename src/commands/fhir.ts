@@ -124,7 +124,7 @@ export function register(program: Command): void {
 
   fhir
     .command('load <files...>')
-    .description('load transaction/batch Bundles and NDJSON into a FHIR server')
+    .description('load transaction/batch Bundles and NDJSON into a FHIR server (a directory: its *.json and *.ndjson files, in name order)')
     .option('--url <base>', "FHIR base URL (default: the installation's own FHIR address, else http://127.0.0.1:8080/fhir)")
     .option('--dir <dir>', 'installation whose FHIR server to load when --url is not given (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('--concurrency <n>', 'bundles in flight')
