@@ -161,12 +161,13 @@ export function register(program: Command): void {
     .option('--sizes <range>', 'resources per patient, e.g. 10-10000')
     .option('--out <dir>', 'output directory')
     .option('--format <f>', 'bundles, ndjson or both')
+    .option('--dir <dir>', 'installation the data is for: the `fhir load` command printed at the end names it')
     .action(
-      action<GlobalOptions & { patients: string; seed: string; sizes?: string; out?: string; format?: 'bundles' | 'ndjson' | 'both' }>(
+      action<GlobalOptions & { patients: string; seed: string; sizes?: string; out?: string; format?: 'bundles' | 'ndjson' | 'both'; dir?: string }>(
         'fhir generate',
         async (options, io) => {
           const { runGenerate } = await import('../fhir-data/generate/command.js');
-          return runGenerate({ patients: options.patients, seed: options.seed, ...pick(options, ['sizes', 'out', 'format']) }, io);
+          return runGenerate({ patients: options.patients, seed: options.seed, ...pick(options, ['sizes', 'out', 'format', 'dir']) }, io);
         },
       ),
     );
