@@ -124,7 +124,7 @@ export function register(program: Command): void {
 
   fhir
     .command('load <files...>')
-    .description('load transaction/batch Bundles and NDJSON into a FHIR server')
+    .description('load transaction/batch Bundles and NDJSON into a FHIR server (a directory: its *.json and *.ndjson files, in name order)')
     .option('--url <base>', "FHIR base URL (default: the installation's own FHIR address, else http://127.0.0.1:8080/fhir)")
     .option('--dir <dir>', 'installation whose FHIR server to load when --url is not given (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('--concurrency <n>', 'bundles in flight')
@@ -161,12 +161,13 @@ export function register(program: Command): void {
     .option('--sizes <range>', 'resources per patient, e.g. 10-10000')
     .option('--out <dir>', 'output directory')
     .option('--format <f>', 'bundles, ndjson or both')
+    .option('--dir <dir>', 'installation the data is for: the `fhir load` command printed at the end names it')
     .action(
-      action<GlobalOptions & { patients: string; seed: string; sizes?: string; out?: string; format?: 'bundles' | 'ndjson' | 'both' }>(
+      action<GlobalOptions & { patients: string; seed: string; sizes?: string; out?: string; format?: 'bundles' | 'ndjson' | 'both'; dir?: string }>(
         'fhir generate',
         async (options, io) => {
           const { runGenerate } = await import('../fhir-data/generate/command.js');
-          return runGenerate({ patients: options.patients, seed: options.seed, ...pick(options, ['sizes', 'out', 'format']) }, io);
+          return runGenerate({ patients: options.patients, seed: options.seed, ...pick(options, ['sizes', 'out', 'format', 'dir']) }, io);
         },
       ),
     );

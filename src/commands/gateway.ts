@@ -28,6 +28,7 @@ interface GatewayFlags extends GlobalOptions {
 
 interface ExportFlags extends GlobalOptions {
   state?: string;
+  dir?: string;
   output?: string;
   format: string;
 }
@@ -141,6 +142,7 @@ export function register(program: Command): void {
     .command('export')
     .description('write the current configuration as a Kong declarative document (YAML)')
     .option('--state <file>', 'configuration state file (default <install dir>/gateway/state.json)')
+    .option('--dir <dir>', "installation whose running gateway to export, read through its admin API (any runtime; not with --state)")
     .option('--output <file>', 'write here (mode 0600: it holds keys) instead of stdout')
     .option(
       '--format <deck|kong>',
@@ -156,7 +158,11 @@ export function register(program: Command): void {
           throw new HospitalApiError('ERR_USAGE', { detail: `--format: "${flags.format}" is not one of ${EXPORT_FORMATS.join(', ')}` });
         }
         const format = flags.format as ExportFormat;
-        const config = loadSnapshotFromFile(statePath(flags.state)).config;
+        if (flags.dir !== undefined && flags.state !== undefined) throw new HospitalApiError('ERR_USAGE', { detail: 'give --dir (a running installation) or --state (a state file), not both' });
+        const config =
+          flags.dir !== undefined
+            ? await (await import('../gateway/declarative/from-install.js')).configFromInstall(flags.dir)
+            : loadSnapshotFromFile(statePath(flags.state)).config;
         const yaml = stringify(exportDeclarative(config, format));
         const kongHashes = format === 'deck' ? kongHashedCredentials(config) : [];
         if (kongHashes.length > 0) {

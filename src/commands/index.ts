@@ -37,6 +37,9 @@ export const commands: readonly CommandEntry[] = (Object.keys(loaders) as Comman
   .sort()
   .map((name) => ({ name, summary: SUMMARIES[name], load: loaders[name] }));
 
+/** Loaded only when commander refuses an argv and --json asked for a document (cli.ts). */
+export const loadUsageError = () => import('./usage-error.js');
+
 /** The command an argv names: the first word that is not an option (`help <name>` names <name>). */
 export function commandNamed(argv: readonly string[]): string | undefined {
   const words = argv.filter((a) => !a.startsWith('-'));

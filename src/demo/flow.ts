@@ -13,7 +13,8 @@ import { readInstallConfig } from '../install-dir/install-config.js';
 import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
 import { openRuntime } from '../runtime/index.js';
 import { parseSizes } from '../fhir-data/generate/dataset.js';
-import { patientsCurl, shellQuote } from './curl.js';
+import { patientsCurl } from './curl.js';
+import { shellWord } from '../util/shell-word.js';
 import { readTokens, writeTokens, type DemoToken } from './tokens.js';
 import * as step from './steps.js';
 
@@ -131,6 +132,6 @@ export function nextCommands(dir: string, env: NodeJS.ProcessEnv = process.env):
   if (root === defaultInstallDir(env)) {
     return 'Status: `hospital-api status`   Logs: `hospital-api logs -f`   Stop: `npm stop`';
   }
-  const at = `--dir ${/^[A-Za-z0-9_./:@%+,-]+$/.test(root) ? root : shellQuote(root)}`;
+  const at = `--dir ${shellWord(root)}`;
   return `Status: \`hospital-api status ${at}\`   Logs: \`hospital-api logs -f ${at}\`   Stop: \`hospital-api down ${at}\``;
 }

@@ -35,6 +35,12 @@ export const gatewayAdminErrors = {
     exit: 1,
     hint: 'Export with --format kong (Kong\'s own form: keeps enabled: false and _transform: false; newer decK and Kong read it), or enable or delete the services first.',
   },
+  ERR_GATEWAY_EXPORT_UNAVAILABLE: {
+    message: 'The gateway of {dir} gave no configuration to export: GET /config answered {status}',
+    status: 502,
+    exit: 1,
+    hint: 'Kong with a database serves GET /config only in DB-less mode: export with decK (`deck gateway dump`), or run `hospital-api gateway export --state <file>` where the state file is.',
+  },
   ERR_GATEWAY_STATE_INVALID: {
     message: 'Gateway state file {path} is not valid: {detail}',
     status: 500,

@@ -8,7 +8,9 @@ import { colourFor } from './colour.js';
 export interface Io {
   /** True when the command was given --json. */
   json: boolean;
-  /** Colour for stdout (a no-op when stdout is not a TTY or NO_COLOR is set). */
+  /** True when the command was given -q/--quiet: no progress (log() is already silent). */
+  quiet: boolean;
+  /** Colour for stdout (a no-op unless colourLevel says so: src/output/colour.ts). */
   colour: ChalkInstance;
   /** Writes result text to stdout. */
   out(text: string): void;
@@ -53,6 +55,7 @@ export function createIo(options: IoOptions = {}): Io {
   let colour: ChalkInstance | undefined;
   return {
     json: options.json === true,
+    quiet: options.quiet === true,
     get colour() {
       return (colour ??= colourFor(stdout as NodeJS.WriteStream));
     },

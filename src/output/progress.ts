@@ -7,18 +7,30 @@ export interface Progress {
   finish(detail?: string): void;
 }
 
+export interface ProgressOptions {
+  /** How a count reads (formatBytes for bytes); plain numbers by default. */
+  format?: (n: number) => string;
+  /** --quiet: no progress at all. */
+  quiet?: boolean;
+}
+
+const SILENT: Progress = { update: () => undefined, finish: () => undefined };
+
 export function createProgress(
   label: string,
   total: number | undefined,
   stream: NodeJS.WriteStream = process.stderr,
   everyMs = 2000,
+  options: ProgressOptions = {},
 ): Progress {
+  if (options.quiet) return SILENT;
+  const format = options.format ?? String;
   const tty = stream.isTTY === true;
   let last = 0;
   const started = Date.now();
   const render = (done: number, detail?: string): string => {
     const pct = total ? ` ${Math.floor((done / total) * 100)}%` : '';
-    const count = total ? `${done}/${total}` : `${done}`;
+    const count = total ? `${format(done)}/${format(total)}` : format(done);
     const bar = total && tty ? ` [${'#'.repeat(Math.floor((done / total) * 20)).padEnd(20, '.')}]` : '';
     return `${label}${bar} ${count}${pct}${detail ? ` ${detail}` : ''}`;
   };

@@ -5,7 +5,8 @@
  *  - `01-patients.ndjson`  one transaction Bundle (≤ 100 entries) per line
  *  - `resources.ndjson`    (ndjson/both) one resource per line, ids kept
  *  - `manifest.json`       patients with their platform care id, Patient id and size
- * Load them in that order with `hospital-api fhir load DIR/00-shared.json DIR/01-patients.ndjson`.
+ * Load them in that order with `hospital-api fhir load DIR/00-shared.json DIR/01-patients.ndjson`
+ * (the line it prints names `--dir <install dir>` when it was given one: the installation the data is for).
  */
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { once } from 'node:events';
@@ -13,6 +14,7 @@ import { join, resolve } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
 import type { Io } from '../../output/io.js';
 import { writeFileAtomic } from '../../util/atomic-write.js';
+import { shellWord } from '../../util/shell-word.js';
 import { toNdjsonLines, toTransactionBundles } from './bundles.js';
 import { countByType, generateDataset } from './dataset.js';
 import { PLATFORM_CARE_ID_SYSTEM } from './model.js';
@@ -23,6 +25,8 @@ export interface GenerateOptions {
   sizes?: string;
   out?: string;
   format?: 'bundles' | 'ndjson' | 'both';
+  /** The installation the data is for: the printed `fhir load` names it (nothing is written there). */
+  dir?: string;
 }
 
 async function writeLines(path: string, lines: Iterable<string>): Promise<void> {
@@ -80,7 +84,9 @@ export async function runGenerate(options: GenerateOptions, io: Io): Promise<num
   else {
     io.out(`Generated ${dataset.patients.length} patients, ${total} resources (seed ${dataset.seed}) in ${out}`);
     for (const f of files) io.out(`  ${f}`);
-    io.out(`Load with: hospital-api fhir load ${files.filter((f) => !f.endsWith('manifest.json') && !f.endsWith('resources.ndjson')).join(' ') || files[0]}`);
+    const toLoad = files.filter((f) => !f.endsWith('manifest.json') && !f.endsWith('resources.ndjson'));
+    const at = options.dir === undefined ? '' : ` --dir ${shellWord(resolve(options.dir))}`;
+    io.out(`Load with: hospital-api fhir load${at} ${(toLoad.length ? toLoad : files.slice(0, 1)).map(shellWord).join(' ')}`);
   }
   return 0;
 }

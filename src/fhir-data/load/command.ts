@@ -1,6 +1,7 @@
 /**
- * `hospital-api fhir load <files…> [--url BASE] [--concurrency N] [--state FILE]`
- * Posts transaction/batch Bundles and NDJSON to a FHIR server, in file order
+ * `hospital-api fhir load <files or directories…> [--url BASE] [--concurrency N] [--state FILE]`
+ * Posts transaction/batch Bundles and NDJSON to a FHIR server, in file order (a directory:
+ * its *.json and *.ndjson files in name order, files.ts)
  * (so `00-shared.json` lands before the patients that point at it), up to N
  * Bundles of a file at once. Progress goes to stderr. An interrupted load leaves
  * a state file (default `.fhir-load-state.json` next to the first file) and the
@@ -11,7 +12,9 @@ import { dirname, join, resolve } from 'node:path';
 import { Agent } from 'undici';
 import { HospitalApiError } from '../../errors/index.js';
 import type { Io } from '../../output/io.js';
+import { formatBytes } from '../../output/bytes.js';
 import { createProgress } from '../../output/progress.js';
+import { loadFiles } from './files.js';
 import { postBundle, REFERENCE_NOT_FOUND } from './post.js';
 import { fileSize, readUnits, type LoadUnit } from './sources.js';
 import { LoadState } from './state.js';
@@ -56,7 +59,7 @@ export async function load(options: LoadOptions, io: Io): Promise<LoadSummary> {
   const base = parseBase(options.url ?? DEFAULT_FHIR_URL);
   const concurrency = Number(options.concurrency ?? 4);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) throw new HospitalApiError('ERR_USAGE', { detail: '--concurrency must be an integer 1..64' });
-  const files = options.files.map((f) => resolve(f));
+  const files = loadFiles(options.files);
   const sizes = files.map(fileSize); // fails early on a missing file, before anything is sent
   const statePath = resolve(options.state ?? join(dirname(files[0] as string), '.fhir-load-state.json'));
   const { state, resumed, otherUrl } = LoadState.open(statePath, base.href);
@@ -66,7 +69,7 @@ export async function load(options: LoadOptions, io: Io): Promise<LoadSummary> {
   const summary: LoadSummary = { files: files.length, bundles: 0, skipped: 0, created: 0, kept: 0, failed: 0, seconds: 0 };
   const started = Date.now();
   const total = sizes.reduce((a, b) => a + b, 0);
-  const progress = createProgress('fhir load', total);
+  const progress = createProgress('fhir load', total, process.stderr, 2000, { format: formatBytes, quiet: io.quiet });
   const agent = new Agent({ connections: concurrency, keepAliveTimeout: 10_000 });
   let firstFailure: { label: string; status: string; detail: string; code?: string } | undefined;
   let doneBytes = 0;
