@@ -12,6 +12,8 @@ export interface ProgressOptions {
   format?: (n: number) => string;
   /** --quiet: no progress at all. */
   quiet?: boolean;
+  /** Where TERM is read (default process.env): a dumb terminal gets whole lines, no redraw escapes. */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 const SILENT: Progress = { update: () => undefined, finish: () => undefined };
@@ -25,7 +27,8 @@ export function createProgress(
 ): Progress {
   if (options.quiet) return SILENT;
   const format = options.format ?? String;
-  const tty = stream.isTTY === true;
+  // a terminal that redraws in place: a TTY whose TERM is not `dumb` (which has no cursor movement)
+  const tty = stream.isTTY === true && (options.env ?? process.env).TERM !== 'dumb';
   let last = 0;
   const started = Date.now();
   const render = (done: number, detail?: string): string => {
