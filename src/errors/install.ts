@@ -127,6 +127,12 @@ export const installErrors = {
     exit: 1,
     hint: 'Each problem names a record: one removed, altered, reordered or brought in from elsewhere (see docs/operations.md, "Checking a period").',
   },
+  ERR_INSTALL_RECORD_NO_CA: {
+    message: 'No CA found beside {path}: {beside} does not exist',
+    status: 400,
+    exit: 2,
+    hint: 'Name the CA that signed it: --ca <file> (its certificate), or --dir <install dir> (the install it came from).',
+  },
   ERR_INSTALL_RECORD_FORMAT: {
     message: 'File {path} is not an acceptance record: {detail}',
     status: 400,
