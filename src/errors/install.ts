@@ -47,7 +47,7 @@ export const installErrors = {
     message: 'Consumer {username} already has a key-auth credential',
     status: 409,
     exit: 1,
-    hint: 'The key was printed when it was created. To rotate it, create a consumer with another name.',
+    hint: 'The key was printed once, when it was created. To replace it, rotate it: `hospital-api consumer rotate-key {username} --dir {dir}` (add --write-env to switch the Hospital API to the new key).',
   },
   ERR_INSTALL_KEY_TAKEN: {
     message: 'The key given with --key is already a credential of another consumer',
