@@ -88,7 +88,7 @@ export function register(program: Command): void {
           result.envWritten
             ? `Rotated: the Hospital API uses the key above (stored in hospital-api.env); the old credential ${result.revokedCredentialId} is revoked.`
             : 'Store the key above now: it is not shown again. Both keys work until you put this one in place and run ' +
-                `\`hospital-api consumer revoke-key ${args[0]} <old key id>\` (ids: \`hospital-api consumer keys ${args[0]}\`).`,
+                `\`hospital-api consumer revoke-key ${args[0]} <old key id> --dir ${dir}\` (ids: \`hospital-api consumer keys ${args[0]} --dir ${dir}\`).`,
         );
       }),
     );

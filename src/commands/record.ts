@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { HospitalApiError } from '../errors/index.js';
+import { printable } from '../output/printable.js';
 import { renderTable } from '../output/table.js';
 import { SUMMARIES } from './summaries.js';
 
@@ -52,9 +53,10 @@ export function register(program: Command): void {
         const { diffRecords, readRecord } = await import('../checks/index.js');
         const [a, b] = [args[0] as string, args[1] as string];
         const diff = diffRecords(readRecord(a), readRecord(b), { a, b });
+        // A record's text is data: its control characters (escape sequences) are shown, never sent to the terminal.
         if (io.json) io.out(JSON.stringify({ ok: true, command: 'record diff', result: diff }));
-        else if (diff.same) io.out(`no differences between ${a} and ${b}`);
-        else io.out(renderTable(['what', 'A', 'B'], diff.differences.map((d) => [d.what, d.a ?? '(absent)', d.b ?? '(absent)'])));
+        else if (diff.same) io.out(`no differences between ${printable(a)} and ${printable(b)}`);
+        else io.out(renderTable(['what', 'A', 'B'], diff.differences.map((d) => [d.what, d.a ?? '(absent)', d.b ?? '(absent)'].map(printable))));
         return diff.same ? 0 : 1;
       }),
     );

@@ -47,7 +47,7 @@ export const installErrors = {
     message: 'Consumer {username} already has a key-auth credential',
     status: 409,
     exit: 1,
-    hint: 'The key was printed when it was created. To rotate it, create a consumer with another name.',
+    hint: 'The key was printed once, when it was created. To replace it, rotate it: `hospital-api consumer rotate-key {username} --dir {dir}` (add --write-env to switch the Hospital API to the new key).',
   },
   ERR_INSTALL_KEY_TAKEN: {
     message: 'The key given with --key is already a credential of another consumer',
@@ -126,6 +126,12 @@ export const installErrors = {
     status: 400,
     exit: 1,
     hint: 'Each problem names a record: one removed, altered, reordered or brought in from elsewhere (see docs/operations.md, "Checking a period").',
+  },
+  ERR_INSTALL_RECORD_NO_CA: {
+    message: 'No CA found beside {path}: {beside} does not exist',
+    status: 400,
+    exit: 2,
+    hint: 'Name the CA that signed it: --ca <file> (its certificate), or --dir <install dir> (the install it came from).',
   },
   ERR_INSTALL_RECORD_FORMAT: {
     message: 'File {path} is not an acceptance record: {detail}',

@@ -66,7 +66,7 @@ export async function createConsumer(
   const before = await adminCall(admin, 'GET', path, undefined, [200, 404]);
   if (before.status === 200) {
     const existing = (await adminCall(admin, 'GET', `${path}/key-auth`)).body as { data?: unknown[] };
-    if ((existing.data ?? []).length > 0) throw new HospitalApiError('ERR_INSTALL_CONSUMER_EXISTS', { username });
+    if ((existing.data ?? []).length > 0) throw new HospitalApiError('ERR_INSTALL_CONSUMER_EXISTS', { username, dir: installPaths(dir).root });
   }
   // PUT by username: idempotent, so a rerun reuses a consumer left without a key.
   const consumer = (await adminCall(admin, 'PUT', path, {})).body as { id: string };
@@ -110,13 +110,13 @@ export interface KeyInfo {
   inUse: boolean;
 }
 
-async function consumerAndKeys(runtime: Runtime, username: string): Promise<{ id: string; creds: Credential[] }> {
+async function consumerAndKeys(runtime: Runtime, dir: string, username: string): Promise<{ id: string; creds: Credential[] }> {
   if (!USERNAME.test(username)) {
     throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: 'username', detail: 'letters, digits, . _ @ - (max 128)' });
   }
   const admin = runtime.admin.bind(runtime);
   const found = await adminCall(admin, 'GET', `/consumers/${encodeURIComponent(username)}`, undefined, [200, 404]);
-  if (found.status === 404) throw new HospitalApiError('ERR_KEY_NO_CONSUMER', { username });
+  if (found.status === 404) throw new HospitalApiError('ERR_KEY_NO_CONSUMER', { username, dir: installPaths(dir).root });
   const id = (found.body as { id: string }).id;
   const creds: Credential[] = [];
   let path: string | null = `/consumers/${id}/key-auth?size=1000`;
@@ -138,7 +138,7 @@ function keyInfo(c: Credential, inUseKey: string | null): KeyInfo {
 
 /** `consumer keys`: the consumer's key-auth credentials by id; never the keys themselves. */
 export async function listKeys(runtime: Runtime, dir: string, username: string): Promise<KeyInfo[]> {
-  const { creds } = await consumerAndKeys(runtime, username);
+  const { creds } = await consumerAndKeys(runtime, dir, username);
   const inUse = envKey(dir);
   return creds.map((c) => keyInfo(c, inUse));
 }
@@ -172,14 +172,14 @@ export async function rotateKey(
   const { username } = options;
   const config = readInstallConfig(dir);
   const admin = runtime.admin.bind(runtime);
-  const { id: consumerId, creds } = await consumerAndKeys(runtime, username);
+  const { id: consumerId, creds } = await consumerAndKeys(runtime, dir, username);
   const oldKey = envKey(dir);
   const old = oldKey === null ? undefined : creds.find((c) => safeEqual(c.key, oldKey));
   if (options.writeEnv && !old) {
-    throw new HospitalApiError('ERR_KEY_NOT_FOUND', { username, what: "the Hospital API's FHIR_API_KEY (it belongs to another consumer, or none)" });
+    throw new HospitalApiError('ERR_KEY_NOT_FOUND', { username, dir: installPaths(dir).root, what: "the Hospital API's FHIR_API_KEY (it belongs to another consumer, or none)" });
   }
   const fail = (step: string, detail: string, cause?: unknown): HospitalApiError =>
-    new HospitalApiError('ERR_KEY_ROTATE_FAILED', { username, step, detail }, cause === undefined ? {} : { cause });
+    new HospitalApiError('ERR_KEY_ROTATE_FAILED', { username, dir: installPaths(dir).root, step, detail }, cause === undefined ? {} : { cause });
 
   const key = generateKey();
   const created = await adminCall(admin, 'POST', `/consumers/${consumerId}/key-auth`, { key }, [201, 409]);
@@ -278,7 +278,7 @@ export async function revokeKey(
   if ((options.keyId === undefined) === (options.keyFile === undefined)) {
     throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: 'revoke-key', detail: 'give either a key id or --key-file' });
   }
-  const { id: consumerId, creds } = await consumerAndKeys(runtime, username);
+  const { id: consumerId, creds } = await consumerAndKeys(runtime, dir, username);
   let leaked: string | null = null;
   if (options.keyFile !== undefined) {
     try {
@@ -288,9 +288,9 @@ export async function revokeKey(
     }
   }
   const cred = leaked !== null ? creds.find((c) => safeEqual(c.key, leaked)) : creds.find((c) => c.id === options.keyId);
-  if (!cred) throw new HospitalApiError('ERR_KEY_NOT_FOUND', { username, what: leaked !== null ? `the key in ${options.keyFile}` : `id ${options.keyId}` });
+  if (!cred) throw new HospitalApiError('ERR_KEY_NOT_FOUND', { username, dir: installPaths(dir).root, what: leaked !== null ? `the key in ${options.keyFile}` : `id ${options.keyId}` });
   const inUse = envKey(dir);
-  if (inUse !== null && safeEqual(cred.key, inUse) && !options.force) throw new HospitalApiError('ERR_KEY_IN_USE', { username });
+  if (inUse !== null && safeEqual(cred.key, inUse) && !options.force) throw new HospitalApiError('ERR_KEY_IN_USE', { username, dir: installPaths(dir).root });
   await adminCall(runtime.admin.bind(runtime), 'DELETE', `/consumers/${consumerId}/key-auth/${cred.id}`, undefined, [204, 404]);
   log(`consumer ${username}: credential ${cred.id} revoked`);
   let probeStatus: number | null = null;
@@ -298,7 +298,7 @@ export async function revokeKey(
     const config = readInstallConfig(dir);
     // every proxy forgets it at its next database read (Runtime.gatewayPropagationMs)
     probeStatus = (await withinPropagation({ runtime }, () => probeKey(dir, config, leaked), (p) => p.status === 401)).result.status;
-    if (probeStatus !== 401) throw new HospitalApiError('ERR_KEY_ROTATE_FAILED', { username, step: 'revoke', detail: `the revoked key still answers ${probeStatus}` });
+    if (probeStatus !== 401) throw new HospitalApiError('ERR_KEY_ROTATE_FAILED', { username, dir: installPaths(dir).root, step: 'revoke', detail: `the revoked key still answers ${probeStatus}` });
     log('the gateway refuses the revoked key (401)');
   }
   return { username, revokedCredentialId: cred.id, probeStatus };

@@ -21,12 +21,21 @@ export function mergedEnv(path: string, env: NodeJS.ProcessEnv = process.env): R
 }
 
 /**
- * Quotes a value so util.parseEnv reads it back unchanged. Node's parser has no
- * escapes inside quotes (only `\n` expansion in double quotes), so pick a quote
- * character the value does not contain; single quotes are fully literal.
+ * Characters a value may hold and still be written bare (API keys, URLs, paths): none of them is read
+ * specially by util.parseEnv, systemd's EnvironmentFile or Compose's env_file (no quote, `#`, `$`,
+ * backslash or space). A bare key is what `grep FHIR_API_KEY hospital-api.env` shows, without quotes to send.
+ */
+const BARE = /^[A-Za-z0-9_.\/:+=@,-]+$/;
+
+/**
+ * Writes a value so util.parseEnv reads it back unchanged: bare when it needs no quoting, else quoted.
+ * Node's parser has no escapes inside quotes (only `\n` expansion in double quotes), so pick a quote
+ * character the value does not contain; single quotes are fully literal. Files written quoted by
+ * older versions read the same.
  */
 function quote(key: string, value: string): string {
   if (/[\r\n]/.test(value)) throw new Error(`value of ${key} must be a single line`);
+  if (BARE.test(value)) return value;
   if (!value.includes("'")) return `'${value}'`;
   if (!value.includes('"') && !value.includes('\\n')) return `"${value}"`;
   if (!value.includes('`')) return `\`${value}\``;

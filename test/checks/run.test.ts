@@ -69,7 +69,10 @@ describe('verify (stand-in stack)', () => {
     expect(readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY).toBe(key);
     expect(restarts).toEqual(['api']);
     expect(kong.state().consumers).toHaveLength(1);
-    await expect(createConsumer(runtime, dir, { username: 'hospital-a' }, () => {})).rejects.toMatchObject({ code: 'ERR_INSTALL_CONSUMER_EXISTS' });
+    await expect(createConsumer(runtime, dir, { username: 'hospital-a' }, () => {})).rejects.toMatchObject({
+      code: 'ERR_INSTALL_CONSUMER_EXISTS',
+      hint: expect.stringContaining(`\`hospital-api consumer rotate-key hospital-a --dir ${installPaths(dir).root}\``),
+    });
     // a --key already used by another consumer: refused without echoing the key
     const taken = createConsumer(runtime, dir, { username: 'hospital-b', key }, () => {});
     await expect(taken).rejects.toMatchObject({ code: 'ERR_INSTALL_KEY_TAKEN' });

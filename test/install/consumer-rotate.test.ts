@@ -77,6 +77,7 @@ describe('consumer rotate-key (issue 15)', () => {
     const r = await site.cli(['consumer', 'revoke-key', 'day2-hospital', inUse.id, '--json']);
     expect(r.code).toBe(1);
     expect(JSON.parse(r.out).error.code).toBe('ERR_KEY_IN_USE');
+    expect(JSON.parse(r.out).error.hint).toContain(`hospital-api consumer rotate-key day2-hospital --write-env --dir ${installPaths(site.dir).root}`);
     expect(await keys()).toEqual(before);
     expect((await site.post(site.patients[0]!.careId, site.tokens.find((t) => t.careId === site.patients[0]!.careId)!.token)).status).toBe(200);
   });
@@ -108,5 +109,17 @@ describe('consumer rotate-key (issue 15)', () => {
     const wrong = await site.cli(['consumer', 'revoke-key', 'day2-hospital', '00000000-0000-4000-8000-000000000000', '--json']);
     expect(wrong.code).toBe(1);
     expect(JSON.parse(wrong.out).error.code).toBe('ERR_KEY_NOT_FOUND');
+    const root = installPaths(site.dir).root;
+    expect(JSON.parse(unknown.out).error.hint).toContain(`hospital-api consumer create nobody --dir ${root}`);
+    expect(JSON.parse(wrong.out).error.hint).toContain(`hospital-api consumer keys day2-hospital --dir ${root}`);
+  });
+
+  it('consumer create of a consumer that exists points to rotate-key for that consumer and directory, not to another consumer', async () => {
+    const r = await site.cli(['consumer', 'create', 'day2-hospital', '--json']);
+    expect(r.code).toBe(1);
+    const error = JSON.parse(r.out).error;
+    expect(error.code).toBe('ERR_INSTALL_CONSUMER_EXISTS');
+    expect(error.hint).toContain(`hospital-api consumer rotate-key day2-hospital --dir ${installPaths(site.dir).root}`);
+    expect(error.hint).not.toMatch(/another name/);
   });
 });

@@ -3,12 +3,10 @@
  * the result, the gateway configuration's SHA-256, each check's status, the
  * routes to the FHIR server and what they answered, the objects install did
  * not make, the components' versions and the gateway certificate. Content
- * only: `record verify` proves a record's signature.
+ * only: `record verify` proves a record's signature; read-record.ts reads a
+ * record file back and refuses one whose shape diff cannot read.
  */
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { HospitalApiError } from '../../errors/index.js';
-import { RECORD_FORMAT, type AcceptanceRecord } from './build.js';
+import type { AcceptanceRecord } from './build.js';
 
 export interface RecordDifference {
   /** What differs: `result`, `gatewayConfigSha256`, `check <id>`, `route <name>`, `undeclared <kind> <name>`, `version <component>`, `gatewayCertificate`. */
@@ -23,26 +21,6 @@ export interface RecordDiff {
   b: string;
   same: boolean;
   differences: RecordDifference[];
-}
-
-/** @throws ERR_FILE_READ, ERR_INSTALL_RECORD_FORMAT */
-export function readRecord(path: string): AcceptanceRecord {
-  const file = resolve(path);
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new HospitalApiError('ERR_FILE_READ', { path: file, detail: (err as NodeJS.ErrnoException).code ?? String(err) }, { cause: err });
-  }
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch {
-    throw new HospitalApiError('ERR_INSTALL_RECORD_FORMAT', { path: file, detail: 'not JSON' });
-  }
-  const format = (doc as { format?: unknown } | null)?.format;
-  if (format !== RECORD_FORMAT) throw new HospitalApiError('ERR_INSTALL_RECORD_FORMAT', { path: file, detail: `format is ${JSON.stringify(format ?? null)}, not ${RECORD_FORMAT}` });
-  return doc as AcceptanceRecord;
 }
 
 /** Items keyed by name in A and B; one difference per key whose value differs. */
@@ -67,8 +45,8 @@ export function diffRecords(a: AcceptanceRecord, b: AcceptanceRecord, names: { a
   };
   scalar('result', a.result, b.result);
   scalar('gatewayConfigSha256', a.gatewayConfigSha256 ?? null, b.gatewayConfigSha256 ?? null);
-  scalar('toolkitVersion', a.toolkitVersion, b.toolkitVersion);
-  scalar('runtime', a.runtime, b.runtime);
+  scalar('toolkitVersion', a.toolkitVersion ?? null, b.toolkitVersion ?? null);
+  scalar('runtime', a.runtime ?? null, b.runtime ?? null);
   scalar('gatewayCertificate', a.gateway?.certificate?.fingerprint256 ?? null, b.gateway?.certificate?.fingerprint256 ?? null);
   const check = (c: AcceptanceRecord['checks'][number]): string => `${c.status}: ${c.summary}`;
   d.push(...keyed('check', map(a.checks, (c) => c.id, check), map(b.checks, (c) => c.id, check)));

@@ -2,9 +2,11 @@
  * Issue 23: `record diff A B`, through the real CLI (a child process) on
  * record files as verify writes them: the table by default, one JSON
  * document with --json, exit 0 when nothing differs and 1 when something
- * does, and a coded error for a file that is not a record.
+ * does, and a coded error for a file that is not a record: one of another
+ * shape, a device, a directory, one too large. Its text never reaches the
+ * terminal as control characters.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildRecord, serializeRecord, type AcceptanceRecord, type RecordInput } from '../../../src/checks/record/build.js';
@@ -97,5 +99,65 @@ describe('record diff', () => {
     writeFileSync(garbage, 'not json');
     expect((await runCli(['record', 'diff', garbage, notRecord])).exitCode).toBe(2);
     expect((await runCli(['record', 'diff', join(tempDir(), 'missing.json'), notRecord])).exitCode).toBe(3);
+  });
+
+  it('human output: control characters from a record (ESC sequences, BEL, DEL, C1) are shown escaped, never sent; --json keeps them exact', async () => {
+    const hostile = '\x1b]0;owned\x07\x1b[2J\x1b[31mred\x9b1m\x7fend\r\ttab';
+    const a = write(record(), 'a.json');
+    const b = write(record({ checks: [check('gateway-drift', 'fail', hostile), check('fhir-routes-\x1b[8mhidden', 'pass')] }), 'b.json');
+    const r = await runCli(['record', 'diff', a, b]);
+    expect(r.exitCode).toBe(1);
+    const out = String(r.stdout);
+    expect(out).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(out).toContain('fail: \\x1b]0;owned\\x07\\x1b[2J\\x1b[31mred\\x9b1m\\x7fend\\x0d\\x09tab');
+    expect(out).toContain('check fhir-routes-\\x1b[8mhidden');
+    const json = await runCli(['record', 'diff', a, b, '--json']);
+    const doc = JSON.parse(String(json.stdout));
+    expect(doc.result.differences.find((d: { what: string }) => d.what === 'check gateway-drift').b).toBe(`fail: ${hostile}`);
+  });
+
+  it('a record whose lists or their entries have another shape: ERR_INSTALL_RECORD_FORMAT (exit 2) naming the file and the field, never an internal error', async () => {
+    const good = write(record(), 'a.json');
+    const shapes: Array<[string, unknown, RegExp]> = [
+      ['checks', {}, /checks: must be array/],
+      ['checks', 'x', /checks: must be array/],
+      ['gatewayRoutes', 5, /gatewayRoutes: must be array/],
+      ['versions', { gateway: '1' }, /versions: must be array/],
+      ['gatewayUndeclared', true, /gatewayUndeclared: must be array/],
+      ['checks', [1], /checks\[0\]: must be object/],
+      ['checks', [null], /checks\[0\]: must be object/],
+      ['checks', [{ id: { toString: 1 }, status: 'pass', summary: 's' }], /checks\[0\]\.id: must be string/],
+      ['gatewayRoutes', [{ ...closed, guards: 'key-auth' }], /gatewayRoutes\[0\]\.guards: must be array/],
+      ['gatewayRoutes', [['a']], /gatewayRoutes\[0\]: must be object/],
+      ['versions', ['gateway'], /versions\[0\]: must be object/],
+      ['gatewayUndeclared', [{ kind: 'route' }], /gatewayUndeclared\[0\]\.name is missing/],
+    ];
+    const runs = shapes.flatMap(([field, value, message], i) => {
+      const file = join(tempDir(), `${field}-${i}.json`);
+      writeFileSync(file, JSON.stringify({ ...record(), [field]: value }));
+      return [[good, file], [file, good]].map(async (args) => ({ field, file, message, r: await runCli(['record', 'diff', ...args, '--json']) }));
+    });
+    for (const { field, file, message, r } of await Promise.all(runs)) {
+      expect([field, r.exitCode], String(r.stdout)).toEqual([field, 2]);
+      const error = JSON.parse(String(r.stdout)).error;
+      expect(error.code).toBe('ERR_INSTALL_RECORD_FORMAT');
+      expect(error.message).toContain(file);
+      expect(error.message).toMatch(message);
+    }
+  });
+
+  it('refuses what is not a regular file (a device, a directory) and a file over 16 MiB before reading it all', async () => {
+    const good = write(record(), 'a.json');
+    const zero = await runCli(['record', 'diff', '/dev/zero', good, '--json'], { timeout: 20_000 });
+    expect(zero.exitCode).toBe(2);
+    expect(JSON.parse(String(zero.stdout)).error).toMatchObject({ code: 'ERR_INSTALL_RECORD_FORMAT', message: expect.stringMatching(/\/dev\/zero .*a character device, not a regular file/) });
+    const folder = join(tempDir(), 'folder.json');
+    mkdirSync(folder);
+    const dir = await runCli(['record', 'diff', good, folder, '--json']);
+    expect([dir.exitCode, JSON.parse(String(dir.stdout)).error.message]).toEqual([2, expect.stringContaining('a directory, not a regular file')]);
+    const big = write(record(), 'big.json');
+    truncateSync(big, 16 * 1024 * 1024 + 1);
+    const large = await runCli(['record', 'diff', good, big, '--json']);
+    expect([large.exitCode, JSON.parse(String(large.stdout)).error.message]).toEqual([2, expect.stringContaining('larger than 16 MiB')]);
   });
 });

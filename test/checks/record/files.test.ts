@@ -19,6 +19,7 @@ import type { CheckResult } from '../../../src/checks/types.js';
 import { describeCertificate } from '../../../src/tls/inspect.js';
 import { generateCa, issueCertificate } from '../../../src/tls/pki.js';
 import { VERSION } from '../../../src/version.js';
+import { runCli } from '../../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
 afterAll(removeTempDirs);
@@ -215,6 +216,29 @@ describe('writeSignedRecord and record verify', () => {
       if (saved === undefined) delete process.env.HOSPITAL_API_DIR;
       else process.env.HOSPITAL_API_DIR = saved;
     }
+  });
+
+  it('a record outside any install, with no default install either: a usage error asking for --ca or --dir, naming no CA file the user never gave', async () => {
+    const dir = installDir();
+    const files = writeSignedRecord(dir, buildRecord(input()), []);
+    const loose = join(tempDir(), 'a', 'b.json');
+    mkdirSync(join(loose, '..'), { recursive: true });
+    writeFileSync(loose, readFileSync(files.json));
+    writeFileSync(`${loose}.p7s`, readFileSync(files.signature));
+    const nowhere = join(tempDir(), 'no-install');
+    const r = await runCli(['record', 'verify', loose, '--json'], { env: { HOSPITAL_API_DIR: nowhere } });
+    expect(r.exitCode).toBe(2);
+    const error = JSON.parse(String(r.stdout)).error;
+    expect(error.code).toBe('ERR_INSTALL_RECORD_NO_CA');
+    expect(error.message).toContain(`No CA found beside ${loose}`);
+    expect(error.message).not.toContain(nowhere);
+    expect(error.hint).toMatch(/--ca <file>.*--dir <install dir>/);
+    const chain = await runCli(['record', 'verify', '--chain', join(loose, '..')], { env: { HOSPITAL_API_DIR: nowhere } });
+    expect(chain.exitCode).toBe(2);
+    expect(String(chain.stderr)).toContain('ERR_INSTALL_RECORD_NO_CA');
+    // given --ca or --dir, the same record verifies
+    expect((await runCli(['record', 'verify', loose, '--ca', installPaths(dir).caCert], { env: { HOSPITAL_API_DIR: nowhere } })).exitCode).toBe(0);
+    expect((await runCli(['record', 'verify', loose, '--dir', dir], { env: { HOSPITAL_API_DIR: nowhere } })).exitCode).toBe(0);
   });
 
   it('names the file it cannot read, and refuses a changed record', () => {
