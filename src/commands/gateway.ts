@@ -161,7 +161,7 @@ export function register(program: Command): void {
         if (flags.dir !== undefined && flags.state !== undefined) throw new HospitalApiError('ERR_USAGE', { detail: 'give --dir (a running installation) or --state (a state file), not both' });
         const config =
           flags.dir !== undefined
-            ? await (await import('../gateway/declarative/from-install.js')).configFromInstall(flags.dir)
+            ? await (await import('../runtime/gateway-config.js')).configFromInstall(flags.dir)
             : loadSnapshotFromFile(statePath(flags.state)).config;
         const yaml = stringify(exportDeclarative(config, format));
         const kongHashes = format === 'deck' ? kongHashedCredentials(config) : [];

@@ -5,13 +5,13 @@
  * so either export format can be written from it. Its keys stay in memory and in the output.
  */
 import { parse as parseYaml } from 'yaml';
-import { HospitalApiError } from '../../errors/index.js';
-import type { GatewayConfig } from '../model/types.js';
-import { parseDeclarative } from './parse.js';
+import { HospitalApiError } from '../errors/index.js';
+import type { GatewayConfig } from '../gateway/model/types.js';
+import { parseDeclarative } from '../gateway/declarative/parse.js';
+import { openRuntime } from './index.js';
 
 /** @throws ERR_RUNTIME_NOT_INSTALLED, ERR_RUNTIME_ADMIN_UNREACHABLE, ERR_GATEWAY_EXPORT_UNAVAILABLE */
 export async function configFromInstall(dir: string): Promise<GatewayConfig> {
-  const { openRuntime } = await import('../../runtime/index.js');
   const runtime = await openRuntime(dir);
   const res = await runtime.admin('GET', '/config');
   const yaml = (res.body as { config?: unknown } | null)?.config;
