@@ -11,21 +11,16 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { buildRecord, type RecordInput } from '../../../src/checks/record/build.js';
 import { recordFiles, verifyChain, withChainLock } from '../../../src/checks/record/chain.js';
 import { writeSignedRecord } from '../../../src/checks/record/write.js';
-import type { InstallConfig } from '../../../src/install-dir/install-config.js';
 import { installPaths } from '../../../src/install-dir/layout.js';
 import { describeCertificate } from '../../../src/tls/inspect.js';
 import { generateCa, issueCertificate, type KeyAndCert } from '../../../src/tls/pki.js';
 import { runCli } from '../../helpers/cli.js';
+import { installConfig } from '../../helpers/install-config.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
 afterAll(removeTempDirs);
 
-const config: InstallConfig = {
-  formatVersion: 1, runtime: 'native', hosts: ['gw.example'],
-  ports: { api: 9000, fhir: 8080, gatewayHttp: 8000, gatewayHttps: 8443, gatewayAdmin: 8001, metrics: 9464 },
-  platformApiUrl: null, caGenerated: true, cors: { origins: ['*'], headers: null, exposedHeaders: null },
-  toolkitVersion: '0.0.0', installedAt: '2026-01-01T00:00:00.000Z', demo: false,
-};
+const config = installConfig({ runtime: 'native', hosts: ['gw.example'] });
 
 /** An install directory with its own CA and record signer. */
 function install(): { dir: string; ca: KeyAndCert } {

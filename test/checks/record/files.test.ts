@@ -147,6 +147,17 @@ describe('the Markdown copy', () => {
   });
 });
 
+/** A record signed in an install directory, copied (with its signature) to a folder outside any install. */
+function looseRecord(): { dir: string; files: ReturnType<typeof writeSignedRecord>; loose: string } {
+  const dir = installDir();
+  const files = writeSignedRecord(dir, buildRecord(input()), []);
+  const loose = join(tempDir(), 'a', 'b.json');
+  mkdirSync(join(loose, '..'), { recursive: true });
+  writeFileSync(loose, readFileSync(files.json));
+  writeFileSync(`${loose}.p7s`, readFileSync(files.signature));
+  return { dir, files, loose };
+}
+
 describe('writeSignedRecord and record verify', () => {
   it('writes acceptance-<time>.json, its .p7s and a .md into reports/, signed by the install signer', () => {
     const dir = installDir();
@@ -202,12 +213,7 @@ describe('writeSignedRecord and record verify', () => {
   });
 
   it('a record outside an install directory is checked against the default install\'s CA', () => {
-    const dir = installDir();
-    const files = writeSignedRecord(dir, buildRecord(input()), []);
-    const loose = join(tempDir(), 'a', 'b.json');
-    mkdirSync(join(loose, '..'), { recursive: true });
-    writeFileSync(loose, readFileSync(files.json));
-    writeFileSync(`${loose}.p7s`, readFileSync(files.signature));
+    const { dir, loose } = looseRecord();
     const saved = process.env.HOSPITAL_API_DIR;
     process.env.HOSPITAL_API_DIR = dir;
     try {
@@ -219,12 +225,7 @@ describe('writeSignedRecord and record verify', () => {
   });
 
   it('a record outside any install, with no default install either: a usage error asking for --ca or --dir, naming no CA file the user never gave', async () => {
-    const dir = installDir();
-    const files = writeSignedRecord(dir, buildRecord(input()), []);
-    const loose = join(tempDir(), 'a', 'b.json');
-    mkdirSync(join(loose, '..'), { recursive: true });
-    writeFileSync(loose, readFileSync(files.json));
-    writeFileSync(`${loose}.p7s`, readFileSync(files.signature));
+    const { dir, loose } = looseRecord();
     const nowhere = join(tempDir(), 'no-install');
     const r = await runCli(['record', 'verify', loose, '--json'], { env: { HOSPITAL_API_DIR: nowhere } });
     expect(r.exitCode).toBe(2);
