@@ -65,8 +65,47 @@ describe('shipped alert rules', () => {
 describe('shipped Grafana dashboard', () => {
   const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
     __inputs: Array<{ name: string }>;
-    panels: Array<{ title: string; targets: Array<{ expr: string }> }>;
+    templating: { list: Array<{ name: string; type: string; query: string; current: { value: string } }> };
+    panels: Array<{ title: string; datasource: { uid: string }; targets: Array<{ expr: string; datasource: { uid: string } }> }>;
   };
+  const exprOf = (title: string): string => dashboard.panels.find((p) => p.title === title)!.targets[0]!.expr;
+
+  it('issue 48: a datasource variable, imported as the chosen Prometheus, that every panel and query uses', () => {
+    expect(dashboard.templating.list).toEqual([expect.objectContaining({ name: 'datasource', type: 'datasource', query: 'prometheus', current: expect.objectContaining({ value: '${DS_PROMETHEUS}' }) })]);
+    for (const p of dashboard.panels) {
+      expect([p.title, p.datasource.uid]).toEqual([p.title, '${datasource}']);
+      for (const t of p.targets) expect([p.title, t.datasource.uid]).toEqual([p.title, '${datasource}']);
+    }
+  });
+
+  it.skipIf(!hasPromtool)('issue 48: the 5xx ratio panels show 0 with traffic and no 5xx, not "No data"; the ratio with some', async () => {
+    const dir = tempDir('monitoring-5xx-');
+    writeFileSync(join(dir, 'empty.yml'), 'groups: []\n');
+    const test = {
+      rule_files: ['empty.yml'],
+      evaluation_interval: '1m',
+      tests: [
+        {
+          interval: '1m',
+          input_series: [
+            // 60 answers a minute on each, and 6 a minute of them 5xx on the second
+            { series: 'hospital_api_requests_total{route="/api/patients",status="200"}', values: '0+60x10' },
+            { series: 'hospital_api_requests_total{route="/api/health-check",status="200"}', values: '0+54x10' },
+            { series: 'hospital_api_requests_total{route="/api/health-check",status="503"}', values: '0+6x10' },
+            { series: 'kong_http_requests_total{service="fhir-api-key-auth",route="r",code="200"}', values: '0+60x10' },
+          ],
+          promql_expr_test: [
+            { expr: exprOf('API 5xx ratio'), eval_time: '10m', exp_samples: [{ labels: '{route="/api/patients"}', value: 0 }, { labels: '{route="/api/health-check"}', value: 0.1 }] },
+            { expr: exprOf('Gateway 5xx ratio'), eval_time: '10m', exp_samples: [{ labels: '{service="fhir-api-key-auth"}', value: 0 }] },
+          ],
+        },
+      ],
+    };
+    writeFileSync(join(dir, 'ratios.test.yml'), stringify(test));
+    const r = await promtool(['test', 'rules', 'ratios.test.yml'], dir);
+    expect(r.output).toContain('SUCCESS');
+    expect(r.exitCode).toBe(0);
+  });
 
   it('has the panels the issue lists, on an imported Prometheus data source', () => {
     expect(dashboard.__inputs.map((i) => i.name)).toEqual(['DS_PROMETHEUS']);
