@@ -45,7 +45,7 @@ export function register(program: Command): void {
     .command('renew')
     .description('re-issue the gateway and record-signing certificates from the hospital CA (or install the given ones) without downtime')
     .option('--dir <dir>', DIR_HELP)
-    .option('--days <n>', 'validity of re-issued certificates in days, at most 397 (default: 397 for the gateway, 825 for the record signer)')
+    .option('--days <n>', 'validity of re-issued certificates in days, at most 365 (default: 365 for the gateway, 825 for the record signer)')
     .option('--ca-key <file>', 'the hospital CA key (of the new CA with --ca-cert), used once to issue and never stored (when install did not generate the CA)')
     .option('--renew-ca', 'a new CA first (installs that generated theirs): tls/ca.pem holds it and the previous CA; the API trusts it without a restart; then both certificates are issued from it')
     .option('--ca-cert <file>', "the hospital's new CA (with --ca-key), installed as --renew-ca installs a generated one")

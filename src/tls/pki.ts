@@ -10,13 +10,15 @@ import forge from 'node-forge';
 import { HospitalApiError } from '../errors/index.js';
 
 /**
- * The longest a server certificate issued here lives: 397 days, so that with
- * the 5-minute backdated start it stays under the 398 days that the
- * CA/Browser Forum Baseline Requirements (section 6.3.2) and Apple's and
- * Chrome's root programs allow a TLS server certificate; scanners of a
- * private PKI flag longer ones. `cert renew` issues the next one.
+ * The longest a server certificate issued here lives: 365 days, so that with
+ * the 5-minute backdated start it stays within the 366 days of Mozilla's
+ * Server Side TLS guidelines (intermediate configuration: "Certificate
+ * lifespan: 90 days (recommended) to 366 days"), which Kong's default
+ * `ssl_cipher_suite = intermediate` follows, and well under the 398 days of
+ * the CA/Browser Forum Baseline Requirements (section 6.3.2). `cert renew`
+ * issues the next one.
  */
-export const SERVER_CERT_MAX_DAYS = 397;
+export const SERVER_CERT_MAX_DAYS = 365;
 
 /** Record-signing certificates are no TLS server's: they keep the longer default. */
 const SIGNING_CERT_DAYS = 825;

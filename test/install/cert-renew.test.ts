@@ -55,8 +55,8 @@ const metricDays = async (): Promise<Record<string, number>> => {
 describe('cert renew (issue 15)', () => {
   it('re-issues both certificates; the gateway takes the new one with no dropped connection or failed request', async () => {
     const before = await certDays(['status']);
-    // install issued it for 397 days, the longest a server certificate lives
-    expect(before.days.gateway).toBe(396);
+    // install issued it for 365 days, the longest a server certificate lives
+    expect(before.days.gateway).toBe(364);
     // The API's metrics show the same days as status, for the install's certificates and the CA the API trusts.
     const metricsBefore = await metricDays();
     expect(metricsBefore).toEqual({ ...before.days, 'fhir-ca-trusted': before.days.ca });
@@ -162,10 +162,10 @@ describe('cert renew (issue 15)', () => {
 
     const c = await site.cli(['cert', 'renew', '--days', '0', '--json']);
     expect(c.code).toBe(2);
-    // a server certificate lives at most 397 days (SERVER_CERT_MAX_DAYS)
-    const d = await site.cli(['cert', 'renew', '--days', '398', '--json']);
+    // a server certificate lives at most 365 days (SERVER_CERT_MAX_DAYS)
+    const d = await site.cli(['cert', 'renew', '--days', '366', '--json']);
     expect(d.code).toBe(2);
-    expect(JSON.parse(d.out).error.message).toContain('from 1 to 397');
+    expect(JSON.parse(d.out).error.message).toContain('from 1 to 365');
     expect(tlsDigest()).toBe(before);
     expect(await presented()).toBe(gatewayBefore);
   });
@@ -262,9 +262,9 @@ describe('a new CA (issue 15: the CA nears expiry, or the hospital changes PKI)'
     // Later renewals issue from it with its key given once more.
     const again = await site.cli(['cert', 'renew', '--ca-key', join(dir, 'ca.key')]);
     expect(again.code, again.err).toBe(0);
-    // without --days: 397 days for the gateway (the longest a server certificate lives), 825 for the record signer
+    // without --days: 365 days for the gateway (the longest a server certificate lives), 825 for the record signer
     const left = (await certDays(['status'])).days;
-    expect([left.gateway, left['record-signer']]).toEqual([396, 824]);
+    expect([left.gateway, left['record-signer']]).toEqual([364, 824]);
     expect(new X509Certificate(readFileSync(paths.gatewayCert)).checkIssued(new X509Certificate(hospital.certPem))).toBe(true);
   });
 

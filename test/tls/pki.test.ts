@@ -25,16 +25,16 @@ describe('pki', () => {
     expect(describeCertificate(cert).subject).toBe('CN=gw.test');
   });
 
-  it('a server certificate lives at most 397 days from its backdated start (under the 398 a TLS scanner allows); longer is refused; a signer keeps 825', () => {
+  it("a server certificate lives at most 365 days from its backdated start (within Mozilla's 366); longer is refused; a signer keeps 825", () => {
     const span = (pem: string) => {
       const c = new X509Certificate(pem);
       return (Date.parse(c.validTo) - Date.parse(c.validFrom)) / 86_400_000;
     };
     const lived = span(server.certPem);
-    expect(lived).toBeGreaterThan(397);
-    expect(lived).toBeLessThan(398);
-    expect(SERVER_CERT_MAX_DAYS).toBe(397);
-    expect(() => issueCertificate(ca, { commonName: 'gw.test', usage: 'server', days: 398 })).toThrow(expect.objectContaining({ code: 'ERR_INSTALL_BAD_OPTION' }));
+    expect(lived).toBeGreaterThan(365);
+    expect(lived).toBeLessThanOrEqual(366);
+    expect(SERVER_CERT_MAX_DAYS).toBe(365);
+    expect(() => issueCertificate(ca, { commonName: 'gw.test', usage: 'server', days: 366 })).toThrow(expect.objectContaining({ code: 'ERR_INSTALL_BAD_OPTION' }));
     expect(Math.round(span(issueCertificate(ca, { commonName: 'signer', usage: 'signing' }).certPem))).toBe(825);
   });
 
