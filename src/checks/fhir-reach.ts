@@ -22,7 +22,8 @@
  * https) decide on which scheme it runs.
  */
 import { RE2JS } from 're2js';
-import { BlockList, isIP } from 'node:net';
+import { isIP, type BlockList } from 'node:net';
+import { blockListOf, parseIpOrCidr, type IpRange } from '../util/ip-list.js';
 import type { FhirListener, HostResolution } from '../runtime/types.js';
 import type { GatewayObject, GatewaySnapshot } from './gateway-snapshot.js';
 
@@ -49,6 +50,7 @@ export interface RouteGuard {
 }
 
 export interface FhirRoute {
+  routeId: string;
   route: string;
   service: string;
   /**
@@ -101,15 +103,7 @@ interface Answering {
 }
 
 function compile(listeners: readonly FhirListener[]): Answering[] {
-  return listeners.map((listener) => {
-    const ranges = new BlockList();
-    for (const r of listener.ranges) {
-      const [ip, prefix] = r.split('/') as [string, string | undefined];
-      const family = isIP(ip);
-      if (family === 4 || family === 6) ranges.addSubnet(ip, Number(prefix ?? (family === 4 ? 32 : 128)), family === 4 ? 'ipv4' : 'ipv6');
-    }
-    return { listener, ranges };
-  });
+  return listeners.map((listener) => ({ listener, ranges: blockListOf(listener.ranges.map(parseIpOrCidr).filter((r): r is IpRange => r !== null)) }));
 }
 
 /** Where one destination's traffic goes: the FHIR server (how), maybe (unresolved: why), or elsewhere (null). */
@@ -216,10 +210,13 @@ export function gatewayRoutes(snapshot: GatewaySnapshot, reach: GatewayReach): G
   return out.sort((a, b) => a.route.localeCompare(b.route));
 }
 
-/** Every route whose traffic reaches (or may reach) the FHIR server, with what guards it on each scheme it takes. */
-export function fhirRoutes(snapshot: GatewaySnapshot, reach: GatewayReach): FhirRoute[] {
+/**
+ * Every route whose traffic reaches (or may reach) the FHIR server, with what guards it on each scheme
+ * it takes; of `routes` when the caller has them already.
+ */
+export function fhirRoutes(snapshot: GatewaySnapshot, reach: GatewayReach, routes: readonly GatewayRoute[] = gatewayRoutes(snapshot, reach)): FhirRoute[] {
   const out: FhirRoute[] = [];
-  for (const r of gatewayRoutes(snapshot, reach)) {
+  for (const r of routes) {
     if (r.via === null) continue;
     const route = snapshot.routes.find((x) => x.id === r.routeId)!;
     const serviceId = refId(route.service);
@@ -231,7 +228,7 @@ export function fhirRoutes(snapshot: GatewaySnapshot, reach: GatewayReach): Fhir
     // grpc(s), tcp, tls, ws(s): not probed here, so not proven closed
     for (const p of r.protocols) if (p !== 'http' && p !== 'https') problems.push(`takes ${p} (not probed: not proven closed)`);
     for (const g of guards) if (g.problem && !problems.includes(g.problem)) problems.push(g.problem);
-    out.push({ route: r.route, service: r.service, via: r.via, protocols, guards, problems, request: r.request });
+    out.push({ routeId: r.routeId, route: r.route, service: r.service, via: r.via, protocols, guards, problems, request: r.request });
   }
   return out;
 }

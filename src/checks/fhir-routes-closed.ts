@@ -153,15 +153,16 @@ export const fhirRoutesClosed: Check = {
       return { status: 'fail', summary: 'where the FHIR server answers could not be read, so no route is proven closed', detail: '', hint: 'Start the stack (`hospital-api up`) and verify again.' };
     }
     const reach: GatewayReach = { resolutions, listeners };
-    const toFhir = new Map(fhirRoutes(snapshot, reach).map((r) => [r.route, r]));
+    const routes = gatewayRoutes(snapshot, reach);
+    const toFhir = new Map(fhirRoutes(snapshot, reach, routes).map((r) => [r.routeId, r]));
     // the gateway's plain HTTP listener is on this host natively; Kong's (8000) is not published by the docker runtime
     const httpBase = profileOf(ctx.config.runtime).gatewayHttpOnHost ? ctx.urls.gatewayHttp : null;
     const agents = new Map<string, Dispatcher>();
     const findings: GatewayRouteFinding[] = [];
     let elsewhere = 0;
     try {
-      for (const [i, r] of gatewayRoutes(snapshot, reach).entries()) {
-        const fhir = toFhir.get(r.route);
+      for (const [i, r] of routes.entries()) {
+        const fhir = toFhir.get(r.routeId);
         const problems = [...(fhir?.problems ?? [])];
         let answers: Answer[] = [];
         if (i >= MAX_PROBED_ROUTES) problems.push(`not probed (more than ${MAX_PROBED_ROUTES} routes): not proven closed`);

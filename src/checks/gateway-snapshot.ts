@@ -34,13 +34,12 @@ export async function listAll(ctx: { runtime: Pick<Runtime, 'admin'> }, path: st
 
 /** Reads everything the gateway holds (once per run: facts.ts). */
 export async function readGatewaySnapshot(runtime: Pick<Runtime, 'admin'>): Promise<GatewaySnapshot> {
-  const ctx = { runtime };
   const [services, routes, upstreams, plugins, consumers] = await Promise.all(
-    ['/services', '/routes', '/upstreams', '/plugins', '/consumers'].map((p) => listAll(ctx, p)),
+    ['/services', '/routes', '/upstreams', '/plugins', '/consumers'].map((p) => listAll({ runtime }, p)),
   );
   // Kong 3 has no flat /targets (kong/api/routes/targets.lua): per upstream
   const targets: GatewayObject[] = [];
-  for (const u of upstreams!) targets.push(...(await listAll(ctx, `/upstreams/${encodeURIComponent(u.id)}/targets`)));
+  for (const u of upstreams!) targets.push(...(await listAll({ runtime }, `/upstreams/${encodeURIComponent(u.id)}/targets`)));
   return { services: services!, routes: routes!, upstreams: upstreams!, targets, plugins: plugins!, consumers: consumers! };
 }
 

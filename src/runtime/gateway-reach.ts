@@ -8,6 +8,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import { canonicalIpv6, singleAddressRange } from '../util/ip-list.js';
 import type { FhirListener, HostResolution } from './types.js';
 
 /** A host name's resolution is bounded: a resolver that does not answer proves nothing (the route then fails). */
@@ -25,7 +26,7 @@ export function canonicalIp(address: string): string | null {
   const family = isIP(ip);
   if (family === 4) return ip;
   if (family !== 6) return null;
-  const host = new URL(`http://[${ip}]/`).hostname.slice(1, -1);
+  const host = canonicalIpv6(ip);
   if (!host.startsWith('::ffff:')) return host;
   const groups = host.slice('::ffff:'.length).split(':');
   if (groups.length !== 2) return host;
@@ -69,7 +70,7 @@ function interfaceRanges(family: 4 | 6): string[] {
   return Object.values(networkInterfaces())
     .flat()
     .filter((a) => a && (a.family === 'IPv4' ? 4 : 6) === family)
-    .map((a) => `${canonicalIp(a!.address)}/${family === 4 ? 32 : 128}`);
+    .map((a) => singleAddressRange(canonicalIp(a!.address)!));
 }
 
 /**
@@ -87,7 +88,7 @@ export function listenerRanges(bind: string): string[] {
   if (ip === null) return [];
   if (ip.startsWith('127.')) return ['127.0.0.0/8', '0.0.0.0/32'];
   if (ip === '::1') return ['::1/128', '::/128'];
-  return [`${ip}/${isIP(ip) === 4 ? 32 : 128}`];
+  return [singleAddressRange(ip)];
 }
 
 /** One listener on this host: `name` bound to `bind`, answering on `port`. */

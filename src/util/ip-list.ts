@@ -29,3 +29,20 @@ export function blockListOf(ranges: Iterable<IpRange>): BlockList {
   for (const r of ranges) list.addSubnet(r.ip, r.prefix, r.family === 4 ? 'ipv4' : 'ipv6');
   return list;
 }
+
+/**
+ * An IPv6 address in WHATWG's canonical form (lower case, compressed: `0:0::1` → `::1`), as browsers
+ * write it in a Host header; an address it cannot parse (one with a zone id) is kept as written.
+ */
+export function canonicalIpv6(ip: string): string {
+  try {
+    return new URL(`http://[${ip}]/`).hostname.slice(1, -1);
+  } catch {
+    return ip;
+  }
+}
+
+/** The range of exactly one address: `ip/32` or `ip/128`. */
+export function singleAddressRange(ip: string): string {
+  return `${ip}/${isIP(ip) === 6 ? 128 : 32}`;
+}

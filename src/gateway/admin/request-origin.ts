@@ -15,19 +15,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { isIPv6 } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import { canonicalIpv6 } from '../../util/ip-list.js';
 import { isLoopback } from '../../util/listen-address.js';
 
 export const REFUSED_HOST = 'The admin API answers only requests addressed to its own address (Host header)';
 export const REFUSED_ORIGIN = 'The admin API refuses requests sent from another web origin';
-
-/** `::0:1` → `::1` (the form browsers send); an address with a zone id is kept as written. */
-function canonicalIpv6(ip: string): string {
-  try {
-    return new URL(`http://[${ip}]/`).hostname.slice(1, -1);
-  } catch {
-    return ip;
-  }
-}
 
 /** An address as it appears in a Host header: lowercase, IPv6 in brackets and canonical. */
 function hostName(address: string): string {

@@ -10,6 +10,7 @@
  * they are attached to (port 8080 inside, templates/compose.yaml), and the door's published port on
  * the host's addresses when it is published beyond loopback (a container reaches the host there).
  */
+import { singleAddressRange } from '../../util/ip-list.js';
 import { canonicalIp, listenerRanges } from '../gateway-reach.js';
 import type { FhirListener, HostResolution } from '../types.js';
 import type { DockerCli } from './compose.js';
@@ -88,7 +89,7 @@ export function containerFhirListeners(attached: readonly AttachedAddresses[], p
   const out: FhirListener[] = attached.map((a) => ({
     name: a.service === 'hapi' ? 'FHIR server (hapi)' : `FHIR server through ${a.service}`,
     port: FHIR_CONTAINER_PORT,
-    ranges: a.addresses.map((ip) => `${ip}/${ip.includes(':') ? 128 : 32}`),
+    ranges: a.addresses.map(singleAddressRange),
   }));
   const onHost = listenerRanges(published.bind).filter((r) => !r.startsWith('127.') && !['0.0.0.0/32', '::1/128', '::/128'].includes(r));
   if (onHost.length) out.push({ name: 'FHIR door (published on the host)', port: published.port, ranges: onHost });

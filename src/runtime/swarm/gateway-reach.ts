@@ -7,6 +7,7 @@
  * on the same overlay network as every gateway task (../docker/gateway-reach.ts).
  */
 import { FHIR_CONTAINER_PORT, FHIR_SERVICES } from '../docker/gateway-reach.js';
+import { singleAddressRange } from '../../util/ip-list.js';
 import { canonicalIp, listenerRanges } from '../gateway-reach.js';
 import type { FhirListener } from '../types.js';
 import type { NodeInspect, ServiceInspect, TaskInspect } from './state.js';
@@ -14,7 +15,7 @@ import type { NodeInspect, ServiceInspect, TaskInspect } from './state.js';
 /** `10.0.1.7/24` → `10.0.1.7/32`; null when not an address. */
 function single(cidr: string): string | null {
   const ip = canonicalIp(cidr.split('/')[0] ?? '');
-  return ip ? `${ip}/${ip.includes(':') ? 128 : 32}` : null;
+  return ip ? singleAddressRange(ip) : null;
 }
 
 export function swarmFhirListeners(
