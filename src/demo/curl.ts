@@ -1,9 +1,5 @@
 /** The ready-to-paste `curl` line the demo prints (single line, POSIX-shell quoted). */
-
-/** Single-quotes a value for a POSIX shell. */
-export function shellQuote(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
-}
+import { shellQuote } from '../util/shell-word.js';
 
 export function patientsCurl(apiBase: string, careId: string, token: string): string {
   const body = JSON.stringify({ platformCareId: careId, token });

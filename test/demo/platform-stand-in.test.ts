@@ -4,7 +4,8 @@ import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildPlatformStandIn } from '../../src/demo/platform-stand-in.js';
 import { tokensPath, writeTokens } from '../../src/demo/tokens.js';
-import { patientsCurl, shellQuote } from '../../src/demo/curl.js';
+import { patientsCurl } from '../../src/demo/curl.js';
+import { shellQuote } from '../../src/util/shell-word.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 
 afterAll(removeTempDirs);
