@@ -4,7 +4,9 @@
  * Handlers never call process.exit; cli.ts is the only place that does.
  */
 import type { Command } from 'commander';
-import { toHospitalApiError } from '../errors/index.js';
+import { toHospitalApiError, withParams } from '../errors/index.js';
+import { shellWord } from '../util/shell-word.js';
+import { installPaths } from '../install-dir/layout.js';
 import { createIo, type Io } from '../output/io.js';
 import { reportError } from '../output/report-error.js';
 
@@ -26,7 +28,9 @@ export function action<O extends GlobalOptions>(name: string, handler: Handler<O
       const code = await handler(options, io, args);
       if (typeof code === 'number' && code !== 0) process.exitCode = code;
     } catch (err) {
-      const error = toHospitalApiError(err);
+      // a hint naming another command says which install it means: the one this command ran on
+      const dir = command.options.some((o) => o.long === '--dir') ? (options as { dir?: string }).dir ?? process.env.HOSPITAL_API_DIR : undefined;
+      const error = dir ? withParams(toHospitalApiError(err), { dirFlag: ` --dir ${shellWord(installPaths(dir).root)}` }) : toHospitalApiError(err);
       reportError(io, name, error);
       if (error.code === 'ERR_INTERNAL' && err instanceof Error && process.env.HOSPITAL_API_DEBUG) {
         process.stderr.write(`${err.stack ?? ''}\n`);

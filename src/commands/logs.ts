@@ -15,7 +15,7 @@ export function register(program: Command): void {
   program
     .command('logs')
     .description(SUMMARIES.logs)
-    .argument('[component]', 'one component; all when omitted')
+    .argument('[component]', 'one component (its name in `status`, or its role: api, gateway, fhir); all when omitted')
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('-f, --follow', 'keep printing what is appended')
     .option('-n, --lines <n>', 'lines of history to print', '100')
@@ -24,18 +24,23 @@ export function register(program: Command): void {
         const { openRuntime } = await import('../runtime/index.js');
         const dir = options.dir ?? defaultInstallDir();
         const runtime = await openRuntime(dir);
+        // the role names (api, gateway, fhir) work on every runtime, as hints everywhere say them: `logs gateway` is kong's on docker
+        const { readInstallConfig } = await import('../install-dir/install-config.js');
+        const { profileOf } = await import('../runtime/profiles.js');
+        const names = profileOf(readInstallConfig(dir).runtime).componentNames;
+        const component = args[0] !== undefined && Object.hasOwn(names, args[0]) ? names[args[0] as keyof typeof names] : args[0];
         const lines = Number(options.lines ?? '100');
         if (!Number.isInteger(lines) || lines < 0) throw new HospitalApiError('ERR_USAGE', { detail: `--lines must be a whole number, got "${options.lines}"` });
         // one component's lines as they are; several, each line prefixed with its component
         const prefix = (name: string, text: string): string =>
-          args[0] ? text : text.replace(/^(?=.)/gm, io.colour.cyan(`${name.padEnd(10)}| `));
+          component ? text : text.replace(/^(?=.)/gm, io.colour.cyan(`${name.padEnd(10)}| `));
         const abort = new AbortController();
         if (options.follow) {
           process.once('SIGINT', () => abort.abort());
           process.once('SIGTERM', () => abort.abort());
         }
         await runtime.logs({
-          ...(args[0] ? { component: args[0] } : {}),
+          ...(component ? { component } : {}),
           lines,
           follow: options.follow === true,
           signal: abort.signal,

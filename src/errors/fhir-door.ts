@@ -21,12 +21,12 @@ export const fhirDoorErrors = {
     message: 'The FHIR server behind the door did not answer: {detail}',
     status: 502,
     exit: 3,
-    hint: 'Check the hapi container (`hospital-api status`, `hospital-api logs fhir`).',
+    hint: 'Check the hapi container (`hospital-api status{dirFlag}`, `hospital-api logs fhir{dirFlag}`).',
   },
   ERR_FHIR_DOOR_TOKEN: {
     message: 'The FHIR door token {path} is unusable: {detail}',
     status: 500,
     exit: 3,
-    hint: 'Run `hospital-api up`, which creates the token when it is missing and copies it to the door.',
+    hint: 'Run `hospital-api up{dirFlag}`, which creates the token when it is missing and copies it to the door.',
   },
 } as const satisfies ErrorTable;

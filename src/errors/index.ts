@@ -35,6 +35,17 @@ export class HospitalApiError extends Error {
   }
 }
 
+/**
+ * The same error with `params` added where it had none: a command fills what
+ * the code that threw could not know, such as `{dirFlag}` (` --dir <install
+ * dir>`) in a hint that names another command (issue 48).
+ */
+export function withParams(err: HospitalApiError, params: ErrorParams): HospitalApiError {
+  const missing = Object.fromEntries(Object.entries(params).filter(([k]) => err.params[k] === undefined));
+  if (Object.keys(missing).length === 0) return err;
+  return new HospitalApiError(err.code, { ...err.params, ...missing }, { cause: err.cause ?? err });
+}
+
 export function isHospitalApiError(err: unknown): err is HospitalApiError {
   return err instanceof HospitalApiError;
 }

@@ -35,13 +35,13 @@ export const installErrors = {
     message: 'Gateway admin API: {method} {path} answered {status}: {detail}',
     status: 502,
     exit: 1,
-    hint: 'Check that the gateway runs (`hospital-api status`), then rerun: provisioning is idempotent.',
+    hint: 'Check that the gateway runs (`hospital-api status{dirFlag}`), then rerun: provisioning is idempotent.',
   },
   ERR_INSTALL_ADMIN_UNREACHABLE: {
     message: 'Gateway admin API unreachable: {detail}',
     status: 502,
     exit: 3,
-    hint: 'Start the stack (`hospital-api up`) and rerun.',
+    hint: 'Start the stack (`hospital-api up{dirFlag}`) and rerun.',
   },
   ERR_INSTALL_CONSUMER_EXISTS: {
     message: 'Consumer {username} already has a key-auth credential',
@@ -101,13 +101,13 @@ export const installErrors = {
     message: 'Timed out after {seconds}s waiting for {what}',
     status: 504,
     exit: 3,
-    hint: 'See the component logs: `hospital-api logs <component>`.',
+    hint: 'See the component logs: `hospital-api logs <component>{dirFlag}`.',
   },
   ERR_INSTALL_NO_SIGNER: {
     message: 'No record-signing certificate in {dir}',
     status: 500,
     exit: 3,
-    hint: 'Rerun `hospital-api install` for this directory.',
+    hint: 'Rerun `hospital-api install{dirFlag}` for this directory.',
   },
   ERR_INSTALL_RECORD_INVALID: {
     message: 'Record {path} does not verify: {detail}',

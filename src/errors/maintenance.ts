@@ -29,11 +29,17 @@ export const maintenanceErrors = {
     exit: 1,
     hint: 'The old key is still valid and the Hospital API still uses a working key. Fix the cause (`hospital-api status --dir {dir}`) and run `hospital-api consumer rotate-key {username} --dir {dir}` again.',
   },
+  ERR_KEY_ROTATED_UNCONFIRMED: {
+    message: 'The key of "{username}" was rotated (the Hospital API uses the new key; the old credential {credential} is revoked), but the API did not confirm it reads FHIR with it: {detail}',
+    status: 502,
+    exit: 1,
+    hint: 'Nothing to undo: the old key is gone. See `hospital-api status --dir {dir}` and `GET /api/ready`; `hospital-api verify --dir {dir}` proves the key path.',
+  },
   ERR_KEY_RELOAD_FAILED: {
     message: 'The Hospital API did not confirm the new key: {detail}',
     status: 502,
     exit: 1,
-    hint: 'Read `hospital-api logs api`.',
+    hint: 'Read `hospital-api logs api{dirFlag}`.',
   },
   ERR_CERT_RENEW: {
     message: 'Certificate renewal: {detail}',
@@ -45,7 +51,7 @@ export const maintenanceErrors = {
     message: 'The gateway still presents the old certificate after {seconds}s',
     status: 502,
     exit: 1,
-    hint: 'Read `hospital-api logs gateway`; restart it with `hospital-api down && hospital-api up` if it does not reload.',
+    hint: 'Read `hospital-api logs gateway{dirFlag}`; restart it with `hospital-api down{dirFlag} && hospital-api up{dirFlag}` if it does not reload.',
   },
   ERR_BACKUP_FAILED: {
     message: 'Backup failed: {detail}',
@@ -93,7 +99,7 @@ export const maintenanceErrors = {
     message: 'Upgrade of {dir} from format {from} stopped at step "{step}": {detail}',
     status: 500,
     exit: 1,
-    hint: 'The directory was rolled back to format {from}; the automatic backup is {backup}. Run `hospital-api upgrade` again once the cause is fixed.',
+    hint: 'The directory was rolled back to format {from}; the automatic backup is {backup}. Run `hospital-api upgrade --dir {dir}` again once the cause is fixed.',
   },
   ERR_UPGRADE_RUNNING: {
     message: 'The installation in {dir} is running; upgrade migrates a stopped installation',

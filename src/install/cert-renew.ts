@@ -29,6 +29,7 @@ import { generateCa, type KeyAndCert } from '../tls/pki.js';
 import { parsePemBundle } from '../tls/inspect.js';
 import { installPaths, type InstallPaths } from '../install-dir/layout.js';
 import { roleIsUp } from '../runtime/component-role.js';
+import { profileOf } from '../runtime/profiles.js';
 import type { GatewayNode, Runtime } from '../runtime/types.js';
 import { writeFileAtomic, writeSecretFile } from '../util/atomic-write.js';
 import { certificateLifetimes, type CertificateLifetime } from '../install-dir/certificate-lifetimes.js';
@@ -256,7 +257,8 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
     try {
       const reload = await runtime.reloadGatewayTls();
       // every address new connections reach the gateway at: this host's, or each node that publishes it (swarm)
-      targets = runtime.gatewayNodes ? await runtime.gatewayNodes() : [{ node: 'this host', address: '127.0.0.1' }];
+      // (one host: the address the gateway's HTTPS port is published on, a site's LAN address when bound there; issue 48)
+      targets = runtime.gatewayNodes ? await runtime.gatewayNodes() : [{ node: 'this host', address: profileOf(config.runtime).publishedAddress(config) }];
       const deadline = Date.now() + PICKUP_TIMEOUT_MS;
       behind = targets;
       while (behind.length > 0 && Date.now() < deadline) {

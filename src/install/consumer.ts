@@ -5,6 +5,7 @@
  * Hospital API is restarted to read it.
  */
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { keyFingerprint } from '../api/fhir/key-reload.js';
 import { HospitalApiError } from '../errors/index.js';
@@ -20,6 +21,7 @@ import { probeKey, type KeyProbe } from '../runtime/key-probe.js';
 import type { ApiKeyReload, Runtime } from '../runtime/types.js';
 import { adminCall } from './provision.js';
 import { withinPropagation } from '../runtime/propagation.js';
+import { profileOf } from '../runtime/profiles.js';
 
 const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -237,7 +239,8 @@ export async function rotateKey(
   if (after.status !== 401) throw fail('revoke the old key', `the old key still answers ${after.status} through the gateway`);
   log(`old credential ${oldCred.id} revoked; the gateway refuses the old key (401)`);
   const ready = await apiReadyForFhir(config);
-  if (ready !== 'ok') throw fail('confirm the Hospital API after the revoke', ready);
+  // past the revoke nothing goes back: the rotation happened, only its confirmation is missing
+  if (ready !== 'ok') throw new HospitalApiError('ERR_KEY_ROTATED_UNCONFIRMED', { username, dir: installPaths(dir).root, credential: oldCred.id, detail: ready });
   log('the Hospital API reads FHIR through the gateway with the new key (/api/ready)');
   return { username, key, credentialId, revokedCredentialId: oldCred.id, envWritten: true, apiKeyFingerprint: reload.keyFingerprint };
 }
@@ -250,7 +253,9 @@ export async function rotateKey(
 async function apiReadyForFhir(config: InstallConfig): Promise<string> {
   await sleep(READY_CACHE_MS + 100);
   try {
-    const res = await request(`http://127.0.0.1:${config.ports.api}/api/ready`, { headersTimeout: 30_000, bodyTimeout: 30_000 });
+    // where this host reaches the API: a site bound to its LAN address answers there only (issue 48)
+    const address = profileOf(config.runtime).publishedAddress(config);
+    const res = await request(`http://${isIP(address) === 6 ? `[${address}]` : address}:${config.ports.api}/api/ready`, { headersTimeout: 30_000, bodyTimeout: 30_000 });
     const text = await res.body.text();
     if (res.statusCode === 200 || res.statusCode === 403) return 'ok';
     const m = /fhir ([A-Za-z_]+)/.exec(text);

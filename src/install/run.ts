@@ -19,6 +19,7 @@ import { prepareTls } from './tls.js';
 import { writeInstallFiles } from './files.js';
 import { writeIfChanged, type FileChange } from '../install-dir/write-if-changed.js';
 import { monitoringFiles } from './monitoring.js';
+import type { ComponentRole } from '../runtime/profile.js';
 import { provisionGateway, type ProvisionStep } from './provision.js';
 
 export interface InstallResult {
@@ -130,8 +131,16 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
     await rt.up();
     // a reissued certificate is read by the gateway only when it starts
     const certChanged = files.some((f) => f.change === 'updated' && (f.path === paths.gatewayCert || f.path === paths.gatewayKey));
-    for (const role of certChanged ? profile.restartForNewCertificate : []) {
-      hooks.log(`install: restarting the ${role} for its new certificate`);
+    // a running component opens or closes its metrics listeners only when it starts (issue 48)
+    const monitoringChanged = previous !== null && (previous.monitoring === true) !== (config.monitoring === true);
+    const restarts = new Map<ComponentRole, string>();
+    for (const role of certChanged ? profile.restartForNewCertificate : []) restarts.set(role, 'its new certificate');
+    for (const role of monitoringChanged ? profile.restartForMonitoring : []) {
+      const why = `monitoring ${config.monitoring ? 'on: its status listener opens' : 'off: its status listener closes'}`;
+      restarts.set(role, restarts.has(role) ? `${restarts.get(role)} and ${why}` : why);
+    }
+    for (const [role, why] of restarts) {
+      hooks.log(`install: restarting the ${role} for ${why}`);
       await rt.restart(profile.componentNames[role]);
     }
     hooks.log('install: provisioning the gateway');

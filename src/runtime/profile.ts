@@ -98,8 +98,21 @@ export interface RuntimeProfile {
    * `Authorization: Bearer`). A secret: never logged. GET /fhir/metadata needs none of it.
    */
   fhirClientHeaders(paths: InstallPaths): Record<string, string>;
+  /**
+   * The address on this host at which the Hospital API's port and the gateway's HTTPS port answer
+   * (an IP, no brackets): where day-two commands (`consumer rotate-key`, `cert renew`) probe them.
+   * Native and swarm: loopback (native binds 127.0.0.1 or every address; swarm's routing mesh
+   * publishes on every address). Docker: the address they are published on (`--bind-address`),
+   * loopback when that is every address (issue 48: a site bound to its LAN address only).
+   */
+  publishedAddress(config: InstallConfig): string;
   /** True when the gateway's plain HTTP proxy port is reachable from this host (verify probes routes there too, issue 23). */
   readonly gatewayHttpOnHost: boolean;
+  /**
+   * Components that open or close their metrics listeners only when they start: install restarts
+   * them when `--monitoring` / `--no-monitoring` changes the choice on a running stack (issue 48).
+   */
+  readonly restartForMonitoring: readonly ComponentRole[];
   /** Components that read a new gateway certificate only when they start: install restarts them after replacing it. */
   readonly restartForNewCertificate: readonly ComponentRole[];
   /** What verify's file-permissions check holds private, in the order it reports, and what it says. */

@@ -28,7 +28,7 @@ import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { until } from '../helpers/until.js';
 import { buildImages, docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
-import { tcpOpens } from './site.js';
+import { tcpOpens } from '../helpers/tcp-opens.js';
 
 const engine = await engineAnswers();
 if (!engine) sayNoEngine();

@@ -6,7 +6,6 @@
  * compose project's containers and volumes, and the purge after a file.
  */
 import { existsSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
@@ -106,22 +105,6 @@ export async function purgeProjects(installs: Array<{ project: string; dir: stri
     }
   }
   for (const { project } of installs) for (const v of await volumesOf(project)) await docker(['volume', 'rm', '-f', v], { allowFail: true });
-}
-
-/** Resolves true when a TCP connection opens, false when refused or timed out. */
-export function tcpOpens(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect({ host, port, timeout: 3000 });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-    s.once('timeout', () => {
-      s.destroy();
-      resolve(false);
-    });
-  });
 }
 
 /** The synthetic patients' identifiers in a record (src/fhir/generate/model.ts). */

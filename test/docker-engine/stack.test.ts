@@ -23,6 +23,8 @@
  * engine every test is skipped with one plain line.
  */
 import { chownSync, cpSync, readdirSync, readFileSync, rmSync, statSync, appendFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { presentedFingerprint } from '../../src/install/cert-renew.js';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,7 +35,8 @@ import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
 import { docker, engineAnswers, sayNoEngine } from './engine.js';
-import { API_IMAGE, containersOf, createSiteAddress, formatTimings, IMAGE_FLAGS, lanCurl, prepareTier, purgeProjects, removeSiteAddress, runningContainer, SITE_HOST, siteHostsFile, syntheticIds, tcpOpens, tierSite } from './site.js';
+import { API_IMAGE, containersOf, createSiteAddress, formatTimings, IMAGE_FLAGS, lanCurl, prepareTier, purgeProjects, removeSiteAddress, runningContainer, SITE_HOST, siteHostsFile, syntheticIds, tierSite } from './site.js';
+import { tcpOpens } from '../helpers/tcp-opens.js';
 import { recordFixture } from './record.js';
 import { checkMetrics, hasPromtool } from '../monitoring/promtool.js';
 
@@ -201,6 +204,37 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     const api = await container('hospital-api');
     expect(JSON.stringify((JSON.parse((await docker(['inspect', api.Id])).out) as ContainerInspect[])[0])).not.toContain('0123456789abcdef');
   }, 300_000);
+
+  it('day two on a site bound to its LAN address (issue 48): rotate-key --write-env and cert renew reach the API and the gateway there; logs gateway is kong', async () => {
+    // nothing listens on 127.0.0.1 for the API or the gateway: both are published on the site address only
+    expect(await tcpOpens('127.0.0.1', ports.api!)).toBe(false);
+    expect(await tcpOpens('127.0.0.1', ports.gatewayHttps!)).toBe(false);
+    const oldKey = readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY;
+    const rotate = await cli(['consumer', 'rotate-key', 'tier-special', '--write-env', '--json']);
+    expect(rotate.code, `${rotate.out}\n${rotate.err}`).toBe(0);
+    expect(JSON.parse(rotate.out).result.revokedCredentialId).toEqual(expect.any(String));
+    expect(readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY).not.toBe(oldKey);
+    const patient = dataset.patients[1]!;
+    expect((await postPatient(patient.careId, tokens.find((t) => t.careId === patient.careId)!.token)).status).toBe(200);
+
+    const paths = installPaths(dir);
+    const ca = readFileSync(paths.caCert, 'utf8');
+    const before = await presentedFingerprint(ca, ports.gatewayHttps!, SITE_HOST.name, SITE_HOST.address);
+    const renew = await cli(['cert', 'renew', '--json']);
+    expect(renew.code, `${renew.out}\n${renew.err}`).toBe(0);
+    expect(JSON.parse(renew.out).result.gatewayReloaded).toBe(true);
+    const want = new X509Certificate(readFileSync(paths.gatewayCert)).fingerprint256;
+    expect(want).not.toBe(before);
+    expect(await presentedFingerprint(ca, ports.gatewayHttps!, SITE_HOST.name, SITE_HOST.address)).toBe(want);
+
+    // the hints' role name: `logs gateway` is the kong service's log on docker
+    const logs = await cli(['logs', 'gateway', '-n', '20']);
+    expect(logs.code, logs.err).toBe(0);
+    const first = logs.out.split('\n').find((l) => l.trim() !== '');
+    expect(first).toBeDefined();
+    const kongLogs = await docker(['logs', (await container('kong')).Id]);
+    expect(`${kongLogs.out}\n${kongLogs.err}`).toContain(first!.trim());
+  }, 600_000);
 
   it('the admin port answers on no host address; published ports are bound as configured: the site address, FHIR on 127.0.0.1', async () => {
     const all = await containers();

@@ -20,6 +20,8 @@ import { portFlags, testPorts } from '../helpers/native-install.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { hasPromtool, promtool } from '../monitoring/promtool.js';
 import { freePort } from '../../src/util/port-check.js';
+import { request } from 'undici';
+import { tcpOpens } from '../helpers/tcp-opens.js';
 
 afterAll(() => removeTempDirs());
 
@@ -63,6 +65,36 @@ describe('install --monitoring (native)', () => {
     expect(offConfig.monitoring).toBeUndefined();
     expect(componentSpecs(dir, offConfig).find((c) => c.name === 'gateway')!.args).not.toContain('--status-listen');
   });
+
+  it('on a running stack: --monitoring opens the status listener at once (the gateway restarts, install says so), --no-monitoring closes it (issue 48)', async () => {
+    const dir = tempDir('install-monitoring-running-');
+    const ports = await testPorts();
+    const status = await freePort();
+    const args = ['install', '--runtime', 'native', '--dir', dir, '--generate-ca', '--platform-url', 'https://platform.example', ...portFlags(ports), '--gateway-status-port', String(status)];
+    try {
+      const first = await runCli(args);
+      expect(first.exitCode, String(first.stderr)).toBe(0);
+      expect(await tcpOpens('127.0.0.1', status)).toBe(false);
+
+      const on = await runCli([...args, '--monitoring']);
+      expect(on.exitCode, String(on.stderr)).toBe(0);
+      expect(String(on.stderr)).toContain('install: restarting the gateway for monitoring on: its status listener opens');
+      const metrics = await request(`http://127.0.0.1:${status}/metrics`);
+      expect(metrics.statusCode).toBe(200);
+      expect(await metrics.body.text()).toMatch(/^kong_nginx_connections_total/m);
+      const listed = JSON.parse(String((await runCli(['status', '--dir', dir, '--json'])).stdout)) as { result: { components: Array<{ name: string; ports: number[] }> } };
+      expect(listed.result.components.find((c) => c.name === 'gateway')!.ports).toContain(status);
+
+      const off = await runCli([...args, '--no-monitoring']);
+      expect(off.exitCode, String(off.stderr)).toBe(0);
+      expect(String(off.stderr)).toContain('install: restarting the gateway for monitoring off: its status listener closes');
+      expect(await tcpOpens('127.0.0.1', status)).toBe(false);
+      const after = JSON.parse(String((await runCli(['status', '--dir', dir, '--json'])).stdout)) as { result: { components: Array<{ name: string; ports: number[] }> } };
+      expect(after.result.components.find((c) => c.name === 'gateway')!.ports).not.toContain(status);
+    } finally {
+      await runCli(['down', '--dir', dir]);
+    }
+  }, 180_000);
 
   it('without --monitoring writes no monitoring folder and runs no status listener', async () => {
     const dir = tempDir('install-no-monitoring-');

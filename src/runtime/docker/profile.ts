@@ -89,11 +89,19 @@ export const dockerProfile: RuntimeProfile = {
     const host = everywhere ? (config.hosts[0] ?? 'localhost') : bind;
     return `http://${isIP(host) === 6 ? `[${host}]` : host}:${config.ports.fhir}/fhir`;
   },
+  // published on --bind-address only: a site bound to its LAN address answers nowhere else (docker-proxy binds that address)
+  publishedAddress(config) {
+    const bind = config.docker?.bindAddress ?? '127.0.0.1';
+    if (bind === '0.0.0.0') return '127.0.0.1';
+    return bind === '::' ? '::1' : bind;
+  },
   // the door opens GET /fhir/metadata to anyone and the rest to its token (door-token.ts); an install
   // from before the door has no token yet, and HAPI itself is still published there until its next `up`
   fhirClientHeaders: doorClientHeaders,
   // Kong's plain proxy port (8000) is not published
   gatewayHttpOnHost: false,
+  // `compose up` recreates kong and the API when their published ports change
+  restartForMonitoring: [],
   restartForNewCertificate: [],
   privacy: (p) => ({
     // secrets/ and the containers' copies: the folders private, what holds a secret or patient names private file by file

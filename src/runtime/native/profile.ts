@@ -40,9 +40,13 @@ export const nativeProfile: RuntimeProfile = {
   demoPlatformUrl: (port) => `http://127.0.0.1:${port}`,
   // the FHIR server listens on the install's host and answers GET /fhir/metadata to any address (components.ts)
   fhirBaseOnHost: (config) => endpoints(config).fhirBase,
+  // components.ts binds the API and the gateway on 127.0.0.1, or on every address: loopback reaches both
+  publishedAddress: () => '127.0.0.1',
   // the FHIR server gives its full API to its own user and root (src/util/local-peer.ts): no credential
   fhirClientHeaders: () => ({}),
   gatewayHttpOnHost: true,
+  // the gateway's --status-listen is an argument of its process (components.ts)
+  restartForMonitoring: ['gateway'],
   restartForNewCertificate: ['gateway'],
   privacy: (p) => ({
     // What the stack itself writes (under its umask 077) must be private file by file; elsewhere a

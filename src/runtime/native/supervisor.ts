@@ -14,7 +14,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import type { InstallConfig } from '../../install-dir/install-config.js';
+import { readInstallConfig, type InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';
 import { HospitalApiError, toHospitalApiError } from '../../errors/index.js';
 import { BIN_PATH, COMPONENT_NODE_ARGS, componentSpecs, type ComponentSpec } from './components.js';
@@ -130,7 +130,8 @@ class Supervisor {
   private rescan = false;
 
   private readonly dir: string;
-  private readonly config: InstallConfig;
+  /** The install's settings: read at start, and again for each requested restart. */
+  private config: InstallConfig;
   private readonly opts: Required<SupervisorOptions>;
   private readonly state: RunState;
 
@@ -193,6 +194,7 @@ class Supervisor {
       Object.assign(unit.record, { state: 'down', detail: spec.blocked, pid: null, startedAt: null });
       return this.save();
     }
+    unit.record.ports = spec.ports.map((p) => p.port);
     rotateLog(unit.record.log, this.opts.logRotateBytes, this.opts.logKeep);
     const fd = openSync(unit.record.log, 'a', 0o600);
     const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
@@ -352,7 +354,18 @@ class Supervisor {
    * recorded in handledRequests for its requester.
    */
   private async handleRestartRequests(): Promise<void> {
-    for (const [name, tokens] of takeRestartRequests(this.runDir)) {
+    const requests = takeRestartRequests(this.runDir);
+    // A requested restart starts the component with the install's current settings: `install
+    // --monitoring` / `--no-monitoring` on a running stack restarts the gateway to open or close its
+    // status listener (issue 48). An install.json that cannot be read keeps the settings in use.
+    if (requests.size > 0) {
+      try {
+        this.config = readInstallConfig(this.dir);
+      } catch (err) {
+        process.stderr.write(`supervisor: keeping the settings in use: ${(err as Error).message}\n`);
+      }
+    }
+    for (const [name, tokens] of requests) {
       const unit = this.units.get(name);
       if (!unit || this.shuttingDown) continue;
       await this.stop(unit);

@@ -93,9 +93,13 @@ export const swarmProfile: RuntimeProfile = {
   demoPlatformUrl: () => DEMO_PLATFORM.url,
   // the FHIR door is published (mode: host, every address) on the admin node, the one install runs on
   fhirBaseOnHost: (config) => `http://127.0.0.1:${config.ports.fhir}/fhir`,
+  // the routing mesh publishes every port on every address of every node
+  publishedAddress: () => '127.0.0.1',
   fhirClientHeaders: doorClientHeaders,
   gatewayHttpOnHost: false,
   // a new certificate is a new secret: the next deploy rolls the gateway's tasks
+  // the next deploy updates the services whose ports changed
+  restartForMonitoring: [],
   restartForNewCertificate: [],
   privacy: (p) => ({
     paths: [
