@@ -11,7 +11,7 @@ export function register(program: Command): void {
   const command = program
     .command('install')
     .description(SUMMARIES.install)
-    .option('--runtime <name>', 'docker, native or swarm (swarm: several hosts, not finished yet); default: docker when a Docker engine answers, else native')
+    .option('--runtime <name>', 'docker (one host), swarm (several hosts: docs/install.md) or native (embedded, no engine); default: docker when a Docker engine answers, else native')
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('--host <name>', 'host name or address the gateway certificate names; first is used in URLs (repeatable)', collect)
     .option('--generate-ca', 'create a hospital CA and the gateway and record-signing certificates')

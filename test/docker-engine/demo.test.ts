@@ -18,6 +18,8 @@
  * defaults: no image flag at all.
  */
 import { existsSync } from 'node:fs';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeTempDirs } from '../helpers/tmp.js';
 import { builtApiImage } from '../../src/runtime/docker/render.js';
@@ -39,6 +41,7 @@ const DOCKERFILE_NODE_IMAGE = 'node:24-bookworm-slim';
 const BUILT = builtApiImage(VERSION);
 
 const { dir, project, timings, cli } = tierSite('hapi-docker-demo');
+const taken = tierSite('hapi-docker-demo-taken');
 
 async function slowVariant(tag: string, base: string, seconds: number): Promise<void> {
   await docker(['build', '-q', '-t', tag, '-'], { input: `FROM ${base}\nENV STANDIN_START_DELAY_S=${seconds}\n`, timeout: 600_000 });
@@ -60,7 +63,7 @@ describe.skipIf(!engine)('hospital-api demo --runtime docker (issue 27)', () => 
 
   afterAll(async () => {
     if (!engine) return;
-    await purgeProjects([{ project, dir }]);
+    await purgeProjects([{ project, dir }, { project: taken.project, dir: taken.dir }]);
     if (!REAL) {
       // untagged only (their layers are the tier's own images); the slow variants stay, like the tier's
       // other images, so the next run on this engine finds them built (each is a full copy on vfs)
@@ -68,6 +71,25 @@ describe.skipIf(!engine)('hospital-api demo --runtime docker (issue 27)', () => 
     }
     process.stdout.write(`docker demo timings (s): ${formatTimings(timings)}\n`);
     removeTempDirs();
+  }, 600_000);
+
+  it('a port another program holds: refused before any container starts, naming the port, its service and its flag (issue 48)', async () => {
+    const [apiPort, fhirPort, httpsPort] = (await freePorts(3)) as [number, number, number];
+    const holder = createServer().listen(httpsPort, '127.0.0.1');
+    await once(holder, 'listening');
+    try {
+      const ports = ['--api-port', String(apiPort), '--fhir-port', String(fhirPort), '--gateway-https-port', String(httpsPort)];
+      const images = REAL ? [] : ['--kong-image', TIER_IMAGES.kong, '--hapi-image', TIER_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres];
+      const r = await taken.cli(['demo', '--runtime', 'docker', '--patients', '1', '--sizes', '10-20', ...ports, ...images, '--json']);
+      expect(r.code, `${r.out}\n${r.err}`).toBe(3);
+      const error = JSON.parse(r.out).error as { code: string; message: string };
+      expect(error.code).toBe('ERR_INSTALL_DOCKER_PORT_TAKEN');
+      expect(error.message).toContain(`127.0.0.1:${httpsPort}, which kong publishes (--gateway-https-port), is in use`);
+      // nothing of the project was started, so nothing is left running
+      expect(await containersOf(taken.project)).toEqual([]);
+    } finally {
+      holder.close();
+    }
   }, 600_000);
 
   it('one command: installs the docker stack, loads patients, verifies ACCEPTED and returns a record', async () => {

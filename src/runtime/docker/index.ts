@@ -21,9 +21,11 @@ import { dockerCli, requireCompose, type DockerBinaries, type DockerCli } from '
 import { resolveImageUsers, writeContainerFiles } from './container-files.js';
 import { reloadDockerApiKey, reloadDockerGatewayTls, restoreDockerData, snapshotDockerData, type DayTwoContext } from './day-two.js';
 import { componentsFromInspect, containerAddresses, serviceOf, stalePidJoins, versionsFromInspect, type ContainerInspect, type ImageInspect } from './parse.js';
-import { builtApiImage, composeFile, projectName, renderCompose, settingsOf } from './render.js';
+import { builtApiImage, composeFile, projectName, publishedPorts, renderCompose, settingsOf } from './render.js';
+import { isPortFree } from '../../util/port-check.js';
 import { writeIfChanged } from '../../install-dir/write-if-changed.js';
 import { refuseStaleVolumes } from './volumes.js';
+import { dockerFailureCode } from './failure.js';
 import { DEMO_PLATFORM } from './demo-platform.js';
 import { SERVICE_OF } from './services.js';
 
@@ -78,6 +80,32 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
       return dockerCli(project, composeFile(dir), { docker, compose: composeArgv });
     })();
     return cliPromise;
+  };
+
+  /**
+   * Before any container starts: a port the project publishes that another program or container holds
+   * (its own service not running) is named with its service and install flag, and nothing is started
+   * (issue 48: Compose found it only at kong's start, minutes in, and left the rest running).
+   */
+  const refuseTakenPorts = async (): Promise<void> => {
+    const running = new Set((await containers()).filter((x) => x.State?.Running).map(serviceOf));
+    for (const p of publishedPorts(config)) {
+      if (running.has(p.service) || (await isPortFree(p.port, p.host))) continue;
+      throw new HospitalApiError('ERR_INSTALL_DOCKER_PORT_TAKEN', {
+        command: 'compose up',
+        detail: `${p.host.includes(':') ? `[${p.host}]` : p.host}:${p.port}, which ${p.service} publishes (${p.flag}), is in use by another program or container; nothing was started`,
+      });
+    }
+  };
+
+  /** The project's networks that still have containers attached, and those containers' names. */
+  const foreignAttachments = async (c: DockerCli): Promise<Array<{ network: string; containers: string[] }>> => {
+    const ids = (await c.run(['network', 'ls', '-q', '--filter', `label=com.docker.compose.project=${project}`])).stdout.split('\n').map((x) => x.trim()).filter(Boolean);
+    if (ids.length === 0) return [];
+    const nets = JSON.parse((await c.run(['network', 'inspect', ...ids])).stdout) as Array<{ Name: string; Containers?: Record<string, { Name?: string }> }>;
+    return nets
+      .map((n) => ({ network: n.Name, containers: Object.values(n.Containers ?? {}).map((x) => x.Name ?? '?') }))
+      .filter((n) => n.containers.length > 0);
   };
 
   /** The project's containers (one-off `run` containers excluded), as `docker inspect` prints them. */
@@ -155,6 +183,7 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     name: 'docker',
     async up() {
       const c = await cli();
+      await refuseTakenPorts();
       await pullMissingImages(c, imagesToPull(settings), progress);
       // an install made by an older toolkit gets this one's compose project (day two: the FHIR door in
       // HAPI's place, issue 24), rendered from its install.json as install would; unchanged, nothing is written
@@ -174,7 +203,19 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
       await waitReady(longRunning(withApi), { fhir: true, api: withApi });
     },
     async down() {
-      await (await cli()).compose(['down'], { timeoutMs: null });
+      const c = await cli();
+      const res = await c.compose(['down'], { timeoutMs: null, allowFail: true });
+      if (res.exitCode === 0) return;
+      // Every container of the project is gone and only its network stays, because a container that is not
+      // the project's is attached to it (the engine refuses to remove a network with active endpoints):
+      // the stack is down. The network is left to its owner, named, never cut from under it (issue 48).
+      if (res.stderr.toLowerCase().includes('active endpoints') && (await containers()).length === 0) {
+        for (const kept of await foreignAttachments(c)) {
+          progress(`the stack is stopped; network ${kept.network} stays because ${kept.containers.join(', ')} (not part of this installation) is attached to it: \`docker network disconnect ${kept.network} <container>\`, then \`hospital-api down\` removes it`);
+        }
+        return;
+      }
+      throw new HospitalApiError(dockerFailureCode(res.stderr), { command: 'compose down', detail: res.stderr.trim().split('\n').slice(-3).join(' ') || `exit code ${res.exitCode}` });
     },
     async restart(component) {
       const c = await cli();

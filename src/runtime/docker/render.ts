@@ -12,6 +12,7 @@ import { PROJECT_ROOT } from '../../version.js';
 import { gatewayStatusPort, type DockerSettings, type InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';
 import { demoPlatformService } from './demo-platform.js';
+import { SERVICE_OF } from './services.js';
 
 /**
  * Default images (issue 10), current and pinned: Kong 3.9.3 (nginx CVE fixes,
@@ -205,6 +206,31 @@ function monitoringValues(config: InstallConfig): Record<string, string | Raw> {
     apiMetricsEnv: { raw: '    environment:\n      METRICS_LISTEN: "0.0.0.0:9464"\n' },
     apiMetricsPublish: { raw: `      - ${JSON.stringify(publish('127.0.0.1', config.ports.metrics, 9464))}\n` },
   };
+}
+
+/** A host port the compose project publishes: which service, on which address, set by which install flag. */
+export interface PublishedPort {
+  service: string;
+  host: string;
+  port: number;
+  flag: string;
+}
+
+/** Every host port the rendered project publishes (the same facts renderCompose writes), for `up`'s preflight. */
+export function publishedPorts(config: InstallConfig): PublishedPort[] {
+  const s = settingsOf(config);
+  const status = gatewayStatusPort(config);
+  return [
+    { service: SERVICE_OF.gateway, host: s.bindAddress, port: config.ports.gatewayHttps, flag: '--gateway-https-port' },
+    { service: SERVICE_OF.api, host: s.bindAddress, port: config.ports.api, flag: '--api-port' },
+    { service: 'fhir-door', host: s.fhirBindAddress, port: config.ports.fhir, flag: '--fhir-port' },
+    ...(status === null
+      ? []
+      : [
+          { service: SERVICE_OF.gateway, host: '127.0.0.1', port: status, flag: '--gateway-status-port' },
+          { service: SERVICE_OF.api, host: '127.0.0.1', port: config.ports.metrics, flag: '--metrics-port' },
+        ]),
+  ];
 }
 
 /** A value inserted as-is (the API's build block), never user input. */

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { apiUser, dockerSettings, HAPI_IMAGE_USER, HUNG_PROBE, IMAGES, PIDNS_HOLDER_USER, publish, renderCompose, renderTemplate } from '../../../src/runtime/docker/render.js';
+import { apiUser, dockerSettings, HAPI_IMAGE_USER, HUNG_PROBE, IMAGES, PIDNS_HOLDER_USER, publish, publishedPorts, renderCompose, renderTemplate } from '../../../src/runtime/docker/render.js';
 import type { InstallConfig } from '../../../src/install-dir/install-config.js';
 import { installConfig } from '../../helpers/install-config.js';
 
@@ -255,5 +255,22 @@ describe('templates/compose.yaml rendered', () => {
   it('quotes values, so an image name cannot inject YAML', () => {
     expect(renderTemplate('x: {{v}}\n', { v: 'a: b\ny: z' })).toBe('x: "a: b\\ny: z"\n');
     expect(() => renderTemplate('{{missing}}', {})).toThrow(/missing/);
+  });
+});
+
+describe('publishedPorts: what up checks before it starts anything (issue 48)', () => {
+  const render = (config: InstallConfig) => (parse(renderCompose('/srv/h', config), { merge: true }) as { services: Record<string, Service> }).services;
+  const fromCompose = (config: InstallConfig) =>
+    Object.entries(render(config))
+      .flatMap(([name, svc]) => (svc.ports ?? []).map((p) => `${name} ${p.split(':').slice(0, -1).join(':')}`))
+      .sort();
+  const fromList = (config: InstallConfig) => publishedPorts(config).map((p) => `${p.service} ${p.host}:${p.port}`).sort();
+
+  it('names every port the compose file publishes, with its service and address, and nothing else', () => {
+    const lan = { ...base, docker: { ...base.docker!, bindAddress: '198.51.100.1', fhirBindAddress: '127.0.0.1' } };
+    for (const config of [base, lan, { ...lan, monitoring: true, ports: { ...lan.ports, metrics: 19464, gatewayStatus: 18007 } }]) {
+      expect(fromList(config)).toEqual(fromCompose(config));
+    }
+    expect(publishedPorts({ ...lan, monitoring: true }).map((p) => p.flag)).toEqual(['--gateway-https-port', '--api-port', '--fhir-port', '--gateway-status-port', '--metrics-port']);
   });
 });
