@@ -267,8 +267,9 @@ describe('publishedPorts: what up checks before it starts anything (issue 48)', 
   const fromList = (config: InstallConfig) => publishedPorts(config).map((p) => `${p.service} ${p.host}:${p.port}`).sort();
 
   it('names every port the compose file publishes, with its service and address, and nothing else', () => {
-    const lan = { ...base, docker: { ...base.docker!, bindAddress: '198.51.100.1', fhirBindAddress: '127.0.0.1' } };
-    for (const config of [base, lan, { ...lan, monitoring: true, ports: { ...lan.ports, metrics: 19464, gatewayStatus: 18007 } }]) {
+    const lan = { ...base, docker: dockerSettings(base.hosts, undefined, { bindAddress: '198.51.100.1' }) };
+    const everywhere = { ...base, docker: dockerSettings(base.hosts, undefined) };
+    for (const config of [everywhere, lan, { ...lan, monitoring: true, ports: { ...lan.ports, metrics: 19464, gatewayStatus: 18007 } }]) {
       expect(fromList(config)).toEqual(fromCompose(config));
     }
     expect(publishedPorts({ ...lan, monitoring: true }).map((p) => p.flag)).toEqual(['--gateway-https-port', '--api-port', '--fhir-port', '--gateway-status-port', '--metrics-port']);
