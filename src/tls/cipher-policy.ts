@@ -22,6 +22,24 @@ export const MOZILLA_INTERMEDIATE_TLS12_CIPHERS: readonly string[] = Object.free
   'DHE-RSA-CHACHA20-POLY1305',
 ]);
 
+/**
+ * The ffdhe2048 group of RFC 7919 (Appendix A.1) as PKCS#3 DH parameters: what Kong's `intermediate`
+ * suite sets as `ssl_dhparam` (Kong/kong kong/conf_loader/constants.lua CIPHER_SUITES; Mozilla 5.7
+ * `dh_param_size` 2048). Node's `dhparam: 'auto'` would pick OpenSSL's built-in group instead, which is
+ * RFC 3526's group 14, not this one (issue 48). A published constant, the same bytes as
+ * `openssl genpkey -genparam -algorithm DH -pkeyopt group:ffdhe2048` prints.
+ */
+export const FFDHE2048_PEM = [
+  '-----BEGIN DH PARAMETERS-----',
+  'MIIBCAKCAQEA//////////+t+FRYortKmq/cViAnPTzx2LnFg84tNpWp4TZBFGQz',
+  '+8yTnc4kmz75fS/jY2MMddj2gbICrsRhetPfHtXV/WVhJDP1H18GbtCFY2VVPe0a',
+  '87VXE15/V8k1mE8McODmi3fipona8+/och3xWKE2rec1MKzKT0g6eXq8CrGCsyT7',
+  'YdEIqUuyyOP7uWrat2DX9GgdT0Kj3jlN9K5W7edjcrsZCwenyO4KbXCeAvzhzffi',
+  '7MA0BM0oNC9hkXL+nOmFg/+OTxIy7vKBg8P+OxtMb61zO7X8vC7CIAXFjvGDfRaD',
+  'ssbzSibBsu/6iGtCOGEoXJf//////////wIBAg==',
+  '-----END DH PARAMETERS-----',
+].join('\n');
+
 /** TLS 1.3 suites (5.7.json `ciphersuites`); Node enables TLS 1.3 suites only by these full names. */
 export const TLS13_CIPHERSUITES: readonly string[] = Object.freeze(['TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256']);
 
@@ -36,8 +54,8 @@ export interface TlsServerPolicy {
   /** false: the client's preference stands (Mozilla: `ssl_prefer_server_ciphers off`). Node's own default is true. */
   honorCipherOrder: boolean;
   ecdhCurve: string;
-  /** 'auto': well-known DH groups of sufficient strength, so the DHE-RSA suites work (Kong: ffdhe2048). */
-  dhparam: 'auto';
+  /** DH parameters (PEM) for the DHE-RSA suites: RFC 7919 ffdhe2048, as Kong's default. */
+  dhparam: string;
 }
 
 /** Mozilla intermediate 5.7 as node:tls options. */
@@ -48,7 +66,7 @@ export const INTERMEDIATE_POLICY: Readonly<TlsServerPolicy> = Object.freeze({
   honorCipherOrder: false,
   // 5.7.json `ecdh_param_size`/curves: X25519, prime256v1, secp384r1
   ecdhCurve: 'X25519:prime256v1:secp384r1',
-  dhparam: 'auto',
+  dhparam: FFDHE2048_PEM,
 });
 
 /**

@@ -7,6 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:tls';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tlsPolicyOf } from '../../../src/gateway/proxy/tls-settings.js';
 import { MOZILLA_INTERMEDIATE_TLS12_CIPHERS } from '../../../src/tls/cipher-policy.js';
@@ -17,6 +20,8 @@ import { emptyConfig, Snapshots, startProxyOn, type RunningProxy } from './harne
 
 const ca = generateCa({ commonName: 'TLS policy test CA' });
 const server = issueCertificate(ca, { commonName: '127.0.0.1', hosts: ['127.0.0.1', 'localhost'], usage: 'server' });
+const caFile = join(tempDir('tls-policy-ca-'), 'ca.pem');
+writeFileSync(caFile, ca.certPem);
 const PLAIN_RSA = 'AES128-GCM-SHA256:AES256-GCM-SHA384:AES128-SHA256:AES128-SHA';
 
 type Outcome = { ok: true; protocol: string; cipher: string; cn: string } | { ok: false; code: string };
@@ -65,6 +70,17 @@ describe('the TLS proxy listener by default: Mozilla intermediate, as Kong ships
     for (const cipher of MOZILLA_INTERMEDIATE_TLS12_CIPHERS.filter((c) => !c.includes('ECDSA'))) {
       expect(await handshake(port, { maxVersion: 'TLSv1.2', ciphers: cipher }), cipher).toMatchObject({ ok: true, protocol: 'TLSv1.2', cipher });
     }
+  });
+
+  it('offers the DHE suites with RFC 7919 ffdhe2048, as Kong does, not OpenSSL\'s built-in RFC 3526 group 14 (issue 48)', async () => {
+    const port = (await listener()).listeners.https!.port;
+    // openssl s_client -msg dumps the ServerKeyExchange, whose first parameter is the group's prime p
+    const r = await execa('openssl', ['s_client', '-connect', `127.0.0.1:${port}`, '-tls1_2', '-cipher', 'DHE-RSA-AES128-GCM-SHA256', '-msg', '-CAfile', caFile], { reject: false, input: '' });
+    expect(r.stdout).toMatch(/Cipher is DHE-RSA-AES128-GCM-SHA256/);
+    const bytes = r.stdout.split('\n').join(' ').replace(/\s+/g, ' ');
+    // RFC 7919 A.1: p = FFFFFFFF FFFFFFFF ADF85458 A2BB4A9A …; RFC 3526 group 14: p = FFFFFFFF FFFFFFFF C90FDAA2 2168C234 …
+    expect(bytes).toContain('ff ff ff ff ff ff ff ff ad f8 54 58 a2 bb 4a 9a');
+    expect(bytes).not.toContain('ff ff ff ff ff ff ff ff c9 0f da a2 21 68 c2 34');
   });
 
   it("lets the client's preference stand (ssl_prefer_server_ciphers off): the client's first shared suite is used", async () => {
