@@ -93,13 +93,14 @@ export const swarmProfile: RuntimeProfile = {
   demoPlatformUrl: () => DEMO_PLATFORM.url,
   // the FHIR door is published (mode: host, every address) on the admin node, the one install runs on
   fhirBaseOnHost: (config) => `http://127.0.0.1:${config.ports.fhir}/fhir`,
-  // the routing mesh publishes every port on every address of every node
+  // ports are published in host mode on every address of each node that runs the task: loopback of this
+  // manager reaches the API when one of its tasks runs here (the gateway is probed per node: gatewayNodes)
   publishedAddress: () => '127.0.0.1',
   fhirClientHeaders: doorClientHeaders,
   gatewayHttpOnHost: false,
-  // a new certificate is a new secret: the next deploy rolls the gateway's tasks
   // the next deploy updates the services whose ports changed
   restartForMonitoring: [],
+  // a new certificate is a new secret: the next deploy rolls the gateway's tasks
   restartForNewCertificate: [],
   privacy: (p) => ({
     paths: [
