@@ -10,7 +10,7 @@
  * - record/: build, Markdown, CMS signature (sign.ts) and its verification (signature.ts),
  *   writing, reading a record file back (verify-file.ts: `record verify`), diff (`record diff`, its files read back by read-record.ts).
  */
-export { runVerify, type VerifyOptions, type VerifyResult } from './run.js';
+export { runScheduledVerify, runVerify, type ScheduledVerifyResult, type VerifyOptions, type VerifyResult } from './run.js';
 export { formatCheckProgress, renderChecks } from './render.js';
 export type { CheckResult } from './types.js';
 export { signerUsageProblem } from './record/signature.js';

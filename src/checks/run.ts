@@ -21,6 +21,7 @@ import { createRunFacts } from './facts.js';
 import type { CheckContext, CheckFindings, CheckResult } from './types.js';
 import { buildRecord, type AcceptanceRecord } from './record/build.js';
 import { writeSignedRecord, type WrittenRecord } from './record/write.js';
+import { newestRecord, writeReason, type WriteReason } from './record/schedule.js';
 
 export interface VerifyResult {
   ok: boolean;
@@ -46,7 +47,8 @@ function readCa(path: string): { pem: string; cert: X509Certificate } {
   return { pem, cert: parsePemBundle(pem, path)[0] as X509Certificate };
 }
 
-export async function runVerify(options: VerifyOptions): Promise<VerifyResult> {
+/** Every check run and the record built, not yet written. */
+async function evaluate(options: VerifyOptions): Promise<{ ok: boolean; record: AcceptanceRecord; dir: string; apiKey: string | null }> {
   // the install's paths and install.json, each read once for the whole run
   const paths = installPaths(options.dir ?? defaultInstallDir());
   const dir = paths.root;
@@ -90,6 +92,37 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyResult> {
       ...(found.gatewayUndeclared ? { undeclared: found.gatewayUndeclared } : {}),
     },
   });
+  return { ok, record, dir, apiKey };
+}
+
+export async function runVerify(options: VerifyOptions): Promise<VerifyResult> {
+  const { ok, record, dir, apiKey } = await evaluate(options);
   const files = writeSignedRecord(dir, record, [apiKey]);
   return { ok, record: files.record, files };
+}
+
+export interface ScheduledVerifyResult {
+  ok: boolean;
+  record: AcceptanceRecord;
+  /** The record written, or null when the newest record already said the same (reason null). */
+  files: WrittenRecord | null;
+  reason: WriteReason;
+  /** The newest record before this run, when there was one. */
+  previous: string | null;
+}
+
+/**
+ * `verify --scheduled` (issue 46): every check, as verify; a signed record only when the result or
+ * the gateway's configuration changed since the newest record, or that record is a day old
+ * (schedule.ts). Two runs at once may both write the same change (two records, both chained);
+ * neither can skip one.
+ */
+export async function runScheduledVerify(options: VerifyOptions): Promise<ScheduledVerifyResult> {
+  const { ok, record, dir, apiKey } = await evaluate(options);
+  const reports = installPaths(dir).reports;
+  const newest = newestRecord(reports);
+  const reason = writeReason(newest?.record ?? null, record);
+  if (reason === null) return { ok, record, files: null, reason, previous: newest?.file ?? null };
+  const files = writeSignedRecord(dir, record, [apiKey]);
+  return { ok, record: files.record, files, reason, previous: newest?.file ?? null };
 }

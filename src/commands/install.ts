@@ -31,6 +31,7 @@ export function register(program: Command): void {
     .option('--no-start', 'write the install directory only; do not start or provision')
     .option('--monitoring', 'publish the gateway status listener (Prometheus /metrics) on 127.0.0.1 and write <dir>/monitoring/prometheus.yml (docs/operations.md)')
     .option('--no-monitoring', 'stop publishing the gateway status listener')
+    .option('--verify-every <duration>', 'run the acceptance checks on this interval (30s to 7d, e.g. 1h; `off` stops it): a signed record on every change, else one a day (docs/operations.md)')
     .option('--supervisor <name>', 'native: builtin (`hospital-api up`) or systemd (units in /etc/systemd/system, enabled and started); default $HOSPITAL_API_SUPERVISOR, which the Debian package sets where systemd runs, else builtin')
     .action(
       action<GlobalOptions & InstallFlags>('install', async (options, io) => {

@@ -5,6 +5,7 @@ import { SUMMARIES } from './summaries.js';
 interface VerifyFlags extends GlobalOptions {
   dir?: string;
   ca?: string;
+  scheduled?: boolean;
 }
 
 /** `hospital-api verify`: run the acceptance checks and write a signed test record (spec §4.5, issue 5) */
@@ -14,9 +15,26 @@ export function register(program: Command): void {
     .description(SUMMARIES.verify)
     .option('--dir <dir>', 'install directory (default: $HOSPITAL_API_DIR or ./.hospital-api)')
     .option('--ca <file>', 'CA certificate to verify the gateway against (default: the install directory\'s)')
+    .option('--scheduled', 'as run by `install --verify-every`: write a record only when the result or the gateway configuration changed, or the newest record is a day old')
     .action(
       action<VerifyFlags>('verify', async (options, io) => {
-        const { formatCheckProgress, renderChecks, runVerify } = await import('../checks/index.js');
+        const { formatCheckProgress, renderChecks, runScheduledVerify, runVerify } = await import('../checks/index.js');
+        if (options.scheduled) {
+          const run = await runScheduledVerify({
+            ...(options.dir ? { dir: options.dir } : {}),
+            ...(options.ca ? { ca: options.ca } : {}),
+            onResult: (r) => io.log(formatCheckProgress(r)),
+            log: (t) => io.warn(t),
+          });
+          const verdict = run.ok ? 'ACCEPTED' : 'REJECTED';
+          if (io.json) {
+            io.out(JSON.stringify({ ok: run.ok, command: 'verify', result: { record: run.record, recordPath: run.files?.json ?? null, signaturePath: run.files?.signature ?? null, written: run.reason, previousRecordPath: run.previous } }));
+          } else {
+            io.out(renderChecks(run.record.checks, io.colour));
+            io.out(run.files ? `${verdict}: record ${run.files.json} (${run.reason}; signed: ${run.files.signature})` : `${verdict}: unchanged since ${run.previous} (no new record)`);
+          }
+          return run.ok ? 0 : 1;
+        }
         const result = await runVerify({
           ...(options.dir ? { dir: options.dir } : {}),
           ...(options.ca ? { ca: options.ca } : {}),

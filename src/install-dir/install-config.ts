@@ -80,6 +80,8 @@ export interface InstallConfig {
   swarm?: SwarmSettings;
   /** `install --monitoring`: the gateway's status listener is published on loopback and <dir>/monitoring/ holds a Prometheus scrape config. */
   monitoring?: boolean;
+  /** `install --verify-every`: seconds between scheduled acceptance runs (`verify --scheduled`, issue 46); absent: off. */
+  verifyEvery?: number;
 }
 
 /** What `install` chose for the docker runtime; kept so a rerun without flags changes nothing. */
@@ -151,6 +153,7 @@ export const INSTALL_CONFIG_SCHEMA = {
     demo: { type: 'boolean' },
     supervisor: { enum: ['builtin', 'systemd'] },
     monitoring: { type: 'boolean' },
+    verifyEvery: { type: 'integer', minimum: 30, maximum: 604800 },
     docker: {
       type: 'object',
       required: ['images', 'bindAddress', 'fhirBindAddress'],

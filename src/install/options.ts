@@ -35,6 +35,8 @@ export interface InstallFlags extends PortFlags, DockerFlags, SwarmFlags {
   supervisor?: string;
   /** `--monitoring` / `--no-monitoring`: the gateway's status listener on loopback and a Prometheus scrape config (absent: keep the previous choice). */
   monitoring?: boolean;
+  /** `--verify-every <duration>` (30s … 7d, or `off`): scheduled acceptance (issue 46); absent keeps the previous choice. */
+  verifyEvery?: string;
 }
 
 /** The platform's identifier system, or the explicit choice that any system may match. */
@@ -64,6 +66,8 @@ export interface InstallPlan {
   runtimeFlags: Array<{ key: (typeof RUNTIME_FLAGS)[number]['key']; flag: string; value: string }>;
   /** The gateway status listener and a Prometheus scrape config (docs/operations.md "Monitoring"). */
   monitoring: boolean;
+  /** Seconds between scheduled acceptance runs (`verify --scheduled`), or null: off. */
+  verifyEvery: number | null;
 }
 
 const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
@@ -227,7 +231,22 @@ export function parseInstallFlags(f: InstallFlags, previous: InstallConfig | nul
     docker: parseDockerFlags(f),
     runtimeFlags: givenRuntimeFlags(f),
     monitoring: f.monitoring ?? previous?.monitoring === true,
+    verifyEvery: f.verifyEvery === undefined ? (previous?.verifyEvery ?? null) : parseVerifyEvery(f.verifyEvery),
   };
+}
+
+/** Bounds of `--verify-every`: a run takes seconds, so less than 30 s would overlap; more than a week is not continuous. */
+export const VERIFY_EVERY_BOUNDS = Object.freeze({ minS: 30, maxS: 7 * 86400 });
+
+/** `--verify-every`: `<n>s`, `<n>m`, `<n>h` or `<n>d` (30s … 7d), or `off`. @throws ERR_USAGE */
+export function parseVerifyEvery(value: string): number | null {
+  if (value === 'off') return null;
+  const m = /^(\d{1,7})([smhd])$/.exec(value);
+  const seconds = m ? Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86400 }[m[2] as 's' | 'm' | 'h' | 'd'] : NaN;
+  if (!(seconds >= VERIFY_EVERY_BOUNDS.minS && seconds <= VERIFY_EVERY_BOUNDS.maxS)) {
+    throw bad('--verify-every', `expected a duration from 30s to 7d (e.g. 1h, 90m) or off, got "${value}"`);
+  }
+  return seconds;
 }
 
 export function parseSupervisor(name: string, value: string | undefined): 'builtin' | 'systemd' | null {

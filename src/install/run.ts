@@ -99,6 +99,7 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
     installedAt: previous?.installedAt ?? new Date().toISOString(),
     demo: plan.demo,
     ...(plan.monitoring ? { monitoring: true } : {}),
+    ...(plan.verifyEvery !== null ? { verifyEvery: plan.verifyEvery } : {}),
     ...(previous?.upgrades ? { upgrades: previous.upgrades } : {}),
     ...supervisorOf(runtime, plan.supervisor, previous, plan.demo),
     ...(await profile.installSettings(plan.hosts, previous, { ...Object.fromEntries(plan.runtimeFlags.map((f) => [f.key, f.value])), ...plan.docker })),

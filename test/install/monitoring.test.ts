@@ -47,7 +47,7 @@ describe('install --monitoring (native)', () => {
     if (hasPromtool) {
       // check config also parses the rule files it names.
       const checked = await promtool(['check', 'config', file]);
-      expect(checked.output).toContain('SUCCESS: 5 rules found');
+      expect(checked.output).toContain('SUCCESS: 7 rules found');
       expect(checked.exitCode, checked.output).toBe(0);
     }
 

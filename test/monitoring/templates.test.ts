@@ -118,6 +118,8 @@ describe('shipped Grafana dashboard', () => {
         'Certificate days left',
         'Audit log',
         'Components up',
+        'Acceptance',
+        'Acceptance record age',
       ]),
     );
   });

@@ -6,6 +6,7 @@
 import { X509Certificate } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { certificateLifetimes } from '../../install-dir/certificate-lifetimes.js';
+import { latestSignedAcceptance } from '../../install-dir/reports.js';
 import { installPaths } from '../../install-dir/layout.js';
 
 export interface ApiMetrics {
@@ -108,6 +109,33 @@ export function createMetrics(certificates: CertificateSources = {}): ApiMetrics
       for (const c of await scrape()) this.set({ certificate: c.name }, Math.floor(c.notAfterMs / 1000));
     },
   });
+  // Scheduled acceptance (issue 46): the newest signed record in the install's reports/, read at
+  // each scrape, so a REJECTED record alerts at the next scrape (HospitalApiAcceptanceRejected) and a
+  // schedule that stopped writing shows its age (HospitalApiAcceptanceStale). Absent without a record.
+  const installDir = certificates.installDir;
+  if (installDir) {
+    const reports = installPaths(installDir).reports;
+    new Gauge({
+      name: 'hospital_api_acceptance_result',
+      help: 'Result of the newest signed acceptance record: 1 accepted, 0 rejected',
+      registers: [registry],
+      collect() {
+        this.reset();
+        const latestRecord = latestSignedAcceptance(reports);
+        if (latestRecord) this.set(latestRecord.accepted ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'hospital_api_acceptance_last_run_timestamp_seconds',
+      help: 'When the checks of the newest signed acceptance record ran, as Unix time',
+      registers: [registry],
+      collect() {
+        this.reset();
+        const latestRecord = latestSignedAcceptance(reports);
+        if (latestRecord) this.set(Math.floor(latestRecord.testedAtMs / 1000));
+      },
+    });
+  }
   const auditOk = certificates.auditOk;
   if (auditOk) {
     new Gauge({

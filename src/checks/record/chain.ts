@@ -9,28 +9,14 @@
  * record is the head, and an auditor compares it with the one they signed.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
 import { verifyDetached } from './signature.js';
-
-/** Records as verify writes them: acceptance-<UTC time>.json, whose names sort in time order. */
-const RECORD_NAME = /^acceptance-\d{8}T\d{9}Z\.json$/;
+import { recordFiles } from '../../install-dir/reports.js';
 
 export function sha256Hex(bytes: Buffer): string {
   return createHash('sha256').update(bytes).digest('hex');
-}
-
-/** The records of `folder`, oldest first (their names sort by the time they were tested). */
-export function recordFiles(folder: string): string[] {
-  let names: string[];
-  try {
-    names = readdirSync(folder);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw new HospitalApiError('ERR_FILE_READ', { path: folder, detail: (err as NodeJS.ErrnoException).code ?? String(err) }, { cause: err });
-  }
-  return names.filter((n) => RECORD_NAME.test(n)).sort();
 }
 
 /** The SHA-256 of the newest record in `folder`, the one the next record names; null when there is none. */

@@ -14,7 +14,8 @@ export function logPath(dir: string, component: string): string {
 
 /** The native runtime's logs(): each component's file and the supervisor's. */
 export async function nativeLogs(dir: string, config: InstallConfig, o: LogsOptions): Promise<void> {
-  const known = [...componentSpecs(dir, config).map((s) => s.name), 'supervisor', AUDIT_LOG_COMPONENT];
+  // acceptance: the scheduled acceptance runs (install --verify-every, acceptance-schedule.ts)
+  const known = [...componentSpecs(dir, config).map((s) => s.name), 'supervisor', ...(config.verifyEvery ? ['acceptance'] : []), AUDIT_LOG_COMPONENT];
   const wanted = o.component ? [o.component] : known;
   for (const name of wanted) {
     if (!known.includes(name)) throw new HospitalApiError('ERR_RUNTIME_UNKNOWN_COMPONENT', { component: name, known: known.join(', ') });

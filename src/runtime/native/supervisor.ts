@@ -23,6 +23,7 @@ import { assertPortsFree, liveness, probe } from './health.js';
 import { acquireSupervisorLock, releaseSupervisorLock } from './lock.js';
 import { rotateLog } from './log-rotation.js';
 import { takeRestartRequests } from './restart-requests.js';
+import { AcceptanceSchedule } from './acceptance-schedule.js';
 import { processStartTime, writeRunState, type ComponentRecord, type RunState } from './state.js';
 
 const HEALTH_TIMEOUT_MS = 60_000;
@@ -165,15 +166,29 @@ class Supervisor {
     process.on('SIGUSR2', () => void this.restartRequested());
     this.save();
     await Promise.all([...this.units.values()].map((u) => this.start(u)));
+    // install --verify-every: scheduled acceptance runs (acceptance-schedule.ts), checked at each watch
+    const acceptance = new AcceptanceSchedule({
+      dir: this.dir,
+      bin: this.opts.componentBin,
+      env: () => this.childEnv(),
+      apiUp: () => this.units.get('api')?.record.state === 'up',
+      logRotateBytes: this.opts.logRotateBytes,
+      logKeep: this.opts.logKeep,
+    });
+    acceptance.tick();
     // The watch: health of running components, restart requests whose signal was missed, log sizes.
     let watching = false;
     const healthTimer = setInterval(() => {
       if (watching || this.shuttingDown) return;
       watching = true;
-      void Promise.all([this.watchHealth(), this.restartRequested()]).finally(() => { watching = false; });
+      void Promise.all([this.watchHealth(), this.restartRequested()]).finally(() => {
+        watching = false;
+        if (!this.shuttingDown) acceptance.tick();
+      });
     }, this.opts.healthEveryMs);
     const logTimer = setInterval(() => this.rotateLogs(), this.opts.logCheckEveryMs);
     const code = await done;
+    acceptance.stop();
     clearInterval(healthTimer);
     clearInterval(logTimer);
     return code;
@@ -181,6 +196,15 @@ class Supervisor {
 
   private save(): void {
     writeRunState(this.dir, this.state);
+  }
+
+  /** A child's environment: the supervisor's, without the API's secrets and settings, and never with TLS checks off. */
+  private childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+    const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
+    for (const key of SCRUBBED_ENV) delete env[key];
+    Object.assign(env, extra);
+    delete env[TLS_OFF_SWITCH];
+    return env;
   }
 
   private specOf(name: string): ComponentSpec | undefined {
@@ -197,10 +221,7 @@ class Supervisor {
     unit.record.ports = spec.ports.map((p) => p.port);
     rotateLog(unit.record.log, this.opts.logRotateBytes, this.opts.logKeep);
     const fd = openSync(unit.record.log, 'a', 0o600);
-    const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
-    for (const key of SCRUBBED_ENV) delete env[key];
-    Object.assign(env, spec.env);
-    delete env[TLS_OFF_SWITCH];
+    const env = this.childEnv(spec.env);
     const child = spawn(process.execPath, [...COMPONENT_NODE_ARGS, this.opts.componentBin, ...spec.args], { stdio: ['ignore', fd, fd], env });
     closeSync(fd);
     unit.child = child;

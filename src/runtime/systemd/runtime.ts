@@ -7,7 +7,7 @@
  * reloads go through systemctl, so `status`, `verify`, `consumer rotate-key`
  * and `cert renew` work the same under systemd.
  */
-import { existsSync, lchownSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, lchownSync, lstatSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { writeIfChanged } from '../../install-dir/write-if-changed.js';
@@ -19,7 +19,7 @@ import { componentHealth } from '../native/health.js';
 import { createNativeRuntime, supervisorSummary } from '../native/index.js';
 import { reloadApiKeyOf } from '../native/maintenance.js';
 import { TLS_RELOADED_IN_PLACE, type ComponentState, type Runtime } from '../types.js';
-import { defaultUnitOptions, renderUnits, TARGET, unitName } from './units.js';
+import { ACCEPTANCE_UNITS, defaultUnitOptions, renderUnits, TARGET, unitName } from './units.js';
 
 /** Where the units of an install go: systemd's directory for the administrator's units (systemd.unit(5)). */
 const UNIT_DIR = '/etc/systemd/system';
@@ -90,8 +90,15 @@ async function installUnits(root: string, config: InstallConfig): Promise<void> 
     const { uid, gid } = await userIds(options.user);
     chownTree(root, uid, gid);
   }
-  const changed = renderUnits(root, config, options).map((u) => writeIfChanged(join(UNIT_DIR, u.name), u.text)).filter((f) => f.change !== 'unchanged');
-  if (changed.length === 0) return;
+  const units = renderUnits(root, config, options);
+  const changed = units.map((u) => writeIfChanged(join(UNIT_DIR, u.name), u.text)).filter((f) => f.change !== 'unchanged');
+  // `install --verify-every off`: the timer stops and its units go
+  const dropped = [ACCEPTANCE_UNITS.timer, ACCEPTANCE_UNITS.service].filter((n) => !units.some((u) => u.name === n) && existsSync(join(UNIT_DIR, n)));
+  if (dropped.length > 0) {
+    await systemctl(['stop', ACCEPTANCE_UNITS.timer]).catch(() => undefined);
+    for (const n of dropped) rmSync(join(UNIT_DIR, n), { force: true });
+  }
+  if (changed.length === 0 && dropped.length === 0) return;
   await systemctl(['daemon-reload']);
   await systemctl(['enable', TARGET]);
 }

@@ -54,7 +54,10 @@ function underTmp(path: string): boolean {
   return /^\/(var\/)?tmp(\/|$)/.test(path);
 }
 
-function service(spec: ComponentSpec, dir: string, o: UnitOptions, after: string[]): string {
+/** What a unit runs: a component's spec, or the scheduled acceptance run (a one-shot). */
+type ServiceSpec = Pick<ComponentSpec, 'args' | 'ports' | 'env'> & { name: string };
+
+function service(spec: ServiceSpec, dir: string, o: UnitOptions, after: string[], oneshot = false): string {
   const root = installPaths(dir).root;
   const lowPort = spec.ports.some((p) => p.port < 1024);
   const exec = [o.node, ...COMPONENT_NODE_ARGS, o.bin, ...spec.args].map(quoteArg).join(' ');
@@ -72,7 +75,8 @@ function service(spec: ComponentSpec, dir: string, o: UnitOptions, after: string
     'StartLimitBurst=10',
     '',
     '[Service]',
-    'Type=exec',
+    // the scheduled acceptance run: started by its timer, done when verify exits
+    ...(oneshot ? ['Type=oneshot', 'TimeoutStartSec=15min'] : ['Type=exec']),
     `User=${o.user}`,
     `Group=${o.user}`,
     // A single path: taken to the end of the line, unquoted; only specifiers need escaping.
@@ -80,8 +84,7 @@ function service(spec: ComponentSpec, dir: string, o: UnitOptions, after: string
     ...Object.entries(env).map(([k, v]) => `Environment=${quoteArg(`${k}=${v}`)}`),
     `ExecStart=${exec}`,
     ...(spec.name === 'api' || spec.name === 'gateway' ? ['ExecReload=/bin/kill -HUP $MAINPID'] : []),
-    'Restart=always',
-    'RestartSec=2s',
+    ...(oneshot ? [] : ['Restart=always', 'RestartSec=2s']),
     'TimeoutStopSec=15s',
     'KillMode=mixed',
     'StandardOutput=journal',
@@ -112,12 +115,41 @@ function service(spec: ComponentSpec, dir: string, o: UnitOptions, after: string
     ...(lowPort
       ? ['CapabilityBoundingSet=CAP_NET_BIND_SERVICE', 'AmbientCapabilities=CAP_NET_BIND_SERVICE']
       : ['CapabilityBoundingSet=', 'AmbientCapabilities=']),
-    '',
-    '[Install]',
-    `WantedBy=${TARGET}`,
-    '',
+    // a one-shot is started by its timer, never by the target
+    ...(oneshot ? [''] : ['', '[Install]', `WantedBy=${TARGET}`, '']),
   ];
   return lines.join('\n');
+}
+
+/** The scheduled acceptance run (`install --verify-every`, issue 46) and its timer. */
+export const ACCEPTANCE_UNITS = Object.freeze({ service: unitName('acceptance'), timer: 'hospital-api-acceptance.timer' });
+
+/** `verify --scheduled` every `everyS` seconds, the first two minutes after the stack starts. */
+function acceptanceUnits(dir: string, everyS: number, o: UnitOptions): UnitFile[] {
+  const root = installPaths(dir).root;
+  const run: ServiceSpec = { name: 'acceptance', args: ['verify', '--scheduled', '--dir', root], ports: [] };
+  return [
+    { name: ACCEPTANCE_UNITS.service, text: service(run, dir, o, [unitName('api')], true) },
+    {
+      name: ACCEPTANCE_UNITS.timer,
+      text: [
+        '# Written by `hospital-api systemd` for `install --verify-every`: the scheduled acceptance runs.',
+        '[Unit]',
+        `Description=hospital-api scheduled acceptance every ${everyS}s (${root.replace(/%/g, '%%')})`,
+        `PartOf=${TARGET}`,
+        '',
+        '[Timer]',
+        'OnActiveSec=2min',
+        `OnUnitActiveSec=${everyS}s`,
+        'AccuracySec=1s',
+        `Unit=${ACCEPTANCE_UNITS.service}`,
+        '',
+        '[Install]',
+        `WantedBy=${TARGET}`,
+        '',
+      ].join('\n'),
+    },
+  ];
 }
 
 /** The units of a native install: one service per long-running component, and the target. */
@@ -134,13 +166,17 @@ export function renderUnits(dir: string, config: InstallConfig, o: UnitOptions):
     name: unitName(spec.name),
     text: service(spec, dir, o, spec.name === 'api' ? [unitName('gateway'), unitName('fhir')] : []),
   }));
+  const scheduled = config.verifyEvery ? acceptanceUnits(dir, config.verifyEvery, o) : [];
+  // the target starts the timer, never the one-shot itself
+  const wanted = [...units.map((u) => u.name), ...scheduled.filter((u) => u.name.endsWith('.timer')).map((u) => u.name)];
+  units.push(...scheduled);
   units.push({
     name: TARGET,
     text: [
       '# Written by `hospital-api systemd`: starts and stops every component together.',
       '[Unit]',
       `Description=hospital-api (${installPaths(dir).root.replace(/%/g, '%%')})`,
-      `Wants=${units.map((u) => u.name).join(' ')}`,
+      `Wants=${wanted.join(' ')}`,
       '',
       '[Install]',
       'WantedBy=multi-user.target',

@@ -9,7 +9,8 @@ import { copyFileSync, cpSync, mkdirSync, readFileSync, renameSync, rmSync, utim
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildRecord, type RecordInput } from '../../../src/checks/record/build.js';
-import { recordFiles, verifyChain, withChainLock } from '../../../src/checks/record/chain.js';
+import { verifyChain, withChainLock } from '../../../src/checks/record/chain.js';
+import { recordFiles } from '../../../src/install-dir/reports.js';
 import { writeSignedRecord } from '../../../src/checks/record/write.js';
 import { installPaths } from '../../../src/install-dir/layout.js';
 import { describeCertificate } from '../../../src/tls/inspect.js';
