@@ -6,7 +6,7 @@
  * shown to reject a broken unit, so its pass means something.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../helpers/cli.js';
@@ -127,5 +127,34 @@ describe('systemd units (issue 15)', () => {
     expect(quoteArg('$HOME')).toBe('"$$HOME"');
     expect(quoteArg('127.0.0.1:8443')).toBe('127.0.0.1:8443');
     expect(() => quoteArg('a\nb')).toThrow();
+  });
+});
+
+describe('scheduled acceptance units (issue 46, install --verify-every)', () => {
+  it('a one-shot `verify --scheduled` and its timer, the target wanting the timer only; none without the option', async () => {
+    const before = readdirSync(unitsDir);
+    expect(before.some((n) => n.includes('acceptance'))).toBe(false);
+    const scheduled = join(tempDir('hapi-systemd-scheduled-'), 'site');
+    const install = await runCli(['install', '--runtime', 'native', '--generate-ca', '--no-start', '--dir', scheduled, '--verify-every', '1h', '--api-port', '19411', '--fhir-port', '19412',
+      '--gateway-http-port', '19413', '--gateway-https-port', '19414', '--gateway-admin-port', '19415', '--metrics-port', '19416']);
+    expect(install.exitCode, String(install.stderr)).toBe(0);
+    const r = await runCli(['systemd', '--dir', scheduled, '--json']);
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    const out = JSON.parse(String(r.stdout)).result.out as string;
+    const service = directives(readFileSync(join(out, 'hospital-api-acceptance.service'), 'utf8'));
+    expect(service.get('Type')).toEqual(['oneshot']);
+    expect(service.get('ExecStart')).toEqual([[process.execPath, ...COMPONENT_NODE_ARGS, BIN_PATH, 'verify', '--scheduled', '--dir', scheduled].map(quoteArg).join(' ')]);
+    expect(service.has('Restart')).toBe(false);
+    expect(service.has('WantedBy')).toBe(false);
+    expect(service.get('User')).toEqual(['hospital-api']);
+    const timer = directives(readFileSync(join(out, 'hospital-api-acceptance.timer'), 'utf8'));
+    expect(timer.get('OnUnitActiveSec')).toEqual(['3600s']);
+    expect(timer.get('Unit')).toEqual(['hospital-api-acceptance.service']);
+    const target = directives(readFileSync(join(out, 'hospital-api.target'), 'utf8'));
+    expect(target.get('Wants')).toEqual([[...SERVICES, 'hospital-api-acceptance.timer'].join(' ')]);
+    if (analyze) {
+      const ok = verify(out, [...SERVICES, 'hospital-api-acceptance.service', 'hospital-api-acceptance.timer', 'hospital-api.target']);
+      expect(ok.status, ok.out).toBe(0);
+    }
   });
 });
