@@ -24,11 +24,14 @@ async function scheduled(): Promise<{ code: number | undefined; result: { record
   return { code: r.exitCode, result: JSON.parse(String(r.stdout)).result };
 }
 
+/** The value of a gauge of the API's /metrics, and the record its `record` label names; null when absent. */
 async function metric(name: string): Promise<number | null> {
   const res = await request(`http://127.0.0.1:${site.ports.metrics}/metrics`);
   const text = await res.body.text();
-  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-  return m ? Number(m[1]) : null;
+  const m = new RegExp(`^${name}\\{record="([^"]+)"\\} (\\S+)$`, 'm').exec(text);
+  if (!m) return null;
+  expect(m[1]).toBe(records().at(-1));
+  return Number(m[2]);
 }
 
 beforeAll(async () => {

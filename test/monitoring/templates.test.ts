@@ -31,9 +31,11 @@ const cases = (parse(readFileSync(RULE_TESTS, 'utf8')) as { tests: Array<{ alert
 afterAll(() => removeTempDirs());
 
 describe('shipped alert rules', () => {
-  it('are the four the issue asks for, plus the gateway 5xx ratio', () => {
+  it('are the four issue 26 asks for, the gateway 5xx ratio, and issue 46\'s two on scheduled acceptance', () => {
     expect(rules.map((r) => r.alert).sort()).toEqual([
       'GatewayHigh5xxRatio',
+      'HospitalApiAcceptanceRejected',
+      'HospitalApiAcceptanceStale',
       'HospitalApiAuditUnavailable',
       'HospitalApiCertificateExpiresSoon',
       'HospitalApiComponentDown',

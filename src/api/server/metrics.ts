@@ -4,6 +4,7 @@
  * exposes them. One registry per app, so tests can run several apps.
  */
 import { X509Certificate } from 'node:crypto';
+import { basename } from 'node:path';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { certificateLifetimes } from '../../install-dir/certificate-lifetimes.js';
 import { latestSignedAcceptance } from '../../install-dir/reports.js';
@@ -111,28 +112,31 @@ export function createMetrics(certificates: CertificateSources = {}): ApiMetrics
   });
   // Scheduled acceptance (issue 46): the newest signed record in the install's reports/, read at
   // each scrape, so a REJECTED record alerts at the next scrape (HospitalApiAcceptanceRejected) and a
-  // schedule that stopped writing shows its age (HospitalApiAcceptanceStale). Absent without a record.
+  // schedule that stopped writing shows its age (HospitalApiAcceptanceStale). Absent without a record:
+  // the `record` label (the record's file name) is what makes it absent (an unlabelled gauge reads 0).
   const installDir = certificates.installDir;
   if (installDir) {
     const reports = installPaths(installDir).reports;
     new Gauge({
       name: 'hospital_api_acceptance_result',
-      help: 'Result of the newest signed acceptance record: 1 accepted, 0 rejected',
+      help: 'Result of the newest signed acceptance record (its file name in `record`): 1 accepted, 0 rejected',
+      labelNames: ['record'],
       registers: [registry],
       collect() {
         this.reset();
         const latestRecord = latestSignedAcceptance(reports);
-        if (latestRecord) this.set(latestRecord.accepted ? 1 : 0);
+        if (latestRecord) this.set({ record: basename(latestRecord.file) }, latestRecord.accepted ? 1 : 0);
       },
     });
     new Gauge({
       name: 'hospital_api_acceptance_last_run_timestamp_seconds',
-      help: 'When the checks of the newest signed acceptance record ran, as Unix time',
+      help: 'When the checks of the newest signed acceptance record (its file name in `record`) ran, as Unix time',
+      labelNames: ['record'],
       registers: [registry],
       collect() {
         this.reset();
         const latestRecord = latestSignedAcceptance(reports);
-        if (latestRecord) this.set(Math.floor(latestRecord.testedAtMs / 1000));
+        if (latestRecord) this.set({ record: basename(latestRecord.file) }, Math.floor(latestRecord.testedAtMs / 1000));
       },
     });
   }
