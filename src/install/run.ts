@@ -83,6 +83,11 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
   const plan = parseInstallFlags(flags, previous);
   const runtime = await chooseRuntime(plan.runtime, previous, dir);
   refuseOtherRuntimesFlags(runtime, plan);
+  if (plan.verifyEvery !== null && !profileOf(runtime).scheduledAcceptance) {
+    throw new HospitalApiError('ERR_USAGE', {
+      detail: `--verify-every runs on the native runtime (its supervisor or a systemd timer); on ${runtime}, run \`hospital-api verify --scheduled\` from the host's own timer (docs/operations.md)`,
+    });
+  }
   hooks.log(`install: ${runtime} runtime in ${dir}`);
   const profile = profileOf(runtime);
   const required = profile.requiredHosts.map((h) => ({ runtime, ...h }));

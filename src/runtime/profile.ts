@@ -106,6 +106,11 @@ export interface RuntimeProfile {
    * loopback when that is every address (issue 48: a site bound to its LAN address only).
    */
   publishedAddress(config: InstallConfig): string;
+  /**
+   * Whether `install --verify-every` can run here (issue 46): native runs it under its supervisor or
+   * a systemd timer. Docker and swarm cannot yet (see docs/operations.md): install refuses it there.
+   */
+  readonly scheduledAcceptance: boolean;
   /** True when the gateway's plain HTTP proxy port is reachable from this host (verify probes routes there too, issue 23). */
   readonly gatewayHttpOnHost: boolean;
   /**

@@ -6,7 +6,8 @@
  * --verify-every` on the running stack makes the supervisor run it, with its
  * output in `logs acceptance`.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readInstallConfig, endpoints } from '../../src/install-dir/install-config.js';
@@ -44,6 +45,16 @@ afterAll(async () => {
 });
 
 describe('scheduled acceptance (issue 46)', () => {
+  it('docker and swarm refuse --verify-every before anything is written (nothing would run it there)', async () => {
+    const dir = join(tempDir('scheduled-docker-'), 'site');
+    const r = await runCli(['install', '--runtime', 'docker', '--dir', dir, '--generate-ca', '--no-start', '--verify-every', '1h', '--json'], { env: { DOCKER_HOST: 'unix:///nonexistent.sock' } });
+    expect(r.exitCode).toBe(2);
+    const error = JSON.parse(String(r.stdout)).error as { code: string; message: string };
+    expect(error.code).toBe('ERR_USAGE');
+    expect(error.message).toContain('verify --scheduled');
+    expect(existsSync(dir)).toBe(false);
+  });
+
   it('verify --scheduled: a record the first time, none while unchanged, one when the gateway configuration changed; /metrics follows the newest', async () => {
     expect(await metric('hospital_api_acceptance_result')).toBeNull();
 

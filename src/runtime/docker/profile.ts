@@ -99,6 +99,8 @@ export const dockerProfile: RuntimeProfile = {
   // from before the door has no token yet, and HAPI itself is still published there until its next `up`
   fhirClientHeaders: doorClientHeaders,
   // Kong's plain proxy port (8000) is not published
+  // no host process runs it yet, and the API container reads no records
+  scheduledAcceptance: false,
   gatewayHttpOnHost: false,
   // `compose up` recreates kong and the API when their published ports change
   restartForMonitoring: [],

@@ -44,6 +44,8 @@ export const nativeProfile: RuntimeProfile = {
   publishedAddress: () => '127.0.0.1',
   // the FHIR server gives its full API to its own user and root (src/util/local-peer.ts): no credential
   fhirClientHeaders: () => ({}),
+  // the supervisor, or the systemd timer, runs `verify --scheduled`
+  scheduledAcceptance: true,
   gatewayHttpOnHost: true,
   // the gateway's --status-listen is an argument of its process (components.ts)
   restartForMonitoring: ['gateway'],

@@ -97,6 +97,8 @@ export const swarmProfile: RuntimeProfile = {
   // manager reaches the API when one of its tasks runs here (the gateway is probed per node: gatewayNodes)
   publishedAddress: () => '127.0.0.1',
   fhirClientHeaders: doorClientHeaders,
+  // no host process runs it yet, and the API tasks read no records
+  scheduledAcceptance: false,
   gatewayHttpOnHost: false,
   // the next deploy updates the services whose ports changed
   restartForMonitoring: [],
