@@ -246,6 +246,35 @@ describe('failures', () => {
     expect((await failure(client().findPatients('c1'))).message).toContain('/fhir/Patient answered 201');
   });
 
+  it('a connection closed before any answer (a gateway task replaced mid-request) is retried once on a new connection; twice is unavailable; an answer is never retried (issue 48)', async () => {
+    const ok = bundle([{ id: 'p1', mode: 'match' }]);
+    let requests = 0;
+    answer = (req, res) => {
+      requests++;
+      if (requests === 1) req.socket.destroy();
+      else res.writeHead(200, { 'content-type': 'application/fhir+json' }).end(ok);
+    };
+    expect(await client().findPatients('c1').then(idsOf)).toEqual(['p1']);
+    expect(requests).toBe(2);
+
+    requests = 0;
+    answer = (req) => {
+      requests++;
+      req.socket.destroy();
+    };
+    const err = await failure(client().findPatients('c1'));
+    expect(err.code).toBe('ERR_API_FHIR_UNAVAILABLE');
+    expect(requests).toBe(2);
+
+    requests = 0;
+    answer = (_req, res) => {
+      requests++;
+      res.writeHead(502).end();
+    };
+    expect((await failure(client().findPatients('c1'))).message).toContain('answered 502');
+    expect(requests).toBe(1);
+  });
+
   it('a server that does not answer within FHIR_TIMEOUT_MS is a time-out naming the limit', async () => {
     answer = () => {};
     const err = await failure(client({ fhirTimeoutMs: 300 }).findPatients('c1'));

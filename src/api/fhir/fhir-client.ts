@@ -65,6 +65,18 @@ export interface FhirClient {
   close(): Promise<void>;
 }
 
+/** Connection-level failures that happen before any byte of an answer (undici's RetryHandler retries these for idempotent requests too). */
+const CLOSED_BEFORE_ANSWER = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+
+function closedBeforeAnswer(err: unknown): boolean {
+  let e = err as { code?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; e && depth < 4; depth++) {
+    if (typeof e.code === 'string' && CLOSED_BEFORE_ANSWER.has(e.code)) return true;
+    e = e.cause as typeof e;
+  }
+  return false;
+}
+
 export function createFhirClient(config: ApiConfig): FhirClient {
   // One reference, swapped whole: a request reads the key and the agent of the same access.
   let current: { access: FhirAccess; agent: Agent } = { access: fhirAccessOf(config), agent: makeAgent(config.fhirCa, config.fhirTimeoutMs) };
@@ -85,9 +97,20 @@ export function createFhirClient(config: ApiConfig): FhirClient {
     // Last line of defence: the key never leaves for another origin or path.
     if (!isUnderBase(url, base)) throw new HospitalApiError('ERR_API_FHIR_FOREIGN_LINK', { origin: url.origin });
     try {
-      // Read per request: `consumer rotate-key` swaps the access on SIGHUP (src/api/fhir/key-reload.ts).
-      const { access, agent } = current;
-      const res = await request(url, { dispatcher: agent, method: 'GET', headers: { ...headers, apikey: access.key }, signal: AbortSignal.timeout(ms) });
+      // One deadline for the request and its one retry.
+      const signal = AbortSignal.timeout(ms);
+      const send = () => {
+        // Read per request: `consumer rotate-key` swaps the access on SIGHUP (src/api/fhir/key-reload.ts).
+        const { access, agent } = current;
+        return request(url, { dispatcher: agent, method: 'GET', headers: { ...headers, apikey: access.key }, signal });
+      };
+      const res = await send().catch((err: unknown) => {
+        // A kept-alive connection closed by the gateway as our request went out (a gateway task replaced
+        // by a rolling update, a restart) fails before any answer: a GET is idempotent (RFC 9110 §9.2.2),
+        // so it is sent once more, on a new connection, within the same deadline (issue 48).
+        if (signal.aborted || !closedBeforeAnswer(err)) throw err;
+        return send();
+      });
       if (res.statusCode !== 200) {
         await discard(res.body);
         // 410 Gone = an expired or unknown _getpages id (HAPI's PageMethodBinding.java).
