@@ -11,10 +11,9 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { ResultPromise } from 'execa';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCli } from '../helpers/cli.js';
+import { startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { checkMetrics, hasPromtool } from '../monitoring/promtool.js';
 
@@ -109,30 +108,15 @@ function series(f: Map<string, Family>, name: string, labels: Record<string, str
   return undefined;
 }
 
-interface Running {
-  child: ResultPromise;
-  admin: string;
-  proxy: string;
+interface Running extends GatewayProcess {
   status: string;
 }
 
 async function startGateway(state: string): Promise<Running> {
-  const child = startCli(['gateway', '--admin-listen', '127.0.0.1:0', '--proxy-listen', '127.0.0.1:0', '--status-listen', '127.0.0.1:0', '--state', state]);
-  let err = '';
-  const ready = await new Promise<RegExpExecArray>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no ready line: ${err}`)), 30_000);
-    child.stderr?.on('data', (d: Buffer) => {
-      err += d.toString();
-      const m = /gateway ready: admin=(\S+) proxy=(\S+) proxy-ssl=\S+ status=(\S+)/.exec(err);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m);
-      }
-    });
-    void child.then((r) => reject(new Error(`exited ${r.exitCode}: ${err}`)));
-  });
-  return { child, admin: `http://${ready[1]}`, proxy: `http://${ready[2]}`, status: `http://${ready[3]}` };
+  const g = await startGatewayProcess(state, ['--status-listen', '127.0.0.1:0']);
+  return { ...g, status: g.status! };
 }
+
 
 async function admin(g: Running, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
   const res = await request(`${g.admin}${path}`, {

@@ -5,37 +5,17 @@
  */
 import type { Server } from 'node:http';
 import { join } from 'node:path';
-import type { ResultPromise } from 'execa';
 import { request } from 'undici';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startCli } from '../../helpers/cli.js';
+import { runCli } from '../../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 import { get, startUpstream, type Echo } from './harness.js';
+import { startGatewayProcess, type GatewayProcess } from '../../helpers/gateway-process.js';
 
-interface Running {
-  child: ResultPromise;
-  admin: string;
-  proxy: string;
-}
+type Running = GatewayProcess;
+const startGateway = startGatewayProcess;
 
-async function startGateway(state: string, extra: string[] = []): Promise<Running> {
-  const child = startCli(['gateway', '--admin-listen', '127.0.0.1:0', '--proxy-listen', '127.0.0.1:0', '--state', state, ...extra]);
-  let err = '';
-  const ready = await new Promise<RegExpExecArray>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no ready line: ${err}`)), 30_000);
-    child.stderr?.on('data', (d: Buffer) => {
-      err += d.toString();
-      const m = /gateway ready: admin=(\S+) proxy=(\S+) proxy-ssl=(\S+)/.exec(err);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m);
-      }
-    });
-    void child.then((r) => reject(new Error(`exited ${r.exitCode}: ${err}`)));
-  });
-  return { child, admin: `http://${ready[1]}`, proxy: `http://${ready[2]}` };
-}
 
 async function stopGateway(g: Running): Promise<number | undefined> {
   g.child.kill('SIGTERM');

@@ -8,27 +8,11 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startCli } from '../../helpers/cli.js';
+import { runCli } from '../../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 import { startUpstream } from './harness.js';
+import { startGatewayProcess as startGateway } from '../../helpers/gateway-process.js';
 
-async function startGateway(state: string, extra: string[]) {
-  const child = startCli(['gateway', '--admin-listen', '127.0.0.1:0', '--proxy-listen', '127.0.0.1:0', '--state', state, ...extra]);
-  let err = '';
-  const m = await new Promise<RegExpExecArray>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no ready line: ${err}`)), 30_000);
-    child.stderr?.on('data', (d: Buffer) => {
-      err += d.toString();
-      const r = /gateway ready: admin=(\S+) proxy=(\S+)/.exec(err);
-      if (r) {
-        clearTimeout(timer);
-        resolve(r);
-      }
-    });
-    void child.then((r) => reject(new Error(`exited ${r.exitCode}: ${err}`)));
-  });
-  return { child, admin: `http://${m[1]}`, proxy: `http://${m[2]}` };
-}
 
 async function headersOf(url: string) {
   const res = await request(url);
