@@ -1,8 +1,11 @@
 /**
- * A minimal field validator for core entities, with Kong's messages
- * (kong/db/schema/init.lua): "required field missing",
- * "unknown field", "expected an integer", … Form-encoded input arrives as
- * strings, so `coerce` turns "80" into 80 and "true" into true (Kong does the same).
+ * The one field validator of the gateway, with Kong's messages
+ * (kong/db/schema/init.lua): "required field missing", "unknown field",
+ * "expected an integer", … Core entities declare FieldSpecs and call
+ * validateFields; plugin config schemas (plugins/schema-kit.ts) check each of
+ * their fields with the same checkValue and coerceValue (issue 44: the two
+ * validators had drifted apart). Form-encoded input arrives as strings, so
+ * coercion turns "80" into 80 and "true" into true (Kong does the same).
  */
 import type { FlatErrors } from './kong-error.js';
 
@@ -16,7 +19,8 @@ export type FieldSpec =
       /** Longest accepted value in characters (default MAX_STRING). */
       max?: number;
     }
-  | { type: 'integer'; default?: number | null; required?: boolean; between?: readonly [number, number]; oneOf?: readonly number[] }
+  | { type: 'integer'; default?: number | null; required?: boolean; gt?: number; between?: readonly [number, number]; oneOf?: readonly number[] }
+  | { type: 'number'; default?: number | null; required?: boolean; gt?: number; between?: readonly [number, number] }
   | { type: 'boolean'; default?: boolean | null; required?: boolean }
   | {
       type: 'set';
@@ -27,6 +31,16 @@ export type FieldSpec =
       /** Kong stores some sets upper-cased, e.g. route methods. */
       upper?: boolean;
       /** Longest accepted element (default MAX_STRING). */
+      max?: number;
+    }
+  | {
+      // a plugin config's array of strings: kept in order, repeats kept (a `set` drops them)
+      type: 'array';
+      default?: readonly string[] | null;
+      required?: boolean;
+      oneOf?: readonly string[];
+      check?: (v: string) => string | null;
+      /** Longest accepted element (default: no limit). */
       max?: number;
     }
   | { type: 'map'; required?: boolean } // route headers: name → string[]
@@ -55,16 +69,26 @@ export function isUuid(value: unknown): value is string {
   return typeof value === 'string' && UUID.test(value);
 }
 
-function coerceScalar(spec: FieldSpec, value: unknown): unknown {
+/** A form-encoded string as the field's type reads it; anything else unchanged. */
+export function coerceValue(spec: FieldSpec, value: unknown): unknown {
   if (typeof value !== 'string') return value;
   if (spec.type === 'integer' && /^-?\d+$/.test(value)) return Number(value);
+  if (spec.type === 'number' && /^-?\d+(\.\d+)?$/.test(value)) return Number(value);
   if (spec.type === 'boolean' && (value === 'true' || value === 'false')) return value === 'true';
   if ((spec.type === 'set' || spec.type === 'uuid-array') && value !== '') return [value];
+  if (spec.type === 'array') return [value];
   return value;
 }
 
+/** Kong's bounds on a number: gt (exclusive), then between (inclusive). */
+function boundsError(spec: { gt?: number; between?: readonly [number, number] }, value: number): string | null {
+  if (spec.gt !== undefined && value <= spec.gt) return `value must be greater than ${spec.gt}`;
+  if (spec.between && (value < spec.between[0] || value > spec.between[1])) return `value should be between ${spec.between[0]} and ${spec.between[1]}`;
+  return null;
+}
+
 /** Checks one present, non-null value; returns the stored value or an error message. */
-function checkValue(spec: FieldSpec, value: unknown): { value: unknown } | { error: string } {
+export function checkValue(spec: FieldSpec, value: unknown): { value: unknown } | { error: string } {
   switch (spec.type) {
     case 'string': {
       if (typeof value !== 'string') return { error: 'expected a string' };
@@ -74,13 +98,30 @@ function checkValue(spec: FieldSpec, value: unknown): { value: unknown } | { err
       const msg = spec.check?.(value);
       return msg ? { error: msg } : { value };
     }
-    case 'integer':
+    case 'integer': {
       if (typeof value !== 'number' || !Number.isInteger(value)) return { error: 'expected an integer' };
-      if (spec.between && (value < spec.between[0] || value > spec.between[1])) {
-        return { error: `value should be between ${spec.between[0]} and ${spec.between[1]}` };
-      }
+      const bounds = boundsError(spec, value);
+      if (bounds) return { error: bounds };
       if (spec.oneOf && !spec.oneOf.includes(value)) return { error: `expected one of: ${spec.oneOf.join(', ')}` };
       return { value };
+    }
+    case 'number': {
+      if (typeof value !== 'number' || !Number.isFinite(value)) return { error: 'expected a number' };
+      const bounds = boundsError(spec, value);
+      return bounds ? { error: bounds } : { value };
+    }
+    case 'array': {
+      // no bound on the count or on an element unless the spec sets one (Kong's plugin arrays have none)
+      if (!Array.isArray(value)) return { error: 'expected an array' };
+      for (const el of value) {
+        if (typeof el !== 'string') return { error: 'expected a string' };
+        if (spec.max !== undefined && el.length > spec.max) return { error: tooLong(spec.max) };
+        if (spec.oneOf && !spec.oneOf.includes(el)) return { error: `expected one of: ${spec.oneOf.join(', ')}` };
+        const msg = spec.check?.(el);
+        if (msg) return { error: msg };
+      }
+      return { value: [...value] };
+    }
     case 'boolean':
       return typeof value === 'boolean' ? { value } : { error: 'expected a boolean' };
     case 'set': {
@@ -136,7 +177,7 @@ export function validateFields(specs: FieldSpecs, input: Record<string, unknown>
   }
   for (const [name, spec] of Object.entries(specs)) {
     let raw = input[name];
-    if (coerce) raw = coerceScalar(spec, raw);
+    if (coerce) raw = coerceValue(spec, raw);
     if (raw === undefined || raw === null) {
       const def = 'default' in spec ? spec.default : undefined;
       const filled = def === undefined ? null : Array.isArray(def) ? [...def] : def;

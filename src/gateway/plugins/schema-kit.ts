@@ -1,11 +1,14 @@
 /**
  * A small declarative schema for plugin configs, shaped after Kong's
  * (kong/db/schema): each field has a type, a default and checks; rules across
- * fields are declared as entity checks. Messages are Kong's (kong/db/schema/init.lua).
+ * fields are declared as entity checks. Each field is checked by the gateway's
+ * one field validator (model/fields.ts), so messages are Kong's (kong/db/schema/init.lua)
+ * and the same as the admin API's for core entities.
  * Errors come back flat, keyed like Kong's field paths: `config.minute`;
  * config-level (entity) checks use `config.@entity`.
  */
 import type { PluginSchemaDefinition } from '../model/types.js';
+import { checkValue, coerceValue, type FieldSpec } from '../model/fields.js';
 
 export type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'array';
 
@@ -37,54 +40,20 @@ export interface PluginSpec {
   entityChecks?: readonly EntityCheck[];
 }
 
-const TYPE_MESSAGE: Record<FieldType, string> = {
-  string: 'expected a string',
-  integer: 'expected an integer',
-  number: 'expected a number',
-  boolean: 'expected a boolean',
-  array: 'expected an array',
-};
-
-/** Form-encoded admin input arrives as strings; accept the obvious coercions. */
-function coerce(def: FieldDef, value: unknown): unknown {
-  if (typeof value !== 'string') return value;
-  if ((def.type === 'integer' || def.type === 'number') && /^-?\d+(\.\d+)?$/.test(value)) return Number(value);
-  if (def.type === 'boolean' && (value === 'true' || value === 'false')) return value === 'true';
-  if (def.type === 'array') return [value];
-  return value;
-}
-
-function checkField(def: FieldDef, value: unknown): string | null {
+/** A plugin field as the gateway's one field validator reads it (model/fields.ts): no length bound on strings, as Kong's plugin schemas set none. */
+function specOf(def: FieldDef): FieldSpec {
   switch (def.type) {
     case 'string':
-      if (typeof value !== 'string') return TYPE_MESSAGE.string;
-      if (value.length === 0) return 'length must be at least 1';
-      break;
+      return { type: 'string', max: Number.POSITIVE_INFINITY, ...(def.oneOf ? { oneOf: def.oneOf } : {}) };
     case 'integer':
-      if (typeof value !== 'number' || !Number.isInteger(value)) return TYPE_MESSAGE.integer;
-      break;
+      return { type: 'integer', ...(def.gt !== undefined ? { gt: def.gt } : {}), ...(def.between ? { between: def.between } : {}) };
     case 'number':
-      if (typeof value !== 'number' || !Number.isFinite(value)) return TYPE_MESSAGE.number;
-      break;
+      return { type: 'number', ...(def.gt !== undefined ? { gt: def.gt } : {}), ...(def.between ? { between: def.between } : {}) };
     case 'boolean':
-      if (typeof value !== 'boolean') return TYPE_MESSAGE.boolean;
-      break;
+      return { type: 'boolean' };
     case 'array':
-      if (!Array.isArray(value)) return TYPE_MESSAGE.array;
-      for (const el of value) {
-        if (typeof el !== 'string') return TYPE_MESSAGE.string;
-        if (def.elementsOneOf && !def.elementsOneOf.includes(el)) return `expected one of: ${def.elementsOneOf.join(', ')}`;
-        const msg = def.elementCheck?.(el);
-        if (msg) return msg;
-      }
-      break;
+      return { type: 'array', ...(def.elementsOneOf ? { oneOf: def.elementsOneOf } : {}), ...(def.elementCheck ? { check: def.elementCheck } : {}) };
   }
-  if (def.oneOf && !def.oneOf.includes(value as string)) return `expected one of: ${def.oneOf.join(', ')}`;
-  if (def.gt !== undefined && (value as number) <= def.gt) return `value must be greater than ${def.gt}`;
-  if (def.between && ((value as number) < def.between[0] || (value as number) > def.between[1])) {
-    return `value should be between ${def.between[0]} and ${def.between[1]}`;
-  }
-  return null;
 }
 
 function isEmpty(v: unknown): boolean {
@@ -130,9 +99,10 @@ export function validateConfig(spec: PluginSpec, input: unknown): ReturnType<Plu
       out[key] = null;
       continue;
     }
-    value = coerce(def, value);
-    const msg = checkField(def, value);
-    if (msg) errors[`config.${key}`] = msg;
+    const spec = specOf(def);
+    value = coerceValue(spec, value);
+    const checked = checkValue(spec, value);
+    if ('error' in checked) errors[`config.${key}`] = checked.error;
     out[key] = value;
   }
   if (Object.keys(errors).length === 0) {
