@@ -63,6 +63,13 @@ async function toolkit(args: string[]) {
   return r;
 }
 
+/** The install command of this site (its choices; a rerun changes only what it adds). */
+const installArgs = () => [
+  'install', '--runtime', 'native', '--host', '127.0.0.1', '--platform-url', `http://127.0.0.1:${ports.platform}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
+  '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-http-port', String(ports.gatewayHttp),
+  '--gateway-https-port', String(ports.gatewayHttps), '--gateway-admin-port', String(ports.gatewayAdmin), '--metrics-port', String(ports.metrics),
+];
+
 /** The component's unit in the container. */
 const unitShow = (component: string) => unitShowIn(NAME, component);
 
@@ -113,11 +120,7 @@ describe.skipIf(!engine)('native install under a real systemd (issue 15)', () =>
 
   it('runs under systemd as PID 1: install, consumer, the units in /etc/systemd/system, the built-in supervisor handed over, hospital-api.target enabled', async () => {
     expect((await inHost(['ps', '-p', '1', '-o', 'comm='])).out.trim()).toBe('systemd');
-    const install = await toolkit([
-      'install', '--runtime', 'native', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `http://127.0.0.1:${ports.platform}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
-      '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-http-port', String(ports.gatewayHttp),
-      '--gateway-https-port', String(ports.gatewayHttps), '--gateway-admin-port', String(ports.gatewayAdmin), '--metrics-port', String(ports.metrics),
-    ]);
+    const install = await toolkit([...installArgs(), '--generate-ca']);
     expect(install.code, `${install.out}\n${install.err}`).toBe(0);
     const consumer = await toolkit(['consumer', 'create', 'hospital', '--write-env']);
     expect(consumer.code, consumer.err).toBe(0);
@@ -232,6 +235,30 @@ describe.skipIf(!engine)('native install under a real systemd (issue 15)', () =>
     const verify = await toolkit(['verify']);
     expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
   }, 300_000);
+
+  it('install --verify-every under systemd: a timer the target starts, a one-shot verify as the service user that writes or finds the record; off removes both (issue 46)', async () => {
+    const on = await toolkit([...installArgs(), '--verify-every', '1h']);
+    expect(on.code, `${on.out}\n${on.err}`).toBe(0);
+    const timer = await inHost(['systemctl', 'show', 'hospital-api-acceptance.timer', '-p', 'ActiveState', '-p', 'LoadState', '--value']);
+    expect(timer.out.trim().split('\n')).toEqual(['loaded', 'active']);
+    const before = (await inHost(['sh', '-c', `ls ${DIR}/reports/acceptance-*.json | wc -l`])).out.trim();
+    const run = await inHost(['systemctl', 'start', 'hospital-api-acceptance.service'], { timeout: 600_000 });
+    expect(run.code, run.err).toBe(0);
+    const show = (await inHost(['systemctl', 'show', 'hospital-api-acceptance.service', '-p', 'Result', '-p', 'User', '--value'])).out.trim().split('\n');
+    expect(show).toEqual(['success', USER]);
+    const journal = (await inHost(['journalctl', '-u', 'hospital-api-acceptance.service', '--no-pager', '-o', 'cat'])).out;
+    expect(journal).toMatch(/ACCEPTED: (record \S+ \((first|result changed|gateway configuration changed|daily);|unchanged since )/);
+    const after = (await inHost(['sh', '-c', `ls ${DIR}/reports/acceptance-*.json | wc -l`])).out.trim();
+    // a record only when something changed since verify's last one
+    expect(Number(after) - Number(before)).toBe(/unchanged since/.test(journal) ? 0 : 1);
+    const owners = (await inHost(['sh', '-c', `stat -c %U ${DIR}/reports/acceptance-*.json | sort -u`])).out.trim();
+    expect(owners).toBe(USER);
+
+    const off = await toolkit([...installArgs(), '--verify-every', 'off']);
+    expect(off.code, `${off.out}\n${off.err}`).toBe(0);
+    const gone = await inHost(['systemctl', 'show', 'hospital-api-acceptance.timer', '-p', 'LoadState', '--value']);
+    expect(gone.out.trim()).toBe('not-found');
+  }, 900_000);
 
   it('down stops hospital-api.target and up starts it again', async () => {
     const down = await toolkit(['down']);
