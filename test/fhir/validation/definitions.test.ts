@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { extractStructureDefinitions } from '../../../scripts/fhir-definitions-extract.js';
+import { extractRequiredBindings, extractStructureDefinitions } from '../../../scripts/fhir-definitions-extract.js';
 import { validationIssues } from '../../../src/fhir/validation/validate.js';
 
 // The server validates writes against an extract of the R4 StructureDefinitions instead of depending on the
@@ -27,4 +27,21 @@ describe('shipped R4 StructureDefinition extract', () => {
     expect(validationIssues({ resourceType: 'Binary', contentType: 'text/plain', data: 'aGVs bG8g d29y bGQ=' })).toEqual([]);
     expect(paths({ resourceType: 'Binary', contentType: 'text/plain', data: 'aGVs*bG8g' })).toContain('Binary.data');
   });
+
+  it('required-binding table: equals what `npm run definitions` makes; enumerable ValueSets carry their codes, the others a reason', () => {
+    const shipped = JSON.parse(readFileSync(new URL('../../../src/fhir/validation/required-bindings.r4.json', import.meta.url), 'utf8'));
+    const fresh = extractRequiredBindings();
+    expect(shipped).toEqual(fresh);
+    expect(fresh.valueSets['http://hl7.org/fhir/ValueSet/administrative-gender']).toEqual({ 'http://hl7.org/fhir/administrative-gender': ['male', 'female', 'other', 'unknown'] });
+    expect(fresh.paths['http://hl7.org/fhir/ValueSet/administrative-gender']).toEqual(expect.arrayContaining(['Patient.gender', 'Patient.contact.gender', 'Practitioner.gender']));
+    // hierarchical code systems: nested codes count (event-timing's MORN.early sits under MORN)
+    expect(fresh.valueSets['http://hl7.org/fhir/ValueSet/event-timing']!['http://hl7.org/fhir/event-timing']).toContain('MORN.early');
+    // not enumerable from the R4 definitions: UCUM, MIME types (BCP 13), ISO 4217 currencies
+    expect(Object.keys(fresh.skipped)).toEqual(
+      expect.arrayContaining(['http://hl7.org/fhir/ValueSet/ucum-units', 'http://hl7.org/fhir/ValueSet/mimetypes', 'http://hl7.org/fhir/ValueSet/currencies']),
+    );
+    // every required binding is in one list or the other
+    expect(Object.keys(fresh.paths).sort()).toEqual([...Object.keys(fresh.valueSets), ...Object.keys(fresh.skipped)].sort());
+    expect(Object.keys(fresh.valueSets).length).toBeGreaterThan(200);
+  }, 60_000);
 });
