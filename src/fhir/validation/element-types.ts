@@ -8,12 +8,16 @@
  * - every Reference.reference is one of the literal forms R4 defines (ids.ts), wherever a Reference
  *   appears (nested, in a choice such as `valueReference`, in contained or Bundle entry resources).
  *
+ * - a code of an element bound as required to an enumerable ValueSet is one of its codes
+ *   (required-bindings.ts, issue #47).
+ *
  * Only the keys present are walked (Medplum's own crawler visits every element of every type, ~3x
  * slower over HL7's examples). Unknown keys, wrong cardinality and primitives are left to Medplum.
  */
 import { getDataType, isPrimitiveType, isResourceType, type InternalTypeSchema } from '@medplum/core';
 import type { OperationOutcomeIssue } from '@medplum/fhirtypes';
 import { isR4Reference } from './ids.js';
+import { bindingFinding, requiredValueSet, type BoundValueSet } from './required-bindings.js';
 
 export interface ValidationOptions {
   /** Inside a transaction: conditional references (`Patient?identifier=…`) are accepted, the transaction resolves them. */
@@ -30,7 +34,8 @@ function jsonType(v: unknown): string {
 
 const capitalized = (code: string): string => code.charAt(0).toUpperCase() + code.slice(1);
 
-type KeyType = { code: string; isArray: boolean } | undefined;
+/** `binding`: the enumerable ValueSet the element binds as required, if any. */
+type KeyType = { code: string; isArray: boolean; binding?: BoundValueSet | undefined } | undefined;
 
 /**
  * Each type's key → element type, worked out once per (type schema, key) and kept: the schemas are
@@ -52,13 +57,13 @@ function typeOfKey(schema: InternalTypeSchema, key: string): KeyType {
 /** The element type of a JSON key: a plain element (one type) or a choice (`valueQuantity` → `value[x]` as Quantity). */
 function elementTypeOfKey(schema: InternalTypeSchema, key: string): KeyType {
   const element = schema.elements[key];
-  if (element) return element.type.length === 1 ? { code: element.type[0]!.code, isArray: !!element.isArray } : undefined;
+  if (element) return element.type.length === 1 ? { code: element.type[0]!.code, isArray: !!element.isArray, binding: requiredValueSet(element) } : undefined;
   for (const [name, choice] of Object.entries(schema.elements)) {
     if (!name.endsWith('[x]')) continue;
     const prefix = name.slice(0, -3);
     if (!key.startsWith(prefix)) continue;
     const t = choice.type.find((x) => capitalized(x.code) === key.slice(prefix.length));
-    if (t) return { code: t.code, isArray: false };
+    if (t) return { code: t.code, isArray: false, binding: requiredValueSet(choice) };
   }
   return undefined;
 }
@@ -79,11 +84,22 @@ class Walk {
     for (const key of Object.keys(value)) {
       if (key === 'resourceType' || key.startsWith('_')) continue;
       const type = typeOfKey(schema, key);
-      if (!type || isPrimitiveType(type.code)) continue;
+      if (!type) continue;
       const v = value[key];
+      if (type.binding) this.binding(type.binding, type, v, `${path}.${key}`);
+      if (isPrimitiveType(type.code)) continue;
       if (type.isArray && Array.isArray(v)) v.forEach((item, i) => this.value(item, type.code, owner, `${path}.${key}[${i}]`));
       else if (!type.isArray || !Array.isArray(v)) this.value(v, type.code, owner, `${path}.${key}`);
     }
+  }
+
+  /** Each value of a required-bound element (an array's items by index) against its ValueSet. */
+  private binding(vs: BoundValueSet, type: NonNullable<KeyType>, v: unknown, path: string): void {
+    const values = type.isArray && Array.isArray(v) ? v : [v];
+    values.forEach((item, i) => {
+      const found = bindingFinding(vs, type.code, item, values === v ? `${path}[${i}]` : path);
+      if (found) this.issues.push(found);
+    });
   }
 
   private value(v: unknown, code: string, owner: InternalTypeSchema, path: string): void {
@@ -112,7 +128,7 @@ class Walk {
   }
 }
 
-/** Findings for complex elements holding a non-object and for malformed references; empty when none. */
+/** Findings for complex elements holding a non-object, malformed references and codes outside a required binding; empty when none. */
 export function elementIssues(resource: Record<string, unknown>, options: ValidationOptions = {}): OperationOutcomeIssue[] {
   const walk = new Walk(options);
   walk.resource(resource, String(resource.resourceType));

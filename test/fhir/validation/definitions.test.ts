@@ -44,4 +44,21 @@ describe('shipped R4 StructureDefinition extract', () => {
     expect(Object.keys(fresh.paths).sort()).toEqual([...Object.keys(fresh.valueSets), ...Object.keys(fresh.skipped)].sort());
     expect(Object.keys(fresh.valueSets).length).toBeGreaterThan(200);
   }, 60_000);
+
+  it('checks required bindings of code, Coding and CodeableConcept elements and arrays of codes', () => {
+    const codes = (r: unknown) => validationIssues(r).filter((i) => i.code === 'code-invalid').map((i) => i.expression?.[0]);
+    expect(codes({ resourceType: 'Patient', gender: 'banana' })).toEqual(['Patient.gender']);
+    expect(codes({ resourceType: 'Patient', gender: 'female', name: [{ use: 'official' }, { use: 'alias' }] })).toEqual(['Patient.name[1].use']);
+    expect(codes({ resourceType: 'SearchParameter', base: ['Patient', 'Patientx'] })).toContain('SearchParameter.base[1]');
+    expect(codes({ resourceType: 'Observation', status: 'final', code: { text: 'x' }, valueQuantity: { value: 1, comparator: '~' } })).toEqual(['Observation.valueQuantity.comparator']);
+    const CS = 'http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical';
+    const allergy = (clinicalStatus: unknown) => ({ resourceType: 'AllergyIntolerance', patient: { reference: 'Patient/1' }, clinicalStatus });
+    expect(codes(allergy({ coding: [{ system: CS, code: 'active' }] }))).toEqual([]);
+    expect(codes(allergy({ coding: [{ code: 'active' }] }))).toEqual(['AllergyIntolerance.clinicalStatus']);
+    expect(codes(allergy({ coding: [{ system: CS, code: 'gone' }] }))).toEqual(['AllergyIntolerance.clinicalStatus']);
+    // a wrong JSON type is reported once, by the structural checks, not as a code
+    expect(codes({ resourceType: 'Patient', gender: 5 })).toEqual([]);
+    // a skipped ValueSet (MIME types) is not checked
+    expect(codes({ resourceType: 'Binary', contentType: 'application/x-anything' })).toEqual([]);
+  });
 });
