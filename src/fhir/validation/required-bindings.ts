@@ -8,8 +8,9 @@
  * - `code` (and string-like) values: the code must be one of the value set's codes, whatever the system;
  * - Coding: its `system` must be one the value set draws from and its `code` one of that system's;
  * - CodeableConcept: at least one coding must be in the value set (HL7's validator, InstanceValidator:
- *   "None of the codings provided are in the value set"; none at all: "No code provided, and a code is
- *   required from the value set").
+ *   "None of the codings provided are in the value set"; text and no coding: "No code provided, and a code
+ *   is required from the value set"); one holding only extensions (data-absent-reason) states no concept
+ *   and is not checked.
  * ValueSets that cannot be enumerated (filters, UCUM, MIME types, currencies: the table's `skipped`) are
  * not checked. Extensible and preferred bindings are never errors.
  */
@@ -83,9 +84,12 @@ export function bindingFinding(vs: BoundValueSet, type: string, value: unknown, 
   }
   if (type === 'CodeableConcept') {
     if (!value || typeof value !== 'object' || Array.isArray(value)) return undefined;
-    const coding = (value as { coding?: unknown }).coding;
+    const { coding, text } = value as { coding?: unknown; text?: unknown };
     if (Array.isArray(coding) && coding.some((c) => codingIn(vs, c))) return undefined;
-    if (!Array.isArray(coding) || coding.length === 0) return bindingIssue(path, `No code provided, and a code is required from the value set ${vs.url}`);
+    const codings = Array.isArray(coding) ? coding.length : 0;
+    // only extensions (such as data-absent-reason, R4 extensibility.html): no concept is stated, nothing to check
+    if (codings === 0 && text === undefined) return undefined;
+    if (codings === 0) return bindingIssue(path, `No code provided, and a code is required from the value set ${vs.url}`);
     return bindingIssue(path, `None of the codings provided are in the required value set ${vs.url} (${codesOf(vs)})`);
   }
   if (typeof value !== 'string' || vs.all.has(value)) return undefined;

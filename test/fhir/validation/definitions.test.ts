@@ -56,6 +56,10 @@ describe('shipped R4 StructureDefinition extract', () => {
     expect(codes(allergy({ coding: [{ system: CS, code: 'active' }] }))).toEqual([]);
     expect(codes(allergy({ coding: [{ code: 'active' }] }))).toEqual(['AllergyIntolerance.clinicalStatus']);
     expect(codes(allergy({ coding: [{ system: CS, code: 'gone' }] }))).toEqual(['AllergyIntolerance.clinicalStatus']);
+    expect(codes(allergy({ text: 'active' }))).toEqual(['AllergyIntolerance.clinicalStatus']);
+    // only a data-absent-reason extension: no concept stated, nothing to check
+    const absent = { extension: [{ url: 'http://hl7.org/fhir/StructureDefinition/data-absent-reason', valueCode: 'unknown' }] };
+    expect(codes(allergy(absent))).toEqual([]);
     // a wrong JSON type is reported once, by the structural checks, not as a code
     expect(codes({ resourceType: 'Patient', gender: 5 })).toEqual([]);
     // a skipped ValueSet (MIME types) is not checked
