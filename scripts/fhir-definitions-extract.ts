@@ -60,6 +60,8 @@ export interface RequiredBindingsExtract {
   skipped: Record<string, string>;
   /** ValueSet url → the element paths (ElementDefinition.path) that bind it as required. */
   paths: Record<string, string[]>;
+  /** ValueSet url → the element paths that bind it as extensible, for the enumerable ones ($validate warns). */
+  extensible: Record<string, string[]>;
 }
 
 /** Every code of a CodeSystem, nested concepts included (R4 codesystem.html#hierarchy). */
@@ -90,14 +92,17 @@ export function extractRequiredBindings(): RequiredBindingsExtract {
     }
   }
   const paths = new Map<string, Set<string>>();
+  const extensiblePaths = new Map<string, Set<string>>();
   for (const file of ['fhir/r4/profiles-types.json', 'fhir/r4/profiles-resources.json']) {
     for (const { resource: sd } of (readJson(file) as { entry: Array<{ resource: Json }> }).entry) {
       if (sd.resourceType !== 'StructureDefinition') continue;
       for (const e of sd.snapshot.element as Json[]) {
-        if (e.binding?.strength !== 'required' || typeof e.binding.valueSet !== 'string') continue;
+        const strength = e.binding?.strength;
+        if ((strength !== 'required' && strength !== 'extensible') || typeof e.binding.valueSet !== 'string') continue;
+        const byUrl = strength === 'required' ? paths : extensiblePaths;
         const url = (e.binding.valueSet as string).split('|')[0]!;
-        if (!paths.has(url)) paths.set(url, new Set());
-        paths.get(url)!.add(e.path as string);
+        if (!byUrl.has(url)) byUrl.set(url, new Set());
+        byUrl.get(url)!.add(e.path as string);
       }
     }
   }
@@ -138,12 +143,20 @@ export function extractRequiredBindings(): RequiredBindingsExtract {
     return codes;
   };
 
-  const out: RequiredBindingsExtract = { valueSets: {}, skipped: {}, paths: {} };
+  const out: RequiredBindingsExtract = { valueSets: {}, skipped: {}, paths: {}, extensible: {} };
+  const codesOf = (codes: Map<string, Set<string>>) => Object.fromEntries([...codes].sort(([a], [b]) => a.localeCompare(b)).map(([system, set]) => [system, [...set]]));
   for (const url of [...paths.keys()].sort()) {
     out.paths[url] = [...paths.get(url)!].sort();
     const codes = enumerate(url, new Set());
     if (typeof codes === 'string') out.skipped[url] = codes;
-    else out.valueSets[url] = Object.fromEntries([...codes].sort(([a], [b]) => a.localeCompare(b)).map(([system, set]) => [system, [...set]]));
+    else out.valueSets[url] = codesOf(codes);
+  }
+  // extensible bindings only give $validate warnings: the ones that cannot be enumerated are left out silently
+  for (const url of [...extensiblePaths.keys()].sort()) {
+    const codes = out.valueSets[url] ?? enumerate(url, new Set());
+    if (typeof codes === 'string') continue;
+    out.extensible[url] = [...extensiblePaths.get(url)!].sort();
+    if (!out.valueSets[url]) out.valueSets[url] = codesOf(codes as Map<string, Set<string>>);
   }
   return out;
 }

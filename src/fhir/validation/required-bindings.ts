@@ -12,7 +12,9 @@
  *   is required from the value set"); one holding only extensions (data-absent-reason) states no concept
  *   and is not checked.
  * ValueSets that cannot be enumerated (filters, UCUM, MIME types, currencies: the table's `skipped`) are
- * not checked. Extensible and preferred bindings are never errors.
+ * not checked. Extensible and preferred bindings are never errors; `$validate` warns about a code outside an
+ * enumerable extensible ValueSet (terminologies.html#extensible: another code is allowed only when none of
+ * the set applies), which writes never look at.
  */
 import type { InternalSchemaElement } from '@medplum/core';
 import type { OperationOutcomeIssue } from '@medplum/fhirtypes';
@@ -22,6 +24,7 @@ interface Table {
   valueSets: Record<string, Record<string, string[]>>;
   skipped: Record<string, string>;
   paths: Record<string, string[]>;
+  extensible: Record<string, string[]>;
 }
 
 /** A bound ValueSet: its url, its codes per system, and every code whatever the system. */
@@ -46,15 +49,30 @@ function loaded(): Map<string, BoundValueSet> {
   return map;
 }
 
-/** The ValueSet an element binds as required, when its codes can be enumerated; undefined otherwise. */
-export function requiredValueSet(element: InternalSchemaElement): BoundValueSet | undefined {
+/** The ValueSet an element binds with `strength` (required by default), when its codes can be enumerated; undefined otherwise. */
+export function requiredValueSet(element: InternalSchemaElement, strength: 'required' | 'extensible' = 'required'): BoundValueSet | undefined {
   const b = element.binding;
-  if (b?.strength !== 'required' || typeof b.valueSet !== 'string') return undefined;
+  if (b?.strength !== strength || typeof b.valueSet !== 'string') return undefined;
   return loaded().get(b.valueSet.split('|')[0]!);
 }
 
 function bindingIssue(path: string, text: string): OperationOutcomeIssue {
   return { severity: 'error', code: 'code-invalid', details: { text }, expression: [path] };
+}
+
+/**
+ * The warning for a value of an element bound as extensible to `vs`, or undefined when it is in the value set
+ * or says nothing to check (a CodeableConcept with text only is what extensible allows when no code applies).
+ */
+export function extensibleFinding(vs: BoundValueSet, type: string, value: unknown, path: string): OperationOutcomeIssue | undefined {
+  if (type === 'CodeableConcept' && value && typeof value === 'object') {
+    const coding = (value as { coding?: unknown }).coding;
+    if (!Array.isArray(coding) || coding.length === 0) return undefined;
+  }
+  const found = bindingFinding(vs, type, value, path);
+  if (!found) return undefined;
+  const text = `${found.details!.text!.replace(/No code provided, and a code is required from|required value set/, 'extensible value set')}: another code is allowed only when none of the value set applies`;
+  return { severity: 'warning', code: 'code-invalid', details: { text }, expression: [path] };
 }
 
 const shown = (v: unknown): string => JSON.stringify(String(v).slice(0, 80));

@@ -143,4 +143,24 @@ describe('$validate', () => {
     const good = await call(fhir.base, 'POST', 'Patient/$validate', { resourceType: 'Patient', gender: 'unknown' });
     expect(good.body.issue.every((i: any) => i.severity === 'information')).toBe(true);
   });
+
+  it('warns (never errs) about a code outside an extensible binding; writes take it', async () => {
+    const local = { resourceType: 'Patient', gender: 'other', maritalStatus: { coding: [{ system: 'http://example.org/local', code: 'partnered' }] } };
+    const r = await call(fhir.base, 'POST', 'Patient/$validate', local);
+    expect(r.status).toBe(200);
+    expect(r.body.issue[0].severity).toBe('information');
+    const warning = r.body.issue.find((i: any) => i.severity === 'warning');
+    expect(warning).toMatchObject({ code: 'code-invalid', expression: ['Patient.maritalStatus'] });
+    expect(warning.diagnostics).toContain('http://hl7.org/fhir/ValueSet/marital-status');
+    expect(warning.diagnostics).toContain('extensible');
+    // a code of the value set, or text alone (what extensible allows when no code applies): no warning
+    for (const maritalStatus of [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-MaritalStatus', code: 'M' }] }, { text: 'partnered' }]) {
+      const ok = await call(fhir.base, 'POST', 'Patient/$validate', { ...local, maritalStatus });
+      expect(ok.body.issue.filter((i: any) => i.severity === 'warning')).toEqual([]);
+    }
+    // with an error too: the error first, the warning after it
+    const both = await call(fhir.base, 'POST', 'Patient/$validate', { ...local, gender: 'banana' });
+    expect(both.body.issue.map((i: any) => i.severity)).toEqual(['error', 'warning']);
+    expect((await call(fhir.base, 'POST', 'Patient', local)).status).toBe(201);
+  });
 });
