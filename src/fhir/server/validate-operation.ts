@@ -14,7 +14,7 @@
 import { HospitalApiError } from '../../errors/index.js';
 import type { Resource } from '../store/types.js';
 import { isR4Id } from '../validation/ids.js';
-import { validationIssues } from '../validation/validate.js';
+import { validationIssues, validationWarnings } from '../validation/validate.js';
 import type { FhirContext, FhirRequest, FhirResponse } from './context.js';
 import { localReferences } from './integrity.js';
 import type { OperationOutcome } from './outcome.js';
@@ -97,8 +97,14 @@ export function validateHandler(ctx: FhirContext, req: FhirRequest): FhirRespons
       }
     }
   }
-  const issue: Issue[] = issues.length
-    ? issues
-    : [{ severity: 'information', code: 'informational', diagnostics: `Validation successful (mode ${mode}): no errors against R4 ${type}` }];
+  // codes outside an extensible binding: warnings only (issue #47), after the errors or the success message
+  const warnings: Issue[] =
+    mode === 'delete' || !input.resource || typeof input.resource !== 'object' || (input.resource as Resource).resourceType !== type
+      ? []
+      : validationWarnings(input.resource).map((w) => ({ severity: 'warning', code: w.code, ...(w.details?.text ? { diagnostics: w.details.text } : {}), ...(w.expression ? { expression: w.expression } : {}) }));
+  const issue: Issue[] = [
+    ...(issues.length ? issues : [{ severity: 'information', code: 'informational', diagnostics: `Validation successful (mode ${mode}): no errors against R4 ${type}` } as Issue]),
+    ...warnings,
+  ];
   return { status: 200, body: { resourceType: 'OperationOutcome', issue } };
 }

@@ -9,7 +9,7 @@
 import { isResourceType, OperationOutcomeError, validateResource } from '@medplum/core';
 import type { OperationOutcomeIssue, Resource } from '@medplum/fhirtypes';
 import { HospitalApiError } from '../../errors/index.js';
-import { elementIssues, type ValidationOptions } from './element-types.js';
+import { bindingWarnings, elementIssues, type ValidationOptions } from './element-types.js';
 import { forbiddenKeyPath } from './forbidden-keys.js';
 import { isR4Id } from './ids.js';
 import { loadStructureDefinitions } from './structure-definitions.js';
@@ -76,6 +76,18 @@ export function validationIssues(resource: unknown, options: ValidationOptions =
   // a resourceType R4 does not define has no schema to walk (validateResource has said so)
   if (isResourceType(type)) issues.push(...elementIssues(resource as Record<string, unknown>, options));
   return issues;
+}
+
+/**
+ * `$validate`'s warnings for a resource: codes outside an enumerable extensible binding (R4
+ * terminologies.html#extensible). Never errors, and writes do not compute them.
+ */
+export function validationWarnings(resource: unknown): OperationOutcomeIssue[] {
+  loadStructureDefinitions();
+  if (!resource || typeof resource !== 'object' || Array.isArray(resource)) return [];
+  const type = (resource as { resourceType?: unknown }).resourceType;
+  if (typeof type !== 'string' || !isResourceType(type) || forbiddenKeyPath(resource, type)) return [];
+  return bindingWarnings(resource as Record<string, unknown>);
 }
 
 function describe(issue: OperationOutcomeIssue): string {
