@@ -6,6 +6,8 @@ import { SUMMARIES } from './summaries.js';
 import { renderTable } from '../output/table.js';
 import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
 import { certificateLifetimes, CERT_WARN_DAYS } from '../install-dir/certificate-lifetimes.js';
+import { readInstallConfig } from '../install-dir/install-config.js';
+import { latestSignedAcceptance } from '../install-dir/reports.js';
 
 /** States in which a component runs: `status` exits 0 only when every component is in one. */
 const RUNNING: ReadonlyArray<ComponentState['state']> = ['up', 'degraded'];
@@ -62,14 +64,26 @@ export function register(program: Command): void {
         const { supervisor, summary } = await runtime.supervision();
         // Days left on each certificate (issue 15); `cert renew` renews them.
         const certificates = certificateLifetimes(installPaths(dir));
+        // The newest signed acceptance record and the schedule that writes them (issue 46): the state an auditor signs on.
+        const newest = latestSignedAcceptance(installPaths(dir).reports);
+        const acceptance = {
+          everySeconds: readInstallConfig(dir).verifyEvery ?? null,
+          newest: newest ? { record: newest.file, result: newest.accepted ? 'accepted' : 'rejected', testedAt: new Date(newest.testedAtMs).toISOString() } : null,
+        };
         if (io.json) {
-          io.out(JSON.stringify({ ok: true, command: 'status', result: { dir, runtime: runtime.name, allUp, down, degraded, supervisor, components, certificates } }));
+          io.out(JSON.stringify({ ok: true, command: 'status', result: { dir, runtime: runtime.name, allUp, down, degraded, supervisor, components, certificates, acceptance } }));
         } else {
           await renderComponents(io, components);
           for (const d of degraded) io.out(io.colour.yellow(`${d.name} is degraded: ${d.reason.replace(/^degraded: /, '')}`));
           const { renderCertificates } = await import('./cert.js');
           await renderCertificates(io, certificates, CERT_WARN_DAYS);
           if (summary) io.out(summary);
+          const schedule = acceptance.everySeconds === null ? 'not scheduled (install --verify-every)' : `every ${acceptance.everySeconds} s`;
+          io.out(
+            acceptance.newest
+              ? `acceptance: ${acceptance.newest.result === 'accepted' ? io.colour.green('ACCEPTED') : io.colour.red('REJECTED')} at ${acceptance.newest.testedAt} (${acceptance.newest.record}); ${schedule}`
+              : `acceptance: no signed record yet (hospital-api verify); ${schedule}`,
+          );
           if (down.length > 0) io.out(io.colour.red(`not running: ${down.join(', ')} (exit 3)`));
         }
         return down.length > 0 ? STATUS_NOT_RUNNING : 0;

@@ -100,5 +100,9 @@ describe('scheduled acceptance (issue 46)', () => {
     expect(logs).toContain(records().at(-1));
     // unchanged: the run wrote nothing
     expect(records()).toHaveLength(2);
+    // status names the newest record and the schedule
+    const status = JSON.parse(String((await runCli(['status', '--dir', site.dir, '--json'])).stdout)) as { result: { acceptance: { everySeconds: number | null; newest: { record: string; result: string } | null } } };
+    expect(status.result.acceptance.everySeconds).toBe(30);
+    expect(status.result.acceptance.newest).toMatchObject({ result: 'accepted', record: expect.stringContaining(records().at(-1)!) });
   }, 180_000);
 });
