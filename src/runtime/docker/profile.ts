@@ -98,9 +98,9 @@ export const dockerProfile: RuntimeProfile = {
   // the door opens GET /fhir/metadata to anyone and the rest to its token (door-token.ts); an install
   // from before the door has no token yet, and HAPI itself is still published there until its next `up`
   fhirClientHeaders: doorClientHeaders,
-  // Kong's plain proxy port (8000) is not published
   // no host process runs it yet, and the API container reads no records
   scheduledAcceptance: false,
+  // Kong's plain proxy port (8000) is not published
   gatewayHttpOnHost: false,
   // `compose up` recreates kong and the API when their published ports change
   restartForMonitoring: [],
