@@ -243,10 +243,10 @@ describe.skipIf(!engine)('native install under a real systemd (issue 15)', () =>
     expect(timer.out.trim().split('\n')).toEqual(['loaded', 'active']);
     const before = (await inHost(['sh', '-c', `ls ${DIR}/reports/acceptance-*.json | wc -l`])).out.trim();
     const run = await inHost(['systemctl', 'start', 'hospital-api-acceptance.service'], { timeout: 600_000 });
-    expect(run.code, run.err).toBe(0);
+    const journal = (await inHost(['journalctl', '-u', 'hospital-api-acceptance.service', '--no-pager', '-o', 'cat'])).out;
+    expect(run.code, `${run.err}\n${journal}`).toBe(0);
     const show = (await inHost(['systemctl', 'show', 'hospital-api-acceptance.service', '-p', 'Result', '-p', 'User', '--value'])).out.trim().split('\n');
     expect(show).toEqual(['success', USER]);
-    const journal = (await inHost(['journalctl', '-u', 'hospital-api-acceptance.service', '--no-pager', '-o', 'cat'])).out;
     expect(journal).toMatch(/ACCEPTED: (record \S+ \((first|result changed|gateway configuration changed|daily);|unchanged since )/);
     const after = (await inHost(['sh', '-c', `ls ${DIR}/reports/acceptance-*.json | wc -l`])).out.trim();
     // a record only when something changed since verify's last one
