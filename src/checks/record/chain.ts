@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
-import { verifyDetached } from './signature.js';
+import { verifyDetached } from '../../tls/cms-verify.js';
 
 /** Records as verify writes them: acceptance-<UTC time>.json, whose names sort in time order. */
 const RECORD_NAME = /^acceptance-\d{8}T\d{9}Z\.json$/;

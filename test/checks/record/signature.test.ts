@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import forge from 'node-forge';
 import { afterAll, describe, expect, it } from 'vitest';
-import { signDetached } from '../../../src/checks/record/sign.js';
-import { signerUsageProblem, verifyDetached } from '../../../src/checks/record/signature.js';
+import { signDetached } from '../../../src/tls/cms-sign.js';
+import { signerUsageProblem, verifyDetached } from '../../../src/tls/cms-verify.js';
 import { generateCa, issueCertificate, type KeyAndCert } from '../../../src/tls/pki.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
