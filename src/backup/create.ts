@@ -64,8 +64,11 @@ function configFiles(root: string, runtime: RuntimeName): Array<{ path: string; 
   walk('reports', () => 'report');
   walk('demo', () => 'demo');
   for (const f of profileOf(runtime).folders) walk(f.folder, () => f.kind);
+  // The audit log's chain state first (issue 46): the log copied after it holds at least the lines its last seal counts.
+  add('logs/audit.log.chain', 'audit-log');
+  // The log and its rotated files, as logrotate names them (src/api/audit/audit-check.ts, auditLogFiles).
   for (const name of existsSync(join(root, 'logs')) ? readdirSync(join(root, 'logs')).sort() : []) {
-    if (/^audit\.log(\.\d+)?$/.test(name)) add(`logs/${name}`, 'audit-log');
+    if (/^audit\.log((\.\d+|-\d{8,10})(\.gz)?)?$/.test(name)) add(`logs/${name}`, 'audit-log');
   }
   return out;
 }

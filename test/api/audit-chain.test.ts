@@ -91,6 +91,17 @@ describe('the chain and its seals, as written', () => {
     expect(r.code, r.out).toBe(0);
   });
 
+  it('lines an earlier process left unsealed are sealed before the first new line', async () => {
+    const path = join(tempDir(), 'audit.log');
+    await writeLog(path, 2, null);
+    await writeLog(path, 1, signer, 3);
+    const phases = lines(path).map((l) => JSON.parse(l) as { phase: string; lines?: number });
+    expect(phases.map((p) => p.phase)).toEqual(['end', 'end', 'seal', 'end', 'seal']);
+    expect(phases[2]!.lines).toBe(2);
+    const r = await verify(path);
+    expect(r.code, r.out).toBe(0);
+  });
+
   it('an untouched log passes audit verify (exit 0)', async () => {
     const path = join(tempDir(), 'audit.log');
     await writeLog(path, 5);

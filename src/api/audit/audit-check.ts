@@ -14,8 +14,10 @@
  *   break changed); with no seal after it, both are named;
  * - a seal whose signature fails or does not chain to the CA: a foreign seal;
  * - lines written after the last seal of the newest file, older than the seal
- *   interval and a grace: a missing seal; and lines removed from the end with
- *   their seal are found by the last seal kept in `<log>.chain`.
+ *   interval and a grace: a missing seal (a seal covers every line before it
+ *   through the chain, so only the newest lines can lack one; a seal removed
+ *   elsewhere breaks the chain); lines removed from the end with their seal
+ *   are found by the last seal kept in `<log>.chain`.
  * Lines written before issue 46 (no `prev`) at the start of the set are
  * counted as unchained legacy lines: reported, not a failure, and not
  * tamper-evident. The first chained line names the last of them.
@@ -247,10 +249,7 @@ export async function checkAuditChain(files: string[], options: AuditCheckOption
           unsealedFrom = null;
         }
       } else {
-        if (unsealedFrom && line.time - unsealedFrom.time > SEAL_INTERVAL_MS + SEAL_GRACE_MS) {
-          note(report, line.n, `missing seal: lines ${unsealedFrom.n}–${line.n - 1} were not sealed within ${(SEAL_INTERVAL_MS + SEAL_GRACE_MS) / 1000} s (a seal removed, or serve killed before it could seal)`);
-          unsealedFrom = line;
-        }
+        // A later seal covers every line before it through the chain: only the newest lines can lack one.
         unsealedFrom ??= line;
       }
       last = line.hash;

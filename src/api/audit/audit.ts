@@ -49,7 +49,7 @@
  * seal goes through the same batch as every line: a seal that cannot be
  * written fails its batch like any line (fail closed).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { constants, mkdirSync } from 'node:fs';
 import type { Stats } from 'node:fs';
 import { open, readdir, readFile, rename, stat, type FileHandle } from 'node:fs/promises';
@@ -122,7 +122,8 @@ export function sealStatement(first: string | null, lines: number, head: string 
 
 /** The SHA-256 (hex) of one line as written, its newline included: the next line's `prev`. */
 export function lineHash(line: string | Buffer): string {
-  return createHash('sha256').update(line).digest('hex');
+  // One-shot (Node >= 21.7): no Hash object per line, the cheaper path for the short lines of a batch.
+  return hash('sha256', line, 'hex');
 }
 
 /** The chain state file beside the log. */
@@ -232,6 +233,8 @@ export const PREPARED_MAX_AGE_MS = 1000;
 
 /** Where the chain stands in a file: its inode, its size after the last line, its line count, first and last line hashes. */
 interface ChainAt {
+  /** Read from the file (not the writer's own), its last line no seal: lines another process left unsealed. */
+  inherited?: boolean;
   dev: number;
   ino: number;
   size: number;
@@ -242,19 +245,22 @@ interface ChainAt {
 }
 
 /** Line count, first and last line hashes of the first `size` bytes of a file (whole lines: completeSize has cut the rest). */
-async function scanLines(handle: FileHandle, size: number): Promise<{ lines: number; first: string | null; last: string | null }> {
+async function scanLines(handle: FileHandle, size: number): Promise<{ lines: number; first: string | null; last: string | null; sealed: boolean }> {
   const chunk = Buffer.alloc(256 * 1024);
   let lines = 0;
   let first: string | null = null;
   let last: string | null = null;
   let pending: Buffer[] = [];
+  let lastLine = Buffer.alloc(0);
   for (let offset = 0; offset < size; ) {
     const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, size - offset), offset);
     if (bytesRead === 0) break;
     let from = 0;
     for (let nl = chunk.indexOf(NEWLINE, 0); nl >= 0 && nl < bytesRead; nl = chunk.indexOf(NEWLINE, from)) {
       pending.push(chunk.subarray(from, nl + 1));
-      const hash = lineHash(Buffer.concat(pending));
+      const line = Buffer.concat(pending);
+      const hash = lineHash(line);
+      lastLine = line;
       pending = [];
       lines++;
       first ??= hash;
@@ -264,7 +270,13 @@ async function scanLines(handle: FileHandle, size: number): Promise<{ lines: num
     if (from < bytesRead) pending.push(Buffer.from(chunk.subarray(from, bytesRead)));
     offset += bytesRead;
   }
-  return { lines, first, last };
+  let sealed = false;
+  try {
+    sealed = (JSON.parse(lastLine.toString('utf8')) as { phase?: unknown }).phase === 'seal';
+  } catch {
+    // an empty file, or a last line that is no audit line: not a seal
+  }
+  return { lines, first, last, sealed };
 }
 
 async function readChainState(log: string): Promise<ChainStateFile | null> {
@@ -425,8 +437,8 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
       try {
         // The file at the path moved since `handle` was opened (the handle is write-only): this batch fails, the next one follows.
         if ((await reader.stat()).ino !== at.ino) throw Object.assign(new Error('the audit log moved while it was read'), { code: 'ESTALE' });
-        const { lines, first, last } = await scanLines(reader, start);
-        return { ...here, lines, first, head: last };
+        const { lines, first, last, sealed } = await scanLines(reader, start);
+        return { ...here, lines, first, head: last, inherited: !sealed };
       } finally {
         await reader.close();
       }
@@ -434,13 +446,15 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
     return { ...here, lines: 0, first: null, head: chain ? chain.head : await headBeforeEmpty(path, fs.open) };
   };
 
-  /** The batch's bytes, each line linked to the one before it; the chain after it; the last seal line written. */
+  /** The batch's bytes, each line linked to the one before it; the chain after it; the last seal line written; the records after it. */
   const chainLines = (batch: Pending[], at: ChainAt): { data: string; next: ChainAt; seal: string | null; records: number } => {
     let { lines, first, head } = at;
     let data = '';
     let seal: string | null = null;
     let records = 0;
-    for (const p of batch) {
+    // Lines an earlier process left unsealed (killed, or serve restarted after a backup was taken) are sealed first.
+    const entries = at.inherited && sealKey && !batch.some((p) => p.json === null) ? [{ json: null } as Pending, ...batch] : batch;
+    for (const p of entries) {
       let json = p.json;
       if (json === null) {
         const statement = sealStatement(first, lines, head);
@@ -448,6 +462,7 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
         const cms = pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, '');
         const record: AuditSealRecord = { time: new Date().toISOString(), phase: 'seal', first, lines, head, cms };
         json = JSON.stringify(record);
+        records = 0;
       } else {
         records++;
       }
@@ -459,7 +474,7 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
       lines++;
       data += line;
     }
-    return { data, next: { ...at, size: at.size + Buffer.byteLength(data), lines, first, head }, seal, records };
+    return { data, next: { ...at, inherited: false, size: at.size + Buffer.byteLength(data), lines, first, head }, seal, records };
   };
 
   const writeBatch = async (batch: Pending[], onWritten: () => void, onSynced: () => void): Promise<void> => {
