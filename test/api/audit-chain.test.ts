@@ -102,6 +102,17 @@ describe('the chain and its seals, as written', () => {
     expect(r.code, r.out).toBe(0);
   });
 
+  it('two writers on one file (a restart overlapping the old process): each goes on from the other\'s last line', async () => {
+    const path = join(tempDir(), 'audit.log');
+    const a = openAuditLog(path, () => {}, { seal: signer });
+    const b = openAuditLog(path, () => {}, { seal: signer });
+    for (let i = 1; i <= 6; i++) await (i % 2 ? a : b).write(record(i));
+    await a.close();
+    await b.close();
+    const r = await verify(path);
+    expect(r.code, r.out).toBe(0);
+  });
+
   it('an untouched log passes audit verify (exit 0)', async () => {
     const path = join(tempDir(), 'audit.log');
     await writeLog(path, 5);

@@ -245,14 +245,17 @@ interface ChainAt {
 }
 
 /** Line count, first and last line hashes of the first `size` bytes of a file (whole lines: completeSize has cut the rest). */
-async function scanLines(handle: FileHandle, size: number): Promise<{ lines: number; first: string | null; last: string | null; sealed: boolean }> {
+async function scanLines(
+  handle: FileHandle,
+  size: number,
+  /** Go on from here (a line boundary) with what was counted before it. */
+  from0: { offset: number; lines: number; first: string | null; last: string | null } = { offset: 0, lines: 0, first: null, last: null },
+): Promise<{ lines: number; first: string | null; last: string | null; sealed: boolean }> {
   const chunk = Buffer.alloc(256 * 1024);
-  let lines = 0;
-  let first: string | null = null;
-  let last: string | null = null;
+  let { lines, first, last } = from0;
   let pending: Buffer[] = [];
   let lastLine = Buffer.alloc(0);
-  for (let offset = 0; offset < size; ) {
+  for (let offset = from0.offset; offset < size; ) {
     const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, size - offset), offset);
     if (bytesRead === 0) break;
     let from = 0;
@@ -437,7 +440,9 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
       try {
         // The file at the path moved since `handle` was opened (the handle is write-only): this batch fails, the next one follows.
         if ((await reader.stat()).ino !== at.ino) throw Object.assign(new Error('the audit log moved while it was read'), { code: 'ESTALE' });
-        const { lines, first, last, sealed } = await scanLines(reader, start);
+        // Lines appended after ours by another writer: read from where ours ended, not the whole file again.
+        const after = chain && chain.dev === at.dev && chain.ino === at.ino && chain.size < start ? { offset: chain.size, lines: chain.lines, first: chain.first, last: chain.head } : undefined;
+        const { lines, first, last, sealed } = await scanLines(reader, start, after);
         return { ...here, lines, first, head: last, inherited: !sealed };
       } finally {
         await reader.close();
