@@ -274,9 +274,11 @@ export async function checkAuditChain(files: string[], options: AuditCheckOption
     } else {
       const report = reports[g] as AuditFileReport;
       const count = counts[g] as number;
-      const kept = (read[g] as Line[]).find((l) => l.n === state.lines);
-      if (count < state.lines) note(report, count + 1, `lines ${count + 1}–${state.lines} removed (the last seal, kept in ${name}, was line ${state.lines})`);
-      else if (!kept || kept.hash !== state.head) note(report, state.lines, `differs from the last seal kept in ${name}`);
+      // The seal still here at another line: lines before it were removed or added, and the chain names where.
+      const kept = (read[g] as Line[]).some((l) => l.hash === state.head);
+      const span = (a: number, b: number): string => (a === b ? `line ${a}` : `lines ${a}–${b}`);
+      if (!kept && count < state.lines) note(report, count + 1, `${span(count + 1, state.lines)} removed (the last seal, kept in ${name}, was line ${state.lines})`);
+      else if (!kept) note(report, state.lines, `differs from the last seal kept in ${name}`);
     }
   }
   for (const r of reports) r.ok = r.broken === 0;
