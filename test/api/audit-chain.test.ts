@@ -7,10 +7,13 @@
  * by number and never print their content.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chainStatePath, lineHash, openAuditLog, sealStatement, type AuditLog, type AuditRecord } from '../../src/api/audit/audit.js';
+import { loadConfig } from '../../src/api/server/config.js';
+import { HospitalApiError } from '../../src/errors/index.js';
 import { generateCa, issueCertificate, type KeyAndCert } from '../../src/tls/pki.js';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
@@ -186,6 +189,12 @@ describe('audit verify finds tampering, by line number, never printing a line', 
     expectProblem(await verify(path), 6, /1 line\(s\) removed before this line/);
   });
 
+  it('the first line removed: the seal names the file by its first line', async () => {
+    const path = await twoSeals();
+    rewrite(path, lines(path).slice(1));
+    expectProblem(await verify(path), 5, /1 line\(s\) removed from the start of the file/);
+  });
+
   it('a foreign seal: signed by a certificate of another CA', async () => {
     const path = join(tempDir(), 'audit.log');
     await writeLog(path, 3, foreign);
@@ -245,6 +254,21 @@ describe('rotation, restarts and legacy lines', () => {
     expect(last.brokenLines).toEqual([expect.objectContaining({ line: 1, reason: expect.stringMatching(/does not follow the last line of audit\.log\.1/) })]);
   });
 
+  it('a rotated file compressed by logrotate (.gz) is read in its place', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'audit.log');
+    const log = openAuditLog(path, () => {}, { seal: signer });
+    await log.write(record(1));
+    renameSync(path, `${path}.1`);
+    await log.write(record(2));
+    await log.close();
+    writeFileSync(`${path}.1.gz`, gzipSync(readFileSync(`${path}.1`)));
+    rmSync(`${path}.1`);
+    const r = await verify(path);
+    expect(r.code, r.out).toBe(0);
+    expect(r.json.result.files.map((f) => f.file)).toEqual([`${path}.1.gz`, path]);
+  });
+
   it('lines written before the chain are reported as unchained legacy lines, and the chain goes on from the last of them', async () => {
     const path = join(tempDir(), 'audit.log');
     writeFileSync(path, `${JSON.stringify(record(1))}\n${JSON.stringify(record(2))}\n`);
@@ -268,6 +292,31 @@ describe('rotation, restarts and legacy lines', () => {
     const r = await runCli(['audit', 'verify', path]);
     expect(r.exitCode).toBe(1);
     expect(String(r.stdout)).toContain('NOT CHECKED');
+  });
+});
+
+describe('the seal key in the settings', () => {
+  const base = { PLATFORM_API_URL: 'http://127.0.0.1:1', FHIR_BASE_URL: 'https://127.0.0.1:2/fhir', FHIR_API_KEY: 'k', PLATFORM_IDENTIFIER_SYSTEM: 'urn:x' };
+  const code = (f: () => unknown): string => {
+    try {
+      f();
+      return 'none';
+    } catch (err) {
+      return err instanceof HospitalApiError ? `${err.code} ${String(err.params.name)}` : String(err);
+    }
+  };
+
+  it('AUDIT_SEAL_CERT_FILE and AUDIT_SEAL_KEY_FILE go together, and a key that cannot sign stops the log from opening', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'seal.pem'), signer.certPem);
+    writeFileSync(join(dir, 'seal.key'), signer.keyPem, { mode: 0o600 });
+    writeFileSync(join(dir, 'not-a-key'), 'nothing here');
+    expect(code(() => loadConfig({}, { ...base, AUDIT_SEAL_CERT_FILE: 'seal.pem' }, dir))).toBe('ERR_CONFIG_INVALID AUDIT_SEAL_KEY_FILE');
+    expect(code(() => loadConfig({}, { ...base, AUDIT_SEAL_KEY_FILE: 'seal.key' }, dir))).toBe('ERR_CONFIG_INVALID AUDIT_SEAL_CERT_FILE');
+    expect(code(() => loadConfig({}, { ...base, AUDIT_SEAL_CERT_FILE: 'seal.pem', AUDIT_SEAL_KEY_FILE: 'not-a-key' }, dir))).toBe('ERR_CONFIG_INVALID AUDIT_SEAL_KEY_FILE');
+    const config = loadConfig({}, { ...base, AUDIT_SEAL_CERT_FILE: 'seal.pem', AUDIT_SEAL_KEY_FILE: 'seal.key' }, dir);
+    expect(config.auditSeal).toEqual({ certPem: signer.certPem, keyPem: signer.keyPem });
+    expect(() => openAuditLog(join(dir, 'audit.log'), () => {}, { seal: { certPem: signer.certPem, keyPem: '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n' } })).toThrow();
   });
 });
 
