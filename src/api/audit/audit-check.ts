@@ -221,7 +221,7 @@ export async function checkAuditChain(files: string[], options: AuditCheckOption
       // Nothing before it in the set (the first line of the oldest file): it may follow a file no longer kept.
       if (lastFile >= 0 && line.prev !== last) {
         const to = line.prev === null ? undefined : where.get(line.prev);
-        if (to) note(report, line.n, `out of order: follows line ${to.n}${to.file === f ? '' : ` of ${basename(files[to.file] as string)}`}`);
+        if (to) note(report, line.n, `out of order, or a line inserted before it: it follows line ${to.n}${to.file === f ? '' : ` of ${basename(files[to.file] as string)}`}`);
         else if (line.prev === null) note(report, line.n, 'starts a new chain in the middle of the log (prev is null)');
         else if (line.n === 1) note(report, 1, `does not follow the last line of ${basename(files[lastFile] as string)} (lines removed from its end, or a file missing between them)`);
         else pending = { n: line.n };
