@@ -15,6 +15,7 @@ const benches: Record<string, () => Promise<{ run: Bench }>> = {
   soak: () => import('./soak.js'),
   attack: () => import('./attack.js'),
   startup: () => import('./startup.js'),
+  audit: () => import('./audit.js'),
 };
 /** Run only when named: `npm run bench -- soak [--duration 2m]` (10 minutes by default), `npm run bench -- attack [--duration 3m]`. */
 const ON_REQUEST = new Set(['soak', 'attack']);

@@ -39,6 +39,16 @@ export interface BackupResult {
   seconds: number;
 }
 
+/**
+ * Name order, but an audit log's chain state (`audit.log.chain`, issue 46) before the log beside it
+ * (docker keeps both in docker/api-logs/): the log, copied after, then holds every line its last seal counts.
+ */
+function chainStateFirst(a: string, b: string): number {
+  const [ca, cb] = [a.endsWith('.chain'), b.endsWith('.chain')];
+  if (ca !== cb) return ca ? -1 : 1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 /** Files of the install directory that go in, by kind; run/, logs (but the audit log), backups/ stay out. */
 function configFiles(root: string, runtime: RuntimeName): Array<{ path: string; kind: PartKind }> {
   const out: Array<{ path: string; kind: PartKind }> = [];
@@ -49,7 +59,7 @@ function configFiles(root: string, runtime: RuntimeName): Array<{ path: string; 
   const walk = (rel: string, kind: (name: string) => PartKind): void => {
     const abs = join(root, rel);
     if (!existsSync(abs) || !lstatSync(abs).isDirectory()) return;
-    for (const name of readdirSync(abs).sort()) {
+    for (const name of readdirSync(abs).sort(chainStateFirst)) {
       if (name.startsWith('.')) continue;
       const child = `${rel}/${name}`;
       const st = lstatSync(join(root, child));
@@ -64,8 +74,11 @@ function configFiles(root: string, runtime: RuntimeName): Array<{ path: string; 
   walk('reports', () => 'report');
   walk('demo', () => 'demo');
   for (const f of profileOf(runtime).folders) walk(f.folder, () => f.kind);
+  // The audit log's chain state first (issue 46): the log copied after it holds at least the lines its last seal counts.
+  add('logs/audit.log.chain', 'audit-log');
+  // The log and its rotated files, as logrotate names them (src/api/audit/audit-check.ts, auditLogFiles).
   for (const name of existsSync(join(root, 'logs')) ? readdirSync(join(root, 'logs')).sort() : []) {
-    if (/^audit\.log(\.\d+)?$/.test(name)) add(`logs/${name}`, 'audit-log');
+    if (/^audit\.log((\.\d+|-\d{8,10})(\.gz)?)?$/.test(name)) add(`logs/${name}`, 'audit-log');
   }
   return out;
 }

@@ -1,58 +1,151 @@
 import type { Command } from 'commander';
+import { existsSync, readFileSync } from 'node:fs';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
 import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
 import { readInstallConfig } from '../install-dir/install-config.js';
 import { HospitalApiError } from '../errors/index.js';
 import { renderTable } from '../output/table.js';
+import type { AuditChainReport } from '../api/audit/audit-check.js';
 
 interface AuditFlags extends GlobalOptions {
   dir?: string;
+  ca?: string;
+  only?: boolean;
+}
+
+interface DisclosureFlags extends AuditFlags {
+  patient: string;
+  since?: string;
+  until?: string;
+  csv?: boolean;
+}
+
+/** The log to read: `file`, or the install's (its runtime says where). */
+async function logFile(file: string | undefined, options: AuditFlags): Promise<string> {
+  if (file !== undefined) return file;
+  const dir = options.dir ?? defaultInstallDir();
+  const config = readInstallConfig(dir);
+  const { profileOf } = await import('../runtime/profiles.js');
+  const profile = profileOf(config.runtime);
+  const here = profile.auditLogFile(installPaths(dir), config);
+  if (here === null) {
+    throw new HospitalApiError('ERR_USAGE', { detail: (await profile.auditLogElsewhere?.(dir)) ?? 'this runtime keeps no audit log on this host: give the file' });
+  }
+  return here;
+}
+
+/** The CA the seals must chain to: --ca, else the install's (--dir, or the default install when no file is named). */
+function caPem(file: string | undefined, options: AuditFlags): { pem: string; path: string } | null {
+  const path = options.ca ?? (options.dir !== undefined || file === undefined ? installPaths(options.dir ?? defaultInstallDir()).caCert : null);
+  if (path === null) return null;
+  if (options.ca === undefined && !existsSync(path)) return null;
+  try {
+    return { pem: readFileSync(path, 'utf8'), path };
+  } catch (err) {
+    throw new HospitalApiError('ERR_FILE_READ', { path, detail: (err as NodeJS.ErrnoException).code ?? 'read failed' }, { cause: err });
+  }
+}
+
+/** The log and its rotated files, checked as one chain. */
+async function verified(file: string | undefined, options: AuditFlags): Promise<{ log: string; report: AuditChainReport; ca: string | null }> {
+  const { auditLogFiles, checkAuditChain } = await import('../api/audit/audit-check.js');
+  const log = await logFile(file, options);
+  const ca = caPem(file, options);
+  const files = options.only ? [log] : auditLogFiles(log);
+  return { log, report: await checkAuditChain(files, { caPem: ca?.pem ?? null, ...(options.only ? { state: null } : {}) }), ca: ca?.path ?? null };
+}
+
+function instant(name: string, value: string | undefined): number | null {
+  if (value === undefined) return null;
+  const at = Date.parse(value);
+  if (Number.isNaN(at)) throw new HospitalApiError('ERR_USAGE', { detail: `${name} "${value}" is not a date (ISO 8601, e.g. 2026-01-31 or 2026-01-31T12:00:00Z)` });
+  return at;
+}
+
+/** One CSV field (RFC 4180), never read as a formula by a spreadsheet. */
+function csvField(value: string | number | null): string {
+  let text = value === null ? '' : String(value);
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
 /**
  * `hospital-api audit verify [file]`: reads the audit log (the install's, or
- * `file`) and proves every line is a whole audit line; exit 1 naming the line
- * number of each that is not. Never prints a line's content (it names patients).
+ * `file`) with its rotated files, and proves every line is a whole audit line,
+ * linked to the line before it and covered by a seal of the install's CA (issue
+ * 46); exit 1 naming the line number of each that is not. Never prints a line's
+ * content (it names patients). `audit disclosures`: who received a patient's
+ * data, from a log that passes verify only.
  */
 export function register(program: Command): void {
   const audit = program.command('audit').description(SUMMARIES.audit);
   audit
     .command('verify [file]')
-    .description("check that every line of the audit log is a whole JSON audit line (default: the install's log)")
-    .option('--dir <dir>', 'install directory whose audit log to read (default: $HOSPITAL_API_DIR or ./.hospital-api)')
+    .description("check the audit log (default: the install's) and its rotated files: whole JSON lines, each linked to the one before, sealed by the install's CA")
+    .option('--dir <dir>', 'install directory whose audit log and CA to use (default: $HOSPITAL_API_DIR or ./.hospital-api)')
+    .option('--ca <file>', "CA certificate the seals must chain to (default: the install's tls/ca.pem)")
+    .option('--only', 'check the file alone, not its rotated files and chain state')
     .action(
       action<AuditFlags>('audit verify', async (options, io, args) => {
-        const { checkAuditFile } = await import('../api/audit/audit-check.js');
-        let file = args[0] as string | undefined;
-        if (file === undefined) {
-          const dir = options.dir ?? defaultInstallDir();
-          const config = readInstallConfig(dir);
-          const { profileOf } = await import('../runtime/profiles.js');
-          const profile = profileOf(config.runtime);
-          const here = profile.auditLogFile(installPaths(dir), config);
-          if (here === null) {
-            throw new HospitalApiError('ERR_USAGE', { detail: (await profile.auditLogElsewhere?.(dir)) ?? 'this runtime keeps no audit log on this host: give the file' });
-          }
-          file = here;
-        }
-        const report = await checkAuditFile(file);
+        const { report } = await verified(args[0] as string | undefined, options);
+        const problems = report.files.flatMap((f) => f.brokenLines.map((b) => ({ file: f.file, ...b })));
         if (io.json) {
-          io.out(JSON.stringify({ ok: report.ok, command: 'audit verify', result: report }));
-        } else {
-          io.out(
-            renderTable(
-              ['audit log', 'lines', 'started', 'end', 'probe', 'broken'],
-              [[report.file, String(report.lines), String(report.phases.started), String(report.phases.end), String(report.phases.probe), String(report.broken)]],
-            ),
-          );
-          if (!report.ok) {
-            io.out(renderTable(['line', 'problem'], report.brokenLines.map((b) => [String(b.line), b.reason])));
-            if (report.broken > report.brokenLines.length) io.out(`… and ${report.broken - report.brokenLines.length} more broken line(s)`);
-          }
-          io.out(report.ok ? `OK: every line of ${report.file} is a whole audit line` : `BROKEN: ${report.broken} line(s) of ${report.file} are not whole audit lines`);
+          // `result` is the named log's report as before issue 46; `files` every file of the chain, oldest first.
+          const named = report.files[report.files.length - 1]!;
+          io.out(JSON.stringify({ ok: report.ok, command: 'audit verify', result: { ...named, ok: report.ok, sealsChecked: report.sealsChecked, files: report.files } }));
+          return report.ok ? 0 : 1;
         }
+        io.out(
+          renderTable(
+            ['audit log', 'lines', 'started', 'end', 'probe', 'seals', 'legacy', 'broken'],
+            report.files.map((f) => [f.file, ...[f.lines, f.phases.started, f.phases.end, f.phases.probe, f.phases.seal, f.legacy, f.broken].map(String)]),
+          ),
+        );
+        if (problems.length > 0) {
+          const several = report.files.length > 1;
+          io.out(renderTable(several ? ['line', 'problem', 'audit log'] : ['line', 'problem'], problems.map((b) => (several ? [String(b.line), b.reason, b.file] : [String(b.line), b.reason]))));
+          for (const f of report.files) if (f.broken > f.brokenLines.length) io.out(`… and ${f.broken - f.brokenLines.length} more broken line(s) in ${f.file}`);
+        }
+        const legacy = report.files.reduce((n, f) => n + f.legacy, 0);
+        if (legacy > 0) io.out(`NOTE: ${legacy} unchained legacy line(s), written before the chain (issue 46): whole, but not tamper-evident`);
+        const broken = report.files.reduce((n, f) => n + f.broken, 0);
+        const names = report.files.map((f) => f.file).join(', ');
+        if (!report.sealsChecked && report.files.some((f) => f.lines > f.legacy)) io.out('NOT CHECKED: no CA to check the seals against: give --dir or --ca');
+        io.out(report.ok ? `OK: every line of ${names} is whole${legacy < report.files.reduce((n, f) => n + f.lines, 0) ? ', chained and sealed' : ''}` : `BROKEN: ${broken} line(s) of ${names} are not whole, chained and sealed audit lines`);
         return report.ok ? 0 : 1;
+      }),
+    );
+  audit
+    .command('disclosures [file]')
+    .description("every time a patient's data went out (time, caller, request id, decision, resources, bytes), from an audit log that passes audit verify")
+    .requiredOption('--patient <id>', "the patient's platform care id or FHIR id")
+    .option('--since <date>', 'from this time on (ISO 8601)')
+    .option('--until <date>', 'up to this time (ISO 8601)')
+    .option('--csv', 'CSV instead of a table')
+    .option('--dir <dir>', 'install directory whose audit log and CA to use (default: $HOSPITAL_API_DIR or ./.hospital-api)')
+    .option('--ca <file>', "CA certificate the seals must chain to (default: the install's tls/ca.pem)")
+    .action(
+      action<DisclosureFlags>('audit disclosures', async (options, io, args) => {
+        const since = instant('--since', options.since);
+        const until = instant('--until', options.until);
+        const { log, report } = await verified(args[0] as string | undefined, options);
+        if (!report.ok) {
+          const broken = report.files.reduce((n, f) => n + f.broken, 0);
+          throw new HospitalApiError('ERR_API_AUDIT_UNVERIFIED', { path: log, detail: report.sealsChecked ? `${broken} problem(s)` : 'no CA to check its seals against' });
+        }
+        const { readDisclosures } = await import('../api/audit/disclosures.js');
+        const rows = await readDisclosures(report.files.map((f) => f.file), options.patient, { since, until });
+        if (io.json) {
+          io.out(JSON.stringify({ ok: true, command: 'audit disclosures', result: { patient: options.patient, files: report.files.map((f) => f.file), disclosures: rows } }));
+        } else if (options.csv) {
+          const head = ['time', 'caller', 'requestId', 'decision', 'resources', 'bytes', 'platformCareId', 'fhirPatientId', 'file', 'line'] as const;
+          io.out([head.join(','), ...rows.map((r) => head.map((h) => csvField(r[h])).join(','))].join('\n'));
+        } else {
+          io.out(renderTable(['time', 'caller', 'request id', 'decision', 'resources', 'bytes'], rows.map((r) => [r.time, r.caller, r.requestId, r.decision, String(r.resources ?? ''), String(r.bytes ?? '')])));
+          io.out(`${rows.length} disclosure(s) of patient ${options.patient} in ${report.files.length} verified file(s)`);
+        }
+        return 0;
       }),
     );
 }

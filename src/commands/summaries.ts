@@ -4,7 +4,7 @@
  * loading the modules (only the command being run is loaded).
  */
 export const SUMMARIES = {
-  audit: "the Hospital API's audit log: prove every line is whole (audit verify)",
+  audit: "the Hospital API's audit log: prove it whole, chained and sealed (audit verify); who received a patient's data (audit disclosures)",
   backup: 'write one encrypted archive of the FHIR data, gateway state, configuration and TLS material, while the stack serves',
   cert: "the installation's certificates: days left, renewal without downtime",
   consumer: 'manage the hospital gateway consumer',

@@ -102,6 +102,13 @@ export const apiErrors = {
     exit: 1,
     hint: 'Free disk space or fix the permissions of AUDIT_LOG; the API recovers by itself on the next write that succeeds.',
   },
+  ERR_API_AUDIT_UNVERIFIED: {
+    // Names the file and how many lines broke, never a line's content (the log names patients).
+    message: 'The audit log {path} does not pass audit verify ({detail}): no disclosure is read from a log that may have been altered',
+    status: 500,
+    exit: 1,
+    hint: 'Run `hospital-api audit verify` on the same log to see which lines break its chain or lack a seal (docs/operations.md, "Checking a period").',
+  },
   ERR_API_BUSY: {
     // {reason}: "the queue is full (API_QUEUE_LENGTH=n)" or "this request waited API_QUEUE_TIMEOUT_MS=ms without one".
     message: 'Too many patient requests: every slot is in use (MAX_CONCURRENT_REQUESTS={limit}) and {reason}; retry after the Retry-After delay',

@@ -123,7 +123,7 @@ function provided(choice: Extract<TlsChoice, { mode: 'provided' }>, paths: Insta
     signer = { certPem: readFileSync(choice.signerCert, 'utf8'), keyPem: readFileSync(choice.signerKey, 'utf8') };
     if (!chainsTo(signer.certPem, caPem)) throw mismatch(`${choice.signerCert} is not issued by the CA`);
     if (!keyMatches(signer.certPem, signer.keyPem, choice.signerKey)) throw mismatch(`${choice.signerKey} is not the key of ${choice.signerCert}`);
-    // record verify would refuse every record it signs (src/checks/record/signature.ts)
+    // record verify would refuse every record it signs (src/tls/cms-verify.ts)
     const usage = signerUsageProblem(new X509Certificate(signer.certPem));
     if (usage) throw mismatch(`${choice.signerCert}: ${usage}`);
   } else {

@@ -61,7 +61,7 @@ export interface RuntimeProfile {
   /** What install records in install.json for this runtime alone (docker: images and bind addresses). */
   installSettings(hosts: string[], previous: InstallConfig | null, flags: RuntimeFlags): Promise<Partial<InstallConfig>>;
   /** The settings install manages in hospital-api.env: how the API reaches the gateway, its CA and audit log. */
-  apiEnv(paths: InstallPaths, config: InstallConfig): { FHIR_BASE_URL: string; FHIR_CA_FILE: string; AUDIT_LOG: string };
+  apiEnv(paths: InstallPaths, config: InstallConfig): { FHIR_BASE_URL: string; FHIR_CA_FILE: string; AUDIT_LOG: string; AUDIT_SEAL_CERT_FILE?: string; AUDIT_SEAL_KEY_FILE?: string };
   /**
    * Where the API's audit log is on this host (the file its AUDIT_LOG names, seen from outside a
    * container); null when it is not on this host (swarm: each node that runs an API task keeps its own).

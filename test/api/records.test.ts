@@ -145,8 +145,9 @@ describe('$everything', () => {
     const [line] = await waitForAudit(t, 1);
     expect(line).toMatchObject({ decision: 'granted', fhirPatientId: 'p1', pages: 5, resources: 46, status: 200, aborted: false });
     expect(line?.bytes).toBe(Buffer.byteLength(res.text));
+    // `prev`: the hash of the line before it (issue 46)
     expect(Object.keys(line ?? {}).sort()).toEqual(
-      ['aborted', 'bytes', 'caller', 'callerRequestId', 'code', 'decision', 'durationMs', 'fhirPatientId', 'identifierSystem', 'pages', 'phase', 'platformCareId', 'requestId', 'resources', 'status', 'time'],
+      ['aborted', 'bytes', 'caller', 'callerRequestId', 'code', 'decision', 'durationMs', 'fhirPatientId', 'identifierSystem', 'pages', 'phase', 'platformCareId', 'prev', 'requestId', 'resources', 'status', 'time'],
     );
   });
 

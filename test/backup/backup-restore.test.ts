@@ -70,6 +70,10 @@ function expectNothingLeft(target: string): void {
 describe('backup and restore (issue 15)', () => {
   it('backs up while serving: every platform request answers 200, writes go on, the archive is 0600 and holds no secret or record in clear', async () => {
     for (const [k, v] of await readAllRecords()) records.set(k, v);
+    // serve seals the audit log when it stops (issue 46): the chain state beside the log then holds that seal
+    expect((await site.cli(['down'])).code).toBe(0);
+    expect((await site.cli(['up'])).code).toBe(0);
+    expect(existsSync(join(installPaths(site.dir).logs, 'audit.log.chain'))).toBe(true);
     const out = join(tempDir('hapi-backup-out-'), 'site.tar');
     const load = loadLoop(site, 2);
     const writes = writer();
@@ -91,7 +95,7 @@ describe('backup and restore (issue 15)', () => {
     const result = JSON.parse(backup.out).result as { parts: Array<{ path: string; kind: string; sha256: string }>; fhir: { resources: number } };
     expect(result.parts.map((p) => p.path)).toEqual(expect.arrayContaining([
       'install.json', 'hospital-api.env', 'tls/ca.pem', 'tls/ca.key', 'tls/gateway.pem', 'tls/gateway.key', 'tls/record-signer.key',
-      'gateway/state.json', 'fhir/fhir.sqlite',
+      'gateway/state.json', 'fhir/fhir.sqlite', 'logs/audit.log', 'logs/audit.log.chain',
     ]));
     expect(backup.err).toContain('FHIR store');
 
@@ -124,6 +128,10 @@ describe('backup and restore (issue 15)', () => {
     const after = await readAllRecords();
     expect(after.size).toBe(records.size);
     for (const [careId, resources] of records) expect(after.get(careId), careId).toEqual(resources);
+    // the restored audit log and its chain state: still one chain, sealed by the install's CA, going on after the restore
+    const audit = await site.cli(['audit', 'verify', '--json']);
+    expect(audit.code, audit.out).toBe(0);
+    expect(JSON.parse(audit.out).result).toMatchObject({ broken: 0, sealsChecked: true });
   });
 
   it('restores into another directory (a new machine or path): the settings follow it, and the old path is not needed', async () => {

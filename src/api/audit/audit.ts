@@ -25,12 +25,37 @@
  * first cuts the file back to its last complete line, and writes nothing while
  * it cannot; so every line on disk is a whole JSON line, each starting on a line
  * of its own, and `hospital-api audit verify` proves it.
+ *
+ * Tamper-evident (issue 46), after AWS CloudTrail's log file integrity
+ * validation: each line ends with `"prev"`, the SHA-256 (hex) of the line
+ * before it, its newline included (null for the first line of a log). Across
+ * rotation the chain goes on: the first line of a new file (logrotate moved the
+ * old one away, or copied and truncated it) names the old file's last line.
+ * The writer knows its file by inode and size after its last batch; a file it
+ * does not know (at start, or written by another process) is read once for its
+ * line count and last line, and an empty one it does not know (at start, after
+ * a rotation) continues from the state file `<log>.chain`, whose file it finds
+ * by inode among the log's neighbours when it is still there. With a signing key (a
+ * certificate of the install's CA), a seal line (`"phase":"seal"`) follows
+ * unsealed lines within SEAL_INTERVAL_MS and when the log closes: a CMS
+ * SignedData (cms-sign.ts, the acceptance records' signer, content attached so
+ * that `openssl cms -verify` prints it) over the statement of the chain head:
+ * the file's first line's hash, its line count before the seal and the last
+ * line's hash. Seals are lines of the log itself, chained like the others: they
+ * rotate with the lines they cover, a removed seal breaks the chain like any
+ * removed line, and one file is all an auditor needs. Each seal is also kept
+ * in `<log>.chain` (written atomically), so that lines removed from the end
+ * together with the last seal are still found (audit-check.ts). Writing the
+ * seal goes through the same batch as every line: a seal that cannot be
+ * written fails its batch like any line (fail closed).
  */
+import { hash, randomBytes } from 'node:crypto';
 import { constants, mkdirSync } from 'node:fs';
 import type { Stats } from 'node:fs';
-import { open, stat, type FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { open, readdir, readFile, rename, stat, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
+import { signAttached } from '../../tls/cms-sign.js';
 
 export type AuditDecision = 'granted' | 'denied' | 'not-found' | 'ambiguous' | 'error';
 
@@ -73,6 +98,51 @@ export interface AuditProbeRecord {
   phase: 'probe';
   detail: string;
 }
+
+/**
+ * A seal (issue 46): the CMS SignedData `cms` (base64 DER, the statement attached) over
+ * sealStatement(first, lines, head). Written by the log itself; `prev` is added like on every line.
+ */
+export interface AuditSealRecord {
+  time: string;
+  phase: 'seal';
+  /** The SHA-256 of this file's first line (the file's identity, whatever it is renamed to), null when the seal is its first line. */
+  first: string | null;
+  /** Lines of this file before the seal. */
+  lines: number;
+  /** The SHA-256 of the last of them (of the line before the file when there is none). */
+  head: string | null;
+  cms: string;
+}
+
+/** The bytes a seal signs: one JSON object, its keys in this order, no spaces. */
+export function sealStatement(first: string | null, lines: number, head: string | null): string {
+  return JSON.stringify({ v: 1, log: 'hospital-api audit', first, lines, head });
+}
+
+/** The SHA-256 (hex) of one line as written, its newline included: the next line's `prev`. */
+export function lineHash(line: string | Buffer): string {
+  // One-shot (Node >= 21.7): no Hash object per line, the cheaper path for the short lines of a batch.
+  return hash('sha256', line, 'hex');
+}
+
+/** The chain state file beside the log. */
+export const chainStatePath = (log: string): string => `${log}.chain`;
+
+/** What `<log>.chain` holds: the file last written (by inode) and its chain head, and the last seal. */
+export interface ChainStateFile {
+  v: 1;
+  dev: number;
+  ino: number;
+  lines: number;
+  first: string | null;
+  head: string | null;
+  /** The last seal line as written (without its newline), or null before the first seal. */
+  seal: string | null;
+}
+
+/** At most this long between a line and the seal that covers it (issue 46: at least every 60 s while lines are written). */
+export const SEAL_INTERVAL_MS = 60_000;
 
 export interface AuditHealth {
   ok: boolean;
@@ -122,7 +192,8 @@ export interface AuditLog {
 }
 
 interface Pending {
-  line: string;
+  /** The line's JSON without its `prev` (null: a seal, made when its batch is written). */
+  json: string | null;
   written: () => void;
   resolve: () => void;
   reject: (err: Error) => void;
@@ -140,8 +211,17 @@ export interface AuditFs {
   open(path: string, flags: string | number, mode: number): Promise<FileHandle>;
 }
 
+export interface AuditSealKey {
+  certPem: string;
+  keyPem: string;
+}
+
 export interface AuditLogOptions {
   fs?: AuditFs;
+  /** The certificate and key that sign seals; without them no seal is written (audit verify then reports the lines unsealed). */
+  seal?: AuditSealKey;
+  /** Seal within this long of a line (SEAL_INTERVAL_MS; tests shorten it). */
+  sealIntervalMs?: number;
   /** An unfinished line (`bytes` long) was cut off the end of the file before appending. */
   onRepair?: (bytes: number) => void;
 }
@@ -150,6 +230,104 @@ const NEWLINE = 0x0a;
 
 /** How long a handle opened ahead (AuditLog.prepare) may wait for its batch. */
 export const PREPARED_MAX_AGE_MS = 1000;
+
+/** Where the chain stands in a file: its inode, its size after the last line, its line count, first and last line hashes. */
+interface ChainAt {
+  /** Read from the file (not the writer's own), its last line no seal: lines another process left unsealed. */
+  inherited?: boolean;
+  dev: number;
+  ino: number;
+  size: number;
+  lines: number;
+  first: string | null;
+  /** The hash of the last line, or the link the file's first line takes when it has none. */
+  head: string | null;
+}
+
+/** Line count, first and last line hashes of the first `size` bytes of a file (whole lines: completeSize has cut the rest). */
+async function scanLines(
+  handle: FileHandle,
+  size: number,
+  /** Go on from here (a line boundary) with what was counted before it. */
+  from0: { offset: number; lines: number; first: string | null; last: string | null } = { offset: 0, lines: 0, first: null, last: null },
+): Promise<{ lines: number; first: string | null; last: string | null; sealed: boolean }> {
+  const chunk = Buffer.alloc(256 * 1024);
+  let { lines, first, last } = from0;
+  let pending: Buffer[] = [];
+  let lastLine = Buffer.alloc(0);
+  for (let offset = from0.offset; offset < size; ) {
+    const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, size - offset), offset);
+    if (bytesRead === 0) break;
+    let from = 0;
+    for (let nl = chunk.indexOf(NEWLINE, 0); nl >= 0 && nl < bytesRead; nl = chunk.indexOf(NEWLINE, from)) {
+      pending.push(chunk.subarray(from, nl + 1));
+      const line = Buffer.concat(pending);
+      const hash = lineHash(line);
+      lastLine = line;
+      pending = [];
+      lines++;
+      first ??= hash;
+      last = hash;
+      from = nl + 1;
+    }
+    if (from < bytesRead) pending.push(Buffer.from(chunk.subarray(from, bytesRead)));
+    offset += bytesRead;
+  }
+  let sealed = false;
+  try {
+    sealed = (JSON.parse(lastLine.toString('utf8')) as { phase?: unknown }).phase === 'seal';
+  } catch {
+    // an empty file, or a last line that is no audit line: not a seal
+  }
+  return { lines, first, last, sealed };
+}
+
+async function readChainState(log: string): Promise<ChainStateFile | null> {
+  try {
+    const value = JSON.parse(await readFile(chainStatePath(log), 'utf8')) as ChainStateFile;
+    return value && value.v === 1 ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The link an empty log's first line takes when the writer has no chain in memory (a start after a
+ * rotation): the last line of the file the state file names, found by inode among the log's neighbours
+ * (logrotate renames it), else the head the state file kept; null without a state file (a new log).
+ */
+async function headBeforeEmpty(log: string, fsOpen: AuditFs['open']): Promise<string | null> {
+  const state = await readChainState(log);
+  if (!state) return null;
+  const dir = dirname(log);
+  const names = await readdir(dir).catch(() => [] as string[]);
+  for (const name of names) {
+    if (name === basename(log) || !name.startsWith(basename(log))) continue;
+    const at = await stat(join(dir, name)).catch(() => null);
+    if (!at?.isFile() || at.ino !== state.ino || at.dev !== state.dev || at.size === 0) continue;
+    const handle = await fsOpen(join(dir, name), 'r', 0o600);
+    try {
+      const { last } = await scanLines(handle, await completeSize(handle, at.size));
+      if (last) return last;
+    } finally {
+      await handle.close();
+    }
+  }
+  return state.head;
+}
+
+/** Write-temp-fsync-rename, asynchronously (the state file is written after each seal, while requests go on). */
+async function writeAtomic(path: string, data: string, fsOpen: AuditFs['open']): Promise<void> {
+  const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+  const handle = await fsOpen(tmp, 'wx', 0o600);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(tmp, path);
+}
 
 /**
  * The size the file must have for its last line to be complete: `size` when
@@ -179,6 +357,16 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
   }
   let health: AuditHealth = { ok: true, reason: null };
   let queue: Pending[] = [];
+  /** The chain where the last batch left it (null: not known, read from the file at the next batch). */
+  let chain: ChainAt | null = null;
+  const sealKey = options.seal;
+  const sealEvery = options.sealIntervalMs ?? SEAL_INTERVAL_MS;
+  /** Lines written since the last seal, and the timer that will seal them. */
+  let unsealed = 0;
+  let sealTimer: NodeJS.Timeout | null = null;
+  let closing = false;
+  // A key that cannot sign stops the start, not the first seal a minute later.
+  if (sealKey) signAttached(Buffer.from('probe'), sealKey.certPem, sealKey.keyPem);
   let flushing: Promise<void> | null = null;
 
   const setHealth = (next: AuditHealth): void => {
@@ -239,18 +427,73 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
    * One batch: its lines written (onWritten), then on disk (onSynced, before
    * the file is closed: a closed file adds nothing to a synced line's safety).
    */
-  const writeBatch = async (data: string, onWritten: () => void, onSynced: () => void): Promise<void> => {
+  /**
+   * Where the chain stands in the file about to be written (`stat` is its state now, `start` its size once
+   * whole): the chain in memory when this is still its file at its size; else the file's own last line when
+   * it has lines; else (an empty file: a new log, or one just rotated) the head in memory, or the state file's.
+   */
+  const chainFor = async (handle: FileHandle, at: Stats, start: number, regular: boolean): Promise<ChainAt> => {
+    const here = { dev: at.dev, ino: at.ino, size: start };
+    if (chain && chain.dev === at.dev && chain.ino === at.ino && chain.size === start) return chain;
+    if (regular && start > 0) {
+      const reader = await fs.open(path, 'r', 0o600);
+      try {
+        // The file at the path moved since `handle` was opened (the handle is write-only): this batch fails, the next one follows.
+        if ((await reader.stat()).ino !== at.ino) throw Object.assign(new Error('the audit log moved while it was read'), { code: 'ESTALE' });
+        // Lines appended after ours by another writer: read from where ours ended, not the whole file again.
+        const after = chain && chain.dev === at.dev && chain.ino === at.ino && chain.size < start ? { offset: chain.size, lines: chain.lines, first: chain.first, last: chain.head } : undefined;
+        const { lines, first, last, sealed } = await scanLines(reader, start, after);
+        return { ...here, lines, first, head: last, inherited: !sealed };
+      } finally {
+        await reader.close();
+      }
+    }
+    return { ...here, lines: 0, first: null, head: chain ? chain.head : await headBeforeEmpty(path, fs.open) };
+  };
+
+  /** The batch's bytes, each line linked to the one before it; the chain after it; the last seal line written; the records after it. */
+  const chainLines = (batch: Pending[], at: ChainAt): { data: string; next: ChainAt; seal: string | null; records: number } => {
+    let { lines, first, head } = at;
+    let data = '';
+    let seal: string | null = null;
+    let records = 0;
+    // Lines an earlier process left unsealed (killed, or serve restarted after a backup was taken) are sealed first.
+    const entries = at.inherited && sealKey && !batch.some((p) => p.json === null) ? [{ json: null } as Pending, ...batch] : batch;
+    for (const p of entries) {
+      let json = p.json;
+      if (json === null) {
+        const statement = sealStatement(first, lines, head);
+        const pem = signAttached(Buffer.from(statement), sealKey!.certPem, sealKey!.keyPem);
+        const cms = pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, '');
+        const record: AuditSealRecord = { time: new Date().toISOString(), phase: 'seal', first, lines, head, cms };
+        json = JSON.stringify(record);
+        records = 0;
+      } else {
+        records++;
+      }
+      const line = `${json.slice(0, -1)},"prev":${JSON.stringify(head)}}\n`;
+      if (p.json === null) seal = line.slice(0, -1);
+      const hash = lineHash(line);
+      first ??= hash;
+      head = hash;
+      lines++;
+      data += line;
+    }
+    return { data, next: { ...at, inherited: false, size: at.size + Buffer.byteLength(data), lines, first, head }, seal, records };
+  };
+
+  const writeBatch = async (batch: Pending[], onWritten: () => void, onSynced: () => void): Promise<void> => {
     // Write-only, as before: opening a FIFO or a hung mount blocks here, and /api/ready's deadline reports it.
     const opened = takeFile();
     writing = true;
     try {
-      await writeOpened(await opened, data, onWritten, onSynced);
+      await writeOpened(await opened, batch, onWritten, onSynced);
     } finally {
       writing = false;
     }
   };
 
-  const writeOpened = async ({ handle, stat: ahead, syncOnWrite }: Opened, data: string, onWritten: () => void, onSynced: () => void): Promise<void> => {
+  const writeOpened = async ({ handle, stat: ahead, syncOnWrite }: Opened, batch: Pending[], onWritten: () => void, onSynced: () => void): Promise<void> => {
     try {
       const stat = ahead ?? (await handle.stat());
       // A FIFO or a device (/dev/full in tests) has no tail to check or take back.
@@ -269,11 +512,20 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
           options.onRepair?.(stat.size - start);
         }
       }
+      const { data, next, seal, records } = chainLines(batch, await chainFor(handle, stat, start, regular));
       try {
         await handle.writeFile(data);
         onWritten();
         if (!syncOnWrite) await handle.datasync();
         checkTail = false;
+        // A FIFO or a device keeps no chain to continue.
+        chain = regular ? next : null;
+        unsealed = seal === null ? unsealed + records : records;
+        if (seal !== null && regular) {
+          const state: ChainStateFile = { v: 1, dev: next.dev, ino: next.ino, lines: next.lines, first: next.first, head: next.head, seal };
+          // After the seal is on disk; a state file that cannot be written leaves the log as it is (verify reads the log's own seals).
+          await writeAtomic(chainStatePath(path), `${JSON.stringify(state)}\n`, fs.open).catch(() => undefined);
+        }
       } catch (err) {
         checkTail = true;
         // Take back whatever part of the batch reached the file; if that fails too, the next batch cuts it.
@@ -298,7 +550,7 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
       let synced = false;
       try {
         await writeBatch(
-          batch.map((p) => p.line).join(''),
+          batch,
           () => {
             for (const p of batch) p.written();
           },
@@ -319,9 +571,23 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
       }
     }
     flushing = null;
+    armSeal();
   };
 
-  const append = (record: AuditRecord | AuditProbeRecord): AuditAppend => {
+  /** Seals the lines written since the last seal within sealEvery (nothing to seal, no key, or already armed: nothing). */
+  const armSeal = (): void => {
+    if (!sealKey || unsealed === 0 || sealTimer || closing) return;
+    sealTimer = setTimeout(() => {
+      sealTimer = null;
+      // A seal that fails is tried again by the next batch's armSeal (its lines stay unsealed).
+      void enqueue(null).synced.catch(() => undefined);
+    }, sealEvery);
+    sealTimer.unref();
+  };
+
+  const append = (record: AuditRecord | AuditProbeRecord): AuditAppend => enqueue(JSON.stringify(record));
+
+  const enqueue = (json: string | null): AuditAppend => {
     let written!: () => void;
     let writeFailed!: (err: Error) => void;
     const writtenP = new Promise<void>((resolve, reject) => {
@@ -330,7 +596,7 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
     });
     const synced = new Promise<void>((resolve, reject) => {
       queue.push({
-        line: `${JSON.stringify(record)}\n`,
+        json,
         written,
         resolve,
         // Settles `written` too (a no-op once it has resolved): a line that failed before its write was never written.
@@ -362,6 +628,12 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
     },
     health: () => health,
     async close() {
+      while (flushing) await flushing;
+      closing = true;
+      if (sealTimer) clearTimeout(sealTimer);
+      sealTimer = null;
+      // The last lines are sealed when the log closes (serve stopping); a seal that cannot be written is reported, not thrown.
+      if (sealKey && unsealed > 0) await enqueue(null).synced.catch(() => undefined);
       while (flushing) await flushing;
       const ahead = prepared;
       prepared = null;

@@ -82,7 +82,7 @@ export async function buildApp(config: ApiConfig, options: BuildOptions = {}): P
         ? `hospital-api serve: audit log ${config.auditLog} is writable again; serving records\n`
         : `hospital-api serve: audit log ${config.auditLog} failed: ${health.reason}; no patient data is sent until it can be written\n`,
     );
-  }, { ...(options.auditFs ? { fs: options.auditFs } : {}), onRepair: (bytes) => process.stderr.write(`hospital-api serve: audit log ${config.auditLog}: cut an unfinished last line (${bytes} bytes) before appending\n`) });
+  }, { ...(options.auditFs ? { fs: options.auditFs } : {}), ...(config.auditSeal ? { seal: config.auditSeal } : {}), onRepair: (bytes) => process.stderr.write(`hospital-api serve: audit log ${config.auditLog}: cut an unfinished last line (${bytes} bytes) before appending\n`) });
   const context: ApiContext = {
     config,
     platform: createPlatformClient(config),

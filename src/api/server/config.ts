@@ -40,6 +40,11 @@ export interface ApiConfig {
   readonly allowedCallersText: string[];
   readonly trustProxy: TrustProxy;
   readonly auditLog: string;
+  /**
+   * The certificate (of the install's CA) and key that sign the audit log's seals (issue 46):
+   * AUDIT_SEAL_CERT_FILE and AUDIT_SEAL_KEY_FILE, both or neither; null: no seals.
+   */
+  readonly auditSeal: { certPem: string; keyPem: string } | null;
   readonly maxPages: number;
   readonly maxResources: number;
   /** Metrics listener, or null when METRICS_LISTEN=off. */
@@ -127,6 +132,22 @@ function pemFile(env: Env, name: string, cwd: string): string | null {
   }
   if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw invalid(name, `${v} holds no PEM certificate`);
   return pem;
+}
+
+/** The seal signer's certificate and key, read at start (a key that cannot sign stops the start: audit.ts). */
+function auditSeal(env: Env, cwd: string): { certPem: string; keyPem: string } | null {
+  const certPem = pemFile(env, 'AUDIT_SEAL_CERT_FILE', cwd);
+  const keyFile = text(env, 'AUDIT_SEAL_KEY_FILE');
+  if ((certPem === null) !== (keyFile === undefined)) throw invalid(certPem === null ? 'AUDIT_SEAL_CERT_FILE' : 'AUDIT_SEAL_KEY_FILE', 'AUDIT_SEAL_CERT_FILE and AUDIT_SEAL_KEY_FILE go together');
+  if (certPem === null || keyFile === undefined) return null;
+  let keyPem: string;
+  try {
+    keyPem = readFileSync(resolve(cwd, keyFile), 'utf8');
+  } catch (err) {
+    throw invalid('AUDIT_SEAL_KEY_FILE', `cannot read ${keyFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  if (!keyPem.includes('PRIVATE KEY-----')) throw invalid('AUDIT_SEAL_KEY_FILE', `${keyFile} holds no PEM private key`);
+  return { certPem, keyPem };
 }
 
 function callers(env: Env): { list: BlockList | null; entries: string[] } {
@@ -231,6 +252,7 @@ export function loadConfig(flags: ConfigFlags = {}, processEnv: NodeJS.ProcessEn
     allowedCallersText: entries,
     trustProxy: trustProxy(env),
     auditLog: resolve(cwd, text(env, 'AUDIT_LOG') ?? 'hospital-api-audit.log'),
+    auditSeal: auditSeal(env, cwd),
     maxPages: int(env, 'MAX_PAGES', 1000, 1, 1_000_000),
     maxResources: int(env, 'MAX_RESOURCES', 200_000, 1, 100_000_000),
     metricsListen: metrics === 'off' ? null : parseListen(metrics, 'METRICS_LISTEN'),

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
-import { verifyDetached } from './signature.js';
+import { verifyDetached } from '../../tls/cms-verify.js';
 import { recordFiles } from '../../install-dir/reports.js';
 
 export function sha256Hex(bytes: Buffer): string {

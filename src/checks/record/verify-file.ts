@@ -5,7 +5,7 @@ import { HospitalApiError } from '../../errors/index.js';
 import { defaultInstallDir, installPaths } from '../../install-dir/layout.js';
 import type { CertificateInfo } from '../../tls/inspect.js';
 import { verifyChain, type ChainReport } from './chain.js';
-import { verifyDetached } from './signature.js';
+import { verifyDetached } from '../../tls/cms-verify.js';
 
 export interface RecordCheck {
   record: string;

@@ -11,7 +11,7 @@ import { installPaths } from '../../install-dir/layout.js';
 import { serializeRecord, type AcceptanceRecord } from './build.js';
 import { renderRecordMarkdown } from './markdown.js';
 import { chainHead, withChainLock } from './chain.js';
-import { signDetached } from './sign.js';
+import { signDetached } from '../../tls/cms-sign.js';
 
 export interface WrittenRecord {
   json: string;

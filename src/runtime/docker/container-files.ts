@@ -205,6 +205,19 @@ export function writeContainerFiles(dir: string, readers: SecretReaders = { kong
   const env = readEnvFile(p.apiEnv);
   copyFileSync(p.caCert, join(api, 'tls', 'ca.pem'));
   const values: Record<string, string> = { ...env, FHIR_CA_FILE: API_CONTAINER_PATHS.ca, AUDIT_LOG: API_CONTAINER_PATHS.auditLog };
+  // The audit log's seal signer (issue 46): the record signer, private to the API's uid like its settings.
+  const seal = { cert: join(api, 'tls', 'audit-seal.pem'), key: join(api, 'tls', 'audit-seal.key') };
+  if (existsSync(p.signerCert) && existsSync(p.signerKey)) {
+    copyFileSync(p.signerCert, seal.cert);
+    writeSecretFile(seal.key, readFileSync(p.signerKey, 'utf8'));
+    if (process.getuid?.() === 0) chownSync(seal.key, user.uid, user.gid);
+    values.AUDIT_SEAL_CERT_FILE = API_CONTAINER_PATHS.sealCert;
+    values.AUDIT_SEAL_KEY_FILE = API_CONTAINER_PATHS.sealKey;
+  } else {
+    for (const f of [seal.cert, seal.key]) rmSync(f, { force: true });
+    delete values.AUDIT_SEAL_CERT_FILE;
+    delete values.AUDIT_SEAL_KEY_FILE;
+  }
   const platformCa = join(api, 'tls', 'platform-ca.pem');
   if (env.PLATFORM_CA_FILE) {
     // a host path (relative ones to the install directory): copied in, named by its container path
@@ -217,7 +230,7 @@ export function writeContainerFiles(dir: string, readers: SecretReaders = { kong
   } else {
     rmSync(platformCa, { force: true });
   }
-  for (const f of [join(api, 'tls', 'ca.pem'), ...(existsSync(platformCa) ? [platformCa] : [])]) {
+  for (const f of [join(api, 'tls', 'ca.pem'), ...(existsSync(platformCa) ? [platformCa] : []), ...(existsSync(seal.cert) ? [seal.cert] : [])]) {
     chmodSync(f, 0o644);
     if (process.getuid?.() === 0) chownSync(f, user.uid, user.gid);
   }

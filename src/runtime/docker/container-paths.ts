@@ -8,6 +8,9 @@ export const API_MOUNT = '/run/hospital-api';
 export const API_CONTAINER_PATHS = Object.freeze({
   env: `${API_MOUNT}/hospital-api.env`,
   ca: `${API_MOUNT}/tls/ca.pem`,
+  /** The audit log's seal signer (issue 46): the record signer, copied in by container-files.ts. */
+  sealCert: `${API_MOUNT}/tls/audit-seal.pem`,
+  sealKey: `${API_MOUNT}/tls/audit-seal.key`,
   platformCa: `${API_MOUNT}/tls/platform-ca.pem`,
   auditLog: '/var/log/hospital-api/audit.log',
   /** serve --reload-status: the API's answer to SIGHUP (src/api/fhir/key-reload.ts), in docker/api-status/ on the host. */

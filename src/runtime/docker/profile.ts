@@ -45,6 +45,8 @@ export const dockerProfile: RuntimeProfile = {
     FHIR_BASE_URL: 'https://kong:8443/fhir-api-key-auth',
     FHIR_CA_FILE: API_CONTAINER_PATHS.ca,
     AUDIT_LOG: API_CONTAINER_PATHS.auditLog,
+    AUDIT_SEAL_CERT_FILE: API_CONTAINER_PATHS.sealCert,
+    AUDIT_SEAL_KEY_FILE: API_CONTAINER_PATHS.sealKey,
   }),
   // templates/compose.yaml mounts <dir>/docker/api-logs at AUDIT_LOG's folder in the API container
   auditLogFile: dockerAuditLog,

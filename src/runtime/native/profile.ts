@@ -26,6 +26,10 @@ export const nativeProfile: RuntimeProfile = {
     FHIR_BASE_URL: endpoints(config).keyAuthBase,
     FHIR_CA_FILE: paths.caCert,
     AUDIT_LOG: nativeAuditLog(paths),
+    // The audit log's seals (issue 46) are signed by the record signer, a certificate of the install's CA,
+    // which the API's user already holds on this host (the whole install directory is its own).
+    AUDIT_SEAL_CERT_FILE: paths.signerCert,
+    AUDIT_SEAL_KEY_FILE: paths.signerKey,
   }),
   auditLogFile: nativeAuditLog,
   // the install directory and its logs are private to the service's user (issue #12)

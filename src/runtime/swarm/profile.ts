@@ -21,6 +21,9 @@ export const SWARM_API_PATHS = Object.freeze({
   env: '/run/secrets/hospital-api.env',
   ca: '/run/secrets/ca.pem',
   auditLog: '/var/log/hospital-api/audit.log',
+  /** The audit log's seal signer (issue 46): the record signer, as two secrets. */
+  sealCert: '/run/secrets/audit-seal.pem',
+  sealKey: '/run/secrets/audit-seal.key',
 });
 
 /** Where a swarm's audit logs are: one per node that has run an API task (templates/stack.yaml, volume api-audit). */
@@ -62,6 +65,8 @@ export const swarmProfile: RuntimeProfile = {
     FHIR_BASE_URL: 'https://kong:8443/fhir-api-key-auth',
     FHIR_CA_FILE: SWARM_API_PATHS.ca,
     AUDIT_LOG: SWARM_API_PATHS.auditLog,
+    AUDIT_SEAL_CERT_FILE: SWARM_API_PATHS.sealCert,
+    AUDIT_SEAL_KEY_FILE: SWARM_API_PATHS.sealKey,
   }),
   // each node that runs an API task keeps its own audit log, in its api-audit volume: none is on this host as such
   auditLogFile: () => null,

@@ -88,6 +88,8 @@ const SECRET_PLACEHOLDERS: Readonly<Record<SecretKey, string>> = {
   'door-token': 'secretDoorToken',
   pgpass: 'secretPgpass',
   'database-ca.pem': 'secretDatabaseCa',
+  'audit-seal.pem': 'secretAuditSealCert',
+  'audit-seal.key': 'secretAuditSealKey',
 };
 
 /**

@@ -16,7 +16,10 @@ import { DOOR_TOKEN_FILE } from '../docker/door-token.js';
 import { databaseEndpoint } from './databases.js';
 
 /** The stack's secrets by their key in templates/stack.yaml (also the copy's file name under <dir>/swarm/secrets/). */
-export const SECRET_KEYS = ['kong-pg-password', 'hapi-pg-password', 'gateway.pem', 'gateway.key', 'hospital-api.env', 'ca.pem', 'door-token', 'pgpass', 'database-ca.pem'] as const;
+export const SECRET_KEYS = [
+  'kong-pg-password', 'hapi-pg-password', 'gateway.pem', 'gateway.key', 'hospital-api.env', 'ca.pem', 'door-token', 'pgpass', 'database-ca.pem',
+  'audit-seal.pem', 'audit-seal.key',
+] as const;
 
 /** Where the tasks that reach a database read the CA it is verified against (templates/stack.yaml). */
 export const DATABASE_CA_PATH = '/run/secrets/database-ca.pem';
@@ -72,5 +75,8 @@ export function secretPayloads(dir: string, config: InstallConfig): SecretPayloa
     'door-token': read(join(p.secrets, DOOR_TOKEN_FILE)),
     pgpass: pgpass(config, { kong: kong.trim(), hapi: hapi.trim() }),
     'database-ca.pem': config.swarm?.databaseCa ?? NO_DATABASE_CA,
+    // the audit log's seal signer (issue 46): the record signer, read by the API tasks only
+    'audit-seal.pem': read(p.signerCert),
+    'audit-seal.key': read(p.signerKey),
   };
 }

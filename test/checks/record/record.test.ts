@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateCa, issueCertificate } from '../../../src/tls/pki.js';
-import { signDetached } from '../../../src/checks/record/sign.js';
-import { verifyDetached } from '../../../src/checks/record/signature.js';
+import { signDetached } from '../../../src/tls/cms-sign.js';
+import { verifyDetached } from '../../../src/tls/cms-verify.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
 afterAll(removeTempDirs);

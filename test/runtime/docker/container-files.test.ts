@@ -186,4 +186,21 @@ describe("the API container's settings file", () => {
     const copy = parseEnv(readFileSync(join(installPaths(dir).docker, 'api', 'hospital-api.env'), 'utf8'));
     expect(copy).toMatchObject({ PLATFORM_IDENTIFIER_SYSTEM: 'urn:oid:2.16.764.1', PLATFORM_ANY_IDENTIFIER_SYSTEM: 'false' });
   });
+
+  it("gives the API container the record signer to seal the audit log with (issue 46): key 0600, named by container paths; none without a signer", () => {
+    const dir = installDir();
+    const api = join(installPaths(dir).docker, 'api');
+    writeContainerFiles(dir, { kong: null, hapi: null });
+    const without = parseEnv(readFileSync(join(api, 'hospital-api.env'), 'utf8'));
+    expect(without.AUDIT_SEAL_CERT_FILE).toBeUndefined();
+    expect(existsSync(join(api, 'tls', 'audit-seal.key'))).toBe(false);
+    writeFileSync(installPaths(dir).signerCert, 'SIGNER CERT\n');
+    writeFileSync(installPaths(dir).signerKey, 'SIGNER KEY\n', { mode: 0o600 });
+    writeContainerFiles(dir, { kong: null, hapi: null });
+    const copy = parseEnv(readFileSync(join(api, 'hospital-api.env'), 'utf8'));
+    expect(copy).toMatchObject({ AUDIT_SEAL_CERT_FILE: '/run/hospital-api/tls/audit-seal.pem', AUDIT_SEAL_KEY_FILE: '/run/hospital-api/tls/audit-seal.key' });
+    expect(readFileSync(join(api, 'tls', 'audit-seal.key'), 'utf8')).toBe('SIGNER KEY\n');
+    expect(modeOf(join(api, 'tls', 'audit-seal.key'))).toBe('600');
+    expect(readFileSync(join(api, 'tls', 'audit-seal.pem'), 'utf8')).toBe('SIGNER CERT\n');
+  });
 });

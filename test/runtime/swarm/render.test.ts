@@ -157,6 +157,11 @@ describe('the rendered stack file', () => {
     expect(by('hapi-database', 'postgres-password')).toMatchObject({ source: 'hapi-pg-password', uid: '0' });
     const api = stack.services['hospital-api']!;
     expect(by('hospital-api', 'hospital-api.env')).toMatchObject({ uid: api.user!.split(':')[0], gid: api.user!.split(':')[1] });
+    // the audit log's seal signer (issue 46): for the API tasks alone
+    for (const target of ['audit-seal.pem', 'audit-seal.key']) {
+      expect(by('hospital-api', target)).toMatchObject({ source: target, uid: api.user!.split(':')[0], mode: 0o400 });
+      expect(refs.filter((r) => r.source === target).map((r) => r.name)).toEqual(['hospital-api']);
+    }
     expect(api.command).toEqual(['serve', '--host', '0.0.0.0', '--port', '9000', '--env-file', '/run/secrets/hospital-api.env']);
   });
 

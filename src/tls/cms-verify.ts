@@ -1,13 +1,14 @@
 /**
- * Checks a detached CMS signature made by sign.ts (or any SHA-256 RSA
- * SignedData with signed attributes): the content's digest, the signature over
+ * Checks a CMS signature made by cms-sign.ts (or any SHA-256 RSA
+ * SignedData with signed attributes; content detached or attached, checked
+ * against the content given): the content's digest, the signature over
  * the signed attributes, and the signer certificate's chain to the CA.
  * forge can sign but not verify PKCS#7, so the ASN.1 is walked here and the
  * crypto done by node:crypto.
  */
 import { createHash, createVerify, X509Certificate } from 'node:crypto';
 import forge from 'node-forge';
-import { describeCertificate, parsePemBundle, type CertificateInfo } from '../../tls/inspect.js';
+import { describeCertificate, parsePemBundle, type CertificateInfo } from './inspect.js';
 
 export interface SignatureCheck {
   ok: boolean;
