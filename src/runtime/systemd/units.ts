@@ -111,7 +111,8 @@ function service(spec: ServiceSpec, dir: string, o: UnitOptions, after: string[]
     'LockPersonality=yes',
     'RemoveIPC=yes',
     'SystemCallArchitectures=native',
-    'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX',
+    // verify reads the host's addresses (os.networkInterfaces: a netlink socket) to probe the admin port and the routes
+    `RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX${oneshot ? ' AF_NETLINK' : ''}`,
     ...(lowPort
       ? ['CapabilityBoundingSet=CAP_NET_BIND_SERVICE', 'AmbientCapabilities=CAP_NET_BIND_SERVICE']
       : ['CapabilityBoundingSet=', 'AmbientCapabilities=']),

@@ -147,6 +147,8 @@ describe('scheduled acceptance units (issue 46, install --verify-every)', () => 
     expect(service.has('Restart')).toBe(false);
     expect(service.has('WantedBy')).toBe(false);
     expect(service.get('User')).toEqual(['hospital-api']);
+    // verify lists the host's addresses (netlink); the long-running components need no netlink
+    expect(service.get('RestrictAddressFamilies')).toEqual(['AF_INET AF_INET6 AF_UNIX AF_NETLINK']);
     const timer = directives(readFileSync(join(out, 'hospital-api-acceptance.timer'), 'utf8'));
     expect(timer.get('OnUnitActiveSec')).toEqual(['3600s']);
     expect(timer.get('Unit')).toEqual(['hospital-api-acceptance.service']);
