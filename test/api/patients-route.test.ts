@@ -47,6 +47,10 @@ describe('validation limits and messages', () => {
     ['a care id of 257 characters', JSON.stringify({ ...ok, platformCareId: 'x'.repeat(257) }), 'platformCareId must be a string of 1 to 256 characters'],
     ['a care id with a control character', JSON.stringify({ ...ok, platformCareId: 'care\u0001-1' }), 'platformCareId holds control characters'],
     ['a care id with DEL', JSON.stringify({ ...ok, platformCareId: 'care-1\u007f' }), 'platformCareId holds control characters'],
+    // Issue 45: JSON may escape a lone surrogate; such a string has no UTF-8 form, so no search could carry it.
+    ['a care id with a lone high surrogate', `{"platformCareId":"care\\ud800","token":"${TOKEN_OK}"}`, 'platformCareId is not well-formed Unicode (it holds a lone surrogate)'],
+    ['a care id with a lone low surrogate', `{"platformCareId":"\\udc00care","token":"${TOKEN_OK}"}`, 'platformCareId is not well-formed Unicode (it holds a lone surrogate)'],
+    ['a care id with a surrogate pair reversed', `{"platformCareId":"\\udc00\\ud800","token":"${TOKEN_OK}"}`, 'platformCareId is not well-formed Unicode (it holds a lone surrogate)'],
     ['a token of 8193 characters', JSON.stringify({ ...ok, token: 'x'.repeat(8193) }), 'token must be printable ASCII of 1 to 8192 characters'],
     ['a token with a non-ASCII character', JSON.stringify({ ...ok, token: 'Bearer é' }), 'token must be printable ASCII of 1 to 8192 characters'],
     ['a numeric token', JSON.stringify({ ...ok, token: 12345 }), 'token must be printable ASCII of 1 to 8192 characters'],
@@ -62,6 +66,13 @@ describe('validation limits and messages', () => {
     const res = await t.post({ platformCareId: 'x'.repeat(256), token: 'y'.repeat(8192) });
     expect(res.json.error.code).toBe('ERR_API_ACCESS_DENIED');
     expect(t.platform.seen).toHaveLength(1);
+  });
+
+  it('accepts a care id with a character outside the BMP (a well-formed surrogate pair) and searches for it', async () => {
+    const t = await harness();
+    const res = await t.post({ ...ok, platformCareId: 'care-\u{1F600}' });
+    expect(res.status).toBe(200);
+    expect(t.fhir.seen.some((s) => s.url.includes(`identifier=${encodeURIComponent('care-\u{1F600}')}`))).toBe(true);
   });
 });
 

@@ -19,6 +19,7 @@ import { parseJsonBody } from './json-body.js';
 import { bundleThread, THREAD_BODY_BYTES } from './bundle-thread.js';
 import { errorOutcome, outcome } from './outcome.js';
 import { processBundle } from './transaction.js';
+import { parseQueryString } from '../search/query-string.js';
 import { validationThread } from './validation-thread.js';
 
 /** The limits of the FHIR listener (issue 12: bounded resources, time-outs on every listener). */
@@ -104,6 +105,12 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
     exposeHeadRoutes: false,
     // node:http enforces the time-outs; its checker runs every connectionsCheckingInterval (30 s by default)
     serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => createBoundedHttpServer(limits, handler),
+    // A path whose percent-encoding is not UTF-8 (`/fhir/Patient/%FF`) is refused by Fastify before any route: an
+    // OperationOutcome like every other error, not Fastify's own body (issue 45).
+    frameworkErrors: (err, _req, reply) => {
+      const [status, oo] = errorOutcome(err);
+      void send(reply, { status, body: oo });
+    },
   });
   app.removeAllContentTypeParsers();
   // A large Bundle POSTed to the base goes to the Bundle thread as its bytes (bundle-thread.ts); any other body
@@ -148,13 +155,13 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
     const raw = request.raw.url ?? '/fhir';
     const qIndex = raw.indexOf('?');
     const path = qIndex < 0 ? raw : raw.slice(0, qIndex);
-    const params: Array<[string, string]> = qIndex < 0 ? [] : [...new URLSearchParams(raw.slice(qIndex + 1))];
+    const params: Array<[string, string]> = qIndex < 0 ? [] : parseQueryString(raw.slice(qIndex + 1));
     const segments = path.slice('/fhir'.length).split('/').filter(Boolean).map(decodeURIComponent);
     const method = request.method.toUpperCase();
     let body = request.body;
     if (typeof body === 'string') {
       // POST [type]/_search: the form body carries the parameters
-      params.push(...new URLSearchParams(body));
+      params.push(...parseQueryString(body));
       body = undefined;
     }
     if (params.length > limits.maxParams) {

@@ -10,7 +10,12 @@
  * stretches of pieces (time-slice.ts), so a 20,000-entry transaction never runs as one block: only a
  * single entry is parsed in one go. The result is the value JSON.parse gives for the whole body
  * (member order, a repeated key's last value). A small body runs through the same code in one stretch.
+ *
+ * Text that is not Unicode is refused (issue 45): bytes that are not UTF-8 (Buffer decoding made them
+ * U+FFFD, so what was stored differed from what was sent) and a `\uD800`-style escape without its
+ * pair (stored as sent, indexed as U+FFFD). FHIR's JSON is UTF-8 Unicode (http://hl7.org/fhir/R4/json.html).
  */
+import { isUtf8 } from 'node:buffer';
 import { HospitalApiError } from '../../errors/index.js';
 import { CLOSE_ARR, CLOSE_OBJ, COLON, COMMA, OPEN_ARR, OPEN_OBJ, QUOTE, BACKSLASH, skipWs, stringEnd } from '../../util/json-bytes.js';
 import { FORBIDDEN_KEYS, forbiddenKeyPath } from '../validation/forbidden-keys.js';
@@ -91,6 +96,21 @@ function scanValue(b: Buffer, i: number, level: number, s: Scan): number {
   throw notJson('unexpected end of the body');
 }
 
+/** Whether a string of `value` (a key or a value, at any depth) holds a surrogate without its pair. */
+function holdsLoneSurrogate(value: unknown): boolean {
+  // with the u flag a well-formed pair is one code point: only a lone surrogate matches
+  if (typeof value === 'string') return /\p{Surrogate}/u.test(value);
+  if (Array.isArray(value)) return value.some(holdsLoneSurrogate);
+  if (value && typeof value === 'object') return Object.entries(value).some(([k, v]) => holdsLoneSurrogate(k) || holdsLoneSurrogate(v));
+  return false;
+}
+
+/** Whether the bytes hold `\uD` (either case): the only way a surrogate gets into a UTF-8 JSON text. */
+function mayEscapeSurrogate(b: Buffer, start: number, end: number): boolean {
+  const slice = b.subarray(start, end);
+  return slice.includes('\\ud') || slice.includes('\\uD');
+}
+
 /** The value of one piece, `path` naming it in errors. */
 function parsePiece(b: Buffer, start: number, end: number, path: string, s: Scan): unknown {
   let value: unknown;
@@ -100,6 +120,9 @@ function parsePiece(b: Buffer, start: number, end: number, path: string, s: Scan
     throw notJson(`${(err as Error).message} (in ${path})`);
   }
   if (s.forbidden) throw forbiddenKey(forbiddenKeyPath(value, path) ?? path);
+  if (mayEscapeSurrogate(b, start, end) && holdsLoneSurrogate(value)) {
+    throw new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail: `a string holds a lone surrogate escape (\\uD800-\\uDFFF without its pair), which is not Unicode (in ${path})` });
+  }
   return value;
 }
 
@@ -154,6 +177,7 @@ function* parseBody(b: Buffer, maxDepth: number): Generator<void, unknown> {
   const s: Scan = { maxDepth, forbidden: false };
   let i = skipWs(b, 0);
   if (i >= b.length) return undefined; // an empty body is no body
+  if (!isUtf8(b)) throw notJson('its bytes are not UTF-8');
   let value: unknown;
   if (b[i] === OPEN_OBJ) [value, i] = yield* parseObject(b, i, s);
   else if (b[i] === OPEN_ARR) [value, i] = yield* parseArray(b, i, 1, '$', s);

@@ -24,6 +24,7 @@ import { errorOutcome, outcome } from './outcome.js';
 import { isResourceType } from './resource-types.js';
 import { drain, sliced, timeSlicer, type Tick } from './time-slice.js';
 import { checkBody, conditionalMatch, conditionQuery, storeChecked, written } from './writes.js';
+import { parseQueryString } from '../search/query-string.js';
 
 interface Entry {
   fullUrl?: string;
@@ -67,7 +68,7 @@ function parseEntry(entry: Entry, index: number): Parsed {
   if ((method === 'POST' || method === 'PUT') && (!entry.resource || typeof entry.resource !== 'object')) throw invalid(`entry ${index} (${method}) needs a resource`);
   const rel = url.replace(/^[a-z]+:\/\/[^/]+\/(?:[^?]*?\/)?(?=[A-Z][A-Za-z]+(?:[/?]|$))/, '').replace(/^\//, '');
   const [path, query = ''] = rel.split('?', 2) as [string, string?];
-  return { index, method, segments: path.split('/').filter(Boolean), params: [...new URLSearchParams(query.replace(/\+/g, '%2B'))], entry };
+  return { index, method, segments: path.split('/').filter(Boolean), params: parseQueryString(query, false), entry };
 }
 
 /**
