@@ -11,12 +11,14 @@
  *   every body limit), a byte a second, each socket the server closes opened again;
  * - a wrong-password basic-auth flood on the gateway's /fhir-api (one source);
  * - one 20,000-resource FHIR transaction Bundle posted through the gateway
- *   (/fhir-api-key-auth), again each time the last one ends.
+ *   (/fhir-api-key-auth), again each time the last one ends;
+ * - one Patient with 100,000 `name[0].given` items (400 KB, issue 45) posted through the gateway
+ *   (/fhir-api-key-auth), again each time the last one ends: it must be refused (400) at once.
  * Each load's p50/p99/errors are printed beside the unloaded figures with the
  * goal "p99 < 2× unloaded, 0 errors", and the supervisor's restarts at the end.
  *
  * To find which load or port hurts: `--only slow-bodies,flood` runs the loads
- * named (idle, slowloris, slow-bodies, flood, bundle), `--ports api,fhir` aims
+ * named (idle, slowloris, slow-bodies, flood, bundle, large-array), `--ports api,fhir` aims
  * the socket loads at those ports only (api, gateway-http, gateway-https,
  * gateway-admin, fhir). Every load runs in a child process (bench/attackers.ts)
  * so its writes, requests and garbage never delay the honest caller's own clock; each row
@@ -41,6 +43,7 @@ const BIN = join(root, 'bin/hospital-api.js');
 const IDLE_SOCKETS = 10_000;
 const SLOW_PER_PORT = 200;
 const BUNDLE_RESOURCES = 20_000;
+const GIVEN_NAMES = 100_000;
 
 interface Ports { api: number; fhir: number; gatewayHttp: number; gatewayHttps: number; gatewayAdmin: number }
 
@@ -144,6 +147,10 @@ export async function run(): Promise<BenchSection> {
       }),
       childLoad(`${BUNDLE_RESOURCES}-resource Bundle through the gateway`, {
         kind: 'bundle', url: `${gw}/fhir-api-key-auth`, ca, method: 'POST', concurrency: 1, expect: [200], bundleResources: BUNDLE_RESOURCES,
+        headers: { 'content-type': 'application/fhir+json', apikey: apiKey },
+      }),
+      childLoad(`Patient with ${GIVEN_NAMES.toLocaleString('en')} given names through the gateway`, {
+        kind: 'large-array', url: `${gw}/fhir-api-key-auth/Patient`, ca, method: 'POST', concurrency: 1, expect: [400], givenNames: GIVEN_NAMES,
         headers: { 'content-type': 'application/fhir+json', apikey: apiKey },
       }),
     ];

@@ -9,7 +9,7 @@
  *
  * Socket loads (idle, slowloris, slow bodies) hold sockets; with `reopen`, a
  * socket the server closes is opened again at once. Request loads (flood,
- * bundle) send the same request again as soon as each answer ends, `concurrency`
+ * bundle, large-array) send the same request again as soon as each answer ends, `concurrency`
  * at a time. Messages: the parent sends one `AttackPlan`; the child starts the
  * load and answers `{ started: true }`; on `'stop'` it stops, answers
  * `{ detail }` and exits.
@@ -21,7 +21,7 @@ import { Agent, request } from 'undici';
 export const SLOW_BODY_BYTES = 60_000;
 
 export type SocketKind = 'idle' | 'slowloris' | 'slow-bodies';
-export type RequestKind = 'flood' | 'bundle';
+export type RequestKind = 'flood' | 'bundle' | 'large-array';
 export type AttackKind = SocketKind | RequestKind;
 
 export interface SocketPlan {
@@ -43,6 +43,8 @@ export interface RequestPlan {
   headers: Record<string, string>;
   /** For `bundle`: a transaction of this many new Patients is the body. */
   bundleResources?: number;
+  /** For `large-array`: one Patient with this many `name[0].given` items is the body (issue 45). */
+  givenNames?: number;
   concurrency: number;
   /** The statuses that count as answered as expected. */
   expect: number[];
@@ -60,10 +62,15 @@ export function bundleBody(n: number): string {
   return JSON.stringify({ resourceType: 'Bundle', type: 'transaction', entry });
 }
 
+/** One Patient whose `name[0].given` holds `n` short names (100,000: 400 KB, the issue 45 attack). */
+export function largeArrayBody(n: number): string {
+  return JSON.stringify({ resourceType: 'Patient', identifier: [{ system: 'urn:bench:attack', value: 'large-array' }], name: [{ family: 'Attack', given: Array.from({ length: n }, (_, i) => `G${i}`) }] });
+}
+
 /** Sends the plan's request again as each answer ends, `concurrency` at a time, until stopped. */
 function requests(plan: RequestPlan): () => Promise<string> {
   const agent = new Agent({ connect: { ca: plan.ca }, connections: plan.concurrency });
-  const body = plan.bundleResources ? bundleBody(plan.bundleResources) : undefined;
+  const body = plan.bundleResources ? bundleBody(plan.bundleResources) : plan.givenNames ? largeArrayBody(plan.givenNames) : undefined;
   let running = true;
   let sent = 0;
   let answered = 0;
