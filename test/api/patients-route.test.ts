@@ -138,7 +138,8 @@ describe('the audit trail of a request', () => {
   it('a caller that leaves while the platform decides gets exactly one end line, marked aborted', async () => {
     const { t, platformDone } = await leaveWhilePlatformDecides('gone-1');
     const [line] = await waitForAudit(t, 1);
-    expect(line).toMatchObject({ callerRequestId: 'gone-1', aborted: true, code: 'ERR_API_ABORTED', decision: 'error' });
+    // nothing was answered: nginx's 499 (client closed request), not the 200 a reply would have had
+    expect(line).toMatchObject({ callerRequestId: 'gone-1', aborted: true, code: 'ERR_API_CALLER_LEFT', decision: 'error', status: 499 });
     await platformDone; // the handler finishes after the caller left: no second line, and no record fetched for nobody
     expect((await t.post(ok)).status).toBe(200);
     const gone = lines(t).filter((l) => l.callerRequestId === 'gone-1');
@@ -162,7 +163,7 @@ describe('the audit trail of a request', () => {
     });
     await platformDone;
     expect(await patientCounts(t)).toEqual([
-      'hospital_api_requests_total{route="/api/patients",outcome="error",status="200"} 1',
+      'hospital_api_requests_total{route="/api/patients",outcome="error",status="499"} 1',
     ]);
     // no patient data was fetched for nobody
     expect(t.fhir.seen.filter((s) => s.url.includes('$everything'))).toHaveLength(0);
