@@ -10,8 +10,12 @@
  * Node's own `server.maxConnections` refuses the newcomer, so an attacker who
  * holds the cap with silent sockets locks every honest caller (and the
  * supervisor's health probe) out; here the idlest connection makes room.
- * Only when every connection has a request in progress is the newcomer
- * refused (closed at once, which tells a prober the process is alive).
+ * When every connection has a request in progress, the oldest connection whose
+ * requests are all still arriving (a body not yet complete: a held or trickled
+ * upload) is closed instead (issue 45: 1,030 held uploads at the API's cap of
+ * 1,024 reset the honest caller); a request that has fully arrived is never
+ * cut. Only when every connection has a whole request in progress is the
+ * newcomer refused (closed at once, which tells a prober the process is alive).
  *
  * Node references: http.createServer options headersTimeout, requestTimeout,
  * keepAliveTimeout, connectionsCheckingInterval (https://nodejs.org/api/http.html#httpcreateserveroptions-requestlistener);
@@ -68,6 +72,8 @@ interface Entry {
   /** Last time a request began or ended (or the connection opened / was secured). */
   lastActive: number;
   inFlight: number;
+  /** Its requests in progress (`complete` once the whole request, body included, has arrived). */
+  requests: Set<{ readonly complete: boolean }>;
   /** Neighbours in the IdleOrder, while the connection is in it. */
   older: Entry | null;
   newer: Entry | null;
@@ -118,8 +124,10 @@ class IdleOrder {
 
 export interface SocketGuardStats {
   open: number;
-  /** Closed to make room at the cap. */
+  /** Closed to make room at the cap: idle, or (`shed`) still sending every request it began. */
   evicted: number;
+  /** Of `evicted`, those closed while sending a request (an upload not yet complete). */
+  shed: number;
   /** Refused at the cap because every connection had a request in progress. */
   refused: number;
   /** Closed for a handshake or an idle deadline. */
@@ -155,7 +163,7 @@ export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tl
   const entries = new Set<Entry>();
   // Invariant: an entry is in `idle` exactly when it is in `entries` with no request in progress.
   const idle = new IdleOrder();
-  const stats = { evicted: 0, refused: 0, timedOut: 0 };
+  const stats = { evicted: 0, shed: 0, refused: 0, timedOut: 0 };
 
   const forget = (e: Entry): void => {
     entries.delete(e);
@@ -167,20 +175,38 @@ export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tl
     if (e.inFlight === 0 && entries.has(e)) idle.touch(e);
   };
 
+  /**
+   * The oldest connection (`entries` keeps connect order) whose requests in progress have all yet to arrive
+   * whole. A scan, but only at the cap with nothing idle, and it stops at the first such connection.
+   */
+  const stillSending = (): Entry | null => {
+    for (const e of entries) {
+      if (e.requests.size === 0) continue;
+      let sending = true;
+      for (const r of e.requests) if (r.complete) sending = false;
+      if (sending) return e;
+    }
+    return null;
+  };
+
   server.prependListener('connection', (raw: Socket) => {
     if (entries.size >= limits.maxConnections) {
-      const v = idle.first();
+      let v = idle.first();
       if (!v) {
-        stats.refused += 1;
-        raw.destroy();
-        return;
+        v = stillSending();
+        if (!v) {
+          stats.refused += 1;
+          raw.destroy();
+          return;
+        }
+        stats.shed += 1;
       }
       stats.evicted += 1;
       forget(v);
       v.socket.destroy();
     }
     const now = Date.now();
-    const entry: Entry = { socket: raw, tls, secured: false, connectedAt: now, lastActive: now, inFlight: 0, older: null, newer: null, queued: false };
+    const entry: Entry = { socket: raw, tls, secured: false, connectedAt: now, lastActive: now, inFlight: 0, requests: new Set(), older: null, newer: null, queued: false };
     (raw as unknown as Record<symbol, Entry>)[ENTRY] = entry;
     entries.add(entry);
     idle.touch(entry);
@@ -200,14 +226,16 @@ export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tl
   }
 
   // HTTP/1 requests carry the socket itself; HTTP/2 compat requests a proxy that forwards property reads to the session's socket.
-  server.on('request', (req: { socket?: unknown }, res: { once(event: 'close', fn: () => void): unknown }) => {
+  server.on('request', (req: { socket?: unknown; readonly complete: boolean }, res: { once(event: 'close', fn: () => void): unknown }) => {
     const entry = (req.socket as Record<symbol, Entry> | undefined)?.[ENTRY];
     if (!entry) return;
     entry.inFlight += 1;
+    entry.requests.add(req);
     entry.lastActive = Date.now();
     idle.remove(entry);
     res.once('close', () => {
       entry.inFlight -= 1;
+      entry.requests.delete(req);
       active(entry);
     });
   });
