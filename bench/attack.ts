@@ -7,6 +7,8 @@
  *   and admin, FHIR), scaled down with a note when `ulimit -n` is lower;
  * - slowloris on every port: request heads trickled a header line a second
  *   (on the TLS port, a handshake trickled a byte a second);
+ * - 1,030 held uploads to the API's POST /api/patients (its cap is 1,024; issue 45), slow bodies as below,
+ *   each one the server closes opened again;
  * - slow bodies on every HTTP port: a 60,000-byte Content-Length body (under
  *   every body limit), a byte a second, each socket the server closes opened again;
  * - a wrong-password basic-auth flood on the gateway's /fhir-api (one source);
@@ -18,7 +20,7 @@
  * goal "p99 < 2× unloaded, 0 errors", and the supervisor's restarts at the end.
  *
  * To find which load or port hurts: `--only slow-bodies,flood` runs the loads
- * named (idle, slowloris, slow-bodies, flood, bundle, large-array), `--ports api,fhir` aims
+ * named (idle, slowloris, held-uploads, slow-bodies, flood, bundle, large-array), `--ports api,fhir` aims
  * the socket loads at those ports only (api, gateway-http, gateway-https,
  * gateway-admin, fhir). Every load runs in a child process (bench/attackers.ts)
  * so its writes, requests and garbage never delay the honest caller's own clock; each row
@@ -44,6 +46,8 @@ const IDLE_SOCKETS = 10_000;
 const SLOW_PER_PORT = 200;
 const BUNDLE_RESOURCES = 20_000;
 const GIVEN_NAMES = 100_000;
+/** Past the API's MAX_CONNECTIONS (1,024), as in issue 45. */
+const HELD_UPLOADS = 1_030;
 
 interface Ports { api: number; fhir: number; gatewayHttp: number; gatewayHttps: number; gatewayAdmin: number }
 
@@ -140,6 +144,7 @@ export async function run(): Promise<BenchSection> {
     const loads: Load[] = [
       childLoad(`${perPort * all.length} idle sockets`, { kind: 'idle', ports: all, perPort, tlsPort: ports.gatewayHttps, reopen: false }),
       childLoad(`slowloris (${SLOW_PER_PORT}/port)`, { kind: 'slowloris', ports: all, perPort: SLOW_PER_PORT, tlsPort: ports.gatewayHttps, reopen: false }),
+      childLoad(`${HELD_UPLOADS.toLocaleString('en')} held uploads to the API (cap 1,024, reopened)`, { kind: 'held-uploads', ports: [ports.api], perPort: HELD_UPLOADS, tlsPort: ports.gatewayHttps, reopen: true }),
       childLoad(`slow bodies (${SLOW_PER_PORT}/HTTP port, reopened)`, { kind: 'slow-bodies', ports: http, perPort: SLOW_PER_PORT, tlsPort: ports.gatewayHttps, reopen: true }),
       childLoad('basic-auth wrong-password flood (10 at a time)', {
         kind: 'flood', url: `${gw}/fhir-api/Patient`, ca, method: 'GET', concurrency: 10, expect: [401, 429],

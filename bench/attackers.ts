@@ -20,7 +20,7 @@ import { Agent, request } from 'undici';
 /** The Content-Length a slow body announces. */
 export const SLOW_BODY_BYTES = 60_000;
 
-export type SocketKind = 'idle' | 'slowloris' | 'slow-bodies';
+export type SocketKind = 'idle' | 'slowloris' | 'slow-bodies' | 'held-uploads';
 export type RequestKind = 'flood' | 'bundle' | 'large-array';
 export type AttackKind = SocketKind | RequestKind;
 
@@ -116,6 +116,7 @@ function bytes(plan: SocketPlan, port: number): { first: string | Buffer; drip: 
         ? { first: Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00]), drip: Buffer.from([0x01]) }
         : { first: 'GET / HTTP/1.1\r\nHost: a\r\n', drip: 'X-a: b\r\n' };
     case 'slow-bodies':
+    case 'held-uploads':
       // Under every listener's body limit (the API's is 64 KiB), so the server must wait for it: a larger
       // Content-Length is refused at once (413), which turns this load into a reconnect flood instead.
       return { first: `POST /api/patients HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: ${SLOW_BODY_BYTES}\r\n\r\n{`, drip: ' ' };

@@ -10,12 +10,15 @@
  * Node's own `server.maxConnections` refuses the newcomer, so an attacker who
  * holds the cap with silent sockets locks every honest caller (and the
  * supervisor's health probe) out; here the idlest connection makes room.
- * When every connection has a request in progress, the oldest connection whose
- * requests are all still arriving (a body not yet complete: a held or trickled
- * upload) is closed instead (issue 45: 1,030 held uploads at the API's cap of
- * 1,024 reset the honest caller); a request that has fully arrived is never
- * cut. Only when every connection has a whole request in progress is the
- * newcomer refused (closed at once, which tells a prober the process is alive).
+ * A connection whose requests are all still arriving (a body not yet complete:
+ * a held or trickled upload) may be closed too (issue 45: 1,030 held uploads at
+ * the API's cap of 1,024 reset the honest caller): of the idlest connection and
+ * the one whose upload began the longest ago, the one that made progress last
+ * the longest ago goes, so an honest caller between two requests is not closed
+ * for an upload that has been hanging for seconds. A request that has fully
+ * arrived is never cut. Only when every connection has a whole request in
+ * progress is the newcomer refused (closed at once, which tells a prober the
+ * process is alive).
  *
  * Node references: http.createServer options headersTimeout, requestTimeout,
  * keepAliveTimeout, connectionsCheckingInterval (https://nodejs.org/api/http.html#httpcreateserveroptions-requestlistener);
@@ -165,8 +168,13 @@ export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tl
   const idle = new IdleOrder();
   const stats = { evicted: 0, shed: 0, refused: 0, timedOut: 0 };
 
+  // Connections with a request in progress, the one whose latest request began the longest ago first
+  // (re-inserted on each request); only these are scanned for an upload to shed, so a flood of silent
+  // sockets costs nothing here.
+  const busy = new Set<Entry>();
   const forget = (e: Entry): void => {
     entries.delete(e);
+    busy.delete(e);
     idle.remove(e);
   };
   /** Activity on `e`: it becomes the newest drop candidate, unless it is gone or busy. */
@@ -176,11 +184,11 @@ export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tl
   };
 
   /**
-   * The oldest connection (`entries` keeps connect order) whose requests in progress have all yet to arrive
-   * whole. A scan, but only at the cap with nothing idle, and it stops at the first such connection.
+   * The busy connection whose latest request began the longest ago and whose requests in progress have all yet
+   * to arrive whole. A scan of the busy connections, only at the cap, stopping at the first such one.
    */
   const stillSending = (): Entry | null => {
-    for (const e of entries) {
+    for (const e of busy) {
       if (e.requests.size === 0) continue;
       let sending = true;
       for (const r of e.requests) if (r.complete) sending = false;
@@ -191,16 +199,16 @@ export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tl
 
   server.prependListener('connection', (raw: Socket) => {
     if (entries.size >= limits.maxConnections) {
-      let v = idle.first();
+      const idlest = idle.first();
+      const sending = stillSending();
+      // the one that made progress (a request began or ended) the longest ago
+      const v = idlest && (!sending || idlest.lastActive <= sending.lastActive) ? idlest : sending;
       if (!v) {
-        v = stillSending();
-        if (!v) {
-          stats.refused += 1;
-          raw.destroy();
-          return;
-        }
-        stats.shed += 1;
+        stats.refused += 1;
+        raw.destroy();
+        return;
       }
+      if (v === sending) stats.shed += 1;
       stats.evicted += 1;
       forget(v);
       v.socket.destroy();
@@ -233,9 +241,12 @@ export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tl
     entry.requests.add(req);
     entry.lastActive = Date.now();
     idle.remove(entry);
+    busy.delete(entry);
+    if (entries.has(entry)) busy.add(entry);
     res.once('close', () => {
       entry.inFlight -= 1;
       entry.requests.delete(req);
+      if (entry.inFlight === 0) busy.delete(entry);
       active(entry);
     });
   });

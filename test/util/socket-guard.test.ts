@@ -459,6 +459,33 @@ describe('which connection the guard drops at the cap', () => {
     }
   });
 
+  it('sheds an upload hanging since before an idle connection last made progress, not that connection (an honest caller between requests)', async () => {
+    const g = await guarded(2);
+    const held: Conn[] = [];
+    try {
+      const upload = await open(g.port);
+      held.push(upload);
+      upload.socket.write('POST /work HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\n{');
+      await until(() => g.work.length === 1, { what: 'the upload in progress', intervalMs: 10 });
+      const began = Date.now();
+      await until(() => Date.now() > began, { what: 'a later millisecond', intervalMs: 1 });
+      const honest = await open(g.port);
+      held.push(honest);
+      await answered(honest); // idle now, its last request ended after the upload began
+
+      const newcomer = await open(g.port);
+      held.push(newcomer);
+      await answered(newcomer);
+      await until(() => upload.isClosed(), { what: 'the hanging upload shed', intervalMs: 10 });
+      expect(honest.isClosed()).toBe(false);
+      await answered(honest); // and it still serves
+      expect(g.guard.stats()).toMatchObject({ evicted: 1, shed: 1 });
+    } finally {
+      for (const c of held) c.socket.destroy();
+      g.close();
+    }
+  });
+
   it('forgets a connection that went away mid-request: it neither counts towards the cap nor stands as the one to drop', async () => {
     const g = await guarded(2);
     const held: Conn[] = [];
