@@ -91,6 +91,12 @@ export const apiErrors = {
   },
   // Audit and metrics only (issue 45): nobody is left to read it. 499 is nginx's "client closed request"
   // (NGX_HTTP_CLIENT_CLOSED_REQUEST, src/http/ngx_http_request.h), logged when the client closes first.
+  ERR_API_METRICS_UNAUTHORIZED: {
+    message: 'GET /metrics needs the bearer token of METRICS_TOKEN_FILE',
+    status: 401,
+    exit: 1,
+    hint: 'Send Authorization: Bearer <the file\'s token>; Prometheus: authorization.credentials_file in the scrape job (docs/operations.md "Monitoring").',
+  },
   // Audit and metrics only: node:http answers the 408 itself (src/api/request/client-error.ts).
   ERR_API_REQUEST_TIMEOUT: {
     message: 'The request did not arrive in time: {detail}',

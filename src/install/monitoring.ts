@@ -4,12 +4,14 @@
  * Hospital API's metrics listener, the gateway's status listener, both on
  * this host's loopback) and the shipped alert rules beside it
  * (templates/monitoring/). The FHIR server has no /metrics (native nor HAPI).
+ * The API's job sends the token its /metrics requires (issue 45), on the runtimes that give it one.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { gatewayStatusPort, type InstallConfig } from '../install-dir/install-config.js';
 import { installPaths } from '../install-dir/layout.js';
+import { profileOf } from '../runtime/profiles.js';
 import { PROJECT_ROOT } from '../version.js';
 
 export const MONITORING_TEMPLATES = join(PROJECT_ROOT, 'templates', 'monitoring');
@@ -21,11 +23,19 @@ export function monitoringFiles(dir: string, config: InstallConfig): Array<{ pat
   if (status === null) return [];
   const folder = join(installPaths(dir).root, 'monitoring');
   const rules = join(folder, ALERT_RULES_FILE);
+  // a host path where the runtime gives the API one (native); a container's would mean nothing to Prometheus
+  const tokenFile = profileOf(config.runtime).apiEnv(installPaths(dir), config).METRICS_TOKEN_FILE;
   const scrape = {
     global: { scrape_interval: '30s', evaluation_interval: '30s' },
     rule_files: [rules],
     scrape_configs: [
-      { job_name: 'hospital-api', static_configs: [{ targets: [`127.0.0.1:${config.ports.metrics}`] }] },
+      {
+        job_name: 'hospital-api',
+        // issue 45: the API's /metrics answers only the holder of its token (the file install wrote, 0600: run
+        // Prometheus as the service's user, or give it a copy it may read; docs/operations.md "Monitoring")
+        ...(tokenFile ? { authorization: { type: 'Bearer', credentials_file: tokenFile } } : {}),
+        static_configs: [{ targets: [`127.0.0.1:${config.ports.metrics}`] }],
+      },
       { job_name: 'hospital-api-gateway', static_configs: [{ targets: [`127.0.0.1:${status}`] }] },
     ],
   };
