@@ -81,6 +81,15 @@ class BundleBytes {
   constructor(readonly bytes: Buffer) {}
 }
 
+/**
+ * A large create or update's body (a POST or PUT below the base, as large as a Bundle the thread takes), left
+ * unparsed for the Bundle thread too (issue 45): its parse, validation, index rows and write hold the main
+ * thread no more than a Bundle's do.
+ */
+class ResourceBytes {
+  constructor(readonly bytes: Buffer) {}
+}
+
 /** A Bundle parsed here, with its request bytes (the validation thread reads them: validation-thread.ts). */
 class ParsedBundle {
   constructor(readonly bytes: Buffer, readonly value: unknown) {}
@@ -122,7 +131,10 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
   const validator = policy.validate && availableParallelism() > 1 ? validationThread() : undefined;
   app.addHook('onClose', async () => validator?.close());
   app.addContentTypeParser(JSON_TYPES, { parseAs: 'buffer' }, async (req: FastifyRequest, body: Buffer) => {
-    if (req.method !== 'POST' || !BASE_PATH.test(req.url.split('?')[0] ?? '')) return parseJsonBody(body, limits.maxDepth);
+    if (req.method !== 'POST' || !BASE_PATH.test(req.url.split('?')[0] ?? '')) {
+      const large = body.length >= THREAD_BODY_BYTES && (req.method === 'POST' || req.method === 'PUT');
+      return large ? new ResourceBytes(body) : parseJsonBody(body, limits.maxDepth);
+    }
     return body.length >= THREAD_BODY_BYTES ? new BundleBytes(body) : new ParsedBundle(body, await parseJsonBody(body, limits.maxDepth));
   });
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_r, body, done) => done(null, String(body)));
@@ -188,6 +200,13 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
     const contentType = String(request.headers['content-type'] ?? '');
     if (method === 'PATCH' && !contentType.includes('json-patch+json')) {
       throw new HospitalApiError('ERR_FHIR_UNSUPPORTED_MEDIA_TYPE', { type: contentType || 'none' });
+    }
+    if (body instanceof ResourceBytes) {
+      const { body: _bytes, ...request } = req;
+      const answer = await thread.run({ body: body.bytes, base: ctx.base, request });
+      if (answer) return send(reply, answer);
+      // no thread to take it: parsed here, in stretches, and written below like any other
+      req.body = await parseJsonBody(body.bytes, limits.maxDepth);
     }
     // a write waits while a large Bundle holds the store (store.exclusive), then runs in this same stretch
     if (method !== 'GET' && method !== 'HEAD') for (let g = options.store.writeGate(); g; g = options.store.writeGate()) await g;

@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MAX_ARRAY_ITEMS } from '../../../src/fhir/server/json-body.js';
+import { bundlesSentToThread, THREAD_BODY_BYTES } from '../../../src/fhir/server/bundle-thread.js';
 import { MAX_INDEX_ROWS } from '../../../src/fhir/store/indexer.js';
 import { openFhirStore } from '../../../src/fhir/store/sqlite-store.js';
 import { call, startServer, useFhirServer } from './helpers.js';
@@ -79,6 +80,43 @@ describe('a resource with a large array', () => {
     expect((await call(f.base, 'GET', `Patient?given=G${given - 1}&_summary=count`)).body.total).toBe(0);
     expect((await call(f.base, 'DELETE', `Patient/${created.body.id}`)).status).toBe(200);
     expect(await stored('urn:t:ok')).toBe(0);
+  });
+});
+
+describe('a large single resource runs on the Bundle thread, as a large Bundle does', () => {
+  // within every limit, and over THREAD_BODY_BYTES: 3,000 extensions of 100 characters
+  const large = (system: string) => ({
+    resourceType: 'Patient',
+    identifier: [{ system, value: '1' }],
+    extension: Array.from({ length: 3_000 }, (_, i) => ({ url: `urn:t:ext:${i}`, valueString: 'x'.repeat(100) })),
+  });
+
+  it('a create: 201 with its Location, ETag and Last-Modified, stored as sent; an update: 200; each sent to the thread', async () => {
+    const body = large('urn:t:thread');
+    expect(JSON.stringify(body).length).toBeGreaterThan(THREAD_BODY_BYTES);
+    const sent = bundlesSentToThread();
+    const created = await call(f.base, 'POST', 'Patient', body);
+    expect(created.status).toBe(201);
+    expect(bundlesSentToThread()).toBe(sent + 1);
+    const id = created.body.id as string;
+    expect(created.headers.location).toMatch(new RegExp(`/Patient/${id}/_history/1$`));
+    expect([created.headers.etag, typeof created.headers['last-modified']]).toEqual(['W/"1"', 'string']);
+    const read = await call(f.base, 'GET', `Patient/${id}`);
+    expect(read.body.extension).toEqual(body.extension);
+
+    const updated = await call(f.base, 'PUT', `Patient/${id}`, { ...large('urn:t:thread'), id }, { 'if-match': 'W/"1"' });
+    expect([updated.status, updated.headers.etag]).toEqual([200, 'W/"2"']);
+    expect(bundlesSentToThread()).toBe(sent + 2);
+    // a stale version is refused there as here
+    expect((await call(f.base, 'PUT', `Patient/${id}`, { ...large('urn:t:thread'), id }, { 'if-match': 'W/"1"' })).status).toBe(412);
+  });
+
+  it('a refused one (too many index rows) is refused there, and stores nothing', async () => {
+    const sent = bundlesSentToThread();
+    const r = await call(f.base, 'POST', 'Patient', patient('urn:t:thread-rows', MAX_ARRAY_ITEMS - 1));
+    expectTooComplex(r, `at most ${MAX_INDEX_ROWS} are accepted per resource`);
+    expect(bundlesSentToThread()).toBe(sent + 1);
+    expect(await stored('urn:t:thread-rows')).toBe(0);
   });
 });
 
