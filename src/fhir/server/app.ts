@@ -36,6 +36,12 @@ export interface FhirLimits {
   maxConnections: number;
   /** A connection with no request in progress (silent, trickling headers, or between requests) is closed after this. */
   idleTimeoutMs: number;
+  /**
+   * A transaction Bundle's checks and writes must end within this, else it is rolled back and answered 503
+   * ERR_FHIR_TRANSACTION_TIMEOUT (issue 45): below the gateway's read time-out (Kong's default 60 s), so no
+   * caller is told 504 about a transaction that then commits.
+   */
+  transactionTimeoutMs: number;
   /** Deepest JSON nesting accepted in a body (FHIR resources stay far below it). */
   maxDepth: number;
   /** Most query/form parameters in one request. */
@@ -54,6 +60,7 @@ export const DEFAULT_LIMITS: FhirLimits = {
   keepAliveTimeoutMs: 10_000,
   maxConnections: 256,
   idleTimeoutMs: 20_000,
+  transactionTimeoutMs: 50_000,
   maxDepth: 200,
   maxParams: 200,
   // a 64 MB body parses to a few hundred MB of objects; validation's definitions take about 100 MB more
@@ -181,13 +188,16 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
     }
     const prefer = /return=(minimal|representation|OperationOutcome)/.exec(String(request.headers.prefer ?? ''))?.[1];
     if (segments.length === 0 && method === 'POST') {
+      // counted from the whole request's arrival
+      const deadline = { at: Date.now() + limits.transactionTimeoutMs, ms: limits.transactionTimeoutMs };
+      ctx.deadline = deadline;
       if (body instanceof ParsedBundle) {
         const bytes = body.bytes;
         const withThread: FhirContext = validator ? { ...ctx, validateEntries: (indices) => validator.firstInvalid(bytes, indices) } : ctx;
         return send(reply, await processBundle(withThread, body.value, prefer));
       }
       if (!(body instanceof BundleBytes)) return send(reply, await processBundle(ctx, body, prefer));
-      const answer = await thread.run({ body: body.bytes, base: ctx.base, ...(prefer ? { preferReturn: prefer } : {}) });
+      const answer = await thread.run({ body: body.bytes, base: ctx.base, deadline, ...(prefer ? { preferReturn: prefer } : {}) });
       // no thread to take it: parsed and run here, in stretches
       return send(reply, answer ?? (await processBundle(ctx, await parseJsonBody(body.bytes, limits.maxDepth), prefer)));
     }

@@ -27,6 +27,8 @@ export interface BundleJob {
   maxDepth: number;
   /** The server store's newest write stamp (sqlite-store.ts peer()). */
   stamp: number;
+  /** A transaction's time limit (FhirContext.deadline), counted on the wall clock both threads share. */
+  deadline?: { at: number; ms: number };
   /** A single request whose body is `body` (a large create or update), instead of a Bundle posted to the base. */
   request?: Omit<FhirRequest, 'body'>;
 }
@@ -100,7 +102,7 @@ export async function runJob(job: BundleJob): Promise<BundleDone> {
   let headers: Pick<BundleDone, 'location' | 'etag' | 'lastModified'> = {};
   try {
     const body = await parseJsonBody(Buffer.from(job.body.buffer, job.body.byteOffset, job.body.byteLength), job.maxDepth);
-    const ctx = { store, base: job.base, policy: job.policy };
+    const ctx = { store, base: job.base, policy: job.policy, ...(job.deadline ? { deadline: job.deadline } : {}) };
     const res = job.request ? dispatch(ctx, { ...job.request, body }) : await processBundle(ctx, body, job.preferReturn);
     status = res.status;
     raw = res.raw ?? Buffer.from(res.body === undefined ? '' : JSON.stringify(res.body));

@@ -34,6 +34,8 @@ export interface BundleThreadRequest {
   preferReturn?: string;
   /** A large single create or update (issue 45) rather than a Bundle posted to the base: its request, `body` its body. */
   request?: BundleJob['request'];
+  /** A transaction's time limit (FhirContext.deadline). */
+  deadline?: BundleJob['deadline'];
 }
 
 export interface BundleThread {
@@ -85,6 +87,7 @@ export function bundleThread(store: SqliteFhirStore, policy: WritePolicy, limits
         const done = await thread.send({
           body: req.body, base: req.base, policy, maxDepth, stamp: store.peer().stamp,
           ...(req.preferReturn ? { preferReturn: req.preferReturn } : {}), ...(req.request ? { request: req.request } : {}),
+          ...(req.deadline ? { deadline: req.deadline } : {}),
         });
         if (!done || done.failed !== undefined) {
           throw new HospitalApiError('ERR_FHIR_BUNDLE_THREAD', { detail: done?.failed ?? 'the thread ended' });
