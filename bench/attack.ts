@@ -14,13 +14,15 @@
  * - a wrong-password basic-auth flood on the gateway's /fhir-api (one source);
  * - one 20,000-resource FHIR transaction Bundle posted through the gateway
  *   (/fhir-api-key-auth), again each time the last one ends;
+ * - POST /api/patients with a lone surrogate (`"\ud800"`) as care id, 10 at a time (issue 45: it was a
+ *   500 ERR_INTERNAL; it must be a 400);
  * - one Patient with 100,000 `name[0].given` items (400 KB, issue 45) posted through the gateway
  *   (/fhir-api-key-auth), again each time the last one ends: it must be refused (400) at once.
  * Each load's p50/p99/errors are printed beside the unloaded figures with the
  * goal "p99 < 2× unloaded, 0 errors", and the supervisor's restarts at the end.
  *
  * To find which load or port hurts: `--only slow-bodies,flood` runs the loads
- * named (idle, slowloris, held-uploads, slow-bodies, flood, bundle, large-array), `--ports api,fhir` aims
+ * named (idle, slowloris, held-uploads, slow-bodies, flood, bundle, lone-surrogate, large-array), `--ports api,fhir` aims
  * the socket loads at those ports only (api, gateway-http, gateway-https,
  * gateway-admin, fhir). Every load runs in a child process (bench/attackers.ts)
  * so its writes, requests and garbage never delay the honest caller's own clock; each row
@@ -153,6 +155,10 @@ export async function run(): Promise<BenchSection> {
       childLoad(`${BUNDLE_RESOURCES}-resource Bundle through the gateway`, {
         kind: 'bundle', url: `${gw}/fhir-api-key-auth`, ca, method: 'POST', concurrency: 1, expect: [200], bundleResources: BUNDLE_RESOURCES,
         headers: { 'content-type': 'application/fhir+json', apikey: apiKey },
+      }),
+      childLoad('lone-surrogate care ids to the API (10 at a time)', {
+        kind: 'lone-surrogate', url: `http://127.0.0.1:${ports.api}/api/patients`, ca, method: 'POST', concurrency: 10, expect: [400],
+        headers: { 'content-type': 'application/json' }, body: `{"platformCareId":"care-\\ud800","token":${JSON.stringify(tokens[0]!.token)}}`,
       }),
       childLoad(`Patient with ${GIVEN_NAMES.toLocaleString('en')} given names through the gateway`, {
         kind: 'large-array', url: `${gw}/fhir-api-key-auth/Patient`, ca, method: 'POST', concurrency: 1, expect: [400], givenNames: GIVEN_NAMES,

@@ -9,7 +9,7 @@
  *
  * Socket loads (idle, slowloris, slow bodies) hold sockets; with `reopen`, a
  * socket the server closes is opened again at once. Request loads (flood,
- * bundle, large-array) send the same request again as soon as each answer ends, `concurrency`
+ * bundle, large-array, lone-surrogate) send the same request again as soon as each answer ends, `concurrency`
  * at a time. Messages: the parent sends one `AttackPlan`; the child starts the
  * load and answers `{ started: true }`; on `'stop'` it stops, answers
  * `{ detail }` and exits.
@@ -21,7 +21,7 @@ import { Agent, request } from 'undici';
 export const SLOW_BODY_BYTES = 60_000;
 
 export type SocketKind = 'idle' | 'slowloris' | 'slow-bodies' | 'held-uploads';
-export type RequestKind = 'flood' | 'bundle' | 'large-array';
+export type RequestKind = 'flood' | 'bundle' | 'large-array' | 'lone-surrogate';
 export type AttackKind = SocketKind | RequestKind;
 
 export interface SocketPlan {
@@ -45,6 +45,8 @@ export interface RequestPlan {
   bundleResources?: number;
   /** For `large-array`: one Patient with this many `name[0].given` items is the body (issue 45). */
   givenNames?: number;
+  /** Any other request's body, as sent. */
+  body?: string;
   concurrency: number;
   /** The statuses that count as answered as expected. */
   expect: number[];
@@ -70,7 +72,7 @@ export function largeArrayBody(n: number): string {
 /** Sends the plan's request again as each answer ends, `concurrency` at a time, until stopped. */
 function requests(plan: RequestPlan): () => Promise<string> {
   const agent = new Agent({ connect: { ca: plan.ca }, connections: plan.concurrency });
-  const body = plan.bundleResources ? bundleBody(plan.bundleResources) : plan.givenNames ? largeArrayBody(plan.givenNames) : undefined;
+  const body = plan.bundleResources ? bundleBody(plan.bundleResources) : plan.givenNames ? largeArrayBody(plan.givenNames) : plan.body;
   let running = true;
   let sent = 0;
   let answered = 0;
