@@ -1,8 +1,8 @@
 /**
  * The attack bench (issue 24, on request: `npm run bench -- attack [--duration 3m]`):
  * an honest caller's POST /api/patients (API → gateway HTTPS → FHIR) on the
- * native DEMO stack, unloaded and then under each load in turn, one
- * sixth of the duration each:
+ * native DEMO stack, unloaded and then under each load in turn, an equal
+ * share of the duration each:
  * - 10,000 idle TCP sockets spread over every port (API, gateway HTTP, HTTPS
  *   and admin, FHIR), scaled down with a note when `ulimit -n` is lower;
  * - slowloris on every port: request heads trickled a header line a second
@@ -115,7 +115,6 @@ function listArg(flag: string, known: string[]): string[] {
 
 export async function run(): Promise<BenchSection> {
   const durationMs = parseDuration(process.argv.slice(2), '--duration', 3 * 60_000);
-  const phaseMs = durationMs / 6;
   const dir = mkdtempSync(join(tmpdir(), 'hapi-bench-attack-'));
   const flags = ['--api-port', '--fhir-port', '--gateway-http-port', '--gateway-https-port', '--gateway-admin-port', '--metrics-port', '--platform-port'];
   const portArgs: string[] = [];
@@ -167,6 +166,8 @@ export async function run(): Promise<BenchSection> {
     ];
 
     const only = listArg('--only', loads.map((l) => l.key));
+    // the duration is shared by the unloaded phase and each load run
+    const phaseMs = durationMs / (1 + only.length);
     const token = tokens[0]!;
     const honest = async (): Promise<{ p50: number; p99: number; n: number; errors: number; kinds: string; loopP99: number }> => {
       const loop = monitorEventLoopDelay({ resolution: 10 });
