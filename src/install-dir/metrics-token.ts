@@ -3,8 +3,8 @@
  * generated secrets), made once by install and kept across reruns. The API requires it on GET /metrics
  * (METRICS_TOKEN_FILE, src/api/server/config.ts) and the Prometheus configuration install writes sends it
  * (`authorization.credentials_file`, src/install/monitoring.ts), as node_exporter's web config guards
- * its listener; so another local account reads no metrics. Native runtime only so far: the docker and
- * swarm runtimes' API runs in a container, which would need the file mounted.
+ * its listener; so another local account reads no metrics. The native runtime names the file itself; the
+ * docker runtime copies it into the API's folder (src/runtime/docker/container-files.ts); swarm has none yet.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';

@@ -12,6 +12,7 @@ import { stringify } from 'yaml';
 import { gatewayStatusPort, type InstallConfig } from '../install-dir/install-config.js';
 import { installPaths } from '../install-dir/layout.js';
 import { profileOf } from '../runtime/profiles.js';
+import { metricsTokenPath } from '../install-dir/metrics-token.js';
 import { PROJECT_ROOT } from '../version.js';
 
 export const MONITORING_TEMPLATES = join(PROJECT_ROOT, 'templates', 'monitoring');
@@ -23,8 +24,10 @@ export function monitoringFiles(dir: string, config: InstallConfig): Array<{ pat
   if (status === null) return [];
   const folder = join(installPaths(dir).root, 'monitoring');
   const rules = join(folder, ALERT_RULES_FILE);
-  // a host path where the runtime gives the API one (native); a container's would mean nothing to Prometheus
-  const tokenFile = profileOf(config.runtime).apiEnv(installPaths(dir), config).METRICS_TOKEN_FILE;
+  // where the runtime gives the API a token (native; docker copies it into the container), Prometheus on this
+  // host reads the install's own file
+  const paths = installPaths(dir);
+  const tokenFile = profileOf(config.runtime).apiEnv(paths, config).METRICS_TOKEN_FILE ? metricsTokenPath(paths) : undefined;
   const scrape = {
     global: { scrape_interval: '30s', evaluation_interval: '30s' },
     rule_files: [rules],

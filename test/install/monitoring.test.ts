@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { readInstallConfig, type InstallConfig } from '../../src/install-dir/install-config.js';
 import { installConfig } from '../helpers/install-config.js';
 import { renderCompose } from '../../src/runtime/docker/render.js';
+import { monitoringFiles } from '../../src/install/monitoring.js';
 import { componentSpecs } from '../../src/runtime/native/components.js';
 import { runCli } from '../helpers/cli.js';
 import { portFlags, testPorts } from '../helpers/native-install.js';
@@ -105,6 +106,15 @@ describe('install --monitoring (docker compose project)', () => {
     expect(s.kong!.ports).toContain('127.0.0.1:18007:8007');
     expect(s['hospital-api']!.environment).toEqual({ METRICS_LISTEN: '0.0.0.0:9464' });
     expect(s['hospital-api']!.ports).toContain('127.0.0.1:19464:9464');
+  });
+
+  it("the API's job sends the install's metrics token, which the runtime copies into the API's container (issue 45)", () => {
+    const files = monitoringFiles('/srv/h', { ...base, monitoring: true });
+    const prometheus = parse(files[0]!.text) as { scrape_configs: Array<{ job_name: string; authorization?: unknown }> };
+    expect(prometheus.scrape_configs.map((j) => [j.job_name, j.authorization ?? null])).toEqual([
+      ['hospital-api', { type: 'Bearer', credentials_file: join('/srv/h', 'secrets', 'api-metrics-token') }],
+      ['hospital-api-gateway', null],
+    ]);
   });
 
   it("without it keeps both inside their containers (Kong 3.6+'s default status_listen)", () => {

@@ -9,6 +9,8 @@ export const API_CONTAINER_PATHS = Object.freeze({
   env: `${API_MOUNT}/hospital-api.env`,
   ca: `${API_MOUNT}/tls/ca.pem`,
   platformCa: `${API_MOUNT}/tls/platform-ca.pem`,
+  /** METRICS_TOKEN_FILE (issue 45): the copy of <dir>/secrets/api-metrics-token, in docker/api/ on the host. */
+  metricsToken: `${API_MOUNT}/metrics-token`,
   auditLog: '/var/log/hospital-api/audit.log',
   /** serve --reload-status: the API's answer to SIGHUP (src/api/fhir/key-reload.ts), in docker/api-status/ on the host. */
   reloadStatus: '/run/hospital-api-status/api-reload.json',
