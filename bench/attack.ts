@@ -1,22 +1,28 @@
 /**
  * The attack bench (issue 24, on request: `npm run bench -- attack [--duration 3m]`):
  * an honest caller's POST /api/patients (API → gateway HTTPS → FHIR) on the
- * native DEMO stack, unloaded and then under each load in turn, one
- * sixth of the duration each:
+ * native DEMO stack, unloaded and then under each load in turn, an equal
+ * share of the duration each:
  * - 10,000 idle TCP sockets spread over every port (API, gateway HTTP, HTTPS
  *   and admin, FHIR), scaled down with a note when `ulimit -n` is lower;
  * - slowloris on every port: request heads trickled a header line a second
  *   (on the TLS port, a handshake trickled a byte a second);
+ * - 1,030 held uploads to the API's POST /api/patients (its cap is 1,024; issue 45), slow bodies as below,
+ *   each one the server closes opened again;
  * - slow bodies on every HTTP port: a 60,000-byte Content-Length body (under
  *   every body limit), a byte a second, each socket the server closes opened again;
  * - a wrong-password basic-auth flood on the gateway's /fhir-api (one source);
  * - one 20,000-resource FHIR transaction Bundle posted through the gateway
- *   (/fhir-api-key-auth), again each time the last one ends.
+ *   (/fhir-api-key-auth), again each time the last one ends;
+ * - POST /api/patients with a lone surrogate (`"\ud800"`) as care id, 10 at a time (issue 45: it was a
+ *   500 ERR_INTERNAL; it must be a 400);
+ * - one Patient with 100,000 `name[0].given` items (400 KB, issue 45) posted through the gateway
+ *   (/fhir-api-key-auth), again each time the last one ends: it must be refused (400) at once.
  * Each load's p50/p99/errors are printed beside the unloaded figures with the
  * goal "p99 < 2× unloaded, 0 errors", and the supervisor's restarts at the end.
  *
  * To find which load or port hurts: `--only slow-bodies,flood` runs the loads
- * named (idle, slowloris, slow-bodies, flood, bundle), `--ports api,fhir` aims
+ * named (idle, slowloris, held-uploads, slow-bodies, flood, bundle, lone-surrogate, large-array), `--ports api,fhir` aims
  * the socket loads at those ports only (api, gateway-http, gateway-https,
  * gateway-admin, fhir). Every load runs in a child process (bench/attackers.ts)
  * so its writes, requests and garbage never delay the honest caller's own clock; each row
@@ -41,6 +47,9 @@ const BIN = join(root, 'bin/hospital-api.js');
 const IDLE_SOCKETS = 10_000;
 const SLOW_PER_PORT = 200;
 const BUNDLE_RESOURCES = 20_000;
+const GIVEN_NAMES = 100_000;
+/** Past the API's MAX_CONNECTIONS (1,024), as in issue 45. */
+const HELD_UPLOADS = 1_030;
 
 interface Ports { api: number; fhir: number; gatewayHttp: number; gatewayHttps: number; gatewayAdmin: number }
 
@@ -106,7 +115,6 @@ function listArg(flag: string, known: string[]): string[] {
 
 export async function run(): Promise<BenchSection> {
   const durationMs = parseDuration(process.argv.slice(2), '--duration', 3 * 60_000);
-  const phaseMs = durationMs / 6;
   const dir = mkdtempSync(join(tmpdir(), 'hapi-bench-attack-'));
   const flags = ['--api-port', '--fhir-port', '--gateway-http-port', '--gateway-https-port', '--gateway-admin-port', '--metrics-port', '--platform-port'];
   const portArgs: string[] = [];
@@ -137,6 +145,7 @@ export async function run(): Promise<BenchSection> {
     const loads: Load[] = [
       childLoad(`${perPort * all.length} idle sockets`, { kind: 'idle', ports: all, perPort, tlsPort: ports.gatewayHttps, reopen: false }),
       childLoad(`slowloris (${SLOW_PER_PORT}/port)`, { kind: 'slowloris', ports: all, perPort: SLOW_PER_PORT, tlsPort: ports.gatewayHttps, reopen: false }),
+      childLoad(`${HELD_UPLOADS.toLocaleString('en')} held uploads to the API (cap 1,024, reopened)`, { kind: 'held-uploads', ports: [ports.api], perPort: HELD_UPLOADS, tlsPort: ports.gatewayHttps, reopen: true }),
       childLoad(`slow bodies (${SLOW_PER_PORT}/HTTP port, reopened)`, { kind: 'slow-bodies', ports: http, perPort: SLOW_PER_PORT, tlsPort: ports.gatewayHttps, reopen: true }),
       childLoad('basic-auth wrong-password flood (10 at a time)', {
         kind: 'flood', url: `${gw}/fhir-api/Patient`, ca, method: 'GET', concurrency: 10, expect: [401, 429],
@@ -146,9 +155,19 @@ export async function run(): Promise<BenchSection> {
         kind: 'bundle', url: `${gw}/fhir-api-key-auth`, ca, method: 'POST', concurrency: 1, expect: [200], bundleResources: BUNDLE_RESOURCES,
         headers: { 'content-type': 'application/fhir+json', apikey: apiKey },
       }),
+      childLoad('lone-surrogate care ids to the API (10 at a time)', {
+        kind: 'lone-surrogate', url: `http://127.0.0.1:${ports.api}/api/patients`, ca, method: 'POST', concurrency: 10, expect: [400],
+        headers: { 'content-type': 'application/json' }, body: `{"platformCareId":"care-\\ud800","token":${JSON.stringify(tokens[0]!.token)}}`,
+      }),
+      childLoad(`Patient with ${GIVEN_NAMES.toLocaleString('en')} given names through the gateway`, {
+        kind: 'large-array', url: `${gw}/fhir-api-key-auth/Patient`, ca, method: 'POST', concurrency: 1, expect: [400], givenNames: GIVEN_NAMES,
+        headers: { 'content-type': 'application/fhir+json', apikey: apiKey },
+      }),
     ];
 
     const only = listArg('--only', loads.map((l) => l.key));
+    // the duration is shared by the unloaded phase and each load run
+    const phaseMs = durationMs / (1 + only.length);
     const token = tokens[0]!;
     const honest = async (): Promise<{ p50: number; p99: number; n: number; errors: number; kinds: string; loopP99: number }> => {
       const loop = monitorEventLoopDelay({ resolution: 10 });

@@ -9,7 +9,7 @@
  *
  * Socket loads (idle, slowloris, slow bodies) hold sockets; with `reopen`, a
  * socket the server closes is opened again at once. Request loads (flood,
- * bundle) send the same request again as soon as each answer ends, `concurrency`
+ * bundle, large-array, lone-surrogate) send the same request again as soon as each answer ends, `concurrency`
  * at a time. Messages: the parent sends one `AttackPlan`; the child starts the
  * load and answers `{ started: true }`; on `'stop'` it stops, answers
  * `{ detail }` and exits.
@@ -20,8 +20,8 @@ import { Agent, request } from 'undici';
 /** The Content-Length a slow body announces. */
 export const SLOW_BODY_BYTES = 60_000;
 
-export type SocketKind = 'idle' | 'slowloris' | 'slow-bodies';
-export type RequestKind = 'flood' | 'bundle';
+export type SocketKind = 'idle' | 'slowloris' | 'slow-bodies' | 'held-uploads';
+export type RequestKind = 'flood' | 'bundle' | 'large-array' | 'lone-surrogate';
 export type AttackKind = SocketKind | RequestKind;
 
 export interface SocketPlan {
@@ -43,6 +43,10 @@ export interface RequestPlan {
   headers: Record<string, string>;
   /** For `bundle`: a transaction of this many new Patients is the body. */
   bundleResources?: number;
+  /** For `large-array`: one Patient with this many `name[0].given` items is the body (issue 45). */
+  givenNames?: number;
+  /** Any other request's body, as sent. */
+  body?: string;
   concurrency: number;
   /** The statuses that count as answered as expected. */
   expect: number[];
@@ -60,10 +64,15 @@ export function bundleBody(n: number): string {
   return JSON.stringify({ resourceType: 'Bundle', type: 'transaction', entry });
 }
 
+/** One Patient whose `name[0].given` holds `n` short names (100,000: 400 KB, the issue 45 attack). */
+export function largeArrayBody(n: number): string {
+  return JSON.stringify({ resourceType: 'Patient', identifier: [{ system: 'urn:bench:attack', value: 'large-array' }], name: [{ family: 'Attack', given: Array.from({ length: n }, (_, i) => `G${i}`) }] });
+}
+
 /** Sends the plan's request again as each answer ends, `concurrency` at a time, until stopped. */
 function requests(plan: RequestPlan): () => Promise<string> {
   const agent = new Agent({ connect: { ca: plan.ca }, connections: plan.concurrency });
-  const body = plan.bundleResources ? bundleBody(plan.bundleResources) : undefined;
+  const body = plan.bundleResources ? bundleBody(plan.bundleResources) : plan.givenNames ? largeArrayBody(plan.givenNames) : plan.body;
   let running = true;
   let sent = 0;
   let answered = 0;
@@ -109,6 +118,7 @@ function bytes(plan: SocketPlan, port: number): { first: string | Buffer; drip: 
         ? { first: Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00]), drip: Buffer.from([0x01]) }
         : { first: 'GET / HTTP/1.1\r\nHost: a\r\n', drip: 'X-a: b\r\n' };
     case 'slow-bodies':
+    case 'held-uploads':
       // Under every listener's body limit (the API's is 64 KiB), so the server must wait for it: a larger
       // Content-Length is refused at once (413), which turns this load into a reconnect flood instead.
       return { first: `POST /api/patients HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: ${SLOW_BODY_BYTES}\r\n\r\n{`, drip: ' ' };

@@ -89,6 +89,25 @@ export const apiErrors = {
     status: 502,
     exit: 1,
   },
+  // Audit and metrics only (issue 45): nobody is left to read it. 499 is nginx's "client closed request"
+  // (NGX_HTTP_CLIENT_CLOSED_REQUEST, src/http/ngx_http_request.h), logged when the client closes first.
+  ERR_API_METRICS_UNAUTHORIZED: {
+    message: 'GET /metrics needs the bearer token of METRICS_TOKEN_FILE',
+    status: 401,
+    exit: 1,
+    hint: 'Send Authorization: Bearer <the file\'s token>; Prometheus: authorization.credentials_file in the scrape job (docs/operations.md "Monitoring").',
+  },
+  // Audit and metrics only: node:http answers the 408 itself (src/api/request/client-error.ts).
+  ERR_API_REQUEST_TIMEOUT: {
+    message: 'The request did not arrive in time: {detail}',
+    status: 408,
+    exit: 1,
+  },
+  ERR_API_CALLER_LEFT: {
+    message: 'The caller closed the connection before it was answered: {detail}',
+    status: 499,
+    exit: 1,
+  },
   ERR_API_IDENTIFIER_SYSTEM_MISSING: {
     message: "PLATFORM_IDENTIFIER_SYSTEM is not set: a care id would match any patient's identifier in any system (a hospital number, a national id)",
     status: 500,

@@ -100,6 +100,12 @@ export const fhirServerErrors = {
     exit: 3,
     hint: 'It was written by a newer hospital-api: run that version (or restore a backup taken before the upgrade).',
   },
+  ERR_FHIR_TRANSACTION_TIMEOUT: {
+    message: 'The transaction did not finish within {ms} ms; nothing was written',
+    status: 503,
+    exit: 1,
+    hint: 'Send it again in smaller transactions.',
+  },
   ERR_FHIR_BUNDLE_THREAD: {
     message: 'The thread running this Bundle stopped before it answered ({detail}); nothing of the Bundle was committed',
     status: 500,

@@ -4,12 +4,15 @@
  * Hospital API's metrics listener, the gateway's status listener, both on
  * this host's loopback) and the shipped alert rules beside it
  * (templates/monitoring/). The FHIR server has no /metrics (native nor HAPI).
+ * The API's job sends the token its /metrics requires (issue 45), on the runtimes that give it one.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { gatewayStatusPort, type InstallConfig } from '../install-dir/install-config.js';
 import { installPaths } from '../install-dir/layout.js';
+import { profileOf } from '../runtime/profiles.js';
+import { metricsTokenPath } from '../install-dir/metrics-token.js';
 import { PROJECT_ROOT } from '../version.js';
 
 export const MONITORING_TEMPLATES = join(PROJECT_ROOT, 'templates', 'monitoring');
@@ -21,11 +24,21 @@ export function monitoringFiles(dir: string, config: InstallConfig): Array<{ pat
   if (status === null) return [];
   const folder = join(installPaths(dir).root, 'monitoring');
   const rules = join(folder, ALERT_RULES_FILE);
+  // where the runtime gives the API a token (native; docker copies it into the container), Prometheus on this
+  // host reads the install's own file
+  const paths = installPaths(dir);
+  const tokenFile = profileOf(config.runtime).apiEnv(paths, config).METRICS_TOKEN_FILE ? metricsTokenPath(paths) : undefined;
   const scrape = {
     global: { scrape_interval: '30s', evaluation_interval: '30s' },
     rule_files: [rules],
     scrape_configs: [
-      { job_name: 'hospital-api', static_configs: [{ targets: [`127.0.0.1:${config.ports.metrics}`] }] },
+      {
+        job_name: 'hospital-api',
+        // issue 45: the API's /metrics answers only the holder of its token (the file install wrote, 0600: run
+        // Prometheus as the service's user, or give it a copy it may read; docs/operations.md "Monitoring")
+        ...(tokenFile ? { authorization: { type: 'Bearer', credentials_file: tokenFile } } : {}),
+        static_configs: [{ targets: [`127.0.0.1:${config.ports.metrics}`] }],
+      },
       { job_name: 'hospital-api-gateway', static_configs: [{ targets: [`127.0.0.1:${status}`] }] },
     ],
   };

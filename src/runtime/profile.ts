@@ -60,8 +60,19 @@ export interface RuntimeProfile {
   readonly installFlags: readonly RuntimeFlag[];
   /** What install records in install.json for this runtime alone (docker: images and bind addresses). */
   installSettings(hosts: string[], previous: InstallConfig | null, flags: RuntimeFlags): Promise<Partial<InstallConfig>>;
-  /** The settings install manages in hospital-api.env: how the API reaches the gateway, its CA and audit log. */
-  apiEnv(paths: InstallPaths, config: InstallConfig): { FHIR_BASE_URL: string; FHIR_CA_FILE: string; AUDIT_LOG: string; AUDIT_SEAL_CERT_FILE?: string; AUDIT_SEAL_KEY_FILE?: string };
+  /**
+   * The settings install manages in hospital-api.env: how the API reaches the gateway, its CA and audit log
+   * and the key that seals it (issue 46), and where a runtime can give it one, the token its /metrics
+   * requires (METRICS_TOKEN_FILE, issue 45).
+   */
+  apiEnv(paths: InstallPaths, config: InstallConfig): {
+    FHIR_BASE_URL: string;
+    FHIR_CA_FILE: string;
+    AUDIT_LOG: string;
+    AUDIT_SEAL_CERT_FILE?: string;
+    AUDIT_SEAL_KEY_FILE?: string;
+    METRICS_TOKEN_FILE?: string;
+  };
   /**
    * Where the API's audit log is on this host (the file its AUDIT_LOG names, seen from outside a
    * container); null when it is not on this host (swarm: each node that runs an API task keeps its own).

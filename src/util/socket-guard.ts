@@ -10,8 +10,15 @@
  * Node's own `server.maxConnections` refuses the newcomer, so an attacker who
  * holds the cap with silent sockets locks every honest caller (and the
  * supervisor's health probe) out; here the idlest connection makes room.
- * Only when every connection has a request in progress is the newcomer
- * refused (closed at once, which tells a prober the process is alive).
+ * A connection whose requests are all still arriving (a body not yet complete:
+ * a held or trickled upload) may be closed too (issue 45: 1,030 held uploads at
+ * the API's cap of 1,024 reset the honest caller): of the idlest connection and
+ * the one whose upload began the longest ago, the one that made progress last
+ * the longest ago goes, so an honest caller between two requests is not closed
+ * for an upload that has been hanging for seconds. A request that has fully
+ * arrived is never cut. Only when every connection has a whole request in
+ * progress is the newcomer refused (closed at once, which tells a prober the
+ * process is alive).
  *
  * Node references: http.createServer options headersTimeout, requestTimeout,
  * keepAliveTimeout, connectionsCheckingInterval (https://nodejs.org/api/http.html#httpcreateserveroptions-requestlistener);
@@ -68,6 +75,8 @@ interface Entry {
   /** Last time a request began or ended (or the connection opened / was secured). */
   lastActive: number;
   inFlight: number;
+  /** Its requests in progress (`complete` once the whole request, body included, has arrived). */
+  requests: Set<{ readonly complete: boolean }>;
   /** Neighbours in the IdleOrder, while the connection is in it. */
   older: Entry | null;
   newer: Entry | null;
@@ -118,8 +127,10 @@ class IdleOrder {
 
 export interface SocketGuardStats {
   open: number;
-  /** Closed to make room at the cap. */
+  /** Closed to make room at the cap: idle, or (`shed`) still sending every request it began. */
   evicted: number;
+  /** Of `evicted`, those closed while sending a request (an upload not yet complete). */
+  shed: number;
   /** Refused at the cap because every connection had a request in progress. */
   refused: number;
   /** Closed for a handshake or an idle deadline. */
@@ -155,10 +166,15 @@ export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tl
   const entries = new Set<Entry>();
   // Invariant: an entry is in `idle` exactly when it is in `entries` with no request in progress.
   const idle = new IdleOrder();
-  const stats = { evicted: 0, refused: 0, timedOut: 0 };
+  const stats = { evicted: 0, shed: 0, refused: 0, timedOut: 0 };
 
+  // Connections with a request in progress, the one whose latest request began the longest ago first
+  // (re-inserted on each request); only these are scanned for an upload to shed, so a flood of silent
+  // sockets costs nothing here.
+  const busy = new Set<Entry>();
   const forget = (e: Entry): void => {
     entries.delete(e);
+    busy.delete(e);
     idle.remove(e);
   };
   /** Activity on `e`: it becomes the newest drop candidate, unless it is gone or busy. */
@@ -167,20 +183,38 @@ export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tl
     if (e.inFlight === 0 && entries.has(e)) idle.touch(e);
   };
 
+  /**
+   * The busy connection whose latest request began the longest ago and whose requests in progress have all yet
+   * to arrive whole. A scan of the busy connections, only at the cap, stopping at the first such one.
+   */
+  const stillSending = (): Entry | null => {
+    for (const e of busy) {
+      if (e.requests.size === 0) continue;
+      let sending = true;
+      for (const r of e.requests) if (r.complete) sending = false;
+      if (sending) return e;
+    }
+    return null;
+  };
+
   server.prependListener('connection', (raw: Socket) => {
     if (entries.size >= limits.maxConnections) {
-      const v = idle.first();
+      const idlest = idle.first();
+      const sending = stillSending();
+      // the one that made progress (a request began or ended) the longest ago
+      const v = idlest && (!sending || idlest.lastActive <= sending.lastActive) ? idlest : sending;
       if (!v) {
         stats.refused += 1;
         raw.destroy();
         return;
       }
+      if (v === sending) stats.shed += 1;
       stats.evicted += 1;
       forget(v);
       v.socket.destroy();
     }
     const now = Date.now();
-    const entry: Entry = { socket: raw, tls, secured: false, connectedAt: now, lastActive: now, inFlight: 0, older: null, newer: null, queued: false };
+    const entry: Entry = { socket: raw, tls, secured: false, connectedAt: now, lastActive: now, inFlight: 0, requests: new Set(), older: null, newer: null, queued: false };
     (raw as unknown as Record<symbol, Entry>)[ENTRY] = entry;
     entries.add(entry);
     idle.touch(entry);
@@ -200,14 +234,19 @@ export function guardSockets(server: NetServer, limits: SocketLimits, opts: { tl
   }
 
   // HTTP/1 requests carry the socket itself; HTTP/2 compat requests a proxy that forwards property reads to the session's socket.
-  server.on('request', (req: { socket?: unknown }, res: { once(event: 'close', fn: () => void): unknown }) => {
+  server.on('request', (req: { socket?: unknown; readonly complete: boolean }, res: { once(event: 'close', fn: () => void): unknown }) => {
     const entry = (req.socket as Record<symbol, Entry> | undefined)?.[ENTRY];
     if (!entry) return;
     entry.inFlight += 1;
+    entry.requests.add(req);
     entry.lastActive = Date.now();
     idle.remove(entry);
+    busy.delete(entry);
+    if (entries.has(entry)) busy.add(entry);
     res.once('close', () => {
       entry.inFlight -= 1;
+      entry.requests.delete(req);
+      if (entry.inFlight === 0) busy.delete(entry);
       active(entry);
     });
   });

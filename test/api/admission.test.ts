@@ -200,7 +200,7 @@ describe('POST /api/patients admission (issue 24)', () => {
     held.open();
     expect([(await inSlot).status, (await next).status]).toEqual([200, 200]);
     await until(() => t.audit().find((l) => l.callerRequestId === 'hangs-up'), { what: 'the audit line of the caller that left' });
-    expect(t.audit().find((l) => l.callerRequestId === 'hangs-up')).toMatchObject({ aborted: true, code: 'ERR_API_ABORTED', fhirPatientId: null });
+    expect(t.audit().find((l) => l.callerRequestId === 'hangs-up')).toMatchObject({ aborted: true, code: 'ERR_API_CALLER_LEFT', status: 499, fhirPatientId: null });
     expect(series(await scrape(t), 'hospital_api_admission_wait_seconds_count{outcome="left"}')).toBe(1);
   });
 });

@@ -300,6 +300,27 @@ describe('listener limits', () => {
     expect((await request(`${t.url}/api/health-check`)).statusCode).toBe(200);
   });
 
+  it('at MAX_CONNECTIONS held uploads make room for an honest caller: the oldest upload is shed (issue 45)', async () => {
+    const t = await harness({ env: { MAX_CONNECTIONS: '3' } });
+    const server = t.running.api.app.server;
+    const uploads: Array<ReturnType<typeof rawClient>> = [];
+    for (let i = 0; i < 3; i++) {
+      const began = new Promise((r) => server.once('request', r));
+      const c = rawClient(t.url);
+      c.socket.write('POST /api/patients HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{');
+      uploads.push(c);
+      await within(began, 5_000, `upload ${i} begun`);
+    }
+    // every connection has a request in progress: before, the honest caller's connection was reset
+    const res = await t.post(ok);
+    expect(res.status).toBe(200);
+    await within(uploads[0]!.closed, 5_000, 'the oldest upload shed');
+    expect(uploads[0]!.received()).toBe('');
+    // the shed upload is audited as a caller gone before any answer
+    await until(() => t.audit().some((l) => l.code === 'ERR_API_CALLER_LEFT'), { what: 'the shed upload audited' });
+    for (const c of uploads) c.socket.destroy();
+  });
+
   it('answers /api/ready within 2 s when the gateway hangs', async () => {
     const t = await harness({ fhir: { delayMs: 20_000 } });
     const started = Date.now();

@@ -70,6 +70,38 @@ describe('one end line and one count, whatever ends the request', () => {
     expect(await counts(t)).toEqual(['hospital_api_requests_total{route="/api/patients",outcome="error",status="200"} 1']);
   });
 
+  it('an upload the caller abandons mid-body: 499 ERR_API_CALLER_LEFT, as nginx logs a client that closed its request (issue 45)', async () => {
+    const t = await harness();
+    const u = new URL(t.url);
+    const began = new Promise((resolve) => t.running.api.app.server.once('request', resolve));
+    const socket = connect(Number(u.port), u.hostname);
+    socket.on('error', () => undefined);
+    const body = JSON.stringify(ok);
+    socket.write(`POST /api/patients HTTP/1.1\r\nHost: x\r\nX-Request-Id: upload-1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`);
+    await began; // the head is read: the request has begun
+    socket.destroy();
+    await waitForAudit(t, 1);
+    expect(ends(t, 'upload-1')).toEqual([['error', 'ERR_API_CALLER_LEFT', 499, true]]);
+    expect(await counts(t)).toEqual(['hospital_api_requests_total{route="/api/patients",outcome="error",status="499"} 1']);
+    expect(t.platform.seen).toHaveLength(0);
+  });
+
+  it('a body that does not arrive within REQUEST_TIMEOUT_MS: node:http answers 408, and so do the line and the count', async () => {
+    const t = await harness({ env: { HEADERS_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '1000' } });
+    const u = new URL(t.url);
+    const socket = connect(Number(u.port), u.hostname);
+    socket.on('error', () => undefined);
+    let received = '';
+    socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    socket.write('POST /api/patients HTTP/1.1\r\nHost: x\r\nX-Request-Id: slow-1\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{');
+    await closed;
+    expect(received).toMatch(/^HTTP\/1\.1 408/);
+    await waitForAudit(t, 1);
+    expect(ends(t, 'slow-1')).toEqual([['error', 'ERR_API_REQUEST_TIMEOUT', 408, false]]);
+    expect(await counts(t)).toEqual(['hospital_api_requests_total{route="/api/patients",outcome="error",status="408"} 1']);
+  });
+
   it('a caller that leaves mid-record', async () => {
     const t = await harness({ fhir: { records: { p1: makeRecord('p1', 200) }, maxPageSize: 10, delayMs: 30 } });
     const socket = rawPost(t, 'left-1');

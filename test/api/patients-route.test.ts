@@ -47,6 +47,10 @@ describe('validation limits and messages', () => {
     ['a care id of 257 characters', JSON.stringify({ ...ok, platformCareId: 'x'.repeat(257) }), 'platformCareId must be a string of 1 to 256 characters'],
     ['a care id with a control character', JSON.stringify({ ...ok, platformCareId: 'care\u0001-1' }), 'platformCareId holds control characters'],
     ['a care id with DEL', JSON.stringify({ ...ok, platformCareId: 'care-1\u007f' }), 'platformCareId holds control characters'],
+    // Issue 45: JSON may escape a lone surrogate; such a string has no UTF-8 form, so no search could carry it.
+    ['a care id with a lone high surrogate', `{"platformCareId":"care\\ud800","token":"${TOKEN_OK}"}`, 'platformCareId is not well-formed Unicode (it holds a lone surrogate)'],
+    ['a care id with a lone low surrogate', `{"platformCareId":"\\udc00care","token":"${TOKEN_OK}"}`, 'platformCareId is not well-formed Unicode (it holds a lone surrogate)'],
+    ['a care id with a surrogate pair reversed', `{"platformCareId":"\\udc00\\ud800","token":"${TOKEN_OK}"}`, 'platformCareId is not well-formed Unicode (it holds a lone surrogate)'],
     ['a token of 8193 characters', JSON.stringify({ ...ok, token: 'x'.repeat(8193) }), 'token must be printable ASCII of 1 to 8192 characters'],
     ['a token with a non-ASCII character', JSON.stringify({ ...ok, token: 'Bearer é' }), 'token must be printable ASCII of 1 to 8192 characters'],
     ['a numeric token', JSON.stringify({ ...ok, token: 12345 }), 'token must be printable ASCII of 1 to 8192 characters'],
@@ -62,6 +66,13 @@ describe('validation limits and messages', () => {
     const res = await t.post({ platformCareId: 'x'.repeat(256), token: 'y'.repeat(8192) });
     expect(res.json.error.code).toBe('ERR_API_ACCESS_DENIED');
     expect(t.platform.seen).toHaveLength(1);
+  });
+
+  it('accepts a care id with a character outside the BMP (a well-formed surrogate pair) and searches for it', async () => {
+    const t = await harness();
+    const res = await t.post({ ...ok, platformCareId: 'care-\u{1F600}' });
+    expect(res.status).toBe(200);
+    expect(t.fhir.seen.some((s) => s.url.includes(`identifier=${encodeURIComponent('care-\u{1F600}')}`))).toBe(true);
   });
 });
 
@@ -127,7 +138,8 @@ describe('the audit trail of a request', () => {
   it('a caller that leaves while the platform decides gets exactly one end line, marked aborted', async () => {
     const { t, platformDone } = await leaveWhilePlatformDecides('gone-1');
     const [line] = await waitForAudit(t, 1);
-    expect(line).toMatchObject({ callerRequestId: 'gone-1', aborted: true, code: 'ERR_API_ABORTED', decision: 'error' });
+    // nothing was answered: nginx's 499 (client closed request), not the 200 a reply would have had
+    expect(line).toMatchObject({ callerRequestId: 'gone-1', aborted: true, code: 'ERR_API_CALLER_LEFT', decision: 'error', status: 499 });
     await platformDone; // the handler finishes after the caller left: no second line, and no record fetched for nobody
     expect((await t.post(ok)).status).toBe(200);
     const gone = lines(t).filter((l) => l.callerRequestId === 'gone-1');
@@ -151,7 +163,7 @@ describe('the audit trail of a request', () => {
     });
     await platformDone;
     expect(await patientCounts(t)).toEqual([
-      'hospital_api_requests_total{route="/api/patients",outcome="error",status="200"} 1',
+      'hospital_api_requests_total{route="/api/patients",outcome="error",status="499"} 1',
     ]);
     // no patient data was fetched for nobody
     expect(t.fhir.seen.filter((s) => s.url.includes('$everything'))).toHaveLength(0);

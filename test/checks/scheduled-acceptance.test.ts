@@ -12,6 +12,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readInstallConfig, endpoints } from '../../src/install-dir/install-config.js';
 import { installPaths } from '../../src/install-dir/layout.js';
+import { metricsTokenPath } from '../../src/install-dir/metrics-token.js';
 import { runCli } from '../helpers/cli.js';
 import { installNative, type NativeInstall } from '../helpers/native-install.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
@@ -27,7 +28,9 @@ async function scheduled(): Promise<{ code: number | undefined; result: { record
 
 /** The value of a gauge of the API's /metrics, and the record its `record` label names; null when absent. */
 async function metric(name: string): Promise<number | null> {
-  const res = await request(`http://127.0.0.1:${site.ports.metrics}/metrics`);
+  // the token install made for the site's Prometheus (issue 45)
+  const token = readFileSync(metricsTokenPath(installPaths(site.dir)), 'utf8').trim();
+  const res = await request(`http://127.0.0.1:${site.ports.metrics}/metrics`, { headers: { authorization: `Bearer ${token}` } });
   const text = await res.body.text();
   const m = new RegExp(`^${name}\\{record="([^"]+)"\\} (\\S+)$`, 'm').exec(text);
   if (!m) return null;

@@ -281,7 +281,8 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     expect(checkedGateway.exitCode).toBe(3);
     expect(checkedGateway.output).not.toMatch(/error|parse/i);
     const api = await container('hospital-api');
-    const scraped = await docker(['exec', api.Id, 'node', '-e', 'fetch("http://127.0.0.1:9464/metrics").then(async (r) => process.stdout.write(await r.text()))']);
+    // /metrics answers the holder of the token install made (issue 45), which the container reads from its file
+    const scraped = await docker(['exec', api.Id, 'node', '-e', 'const t = require("fs").readFileSync("/run/hospital-api/metrics-token", "utf8").trim(); fetch("http://127.0.0.1:9464/metrics", { headers: { authorization: `Bearer ${t}` } }).then(async (r) => process.stdout.write(await r.text()))']);
     expect(scraped.out).toContain('hospital_api_certificate_remaining_seconds{certificate="fhir-ca-trusted"}');
     const checkedApi = await checkMetrics(`${scraped.out}\n`);
     expect(checkedApi.output).toBe('');

@@ -61,9 +61,11 @@ function expectedIds(p: GeneratedPatient): string[] {
   return [p.patient, ...p.groups.flatMap((g) => g.resources)].map((r) => r.id);
 }
 
-/** hospital_api_fhir_pages_total from the API's loopback metrics listener. */
+/** hospital_api_fhir_pages_total from the API's loopback metrics listener, with the token install made (issue 45). */
 async function pagesFetched(): Promise<number> {
-  const res = await request(`http://127.0.0.1:${ports.metrics}/metrics`);
+  const token = readFileSync(join(installPaths(dir).secrets, 'api-metrics-token'), 'utf8').trim();
+  const res = await request(`http://127.0.0.1:${ports.metrics}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+  expect(res.statusCode).toBe(200);
   const m = /^hospital_api_fhir_pages_total(?:\{[^}]*\})? (\d+)/m.exec(await res.body.text());
   return m ? Number(m[1]) : 0;
 }

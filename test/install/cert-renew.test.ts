@@ -44,7 +44,9 @@ const certDays = async (cmd: string[]) => {
 
 /** The Hospital API's metrics listener: hospital_api_certificate_remaining_seconds by certificate, in whole days as status shows them. */
 const metricDays = async (): Promise<Record<string, number>> => {
-  const res = await request(`http://127.0.0.1:${site.ports.metrics}/metrics`);
+  // with the token install made (issue 45: /metrics for its holder only)
+  const token = readFileSync(readEnvFile(installPaths(site.dir).apiEnv).METRICS_TOKEN_FILE!, 'utf8').trim();
+  const res = await request(`http://127.0.0.1:${site.ports.metrics}/metrics`, { headers: { authorization: `Bearer ${token}` } });
   expect(res.statusCode).toBe(200);
   const text = await res.body.text();
   return Object.fromEntries(

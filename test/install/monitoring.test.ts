@@ -7,13 +7,14 @@
  * and the API's metrics on the host's loopback only. Without the flag nothing
  * of this exists, and a rerun keeps the choice.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readInstallConfig, type InstallConfig } from '../../src/install-dir/install-config.js';
 import { installConfig } from '../helpers/install-config.js';
 import { renderCompose } from '../../src/runtime/docker/render.js';
+import { monitoringFiles } from '../../src/install/monitoring.js';
 import { componentSpecs } from '../../src/runtime/native/components.js';
 import { runCli } from '../helpers/cli.js';
 import { portFlags, testPorts } from '../helpers/native-install.js';
@@ -22,6 +23,7 @@ import { hasPromtool, promtool } from '../monitoring/promtool.js';
 import { freePort } from '../../src/util/port-check.js';
 import { request } from 'undici';
 import { tcpOpens } from '../helpers/tcp-opens.js';
+import { readEnvFile } from '../../src/util/env-file.js';
 
 afterAll(() => removeTempDirs());
 
@@ -37,11 +39,20 @@ describe('install --monitoring (native)', () => {
     const config = readInstallConfig(dir);
     expect([config.monitoring, config.ports.gatewayStatus]).toEqual([true, status]);
     const file = join(dir, 'monitoring', 'prometheus.yml');
-    const prometheus = parse(readFileSync(file, 'utf8')) as { rule_files: string[]; scrape_configs: Array<{ job_name: string; static_configs: Array<{ targets: string[] }> }> };
+    const prometheus = parse(readFileSync(file, 'utf8')) as {
+      rule_files: string[];
+      scrape_configs: Array<{ job_name: string; static_configs: Array<{ targets: string[] }>; authorization?: { type: string; credentials_file: string } }>;
+    };
     expect(prometheus.scrape_configs.map((j) => [j.job_name, j.static_configs[0]!.targets])).toEqual([
       ['hospital-api', [`127.0.0.1:${ports.metrics}`]],
       ['hospital-api-gateway', [`127.0.0.1:${status}`]],
     ]);
+    // issue 45: the API's job sends the token its /metrics requires, the file the API's env names (0600)
+    const tokenFile = join(dir, 'secrets', 'api-metrics-token');
+    expect(prometheus.scrape_configs[0]!.authorization).toEqual({ type: 'Bearer', credentials_file: tokenFile });
+    expect(readEnvFile(join(dir, 'hospital-api.env')).METRICS_TOKEN_FILE).toBe(tokenFile);
+    expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
+    expect(readFileSync(tokenFile, 'utf8')).toMatch(/^[A-Za-z0-9_-]{43}\n$/);
     expect(prometheus.rule_files).toEqual([join(dir, 'monitoring', 'hospital-api-alerts.yml')]);
     expect(readFileSync(prometheus.rule_files[0]!, 'utf8')).toBe(readFileSync(new URL('../../templates/monitoring/hospital-api-alerts.yml', import.meta.url), 'utf8'));
     if (hasPromtool) {
@@ -55,8 +66,10 @@ describe('install --monitoring (native)', () => {
     expect(gateway.args.join(' ')).toContain(`--status-listen 127.0.0.1:${status}`);
     expect(gateway.ports).toContainEqual({ host: '127.0.0.1', port: status });
 
-    // A rerun without the flag keeps it.
+    // A rerun without the flag keeps it, and keeps the token.
+    const token = readFileSync(tokenFile, 'utf8');
     expect((await runCli(args)).exitCode).toBe(0);
+    expect(readFileSync(tokenFile, 'utf8')).toBe(token);
     expect(readInstallConfig(dir).monitoring).toBe(true);
 
     const off = await runCli([...args, '--no-monitoring']);
@@ -125,6 +138,15 @@ describe('install --monitoring (docker compose project)', () => {
     expect(s.kong!.ports).toContain('127.0.0.1:18007:8007');
     expect(s['hospital-api']!.environment).toEqual({ METRICS_LISTEN: '0.0.0.0:9464' });
     expect(s['hospital-api']!.ports).toContain('127.0.0.1:19464:9464');
+  });
+
+  it("the API's job sends the install's metrics token, which the runtime copies into the API's container (issue 45)", () => {
+    const files = monitoringFiles('/srv/h', { ...base, monitoring: true });
+    const prometheus = parse(files[0]!.text) as { scrape_configs: Array<{ job_name: string; authorization?: unknown }> };
+    expect(prometheus.scrape_configs.map((j) => [j.job_name, j.authorization ?? null])).toEqual([
+      ['hospital-api', { type: 'Bearer', credentials_file: join('/srv/h', 'secrets', 'api-metrics-token') }],
+      ['hospital-api-gateway', null],
+    ]);
   });
 
   it("without it keeps both inside their containers (Kong 3.6+'s default status_listen)", () => {

@@ -416,6 +416,76 @@ describe('which connection the guard drops at the cap', () => {
     }
   });
 
+  it('with every connection busy, sheds the oldest one still sending its request (a held upload), never a whole request (issue 45)', async () => {
+    const g = await guarded(3);
+    const held: Conn[] = [];
+    const upload = (c: Conn) => c.socket.write('POST /work HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\n{');
+    try {
+      const oldUpload = await open(g.port);
+      const whole = await open(g.port);
+      const newUpload = await open(g.port);
+      held.push(oldUpload, whole, newUpload);
+      upload(oldUpload);
+      await until(() => g.work.length === 1, { what: 'the first upload in progress', intervalMs: 10 });
+      whole.socket.write('GET /work HTTP/1.1\r\nHost: h\r\n\r\n');
+      await until(() => g.work.length === 2, { what: 'the whole request in progress', intervalMs: 10 });
+      upload(newUpload);
+      await until(() => g.work.length === 3, { what: 'the second upload in progress', intervalMs: 10 });
+
+      // the honest newcomer is served; the oldest upload makes room, by connect order
+      expect(await honestRequest({ host: '127.0.0.1', port: g.port }, '/')).toBe(200);
+      await until(() => oldUpload.isClosed(), { what: 'the oldest upload shed', intervalMs: 10 });
+      expect([whole.isClosed(), newUpload.isClosed()]).toEqual([false, false]);
+      expect(g.guard.stats()).toMatchObject({ evicted: 1, shed: 1, refused: 0 });
+
+      // the honest one has gone (Connection: close): a place is free, and taken by a whole request
+      const busy = await open(g.port);
+      held.push(busy);
+      busy.socket.write('GET /work HTTP/1.1\r\nHost: h\r\n\r\n');
+      await until(() => g.work.length === 4, { what: 'the second whole request in progress', intervalMs: 10 });
+      // at the cap again: the remaining upload goes
+      const third = await open(g.port);
+      held.push(third);
+      await until(() => newUpload.isClosed(), { what: 'the second upload shed', intervalMs: 10 });
+      third.socket.write('GET /work HTTP/1.1\r\nHost: h\r\n\r\n');
+      await until(() => g.work.length === 5, { what: 'the third whole request in progress', intervalMs: 10 });
+      // now every connection holds a whole request: none is cut, the newcomer is refused
+      expect(await honestRequest({ host: '127.0.0.1', port: g.port }, '/')).toBeNull();
+      expect(whole.isClosed()).toBe(false);
+      expect(g.guard.stats()).toMatchObject({ open: 3, evicted: 2, shed: 2, refused: 1 });
+    } finally {
+      for (const c of held) c.socket.destroy();
+      g.close();
+    }
+  });
+
+  it('sheds an upload hanging since before an idle connection last made progress, not that connection (an honest caller between requests)', async () => {
+    const g = await guarded(2);
+    const held: Conn[] = [];
+    try {
+      const upload = await open(g.port);
+      held.push(upload);
+      upload.socket.write('POST /work HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\n{');
+      await until(() => g.work.length === 1, { what: 'the upload in progress', intervalMs: 10 });
+      const began = Date.now();
+      await until(() => Date.now() > began, { what: 'a later millisecond', intervalMs: 1 });
+      const honest = await open(g.port);
+      held.push(honest);
+      await answered(honest); // idle now, its last request ended after the upload began
+
+      const newcomer = await open(g.port);
+      held.push(newcomer);
+      await answered(newcomer);
+      await until(() => upload.isClosed(), { what: 'the hanging upload shed', intervalMs: 10 });
+      expect(honest.isClosed()).toBe(false);
+      await answered(honest); // and it still serves
+      expect(g.guard.stats()).toMatchObject({ evicted: 1, shed: 1 });
+    } finally {
+      for (const c of held) c.socket.destroy();
+      g.close();
+    }
+  });
+
   it('forgets a connection that went away mid-request: it neither counts towards the cap nor stands as the one to drop', async () => {
     const g = await guarded(2);
     const held: Conn[] = [];

@@ -10,11 +10,14 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyRequest } from 'fastify';
 import { HospitalApiError } from '../../errors/index.js';
 import { callerRequestId } from './caller.js';
+import { clientErrorStatus } from './client-error.js';
 import { auditFailureLog, type AuditDecision, type AuditLog, type AuditPhase, type AuditRecord } from '../audit/audit.js';
 import type { EverythingStats } from '../fhir/fhir-client.js';
 import type { ApiMetrics } from '../server/metrics.js';
 
 const ROUTE = '/api/patients';
+/** nginx's status for a client that closed its request before the answer (NGX_HTTP_CLIENT_CLOSED_REQUEST). */
+const CALLER_LEFT_STATUS = 499;
 
 interface Outcome {
   decision: AuditDecision;
@@ -160,14 +163,30 @@ export class PatientRequest {
     if (writeLine) await this.#end(200, true).catch((e: unknown) => this.#count('error', 200, auditCode(e)));
   }
 
-  /** The connection closed: the slot is free; a request that had no end line yet (its caller left) gets one now. */
+  /**
+   * The connection closed: the slot is free; a request that had no end line yet (its caller left) gets one now.
+   * A caller that left before anything was answered (mid-upload, while the platform decided, while queued) got
+   * no status at all: its line says 499 ERR_API_CALLER_LEFT, as nginx logs a client that closed its request
+   * (issue 45: it said 200, the default of a reply never sent); one node:http answered itself (a body not in
+   * within REQUEST_TIMEOUT_MS) says that status, 408 ERR_API_REQUEST_TIMEOUT. Once the headers are out, the
+   * status is theirs.
+   */
   #closed(): void {
     this.#releaseSlot?.();
     this.#releaseSlot = null;
     this.#left.abort();
     if (this.#ending) return;
-    const status = this.#raw.statusCode;
-    this.#end(status, !this.#raw.writableFinished).catch((err: Error) => {
+    let status = this.#raw.statusCode;
+    let aborted = !this.#raw.writableFinished;
+    if (!this.#raw.headersSent) {
+      // node:http may have answered it itself (408: the body did not arrive in REQUEST_TIMEOUT_MS; 400, 431)
+      const answered = clientErrorStatus(this.#request.raw.socket);
+      status = answered ?? CALLER_LEFT_STATUS;
+      aborted = answered === undefined;
+      this.#code = answered === 408 ? 'ERR_API_REQUEST_TIMEOUT' : answered !== undefined ? 'ERR_API_BAD_REQUEST' : 'ERR_API_CALLER_LEFT';
+      this.#decision = 'error';
+    }
+    this.#end(status, aborted).catch((err: Error) => {
       this.#count('error', status, auditCode(err));
       this.#request.log.error(auditFailureLog(err), 'audit line not written');
     });

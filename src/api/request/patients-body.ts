@@ -1,7 +1,10 @@
 /**
  * The body of POST /api/patients: {"platformCareId": string, "token": string},
  * checked before anything goes upstream. The token becomes a header, so it is
- * printable ASCII and bounded; the care id has no control characters.
+ * printable ASCII and bounded; the care id has no control characters and is
+ * well-formed Unicode: JSON may escape a lone surrogate (`"\ud800"`), a string
+ * with no UTF-8 form, which no search URL can carry (encodeURIComponent throws
+ * URIError; it was a 500 ERR_INTERNAL, issue 45).
  */
 import { HospitalApiError } from '../../errors/index.js';
 
@@ -25,6 +28,10 @@ export function readPatientsBody(body: unknown): PatientsBody {
   // eslint-disable-next-line no-control-regex
   if (/[\x00-\x1f\x7f]/.test(platformCareId)) {
     throw new HospitalApiError('ERR_API_BAD_REQUEST', { detail: 'platformCareId holds control characters' });
+  }
+  // With the u flag a surrogate pair is one code point: only a lone surrogate matches.
+  if (/\p{Surrogate}/u.test(platformCareId)) {
+    throw new HospitalApiError('ERR_API_BAD_REQUEST', { detail: 'platformCareId is not well-formed Unicode (it holds a lone surrogate)' });
   }
   if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN || !/^[\x20-\x7e]+$/.test(token)) {
     throw new HospitalApiError('ERR_API_BAD_REQUEST', { detail: `token must be printable ASCII of 1 to ${MAX_TOKEN} characters` });

@@ -81,7 +81,7 @@ export function registerPatientsRoute(app: FastifyInstance, ctx: ApiContext): vo
     } catch (err) {
       if (!(err instanceof AdmissionRefused)) throw err;
       // A caller that left is audited as aborted by its PatientRequest; nobody reads this reply.
-      if (err.reason === 'left') throw new HospitalApiError('ERR_API_ABORTED', { detail: 'the caller left while queued' });
+      if (err.reason === 'left') throw new HospitalApiError('ERR_API_CALLER_LEFT', { detail: 'it left while queued' });
       throw new HospitalApiError('ERR_API_BUSY', {
         reason: err.reason === 'queue-full' ? `the queue is full (API_QUEUE_LENGTH=${queueLength})` : `this request waited API_QUEUE_TIMEOUT_MS=${queueTimeoutMs} ms without one`,
         limit: slots,

@@ -17,6 +17,7 @@ import { createMetrics } from './metrics.js';
 import { createPlatformClient } from '../platform/platform-client.js';
 import { registerHealthRoutes } from '../routes/health.js';
 import { registerPatientsRoute } from '../routes/patients.js';
+import { noteClientError } from '../request/client-error.js';
 
 export interface BuildOptions {
   /** Fastify logger: false in tests, pino options to stderr in serve. */
@@ -124,6 +125,8 @@ export async function buildApp(config: ApiConfig, options: BuildOptions = {}): P
   registerHealthRoutes(app, context);
   registerPatientsRoute(app, context);
   await app.ready();
+  // before Fastify's own handler writes its 408/400 to the socket: the request's audit line says so
+  app.server.prependListener('clientError', noteClientError);
   guardSockets(app.server, socketLimits(config));
 
   return {

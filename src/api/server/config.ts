@@ -4,7 +4,7 @@
  * before the server listens; a bad value names its variable (exit 3).
  * No setting disables TLS verification.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { isIP, type BlockList } from 'node:net';
 import { resolve } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
@@ -49,6 +49,11 @@ export interface ApiConfig {
   readonly maxResources: number;
   /** Metrics listener, or null when METRICS_LISTEN=off. */
   readonly metricsListen: ListenAddress | null;
+  /**
+   * The bearer token GET /metrics requires (METRICS_TOKEN_FILE, issue 45), or null: then any local account
+   * that reaches the listener reads it.
+   */
+  readonly metricsToken: string | null;
   readonly logLevel: string;
   readonly shutdownGraceMs: number;
   readonly bodyLimit: number;
@@ -148,6 +153,27 @@ function auditSeal(env: Env, cwd: string): { certPem: string; keyPem: string } |
   }
   if (!keyPem.includes('PRIVATE KEY-----')) throw invalid('AUDIT_SEAL_KEY_FILE', `${keyFile} holds no PEM private key`);
   return { certPem, keyPem };
+}
+
+/**
+ * METRICS_TOKEN_FILE: the token Prometheus sends (its scrape config's `authorization.credentials_file` names the
+ * same file, as node_exporter's web config names a password file). Refused when other accounts may read it
+ * (mode o+r) or when it is empty: a token anyone can read protects nothing.
+ */
+function tokenFile(env: Env, name: string, cwd: string): string | null {
+  const v = text(env, name);
+  if (v === undefined) return null;
+  const path = resolve(cwd, v);
+  let token: string;
+  try {
+    if ((statSync(path).mode & 0o007) !== 0) throw invalid(name, `${v} may be read by any account (chmod o-rwx ${v}; 0600 or 0640)`);
+    token = readFileSync(path, 'utf8').trim();
+  } catch (err) {
+    if (err instanceof HospitalApiError) throw err;
+    throw invalid(name, `cannot read ${v}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  if (!/^[\x21-\x7e]{16,4096}$/.test(token)) throw invalid(name, `${v} must hold one token of 16 to 4096 printable ASCII characters`);
+  return token;
 }
 
 function callers(env: Env): { list: BlockList | null; entries: string[] } {
@@ -256,6 +282,7 @@ export function loadConfig(flags: ConfigFlags = {}, processEnv: NodeJS.ProcessEn
     maxPages: int(env, 'MAX_PAGES', 1000, 1, 1_000_000),
     maxResources: int(env, 'MAX_RESOURCES', 200_000, 1, 100_000_000),
     metricsListen: metrics === 'off' ? null : parseListen(metrics, 'METRICS_LISTEN'),
+    metricsToken: tokenFile(env, 'METRICS_TOKEN_FILE', cwd),
     logLevel,
     // Under the native supervisor's 8 s stop grace and docker's 10 s, so we exit before a SIGKILL.
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 5000, 0, 600_000),

@@ -6,6 +6,7 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import { HospitalApiError } from '../../errors/index.js';
+import { safeEqual } from '../../util/constant-time.js';
 import { guardSockets } from '../../util/socket-guard.js';
 import { buildApp, listenerLimits, socketLimits, type BuildOptions, type HospitalApi } from './app.js';
 import type { ApiConfig } from './config.js';
@@ -46,7 +47,17 @@ export async function startApi(config: ApiConfig, options: BuildOptions = {}): P
       metricsApp = Fastify({ logger: false, ...listenerLimits(config) });
       guardSockets(metricsApp.server, socketLimits(config, Math.min(64, config.maxConnections)));
       const registry = api.context.metrics.registry;
-      metricsApp.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
+      const token = config.metricsToken;
+      metricsApp.get('/metrics', async (req, reply) => {
+        // issue 45: with METRICS_TOKEN_FILE, only its holder (the service user, the Prometheus it runs) reads the
+        // metrics, not every local account; compared in constant time, as the gateway's key-auth does
+        if (token !== null && !safeEqual(String(req.headers.authorization ?? ''), `Bearer ${token}`)) {
+          const err = new HospitalApiError('ERR_API_METRICS_UNAUTHORIZED', {});
+          return reply.code(err.status).header('www-authenticate', 'Bearer realm="metrics"').type('application/json; charset=utf-8')
+            .send(JSON.stringify({ error: { code: err.code, message: err.message, requestId: req.id } }));
+        }
+        return reply.type(registry.contentType).send(await registry.metrics());
+      });
       await listen(metricsApp, config.metricsListen.host, config.metricsListen.port);
     }
     await listen(api.app, config.host, config.port);

@@ -7,11 +7,12 @@ import { HospitalApiError } from '../../errors/index.js';
 import { columnAll } from '../store/sqlite.js';
 import { and } from './conditions.js';
 import { plan } from './plan.js';
+import { parseQueryString } from './query-string.js';
 import type { SearchSource } from './source.js';
 
 /** Ids of resources of `type` matching a conditional query string (`identifier=S|1&…`). */
 export function matchIds(store: SearchSource, type: string, query: string, limit = 2): string[] {
-  const params = [...new URLSearchParams(query.replace(/\+/g, '%2B'))].filter(([k]) => !k.startsWith('_') || k === '_id' || k === '_lastUpdated');
+  const params = parseQueryString(query, false).filter(([k]) => !k.startsWith('_') || k === '_id' || k === '_lastUpdated');
   if (params.length === 0) throw new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail: `conditional query "${query}" has no search parameters` });
   const p = plan(store, { resourceType: type, params }, true);
   // a condition made only of unknown parameters would match everything: refuse it

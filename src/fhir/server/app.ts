@@ -19,6 +19,7 @@ import { parseJsonBody } from './json-body.js';
 import { bundleThread, THREAD_BODY_BYTES } from './bundle-thread.js';
 import { errorOutcome, outcome } from './outcome.js';
 import { processBundle } from './transaction.js';
+import { parseQueryString } from '../search/query-string.js';
 import { validationThread } from './validation-thread.js';
 
 /** The limits of the FHIR listener (issue 12: bounded resources, time-outs on every listener). */
@@ -35,6 +36,12 @@ export interface FhirLimits {
   maxConnections: number;
   /** A connection with no request in progress (silent, trickling headers, or between requests) is closed after this. */
   idleTimeoutMs: number;
+  /**
+   * A transaction Bundle's checks and writes must end within this, else it is rolled back and answered 503
+   * ERR_FHIR_TRANSACTION_TIMEOUT (issue 45): below the gateway's read time-out (Kong's default 60 s), so no
+   * caller is told 504 about a transaction that then commits.
+   */
+  transactionTimeoutMs: number;
   /** Deepest JSON nesting accepted in a body (FHIR resources stay far below it). */
   maxDepth: number;
   /** Most query/form parameters in one request. */
@@ -53,6 +60,7 @@ export const DEFAULT_LIMITS: FhirLimits = {
   keepAliveTimeoutMs: 10_000,
   maxConnections: 256,
   idleTimeoutMs: 20_000,
+  transactionTimeoutMs: 50_000,
   maxDepth: 200,
   maxParams: 200,
   // a 64 MB body parses to a few hundred MB of objects; validation's definitions take about 100 MB more
@@ -80,6 +88,15 @@ class BundleBytes {
   constructor(readonly bytes: Buffer) {}
 }
 
+/**
+ * A large create or update's body (a POST or PUT below the base, as large as a Bundle the thread takes), left
+ * unparsed for the Bundle thread too (issue 45): its parse, validation, index rows and write hold the main
+ * thread no more than a Bundle's do.
+ */
+class ResourceBytes {
+  constructor(readonly bytes: Buffer) {}
+}
+
 /** A Bundle parsed here, with its request bytes (the validation thread reads them: validation-thread.ts). */
 class ParsedBundle {
   constructor(readonly bytes: Buffer, readonly value: unknown) {}
@@ -104,6 +121,12 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
     exposeHeadRoutes: false,
     // node:http enforces the time-outs; its checker runs every connectionsCheckingInterval (30 s by default)
     serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => createBoundedHttpServer(limits, handler),
+    // A path whose percent-encoding is not UTF-8 (`/fhir/Patient/%FF`) is refused by Fastify before any route: an
+    // OperationOutcome like every other error, not Fastify's own body (issue 45).
+    frameworkErrors: (err, _req, reply) => {
+      const [status, oo] = errorOutcome(err);
+      void send(reply, { status, body: oo });
+    },
   });
   app.removeAllContentTypeParsers();
   // A large Bundle POSTed to the base goes to the Bundle thread as its bytes (bundle-thread.ts); any other body
@@ -115,7 +138,10 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
   const validator = policy.validate && availableParallelism() > 1 ? validationThread() : undefined;
   app.addHook('onClose', async () => validator?.close());
   app.addContentTypeParser(JSON_TYPES, { parseAs: 'buffer' }, async (req: FastifyRequest, body: Buffer) => {
-    if (req.method !== 'POST' || !BASE_PATH.test(req.url.split('?')[0] ?? '')) return parseJsonBody(body, limits.maxDepth);
+    if (req.method !== 'POST' || !BASE_PATH.test(req.url.split('?')[0] ?? '')) {
+      const large = body.length >= THREAD_BODY_BYTES && (req.method === 'POST' || req.method === 'PUT');
+      return large ? new ResourceBytes(body) : parseJsonBody(body, limits.maxDepth);
+    }
     return body.length >= THREAD_BODY_BYTES ? new BundleBytes(body) : new ParsedBundle(body, await parseJsonBody(body, limits.maxDepth));
   });
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_r, body, done) => done(null, String(body)));
@@ -148,13 +174,13 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
     const raw = request.raw.url ?? '/fhir';
     const qIndex = raw.indexOf('?');
     const path = qIndex < 0 ? raw : raw.slice(0, qIndex);
-    const params: Array<[string, string]> = qIndex < 0 ? [] : [...new URLSearchParams(raw.slice(qIndex + 1))];
+    const params: Array<[string, string]> = qIndex < 0 ? [] : parseQueryString(raw.slice(qIndex + 1));
     const segments = path.slice('/fhir'.length).split('/').filter(Boolean).map(decodeURIComponent);
     const method = request.method.toUpperCase();
     let body = request.body;
     if (typeof body === 'string') {
       // POST [type]/_search: the form body carries the parameters
-      params.push(...new URLSearchParams(body));
+      params.push(...parseQueryString(body));
       body = undefined;
     }
     if (params.length > limits.maxParams) {
@@ -162,13 +188,16 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
     }
     const prefer = /return=(minimal|representation|OperationOutcome)/.exec(String(request.headers.prefer ?? ''))?.[1];
     if (segments.length === 0 && method === 'POST') {
+      // counted from the whole request's arrival
+      const deadline = { at: Date.now() + limits.transactionTimeoutMs, ms: limits.transactionTimeoutMs };
+      ctx.deadline = deadline;
       if (body instanceof ParsedBundle) {
         const bytes = body.bytes;
         const withThread: FhirContext = validator ? { ...ctx, validateEntries: (indices) => validator.firstInvalid(bytes, indices) } : ctx;
         return send(reply, await processBundle(withThread, body.value, prefer));
       }
       if (!(body instanceof BundleBytes)) return send(reply, await processBundle(ctx, body, prefer));
-      const answer = await thread.run({ body: body.bytes, base: ctx.base, ...(prefer ? { preferReturn: prefer } : {}) });
+      const answer = await thread.run({ body: body.bytes, base: ctx.base, deadline, ...(prefer ? { preferReturn: prefer } : {}) });
       // no thread to take it: parsed and run here, in stretches
       return send(reply, answer ?? (await processBundle(ctx, await parseJsonBody(body.bytes, limits.maxDepth), prefer)));
     }
@@ -181,6 +210,13 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
     const contentType = String(request.headers['content-type'] ?? '');
     if (method === 'PATCH' && !contentType.includes('json-patch+json')) {
       throw new HospitalApiError('ERR_FHIR_UNSUPPORTED_MEDIA_TYPE', { type: contentType || 'none' });
+    }
+    if (body instanceof ResourceBytes) {
+      const { body: _bytes, ...request } = req;
+      const answer = await thread.run({ body: body.bytes, base: ctx.base, request });
+      if (answer) return send(reply, answer);
+      // no thread to take it: parsed here, in stretches, and written below like any other
+      req.body = await parseJsonBody(body.bytes, limits.maxDepth);
     }
     // a write waits while a large Bundle holds the store (store.exclusive), then runs in this same stretch
     if (method !== 'GET' && method !== 'HEAD') for (let g = options.store.writeGate(); g; g = options.store.writeGate()) await g;

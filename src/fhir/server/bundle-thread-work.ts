@@ -2,7 +2,9 @@
  * What the Bundle thread runs (bundle-thread.ts): one transaction or batch Bundle, from its request
  * bytes to its response bytes, on a connection of the thread's own to the server's SQLite file. The
  * parse, the R4 validation, the writes, the COMMIT's sync to disk and the garbage they leave all
- * happen on this thread, none on the thread that answers other callers (issue 24).
+ * happen on this thread, none on the thread that answers other callers (issue 24). A large single
+ * resource (a create or update whose body is as large as a Bundle sent here) runs here the same way,
+ * through the same dispatch as on the main thread (issue 45: the Bundle rule applies to it too).
  */
 import { lowerThisThread } from '../../util/thread-priority.js';
 import { openDatabase, type Database } from '../store/sqlite.js';
@@ -12,6 +14,8 @@ import type { WritePolicy } from './context.js';
 import { parseJsonBody } from './json-body.js';
 import { errorOutcome } from './outcome.js';
 import { processBundle } from './transaction.js';
+import { dispatch } from './dispatch.js';
+import type { FhirRequest } from './context.js';
 
 export interface BundleJob {
   id: number;
@@ -23,6 +27,10 @@ export interface BundleJob {
   maxDepth: number;
   /** The server store's newest write stamp (sqlite-store.ts peer()). */
   stamp: number;
+  /** A transaction's time limit (FhirContext.deadline), counted on the wall clock both threads share. */
+  deadline?: { at: number; ms: number };
+  /** A single request whose body is `body` (a large create or update), instead of a Bundle posted to the base. */
+  request?: Omit<FhirRequest, 'body'>;
 }
 
 export interface BundleDone {
@@ -32,6 +40,10 @@ export interface BundleDone {
   raw: Uint8Array;
   /** The newest write stamp after the Bundle, for the server's store to adopt. */
   stamp: number;
+  /** A single request's response headers. */
+  location?: string;
+  etag?: string;
+  lastModified?: string;
 }
 
 /** The thread's store: says once per Bundle when the Bundle's first write transaction begins. */
@@ -87,17 +99,20 @@ export async function runJob(job: BundleJob): Promise<BundleDone> {
   store.job = job.id;
   let status: number;
   let raw: Buffer;
+  let headers: Pick<BundleDone, 'location' | 'etag' | 'lastModified'> = {};
   try {
-    const bundle = await parseJsonBody(Buffer.from(job.body.buffer, job.body.byteOffset, job.body.byteLength), job.maxDepth);
-    const res = await processBundle({ store, base: job.base, policy: job.policy }, bundle, job.preferReturn);
+    const body = await parseJsonBody(Buffer.from(job.body.buffer, job.body.byteOffset, job.body.byteLength), job.maxDepth);
+    const ctx = { store, base: job.base, policy: job.policy, ...(job.deadline ? { deadline: job.deadline } : {}) };
+    const res = job.request ? dispatch(ctx, { ...job.request, body }) : await processBundle(ctx, body, job.preferReturn);
     status = res.status;
-    raw = res.raw ?? Buffer.from(JSON.stringify(res.body));
+    raw = res.raw ?? Buffer.from(res.body === undefined ? '' : JSON.stringify(res.body));
+    headers = { ...(res.location ? { location: res.location } : {}), ...(res.etag ? { etag: res.etag } : {}), ...(res.lastModified ? { lastModified: res.lastModified } : {}) };
   } catch (err) {
     const [code, oo] = errorOutcome(err);
     status = code;
     raw = Buffer.from(JSON.stringify(oo));
   }
-  return { id: job.id, status, raw, stamp: store.peer().stamp };
+  return { id: job.id, status, raw, stamp: store.peer().stamp, ...headers };
 }
 
 export function closeThread(): void {

@@ -32,6 +32,10 @@ export interface BundleThreadRequest {
   body: Buffer;
   base: string;
   preferReturn?: string;
+  /** A large single create or update (issue 45) rather than a Bundle posted to the base: its request, `body` its body. */
+  request?: BundleJob['request'];
+  /** A transaction's time limit (FhirContext.deadline). */
+  deadline?: BundleJob['deadline'];
 }
 
 export interface BundleThread {
@@ -80,12 +84,20 @@ export function bundleThread(store: SqliteFhirStore, policy: WritePolicy, limits
       if (!(await thread.ready())) return undefined;
       return store.exclusive(async () => {
         sentToThread++;
-        const done = await thread.send({ body: req.body, base: req.base, policy, maxDepth, stamp: store.peer().stamp, ...(req.preferReturn ? { preferReturn: req.preferReturn } : {}) });
+        const done = await thread.send({
+          body: req.body, base: req.base, policy, maxDepth, stamp: store.peer().stamp,
+          ...(req.preferReturn ? { preferReturn: req.preferReturn } : {}), ...(req.request ? { request: req.request } : {}),
+          ...(req.deadline ? { deadline: req.deadline } : {}),
+        });
         if (!done || done.failed !== undefined) {
           throw new HospitalApiError('ERR_FHIR_BUNDLE_THREAD', { detail: done?.failed ?? 'the thread ended' });
         }
         store.adoptStamp(done.stamp);
-        return { status: done.status, raw: Buffer.from(done.raw.buffer, done.raw.byteOffset, done.raw.byteLength) };
+        return {
+          status: done.status,
+          raw: Buffer.from(done.raw.buffer, done.raw.byteOffset, done.raw.byteLength),
+          ...(done.location ? { location: done.location } : {}), ...(done.etag ? { etag: done.etag } : {}), ...(done.lastModified ? { lastModified: done.lastModified } : {}),
+        };
       });
     },
     close: () => thread.close(),

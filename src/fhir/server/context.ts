@@ -23,6 +23,11 @@ export interface FhirContext {
    * written (entries may point at each other in any order). Absent: checked at each write.
    */
   deferredReferenceChecks?: Array<{ resource: import('../store/types.js').Resource; where: string }>;
+  /**
+   * A transaction's time limit (issue 45, time-slice.ts withDeadline): past `at` (Date.now), its checks and writes
+   * stop and it is rolled back. Absent: none.
+   */
+  deadline?: { at: number; ms: number };
   /** Inside a Bundle: names the entry in validation messages. */
   entry?: string;
   /**

@@ -10,11 +10,27 @@
  * stretches of pieces (time-slice.ts), so a 20,000-entry transaction never runs as one block: only a
  * single entry is parsed in one go. The result is the value JSON.parse gives for the whole body
  * (member order, a repeated key's last value). A small body runs through the same code in one stretch.
+ *
+ * Text that is not Unicode is refused (issue 45): bytes that are not UTF-8 (Buffer decoding made them
+ * U+FFFD, so what was stored differed from what was sent) and a `\uD800`-style escape without its
+ * pair (stored as sent, indexed as U+FFFD). FHIR's JSON is UTF-8 Unicode (http://hl7.org/fhir/R4/json.html).
  */
+import { isUtf8 } from 'node:buffer';
 import { HospitalApiError } from '../../errors/index.js';
 import { CLOSE_ARR, CLOSE_OBJ, COLON, COMMA, OPEN_ARR, OPEN_OBJ, QUOTE, BACKSLASH, skipWs, stringEnd } from '../../util/json-bytes.js';
 import { FORBIDDEN_KEYS, forbiddenKeyPath } from '../validation/forbidden-keys.js';
 import { drain, sliced, type Tick } from './time-slice.js';
+
+/**
+ * The most items one JSON array may hold (issue 45), except the body's own top-level `entry` (a Bundle's, bounded
+ * by the body limit): counted while scanning, before anything is parsed. HL7's R4 example set needs at most
+ * 28,517 (ImplementationGuide.manifest.page); 100,000 `Patient.name.given` (400 KB) took the server down.
+ */
+export const MAX_ARRAY_ITEMS = 50_000;
+
+function tooMany(path: string): HospitalApiError {
+  return new HospitalApiError('ERR_FHIR_TOO_COMPLEX', { detail: `an array at or below ${path} holds more than ${MAX_ARRAY_ITEMS} items` });
+}
 
 /** From this size a body is parsed in stretches with turns of the event loop between them. */
 export const SLICED_BODY_BYTES = 64 * 1024;
@@ -52,7 +68,7 @@ interface Scan {
  * The index just past the JSON value at `i`, whose containers sit at nesting level `level` and below
  * (the body's own value is level 1). Exact for valid JSON; invalid JSON is refused here or by JSON.parse.
  */
-function scanValue(b: Buffer, i: number, level: number, s: Scan): number {
+function scanValue(b: Buffer, i: number, level: number, s: Scan, path: string): number {
   const c = b[i];
   if (c === QUOTE) {
     const end = stringEnd(b, i);
@@ -65,8 +81,9 @@ function scanValue(b: Buffer, i: number, level: number, s: Scan): number {
     if (i === start) throw notJson(`unexpected ${i < b.length ? `"${String.fromCharCode(b[i]!)}"` : 'end'} at byte ${i}`);
     return i;
   }
-  // open containers, innermost last: true for an object
+  // open containers, innermost last: true for an object; for an array, the commas seen in it so far
   const objects: boolean[] = [];
+  const commas: number[] = [];
   let expectKey = false;
   for (; i < b.length; i++) {
     const d = b[i];
@@ -81,14 +98,35 @@ function scanValue(b: Buffer, i: number, level: number, s: Scan): number {
     } else if (d === OPEN_OBJ || d === OPEN_ARR) {
       if (level + objects.length > s.maxDepth) throw tooDeep(s.maxDepth);
       objects.push(d === OPEN_OBJ);
+      commas.push(0);
       expectKey = d === OPEN_OBJ;
     } else if (d === CLOSE_OBJ || d === CLOSE_ARR) {
       if (objects.pop() !== (d === CLOSE_OBJ)) throw notJson(`unexpected "${String.fromCharCode(d)}" at byte ${i}`);
+      commas.pop();
       if (objects.length === 0) return i + 1;
       expectKey = false;
-    } else if (d === COMMA) expectKey = objects[objects.length - 1]!;
+    } else if (d === COMMA) {
+      expectKey = objects[objects.length - 1]!;
+      // a comma in an array: one more item follows it
+      if (!expectKey && ++commas[commas.length - 1]! >= MAX_ARRAY_ITEMS) throw tooMany(path);
+    }
   }
   throw notJson('unexpected end of the body');
+}
+
+/** Whether a string of `value` (a key or a value, at any depth) holds a surrogate without its pair. */
+function holdsLoneSurrogate(value: unknown): boolean {
+  // with the u flag a well-formed pair is one code point: only a lone surrogate matches
+  if (typeof value === 'string') return /\p{Surrogate}/u.test(value);
+  if (Array.isArray(value)) return value.some(holdsLoneSurrogate);
+  if (value && typeof value === 'object') return Object.entries(value).some(([k, v]) => holdsLoneSurrogate(k) || holdsLoneSurrogate(v));
+  return false;
+}
+
+/** Whether the bytes hold `\uD` (either case): the only way a surrogate gets into a UTF-8 JSON text. */
+function mayEscapeSurrogate(b: Buffer, start: number, end: number): boolean {
+  const slice = b.subarray(start, end);
+  return slice.includes('\\ud') || slice.includes('\\uD');
 }
 
 /** The value of one piece, `path` naming it in errors. */
@@ -100,6 +138,9 @@ function parsePiece(b: Buffer, start: number, end: number, path: string, s: Scan
     throw notJson(`${(err as Error).message} (in ${path})`);
   }
   if (s.forbidden) throw forbiddenKey(forbiddenKeyPath(value, path) ?? path);
+  if (mayEscapeSurrogate(b, start, end) && holdsLoneSurrogate(value)) {
+    throw new HospitalApiError('ERR_FHIR_INVALID_REQUEST', { detail: `a string holds a lone surrogate escape (\\uD800-\\uDFFF without its pair), which is not Unicode (in ${path})` });
+  }
   return value;
 }
 
@@ -109,7 +150,8 @@ function* parseArray(b: Buffer, i: number, level: number, path: string, s: Scan)
   i = skipWs(b, i + 1);
   if (b[i] === CLOSE_ARR) return [out, i + 1];
   for (let n = 0; ; n++) {
-    const end = scanValue(b, i, level + 1, s);
+    if (n === MAX_ARRAY_ITEMS && path !== '$.entry') throw tooMany(path);
+    const end = scanValue(b, i, level + 1, s, `${path}[${n}]`);
     out.push(parsePiece(b, i, end, `${path}[${n}]`, s));
     yield;
     i = skipWs(b, end);
@@ -136,7 +178,7 @@ function* parseObject(b: Buffer, i: number, s: Scan): Generator<void, [Record<st
     let value: unknown;
     if (b[i] === OPEN_ARR) [value, i] = yield* parseArray(b, i, 2, path, s);
     else {
-      const end = scanValue(b, i, 2, s);
+      const end = scanValue(b, i, 2, s, path);
       value = parsePiece(b, i, end, path, s);
       i = end;
       yield;
@@ -154,11 +196,12 @@ function* parseBody(b: Buffer, maxDepth: number): Generator<void, unknown> {
   const s: Scan = { maxDepth, forbidden: false };
   let i = skipWs(b, 0);
   if (i >= b.length) return undefined; // an empty body is no body
+  if (!isUtf8(b)) throw notJson('its bytes are not UTF-8');
   let value: unknown;
   if (b[i] === OPEN_OBJ) [value, i] = yield* parseObject(b, i, s);
   else if (b[i] === OPEN_ARR) [value, i] = yield* parseArray(b, i, 1, '$', s);
   else {
-    const end = scanValue(b, i, 1, s);
+    const end = scanValue(b, i, 1, s, '$');
     value = parsePiece(b, i, end, '$', s);
     i = end;
   }

@@ -4,6 +4,8 @@
  * (setImmediate runs after pending I/O callbacks: https://nodejs.org/api/timers.html#setimmediatecallback-args),
  * so other callers (GET /metadata, a read, the health probe) are answered while it runs.
  */
+import { HospitalApiError } from '../../errors/index.js';
+
 export const SLICE_MS = 20;
 
 export type Tick = () => Promise<void> | undefined;
@@ -44,6 +46,20 @@ export function timeSlicer(budgetMs = SLICE_MS): Tick {
         resolve();
       });
     });
+  };
+}
+
+/**
+ * `tick`, which throws ERR_FHIR_TRANSACTION_TIMEOUT once the wall clock reaches `deadline.at` (issue 45): a
+ * transaction still checking or writing then is rolled back and answered 503, before a gateway's read time-out
+ * (Kong's default 60 s) would answer 504 for a transaction that goes on and commits. Date.now, not
+ * performance.now: the Bundle thread's clock starts elsewhere.
+ */
+export function withDeadline(tick: Tick, deadline: { at: number; ms: number } | undefined): Tick {
+  if (!deadline) return tick;
+  return () => {
+    if (Date.now() >= deadline.at) throw new HospitalApiError('ERR_FHIR_TRANSACTION_TIMEOUT', { ms: deadline.ms });
+    return tick();
   };
 }
 

@@ -22,8 +22,9 @@ import { checkResource, invalidResource } from '../validation/validate.js';
 import { checkReferences } from './integrity.js';
 import { errorOutcome, outcome } from './outcome.js';
 import { isResourceType } from './resource-types.js';
-import { drain, sliced, timeSlicer, type Tick } from './time-slice.js';
+import { drain, sliced, timeSlicer, withDeadline, type Tick } from './time-slice.js';
 import { checkBody, conditionalMatch, conditionQuery, storeChecked, written } from './writes.js';
+import { parseQueryString } from '../search/query-string.js';
 
 interface Entry {
   fullUrl?: string;
@@ -67,7 +68,7 @@ function parseEntry(entry: Entry, index: number): Parsed {
   if ((method === 'POST' || method === 'PUT') && (!entry.resource || typeof entry.resource !== 'object')) throw invalid(`entry ${index} (${method}) needs a resource`);
   const rel = url.replace(/^[a-z]+:\/\/[^/]+\/(?:[^?]*?\/)?(?=[A-Z][A-Za-z]+(?:[/?]|$))/, '').replace(/^\//, '');
   const [path, query = ''] = rel.split('?', 2) as [string, string?];
-  return { index, method, segments: path.split('/').filter(Boolean), params: [...new URLSearchParams(query.replace(/\+/g, '%2B'))], entry };
+  return { index, method, segments: path.split('/').filter(Boolean), params: parseQueryString(query, false), entry };
 }
 
 /**
@@ -238,6 +239,8 @@ async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: st
   let current = -1;
   const deferred: NonNullable<FhirContext['deferredReferenceChecks']> = [];
   const tick = timeSlicer();
+  // the checks and the writes stop at the deadline (rolled back); the answer, once committed, is not cut
+  const bounded = withDeadline(tick, ctx.deadline);
   try {
     // 1. check each entry as if sent alone, its resource validated, before any lookup or write: the first
     // invalid entry refuses the whole Bundle at once (20,000 invalid entries cost one validation). Nothing
@@ -247,7 +250,7 @@ async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: st
     for (let i = 0; i < entries.length; i++) {
       current = i;
       parsed[i] = parseEntry(entries[i] as Entry, i);
-      const turn = tick();
+      const turn = bounded();
       if (turn) await turn;
     }
     // The entries' checks in order; the resources of those before the first refused entry are validated (on the
@@ -263,7 +266,7 @@ async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: st
         break;
       }
       if (ctx.policy.validate && ((p.method === 'POST' && p.segments[1] === undefined) || p.method === 'PUT')) toValidate.push(p.index);
-      const turn = tick();
+      const turn = bounded();
       if (turn) await turn;
     }
     const finding = ctx.validateEntries && toValidate.length >= THREAD_VALIDATION_ENTRIES ? await ctx.validateEntries(toValidate) : undefined;
@@ -275,7 +278,7 @@ async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: st
       for (const index of toValidate) {
         current = index;
         checkResource(parsed[index]!.entry.resource, `Bundle.entry[${index}]`, { conditionalReferences: true });
-        const turn = tick();
+        const turn = bounded();
         if (turn) await turn;
       }
     }
@@ -370,9 +373,12 @@ async function transaction(ctx: FhirContext, entries: Entry[], preferReturn?: st
       return results;
     };
     let responses: Array<Record<string, unknown>>;
-    if (parsed.length >= SLICED_WRITES) responses = await ctx.store.bulkTransaction((store) => sliced(writes({ ...ctx, store }), tick));
+    if (parsed.length >= SLICED_WRITES) responses = await ctx.store.bulkTransaction((store) => sliced(writes({ ...ctx, store }), bounded));
     else {
       for (let g = ctx.store.writeGate(); g; g = ctx.store.writeGate()) await g;
+      // a wait behind a large Bundle counts: past the deadline, nothing is written
+      const turn = bounded();
+      if (turn) await turn;
       responses = ctx.store.transaction(() => drain(writes(ctx)));
     }
     return await responseBundle('transaction-response', responses, tick);

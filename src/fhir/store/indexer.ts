@@ -5,22 +5,37 @@
  * A parameter whose rows include another's (ParamDef.shares: `patient` and `subject`, `combo-code` and `code`)
  * gets no row the other one holds already (issue 28); search/param-rows.ts reads them back together.
  */
+import { HospitalApiError } from '../../errors/index.js';
 import { columnGet, columnStatement, type Database, type Statement } from './sqlite.js';
 import { extractIndex } from './index-rows.js';
 import { compartmentParams } from './compartment.js';
 import { paramDef } from '../definitions/search-params.js';
 
 /**
- * Whether `row` (its parameter code, then its values) is held by a parameter whose rows this one shares
- * (ParamDef.shares): the same values under that parameter's code in this resource's rows of the same kind, and,
- * for a narrowed reference, the target type it narrows to (a reference row's first value).
+ * The most index rows one resource may have (issue 45): each is an INSERT inside the write's transaction, so
+ * this bounds how long one resource holds the write lock (20,000 rows: tens of ms here). HL7's R4 example set
+ * needs at most 7,413 (ValueSet in Bundle-valueset-expansions.json); 100,000 `Patient.name.given` make 200,000.
  */
-function held(type: string, row: readonly unknown[], all: ReadonlyArray<readonly unknown[]>): boolean {
-  const shares = paramDef(type, row[0] as string)?.shares;
-  if (!shares) return false;
-  return shares.some(
-    (s) => (s.targetType === undefined || row[1] === s.targetType) && all.some((r) => r[0] === s.code && r.length === row.length && r.every((v, i) => i === 0 || v === row[i])),
-  );
+export const MAX_INDEX_ROWS = 20_000;
+
+/** One row (its parameter code, then its values) as a key: equal keys for equal rows. */
+const rowKey = (code: string, row: readonly unknown[]): string => JSON.stringify([code, ...row.slice(1)]);
+
+/**
+ * A test of whether a row (its parameter code, then its values) is held by a parameter whose rows it shares
+ * (ParamDef.shares): the same values under that parameter's code among `all`, this resource's rows of the same
+ * kind, and, for a narrowed reference, the target type it narrows to (a reference row's first value).
+ * The rows are looked up in a set built once: a scan of `all` for every row was quadratic, 100,000
+ * `Patient.name.given` (400 KB) held the server for minutes (issue 45: `name` shares `given`'s rows).
+ */
+function heldBy(type: string, all: ReadonlyArray<readonly unknown[]>): (row: readonly unknown[]) => boolean {
+  let keys: Set<string> | undefined;
+  return (row) => {
+    const shares = paramDef(type, row[0] as string)?.shares;
+    if (!shares) return false;
+    keys ??= new Set(all.map((r) => rowKey(r[0] as string, r)));
+    return shares.some((s) => (s.targetType === undefined || row[1] === s.targetType) && keys!.has(rowKey(s.code, row)));
+  };
 }
 
 export class Indexer {
@@ -67,25 +82,40 @@ export class Indexer {
     return pid;
   }
 
-  /** Removes the rows `index(rid, old)` wrote, found by extracting them again from the old version. */
+  /**
+   * Removes the rows `index(rid, old)` wrote, found by extracting them again from the old version. Never
+   * refused: a resource stored before MAX_INDEX_ROWS existed can still be updated or deleted.
+   */
   clear(rid: number, old: Record<string, unknown>): void {
-    this.apply(rid, old, this.del);
+    this.apply(rid, old, this.del, Infinity);
   }
 
+  /** @throws ERR_FHIR_TOO_COMPLEX past MAX_INDEX_ROWS, before any row is written (the caller's transaction rolls back) */
   index(rid: number, resource: Record<string, unknown>): void {
-    this.apply(rid, resource, this.ins);
+    this.apply(rid, resource, this.ins, MAX_INDEX_ROWS);
   }
 
-  private apply(rid: number, resource: Record<string, unknown>, s: Indexer['ins']): void {
+  private apply(rid: number, resource: Record<string, unknown>, s: Indexer['ins'], maxRows: number): void {
     const type = resource.resourceType as string;
     const rows = extractIndex(resource);
+    const count = rows.token.length + rows.string.length + rows.reference.length + rows.date.length + rows.number.length;
+    if (count > maxRows) {
+      throw new HospitalApiError('ERR_FHIR_TOO_COMPLEX', { detail: `${type} would have ${count} search index rows; at most ${maxRows} are accepted per resource` });
+    }
+    const held = {
+      token: heldBy(type, rows.token),
+      string: heldBy(type, rows.string),
+      reference: heldBy(type, rows.reference),
+      date: heldBy(type, rows.date),
+      number: heldBy(type, rows.number),
+    };
     // INSERT OR IGNORE: the primary key already makes duplicate values one row. A row another parameter holds
     // for this one (ParamDef.shares) is not written again.
-    for (const row of rows.token) if (!held(type, row, rows.token)) s.token.run(this.pid(type, row[0])!, row[2], row[1] ?? '', rid);
-    for (const row of rows.string) if (!held(type, row, rows.string)) s.string.run(this.pid(type, row[0])!, row[1], rid);
-    for (const row of rows.reference) if (!held(type, row, rows.reference)) s.ref.run(this.pid(type, row[0])!, row[2], row[1], rid);
-    for (const row of rows.date) if (!held(type, row, rows.date)) s.date.run(this.pid(type, row[0])!, row[1], row[2], rid);
-    for (const row of rows.number) if (!held(type, row, rows.number)) s.number.run(this.pid(type, row[0])!, row[1], rid);
+    for (const row of rows.token) if (!held.token(row)) s.token.run(this.pid(type, row[0])!, row[2], row[1] ?? '', rid);
+    for (const row of rows.string) if (!held.string(row)) s.string.run(this.pid(type, row[0])!, row[1], rid);
+    for (const row of rows.reference) if (!held.reference(row)) s.ref.run(this.pid(type, row[0])!, row[2], row[1], rid);
+    for (const row of rows.date) if (!held.date(row)) s.date.run(this.pid(type, row[0])!, row[1], row[2], rid);
+    for (const row of rows.number) if (!held.number(row)) s.number.run(this.pid(type, row[0])!, row[1], rid);
     // Membership follows the unmodified HL7 R4 Patient CompartmentDefinition (http://hl7.org/fhir/R4/compartmentdefinition-patient.html)
     if (type === 'Patient') s.compartment.run(resource.id as string, rid);
     const params = compartmentParams(type);

@@ -43,11 +43,19 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
 import { formatEnvFile, readEnvFile } from '../../util/env-file.js';
 import { writeFileAtomic, writeSecretFile } from '../../util/atomic-write.js';
-import { installPaths } from '../../install-dir/layout.js';
+import { installPaths, type InstallPaths } from '../../install-dir/layout.js';
 import type { DockerCli } from './compose.js';
 import { apiUser, projectName } from './render.js';
 import { API_CONTAINER_PATHS } from './container-paths.js';
 import { ensureDoorToken } from './door-token.js';
+import { metricsTokenFileText, metricsTokenPath } from '../../install-dir/metrics-token.js';
+
+/** The metrics token's file content, kept or made (and then written to <dir>/secrets/). */
+function ensureMetricsToken(p: InstallPaths): string {
+  const text = metricsTokenFileText(p);
+  if (!existsSync(metricsTokenPath(p))) writeSecretFile(metricsTokenPath(p), text);
+  return text;
+}
 
 /** A uid:gid a container's processes run as. */
 export interface ImageUser {
@@ -218,6 +226,12 @@ export function writeContainerFiles(dir: string, readers: SecretReaders = { kong
     delete values.AUDIT_SEAL_CERT_FILE;
     delete values.AUDIT_SEAL_KEY_FILE;
   }
+  // the token the API's /metrics requires (issue 45), private to the API's uid; made here for an install from before it
+  const metricsToken = ensureMetricsToken(p);
+  const tokenCopy = join(api, 'metrics-token');
+  writeSecretFile(tokenCopy, metricsToken);
+  if (process.getuid?.() === 0) chownSync(tokenCopy, user.uid, user.gid);
+  values.METRICS_TOKEN_FILE = API_CONTAINER_PATHS.metricsToken;
   const platformCa = join(api, 'tls', 'platform-ca.pem');
   if (env.PLATFORM_CA_FILE) {
     // a host path (relative ones to the install directory): copied in, named by its container path

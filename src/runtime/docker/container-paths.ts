@@ -12,6 +12,8 @@ export const API_CONTAINER_PATHS = Object.freeze({
   sealCert: `${API_MOUNT}/tls/audit-seal.pem`,
   sealKey: `${API_MOUNT}/tls/audit-seal.key`,
   platformCa: `${API_MOUNT}/tls/platform-ca.pem`,
+  /** METRICS_TOKEN_FILE (issue 45): the copy of <dir>/secrets/api-metrics-token, in docker/api/ on the host. */
+  metricsToken: `${API_MOUNT}/metrics-token`,
   auditLog: '/var/log/hospital-api/audit.log',
   /** serve --reload-status: the API's answer to SIGHUP (src/api/fhir/key-reload.ts), in docker/api-status/ on the host. */
   reloadStatus: '/run/hospital-api-status/api-reload.json',

@@ -16,6 +16,7 @@ import { API_CONTAINER_PATHS } from './container-paths.js';
 import { SERVICE_OF } from './services.js';
 import { DEMO_PLATFORM } from './demo-platform.js';
 import { DOOR_TOKEN_FILE, newDoorToken, readDoorToken, doorClientHeaders } from './door-token.js';
+import { METRICS_TOKEN_FILE, metricsTokenFileText } from '../../install-dir/metrics-token.js';
 
 function password(): string {
   return randomBytes(24).toString('base64url');
@@ -47,6 +48,7 @@ export const dockerProfile: RuntimeProfile = {
     AUDIT_LOG: API_CONTAINER_PATHS.auditLog,
     AUDIT_SEAL_CERT_FILE: API_CONTAINER_PATHS.sealCert,
     AUDIT_SEAL_KEY_FILE: API_CONTAINER_PATHS.sealKey,
+    METRICS_TOKEN_FILE: API_CONTAINER_PATHS.metricsToken,
   }),
   // templates/compose.yaml mounts <dir>/docker/api-logs at AUDIT_LOG's folder in the API container
   auditLogFile: dockerAuditLog,
@@ -63,6 +65,8 @@ export const dockerProfile: RuntimeProfile = {
       'hapi-pg-password': hapi + '\n',
       // the FHIR door's token (door-token.ts), copied to the fhir-door container before each start
       [DOOR_TOKEN_FILE]: (readDoorToken(paths) ?? newDoorToken()) + '\n',
+      // the token the API's /metrics requires (issue 45), copied to the API's folder by container-files.ts
+      [METRICS_TOKEN_FILE]: metricsTokenFileText(paths),
       // Kong and HAPI read these passwords from files (KONG_PG_PASSWORD_FILE, a Spring
       // configtree) that the docker runtime copies under <dir>/docker/ before each start.
     };

@@ -7,6 +7,7 @@
 import { join } from 'node:path';
 import { endpoints } from '../../install-dir/install-config.js';
 import type { InstallPaths } from '../../install-dir/layout.js';
+import { METRICS_TOKEN_FILE, metricsTokenFileText, metricsTokenPath } from '../../install-dir/metrics-token.js';
 import type { RuntimeProfile } from '../profile.js';
 
 /** The API runs on the host: AUDIT_LOG is the file itself. */
@@ -30,11 +31,13 @@ export const nativeProfile: RuntimeProfile = {
     // which the API's user already holds on this host (the whole install directory is its own).
     AUDIT_SEAL_CERT_FILE: paths.signerCert,
     AUDIT_SEAL_KEY_FILE: paths.signerKey,
+    // issue 45: /metrics for the token's holder only (the service user, the Prometheus install configures)
+    METRICS_TOKEN_FILE: metricsTokenPath(paths),
   }),
   auditLogFile: nativeAuditLog,
   // the install directory and its logs are private to the service's user (issue #12)
   privateFolders: (paths) => [paths.secrets, paths.tls, paths.root, paths.logs],
-  secrets: () => ({}),
+  secrets: (paths) => ({ [METRICS_TOKEN_FILE]: metricsTokenFileText(paths) }),
   renderFiles: async () => [],
   // its components are this toolkit: nothing to fetch
   prepare: async () => {},

@@ -4,7 +4,7 @@
  * at any place in the body; and a large body gives the event loop turns while it is parsed.
  */
 import { describe, expect, it } from 'vitest';
-import { parseJsonBody, SLICED_BODY_BYTES } from '../../../src/fhir/server/json-body.js';
+import { MAX_ARRAY_ITEMS, parseJsonBody, SLICED_BODY_BYTES } from '../../../src/fhir/server/json-body.js';
 import { HospitalApiError } from '../../../src/errors/index.js';
 
 const MAX = 20;
@@ -97,6 +97,22 @@ describe('parseJsonBody', () => {
     expect(await code(Buffer.from(`[${nest(MAX - 1)}]`))).toBeUndefined();
     expect(await code(Buffer.from(`[${nest(MAX)}]`))).toBe('ERR_FHIR_TOO_COMPLEX');
     expect(await code(Buffer.from('['.repeat(MAX + 1) + ']'.repeat(MAX + 1)))).toBe('ERR_FHIR_TOO_COMPLEX');
+  });
+
+  it('refuses an array of more than MAX_ARRAY_ITEMS items anywhere but the top-level entry, and takes the limit itself (issue 45)', async () => {
+    const items = (n: number) => `[${Array.from({ length: n }, () => '"G"').join(',')}]`;
+    for (const [at, wrap] of [
+      ['a top-level member', (a: string) => `{"given":${a}}`],
+      ['a nested member', (a: string) => `{"name":[{"given":${a}}]}`],
+      ['an entry', (a: string) => `{"entry":[{"resource":{"given":${a}}}]}`],
+      ['the body', (a: string) => a],
+    ] as Array<[string, (a: string) => string]>) {
+      expect([at, await code(Buffer.from(wrap(items(MAX_ARRAY_ITEMS))))]).toEqual([at, undefined]);
+      expect([at, await code(Buffer.from(wrap(items(MAX_ARRAY_ITEMS + 1))))]).toEqual([at, 'ERR_FHIR_TOO_COMPLEX']);
+    }
+    // a Bundle's own entry is bounded by the body limit only
+    expect(await code(Buffer.from(`{"entry":${items(MAX_ARRAY_ITEMS + 1)}}`))).toBeUndefined();
+    expect(await code(Buffer.from(`{"entry":[{"entry":${items(MAX_ARRAY_ITEMS + 1)}}]}`))).toBe('ERR_FHIR_TOO_COMPLEX');
   });
 
   it('refuses a prototype key at any depth, escaped or not, with its path', async () => {

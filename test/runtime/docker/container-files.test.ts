@@ -159,6 +159,26 @@ describe("the FHIR door's token (issue 24)", () => {
   });
 });
 
+describe("the API's metrics token (issue 45)", () => {
+  it('kept in secrets/ 0600 (made for an install from before it), copied 0600 into the API\'s folder, named by its container path', async () => {
+    const dir = installDir();
+    const p = installPaths(dir);
+    const readers = { kong: { uid: process.getuid!(), gid: process.getgid!() }, hapi: { uid: process.getuid!(), gid: process.getgid!() } };
+    writeContainerFiles(dir, readers);
+    const kept = join(p.secrets, 'api-metrics-token');
+    const token = readFileSync(kept, 'utf8');
+    expect(token).toMatch(/^[A-Za-z0-9_-]{43}\n$/);
+    const copy = join(p.docker, 'api', 'metrics-token');
+    expect([readFileSync(copy, 'utf8'), modeOf(kept), modeOf(copy)]).toEqual([token, '600', '600']);
+    const env = parseEnv(readFileSync(join(p.docker, 'api', 'hospital-api.env'), 'utf8'));
+    expect(env.METRICS_TOKEN_FILE).toBe('/run/hospital-api/metrics-token');
+    // the next start keeps it: the API and the Prometheus that reads secrets/ keep agreeing
+    writeContainerFiles(dir, readers);
+    expect(readFileSync(copy, 'utf8')).toBe(token);
+    expect((await checkOf(dir)).status).toBe('pass');
+  });
+});
+
 describe('DEMO: the platform stand-in\'s copy of the demo tokens', () => {
   it('a demo install gets docker/platform/demo/tokens.json 0600 in 0700 folders, owned by the API uid; without tokens there is no folder', async () => {
     const dir = installDir();
