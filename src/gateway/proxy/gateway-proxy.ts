@@ -162,7 +162,7 @@ export class GatewayProxy {
     const trusted = this.trustedIps !== null && isTrusted(this.trustedIps, peer);
     // From a trusted peer, X-Real-IP names the client (Kong's real_ip_header; not recursive).
     const client = trusted ? (realIp(req.headers['x-real-ip'] as string | undefined) ?? peer) : peer;
-    const state = new ProxyRequestState(req, method, path ?? '/', q < 0 ? '' : url.slice(q + 1), scheme, client, route === null ? '' : route.service.id, route === null ? '' : route.route.id);
+    const state = new ProxyRequestState(req, method, path ?? '/', q < 0 ? '' : url.slice(q + 1), scheme, client, route === null ? '' : route.service.id, route === null ? '' : route.route.id, head.hasBody);
     const exchange = new Exchange(req, res, state, route, match === null ? null : match.prefix, head, requestId, startedAt, trusted);
     if (bad) {
       // nginx (and so Kong) refuses a request with two Host headers: "client sent duplicate host header".

@@ -23,6 +23,8 @@ export class ProxyRequestState implements RequestState {
     readonly clientIp: string,
     readonly serviceId: string,
     readonly routeId: string,
+    /** A body follows (request-head.ts: any framing, HTTP/2 included). */
+    readonly hasBody = false,
   ) {}
 
   header(name: string): string | undefined {
