@@ -18,6 +18,7 @@ import { HealthRegistry } from './balancer.js';
 import { compileSnapshot, type CompileCaches, type CompiledConfig } from './compile.js';
 import { Exchange } from './exchange.js';
 import { normalisePath } from './normalise-path.js';
+import { BodyBudget, DEFAULT_BODY_LIMITS, type BodyLimits } from './request-body.js';
 import { readHead } from './request-head.js';
 import { nextRequestId } from './request-id.js';
 import { ProxyRequestState } from './request-state.js';
@@ -71,6 +72,8 @@ export class GatewayProxy {
   private status: ProxyHealth = { appliedVersion: null, latestVersion: 0, degraded: false, error: null };
 
   private readonly trustedIps: TrustedIps;
+  /** Request bodies held in memory (request buffering, plugins), bounded by the listeners' limits. */
+  private bodyBudget = new BodyBudget(DEFAULT_BODY_LIMITS);
 
   constructor(
     private readonly source: () => ConfigSnapshot,
@@ -78,6 +81,11 @@ export class GatewayProxy {
   ) {
     this.trustedIps = options.trustedIps ?? null;
     this.caches = { pools: new UpstreamPools(), health: new HealthRegistry(), prometheus: options.prometheus ?? null };
+  }
+
+  /** The body time-out and memory budget of the listeners serving this proxy (ProxyLimits, listeners.ts). */
+  useBodyLimits(limits: BodyLimits): void {
+    this.bodyBudget = new BodyBudget({ bodyTimeoutMs: limits.bodyTimeoutMs, maxBufferedBodyBytes: limits.maxBufferedBodyBytes });
   }
 
   /** A listener's 'connection' handler: counts the connection while it is open. */
@@ -162,7 +170,7 @@ export class GatewayProxy {
     const trusted = this.trustedIps !== null && isTrusted(this.trustedIps, peer);
     // From a trusted peer, X-Real-IP names the client (Kong's real_ip_header; not recursive).
     const client = trusted ? (realIp(req.headers['x-real-ip'] as string | undefined) ?? peer) : peer;
-    const state = new ProxyRequestState(req, method, path ?? '/', q < 0 ? '' : url.slice(q + 1), scheme, client, route === null ? '' : route.service.id, route === null ? '' : route.route.id, head.hasBody);
+    const state = new ProxyRequestState(req, method, path ?? '/', q < 0 ? '' : url.slice(q + 1), scheme, client, route === null ? '' : route.service.id, route === null ? '' : route.route.id, head.hasBody, res, this.bodyBudget);
     const exchange = new Exchange(req, res, state, route, match === null ? null : match.prefix, head, requestId, startedAt, trusted);
     if (bad) {
       // nginx (and so Kong) refuses a request with two Host headers: "client sent duplicate host header".

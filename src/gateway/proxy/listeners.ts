@@ -11,6 +11,7 @@ import { INTERMEDIATE_POLICY, type TlsServerPolicy } from '../../tls/cipher-poli
 import type { ListenAddress } from '../../util/listen-address.js';
 import { guardSockets, serverTimeouts } from '../../util/socket-guard.js';
 import type { GatewayProxy } from './gateway-proxy.js';
+import { DEFAULT_BODY_LIMITS } from './request-body.js';
 import { SERVER, serverTokensOn } from './kong-response.js';
 
 /**
@@ -36,6 +37,13 @@ export interface ProxyLimits {
   handshakeTimeoutMs: number;
   /** A connection with no request in progress (silent, or trickling its headers) is closed after this. */
   idleTimeoutMs: number;
+  /**
+   * nginx's client_body_timeout (Kong's default 60 s): the longest wait between two reads of a
+   * request body the gateway reads whole (request buffering, issue 45); past it, 408.
+   */
+  bodyTimeoutMs: number;
+  /** Bytes of request bodies the proxy holds in memory at once, over every request; past it, 503 (request-body.ts). */
+  maxBufferedBodyBytes: number;
 }
 
 export const DEFAULT_PROXY_LIMITS: ProxyLimits = {
@@ -46,6 +54,7 @@ export const DEFAULT_PROXY_LIMITS: ProxyLimits = {
   checkIntervalMs: 1_000,
   handshakeTimeoutMs: 60_000,
   idleTimeoutMs: 60_000,
+  ...DEFAULT_BODY_LIMITS,
 }
 
 export interface ProxyListenerOptions {
@@ -144,6 +153,7 @@ const sessions = new WeakMap<AnyServer, Set<import('node:http2').ServerHttp2Sess
 
 export async function startProxyListeners(o: ProxyListenerOptions): Promise<ProxyListeners> {
   const limits: ProxyLimits = { ...DEFAULT_PROXY_LIMITS, ...(o.limits ?? {}) };
+  o.proxy.useBodyLimits(limits);
   const policy: TlsServerPolicy = { ...(o.tlsPolicy ?? INTERMEDIATE_POLICY) };
   const servers: AnyServer[] = [];
   let http: AddressInfo | null = null;

@@ -7,6 +7,8 @@
 import { connect as h2connect, type ClientHttp2Session } from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCa, issueCertificate, type KeyAndCert } from '../../../src/tls/pki.js';
+import { silentSocket } from '../../helpers/raw-socket.js';
+import { until } from '../../helpers/until.js';
 import { emptyConfig, plugin, route, service, Snapshots, startProxyOn, startUpstream, type RunningProxy } from './harness.js';
 
 const LIMIT = 1000;
@@ -94,5 +96,111 @@ describe('request bodies: size limit on every framing', () => {
     expect(res.status).toBe(413);
     await res.arrayBuffer();
     expect(upstreamBytes).toBe(before);
+  });
+});
+
+describe('request buffering: the body is read whole before the upstream request opens', () => {
+  let ca: KeyAndCert;
+  let cert: KeyAndCert;
+  let upstream: Awaited<ReturnType<typeof startUpstream>>;
+  let gw: RunningProxy;
+  /** Every request whose head reached the upstream: method, path and content-length. */
+  const seen: string[] = [];
+  const snapshots = new Snapshots();
+  const BUDGET = 5000;
+
+  beforeAll(async () => {
+    ca = generateCa({ commonName: 'Buffering Test CA' });
+    cert = issueCertificate(ca, { commonName: '127.0.0.1', hosts: ['127.0.0.1'], usage: 'server' });
+    upstream = await startUpstream((_req, res, body) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(`got ${body.toString('latin1')}`);
+    });
+    upstream.server.on('request', (req) => seen.push(`${req.method} ${req.url} ${req.headers['content-length'] ?? '-'}`));
+    const c = emptyConfig();
+    const s = service(c, { host: '127.0.0.1', port: upstream.port });
+    route(c, s, { paths: ['/buffered'] });
+    route(c, s, { paths: ['/streamed'], request_buffering: false });
+    snapshots.set(c);
+    gw = await startProxyOn(snapshots, {
+      https: { cert: cert.certPem, key: cert.keyPem },
+      limits: { bodyTimeoutMs: 400, maxBufferedBodyBytes: BUDGET, checkIntervalMs: 50 },
+    });
+  });
+  afterAll(async () => {
+    await gw.close();
+    upstream.server.close();
+  });
+
+  const at = () => ({ host: '127.0.0.1', port: gw.listeners.http!.port });
+  const post = (path: string, length: number) => `POST ${path} HTTP/1.1\r\nHost: h\r\nContent-Length: ${length}\r\n\r\n`;
+
+  it('holds a slow upload in the gateway: the upstream sees it only once whole, and an honest caller passes meanwhile', async () => {
+    seen.length = 0;
+    const slow = await silentSocket(at());
+    slow.socket.write(`${post('/buffered/slow', 10)}abc`);
+    await until(() => gw.proxy.stats.requestsInFlight === 1, { what: 'the gateway has the slow upload' });
+    const honest = await fetch(`${gw.url}/buffered/honest`);
+    expect([honest.status, await honest.text()]).toEqual([200, 'got ']);
+    expect(seen).toEqual(['GET /honest -']);
+    slow.socket.write('defghij');
+    await until(() => slow.received().includes('got abcdefghij'), { what: 'the whole upload answered' });
+    expect(seen).toEqual(['GET /honest -', 'POST /slow 10']);
+    slow.socket.destroy();
+  });
+
+  it('answers 408 when the body stalls past the body time-out, closes the connection, and the upstream never sees it', async () => {
+    seen.length = 0;
+    const slow = await silentSocket(at());
+    slow.socket.write(`${post('/buffered/stalled', 10)}a`);
+    await slow.closed;
+    expect(slow.received()).toMatch(/^HTTP\/1\.1 408 /);
+    expect(slow.received()).toContain('Request timeout');
+    expect(seen).toEqual([]);
+  });
+
+  it('answers 408 to an HTTP/2 stream whose body stalls; the upstream never sees it', async () => {
+    seen.length = 0;
+    const session = await new Promise<ClientHttp2Session>((resolve, reject) => {
+      const s = h2connect(gw.httpsUrl, { ca: ca.certPem });
+      s.once('connect', () => resolve(s));
+      s.once('error', reject);
+    });
+    try {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = session.request({ ':path': '/buffered/h2', ':method': 'POST' });
+        req.on('response', (h) => resolve(Number(h[':status'])));
+        req.on('error', reject);
+        req.write('a');
+      });
+      expect(status).toBe(408);
+      expect(seen).toEqual([]);
+    } finally {
+      session.close();
+    }
+  });
+
+  it('streams the body as it comes on a route with request_buffering false (a field of Kong routes)', async () => {
+    seen.length = 0;
+    const slow = await silentSocket(at());
+    slow.socket.write(`${post('/streamed/s', 4)}ab`);
+    await until(() => seen.length === 1, { what: 'the upstream sees the request before its body is whole' });
+    expect(seen).toEqual(['POST /s 4']);
+    slow.socket.write('cd');
+    await until(() => slow.received().includes('got abcd'), { what: 'the streamed upload answered' });
+    slow.socket.destroy();
+  });
+
+  it('refuses with 503 and Retry-After a body that would pass the memory budget for bodies', async () => {
+    seen.length = 0;
+    const res = await fetch(`${gw.url}/buffered/big`, { method: 'POST', body: 'x'.repeat(BUDGET + 1) });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(await res.json()).toMatchObject({ message: 'Too many request bodies in progress' });
+    expect(seen).toEqual([]);
+    // The budget is given back: a body within it passes after.
+    const ok = await fetch(`${gw.url}/buffered/ok`, { method: 'POST', body: 'x'.repeat(BUDGET) });
+    expect(ok.status).toBe(200);
+    await ok.text();
   });
 });
