@@ -14,6 +14,7 @@ import { BODY_BUDGET_MESSAGE, BODY_TIMEOUT_MESSAGE, BodyReadError } from './requ
 import type { ProxyRequestState } from './request-state.js';
 import type { RequestHead } from './request-head.js';
 import { UpstreamCall, type FailureSink } from './upstream-call.js';
+import type { UpstreamSlots } from './upstream-slots.js';
 import { upstreamHeaders } from './upstream-headers.js';
 import { upstreamPathV0 } from './upstream-uri.js';
 
@@ -50,6 +51,8 @@ export class Exchange implements FailureSink {
     readonly head: RequestHead,
     readonly requestId: string,
     readonly startedAt: number,
+    /** The proxy's count of upstream requests in flight. */
+    private readonly slots: UpstreamSlots,
     /** The peer is in trusted_ips (its X-Forwarded-* are passed on). */
     readonly trusted = false,
   ) {
@@ -232,7 +235,7 @@ export class Exchange implements FailureSink {
     });
     const target = state.query === '' ? path : `${path}?${state.query}`;
     const peerHost = service.balancer !== null && !(r.preserve_host && hostHeader !== '');
-    this.call = new UpstreamCall(this.res, this, service, state.method, target, headers, body, responseHeaders, this.startedAt, peerHost);
+    this.call = new UpstreamCall(this.res, this, service, state.method, target, headers, body, responseHeaders, this.startedAt, this.slots, peerHost);
     this.call.start();
   }
 }

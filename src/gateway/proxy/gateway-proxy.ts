@@ -25,6 +25,7 @@ import { ProxyRequestState } from './request-state.js';
 import { compileCertificates, type CertificateTable } from './sni-certificates.js';
 import { isTrusted, realIp, type TrustedIps } from './trusted-ips.js';
 import { UpstreamPools } from './upstream-pools.js';
+import { UpstreamSlots } from './upstream-slots.js';
 
 const NO_ROUTE = 'no Route matched with those values';
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
@@ -72,6 +73,8 @@ export class GatewayProxy {
   private status: ProxyHealth = { appliedVersion: null, latestVersion: 0, degraded: false, error: null };
 
   private readonly trustedIps: TrustedIps;
+  /** Upstream requests in flight (issue 45). */
+  private readonly slots = new UpstreamSlots();
   /** Request bodies held in memory (request buffering, plugins), bounded by the listeners' limits. */
   private bodyBudget = new BodyBudget(DEFAULT_BODY_LIMITS);
 
@@ -81,6 +84,11 @@ export class GatewayProxy {
   ) {
     this.trustedIps = options.trustedIps ?? null;
     this.caches = { pools: new UpstreamPools(), health: new HealthRegistry(), prometheus: options.prometheus ?? null };
+  }
+
+  /** Upstream requests dispatched and not yet ended, over every service. */
+  upstreamInFlight(): number {
+    return this.slots.total();
   }
 
   /** The body time-out and memory budget of the listeners serving this proxy (ProxyLimits, listeners.ts). */
@@ -171,7 +179,7 @@ export class GatewayProxy {
     // From a trusted peer, X-Real-IP names the client (Kong's real_ip_header; not recursive).
     const client = trusted ? (realIp(req.headers['x-real-ip'] as string | undefined) ?? peer) : peer;
     const state = new ProxyRequestState(req, method, path ?? '/', q < 0 ? '' : url.slice(q + 1), scheme, client, route === null ? '' : route.service.id, route === null ? '' : route.route.id, head.hasBody, res, this.bodyBudget);
-    const exchange = new Exchange(req, res, state, route, match === null ? null : match.prefix, head, requestId, startedAt, trusted);
+    const exchange = new Exchange(req, res, state, route, match === null ? null : match.prefix, head, requestId, startedAt, this.slots, trusted);
     if (bad) {
       // nginx (and so Kong) refuses a request with two Host headers: "client sent duplicate host header".
       exchange.exit({ status: 400, message: 'Bad request' });

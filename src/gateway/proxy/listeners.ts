@@ -11,6 +11,7 @@ import { INTERMEDIATE_POLICY, type TlsServerPolicy } from '../../tls/cipher-poli
 import type { ListenAddress } from '../../util/listen-address.js';
 import { guardSockets, serverTimeouts } from '../../util/socket-guard.js';
 import type { GatewayProxy } from './gateway-proxy.js';
+import { DEFAULT_H2_LIMITS, guardH2, refusedStream, type H2Limits } from './h2-guard.js';
 import { DEFAULT_BODY_LIMITS } from './request-body.js';
 import { SERVER, serverTokensOn } from './kong-response.js';
 
@@ -25,7 +26,7 @@ import { SERVER, serverTokensOn } from './kong-response.js';
  * request in progress for `idleTimeoutMs`, or a TLS one without a finished
  * handshake after `handshakeTimeoutMs`, is closed.
  */
-export interface ProxyLimits {
+export interface ProxyLimits extends H2Limits {
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   /** Idle time between requests on a keep-alive connection. */
@@ -55,6 +56,7 @@ export const DEFAULT_PROXY_LIMITS: ProxyLimits = {
   handshakeTimeoutMs: 60_000,
   idleTimeoutMs: 60_000,
   ...DEFAULT_BODY_LIMITS,
+  ...DEFAULT_H2_LIMITS,
 }
 
 export interface ProxyListenerOptions {
@@ -109,7 +111,11 @@ function h2RequestTimer(req: IncomingMessage, res: ServerResponse, ms: number): 
 function guarded(proxy: GatewayProxy, scheme: 'http' | 'https', limits: ProxyLimits) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     try {
-      if (req.httpVersionMajor === 2) h2RequestTimer(req, res, limits.requestTimeoutMs);
+      if (req.httpVersionMajor === 2) {
+        // A stream refused by the per-client cap (h2-guard.ts) is already reset.
+        if (refusedStream((req as unknown as Http2ServerRequest).stream)) return;
+        h2RequestTimer(req, res, limits.requestTimeoutMs);
+      }
       proxy.handle(req, res, scheme);
     } catch (err) {
       process.stderr.write(`gateway: request failed (${(err as Error)?.name ?? 'error'})\n`);
@@ -178,8 +184,8 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
           ...policy,
           cert: o.https.cert,
           key: o.https.key,
-          // nginx's http2_max_concurrent_streams
-          settings: { maxConcurrentStreams: 128 },
+          // nginx's http2_max_concurrent_streams (h2-guard.ts)
+          settings: { maxConcurrentStreams: limits.h2MaxConcurrentStreams },
           // Kong's certificate phase: an SNI entity's certificate, else the listener's own.
           SNICallback: (servername, cb) => {
             try {
@@ -201,6 +207,7 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
         session.setTimeout(limits.keepAliveTimeoutMs, () => session.close());
       });
       tune(server, limits, true);
+      guardH2(server, limits);
       server.on('connection', o.proxy.countConnection);
       servers.push(server);
       tlsServer = server;

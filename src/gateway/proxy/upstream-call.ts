@@ -12,6 +12,8 @@ import type { Dispatcher } from 'undici';
 import type { Peer } from './balancer.js';
 import type { CompiledService } from './compile.js';
 import { SERVER, serverTokensOn } from './kong-response.js';
+import { responseClosed } from './request-body.js';
+import type { UpstreamSlots } from './upstream-slots.js';
 
 const VIA = `1.1 ${SERVER}`;
 const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade']);
@@ -76,6 +78,15 @@ export class WriteTimeoutError extends Error {
 export class UpstreamCall implements Dispatcher.DispatchHandler {
   done = false;
   private abortFn: ((err?: Error) => void) | null = null;
+  /**
+   * Set when the client went away before undici handed over its abort function (the request still
+   * waits for a pool connection, or is connecting): undici calls onConnect just before it writes
+   * the request, and the request is aborted there instead of being sent (issue 45: reset HTTP/2
+   * streams left their upstream requests running, each holding a connection to FHIR).
+   */
+  private cancelled: Error | null = null;
+  /** This call holds one of `slots` (from dispatch to its end). */
+  private holding = false;
   private resumeFn: (() => void) | null = null;
   /** When the current attempt was sent, and the first one (Kong's proxy latency ends there). */
   sentAt = 0;
@@ -102,6 +113,8 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     /** Extra downstream headers (plugins, request id); flat pairs. */
     private readonly responseHeaders: string[],
     private readonly startedAt: number,
+    /** The proxy's count of upstream requests in flight. */
+    private readonly slots: UpstreamSlots,
     /** Set the Host header to the balancer peer's (preserve_host off). */
     private readonly peerHost = false,
   ) {
@@ -117,6 +130,11 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   }
 
   start(): void {
+    if (this.cancelled !== null || responseClosed(this.res)) {
+      // The client is gone (a stream reset while plugins ran, or before a retry): nothing goes upstream.
+      this.finish();
+      return;
+    }
     this.sentAt = performance.now();
     if (this.firstSentAt === 0) this.firstSentAt = this.sentAt;
     const s = this.service;
@@ -132,6 +150,10 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
       this.peer = peer;
       pool = peer.pool;
       if (this.peerHost) this.setHost(peer.hostHeader);
+    }
+    if (!this.holding) {
+      this.holding = true;
+      this.slots.acquire();
     }
     (pool as NonNullable<typeof pool>).dispatch(
       { method: this.method, path: this.path, headers: this.headers, body: this.body, headersTimeout: s.readTimeout, bodyTimeout: s.readTimeout },
@@ -150,7 +172,8 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   }
 
   abort(err: Error): void {
-    this.abortFn?.(err);
+    if (this.abortFn !== null) this.abortFn(err);
+    else this.cancelled ??= err;
   }
 
   resumeUpstream(): void {
@@ -175,10 +198,15 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
 
   onConnect(abort: (err?: Error) => void): void {
     this.abortFn = abort;
+    if (this.cancelled !== null) abort(this.cancelled);
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
     this.resumeFn = resume;
+    if (responseClosed(this.res)) {
+      this.abortFn?.(new Error('client closed'));
+      return false;
+    }
     if (this.peer !== null) this.service.balancer?.reportStatus(this.peer, statusCode);
     const now = performance.now();
     this.respondedAt = now;
@@ -206,6 +234,11 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   }
 
   onData(chunk: Buffer): boolean {
+    if (responseClosed(this.res)) {
+      // Never pause on a response nobody reads: that would hold the upstream connection until read_timeout.
+      this.abortFn?.(new Error('client closed'));
+      return false;
+    }
     if (this.remaining === chunk.length) {
       // The whole (rest of the) body: headers and body leave in one write.
       this.remaining = 0;
@@ -228,7 +261,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
 
   onError(err: Error): void {
     if (this.done) return;
-    if (this.res.headersSent || this.res.destroyed) {
+    if (this.res.headersSent || responseClosed(this.res)) {
       this.finish();
       this.res.destroy();
       return;
@@ -249,6 +282,10 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
 
   private finish(): void {
     this.done = true;
+    if (this.holding) {
+      this.holding = false;
+      this.slots.release();
+    }
     if (this.writeTimer !== null) this.disarmWriteTimer();
   }
 }
