@@ -14,9 +14,11 @@ import { BODY_BUDGET_MESSAGE, BODY_TIMEOUT_MESSAGE, BodyReadError } from './requ
 import type { ProxyRequestState } from './request-state.js';
 import type { RequestHead } from './request-head.js';
 import { UpstreamCall, type FailureSink } from './upstream-call.js';
-import type { UpstreamSlots } from './upstream-slots.js';
+import { callerKey, type UpstreamSlots } from './upstream-slots.js';
 import { upstreamHeaders } from './upstream-headers.js';
 import { upstreamPathV0 } from './upstream-uri.js';
+
+export const TOO_MANY_IN_FLIGHT = 'Too many requests in progress';
 
 /** The exchange a response belongs to (its log phase runs on the response's close, no per-request closure). */
 const EXCHANGE = Symbol('exchange');
@@ -219,6 +221,12 @@ export class Exchange implements FailureSink {
       }
       body = req;
     }
+    const slotKey = callerKey(service.id, state.consumer === null ? null : state.consumer.id, state.clientIp);
+    if (!this.slots.tryAcquire(slotKey)) {
+      // This caller already has its share of the service's connections in use (upstream-slots.ts).
+      this.exit({ status: 429, message: TOO_MANY_IN_FLIGHT, headers: ['Retry-After', '1'] });
+      return;
+    }
     const responseHeaders = this.pluginHeaders();
     responseHeaders.push('X-Kong-Request-Id', this.requestId);
     const headers = upstreamHeaders(req.rawHeaders, state.upstreamHeaders, {
@@ -235,7 +243,7 @@ export class Exchange implements FailureSink {
     });
     const target = state.query === '' ? path : `${path}?${state.query}`;
     const peerHost = service.balancer !== null && !(r.preserve_host && hostHeader !== '');
-    this.call = new UpstreamCall(this.res, this, service, state.method, target, headers, body, responseHeaders, this.startedAt, this.slots, peerHost);
+    this.call = new UpstreamCall(this.res, this, service, state.method, target, headers, body, responseHeaders, this.startedAt, this.slots, slotKey, peerHost);
     this.call.start();
   }
 }

@@ -27,6 +27,17 @@ import { isTrusted, realIp, type TrustedIps } from './trusted-ips.js';
 import { UpstreamPools } from './upstream-pools.js';
 import { UpstreamSlots } from './upstream-slots.js';
 
+/** Upstream connections per service pool and requests in flight per caller of a service (issue 45; ProxyLimits, listeners.ts). */
+export interface UpstreamLimits {
+  upstreamConnectionsPerService: number;
+  upstreamRequestsPerCaller: number;
+}
+
+export const DEFAULT_UPSTREAM_LIMITS: UpstreamLimits = {
+  upstreamConnectionsPerService: 128,
+  upstreamRequestsPerCaller: 32,
+};
+
 const NO_ROUTE = 'no Route matched with those values';
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
@@ -74,7 +85,7 @@ export class GatewayProxy {
 
   private readonly trustedIps: TrustedIps;
   /** Upstream requests in flight (issue 45). */
-  private readonly slots = new UpstreamSlots();
+  private readonly slots = new UpstreamSlots(DEFAULT_UPSTREAM_LIMITS.upstreamRequestsPerCaller);
   /** Request bodies held in memory (request buffering, plugins), bounded by the listeners' limits. */
   private bodyBudget = new BodyBudget(DEFAULT_BODY_LIMITS);
 
@@ -91,9 +102,15 @@ export class GatewayProxy {
     return this.slots.total();
   }
 
-  /** The body time-out and memory budget of the listeners serving this proxy (ProxyLimits, listeners.ts). */
-  useBodyLimits(limits: BodyLimits): void {
+  /** The body and upstream limits of the listeners serving this proxy (ProxyLimits, listeners.ts): set before they listen. */
+  useLimits(limits: BodyLimits & UpstreamLimits): void {
     this.bodyBudget = new BodyBudget({ bodyTimeoutMs: limits.bodyTimeoutMs, maxBufferedBodyBytes: limits.maxBufferedBodyBytes });
+    this.slots.perCaller = limits.upstreamRequestsPerCaller;
+    if (this.caches.pools.connections !== limits.upstreamConnectionsPerService) {
+      this.caches.pools.connections = limits.upstreamConnectionsPerService;
+      // Pools are keyed by their cap: the next compile takes new ones, and sweeps the old.
+      this.snapshot = null;
+    }
   }
 
   /** A listener's 'connection' handler: counts the connection while it is open. */

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { INTERMEDIATE_POLICY, type TlsServerPolicy } from '../../tls/cipher-policy.js';
 import type { ListenAddress } from '../../util/listen-address.js';
 import { guardSockets, serverTimeouts } from '../../util/socket-guard.js';
-import type { GatewayProxy } from './gateway-proxy.js';
+import { DEFAULT_UPSTREAM_LIMITS, type GatewayProxy, type UpstreamLimits } from './gateway-proxy.js';
 import { DEFAULT_H2_LIMITS, guardH2, refusedStream, type H2Limits } from './h2-guard.js';
 import { DEFAULT_BODY_LIMITS } from './request-body.js';
 import { SERVER, serverTokensOn } from './kong-response.js';
@@ -26,7 +26,7 @@ import { SERVER, serverTokensOn } from './kong-response.js';
  * request in progress for `idleTimeoutMs`, or a TLS one without a finished
  * handshake after `handshakeTimeoutMs`, is closed.
  */
-export interface ProxyLimits extends H2Limits {
+export interface ProxyLimits extends H2Limits, UpstreamLimits {
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   /** Idle time between requests on a keep-alive connection. */
@@ -57,6 +57,7 @@ export const DEFAULT_PROXY_LIMITS: ProxyLimits = {
   idleTimeoutMs: 60_000,
   ...DEFAULT_BODY_LIMITS,
   ...DEFAULT_H2_LIMITS,
+  ...DEFAULT_UPSTREAM_LIMITS,
 }
 
 export interface ProxyListenerOptions {
@@ -159,7 +160,7 @@ const sessions = new WeakMap<AnyServer, Set<import('node:http2').ServerHttp2Sess
 
 export async function startProxyListeners(o: ProxyListenerOptions): Promise<ProxyListeners> {
   const limits: ProxyLimits = { ...DEFAULT_PROXY_LIMITS, ...(o.limits ?? {}) };
-  o.proxy.useBodyLimits(limits);
+  o.proxy.useLimits(limits);
   const policy: TlsServerPolicy = { ...(o.tlsPolicy ?? INTERMEDIATE_POLICY) };
   const servers: AnyServer[] = [];
   let http: AddressInfo | null = null;

@@ -85,8 +85,8 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
    * streams left their upstream requests running, each holding a connection to FHIR).
    */
   private cancelled: Error | null = null;
-  /** This call holds one of `slots` (from dispatch to its end). */
-  private holding = false;
+  /** This call holds its caller's slot (taken by the exchange before it starts, given back at its end). */
+  private holding = true;
   private resumeFn: (() => void) | null = null;
   /** When the current attempt was sent, and the first one (Kong's proxy latency ends there). */
   sentAt = 0;
@@ -113,8 +113,9 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     /** Extra downstream headers (plugins, request id); flat pairs. */
     private readonly responseHeaders: string[],
     private readonly startedAt: number,
-    /** The proxy's count of upstream requests in flight. */
+    /** The proxy's upstream requests in flight, and this call's key there (a slot already taken). */
     private readonly slots: UpstreamSlots,
+    private readonly slotKey: string,
     /** Set the Host header to the balancer peer's (preserve_host off). */
     private readonly peerHost = false,
   ) {
@@ -150,10 +151,6 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
       this.peer = peer;
       pool = peer.pool;
       if (this.peerHost) this.setHost(peer.hostHeader);
-    }
-    if (!this.holding) {
-      this.holding = true;
-      this.slots.acquire();
     }
     (pool as NonNullable<typeof pool>).dispatch(
       { method: this.method, path: this.path, headers: this.headers, body: this.body, headersTimeout: s.readTimeout, bodyTimeout: s.readTimeout },
@@ -284,7 +281,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     this.done = true;
     if (this.holding) {
       this.holding = false;
-      this.slots.release();
+      this.slots.release(this.slotKey);
     }
     if (this.writeTimer !== null) this.disarmWriteTimer();
   }
