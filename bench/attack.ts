@@ -2,7 +2,7 @@
  * The attack bench (issue 24, on request: `npm run bench -- attack [--duration 3m]`):
  * an honest caller's POST /api/patients (API → gateway HTTPS → FHIR) on the
  * native DEMO stack, unloaded and then under each load in turn, one
- * sixth of the duration each:
+ * equal share of the duration each:
  * - 10,000 idle TCP sockets spread over every port (API, gateway HTTP, HTTPS
  *   and admin, FHIR), scaled down with a note when `ulimit -n` is lower;
  * - slowloris on every port: request heads trickled a header line a second
@@ -10,13 +10,17 @@
  * - slow bodies on every HTTP port: a 60,000-byte Content-Length body (under
  *   every body limit), a byte a second, each socket the server closes opened again;
  * - a wrong-password basic-auth flood on the gateway's /fhir-api (one source);
+ * - issue 45's: HTTP/2 rapid reset by a key holder (4 connections opening
+ *   and resetting streams to /fhir-api-key-auth/Patient?_count=1000), 300
+ *   held uploads through /fhir-api-key-auth, and basic-auth with random
+ *   usernames from 200 loopback addresses;
  * - one 20,000-resource FHIR transaction Bundle posted through the gateway
  *   (/fhir-api-key-auth), again each time the last one ends.
  * Each load's p50/p99/errors are printed beside the unloaded figures with the
  * goal "p99 < 2× unloaded, 0 errors", and the supervisor's restarts at the end.
  *
  * To find which load or port hurts: `--only slow-bodies,flood` runs the loads
- * named (idle, slowloris, slow-bodies, flood, bundle), `--ports api,fhir` aims
+ * named (idle, slowloris, slow-bodies, flood, h2-rapid-reset, gateway-held-uploads, basic-auth-unknown-users, bundle), `--ports api,fhir` aims
  * the socket loads at those ports only (api, gateway-http, gateway-https,
  * gateway-admin, fhir). Every load runs in a child process (bench/attackers.ts)
  * so its writes, requests and garbage never delay the honest caller's own clock; each row
@@ -41,6 +45,8 @@ const BIN = join(root, 'bin/hospital-api.js');
 const IDLE_SOCKETS = 10_000;
 const SLOW_PER_PORT = 200;
 const BUNDLE_RESOURCES = 20_000;
+const HELD_UPLOADS = 300;
+const UNKNOWN_USER_SOURCES = 200;
 
 interface Ports { api: number; fhir: number; gatewayHttp: number; gatewayHttps: number; gatewayAdmin: number }
 
@@ -106,7 +112,6 @@ function listArg(flag: string, known: string[]): string[] {
 
 export async function run(): Promise<BenchSection> {
   const durationMs = parseDuration(process.argv.slice(2), '--duration', 3 * 60_000);
-  const phaseMs = durationMs / 6;
   const dir = mkdtempSync(join(tmpdir(), 'hapi-bench-attack-'));
   const flags = ['--api-port', '--fhir-port', '--gateway-http-port', '--gateway-https-port', '--gateway-admin-port', '--metrics-port', '--platform-port'];
   const portArgs: string[] = [];
@@ -142,6 +147,16 @@ export async function run(): Promise<BenchSection> {
         kind: 'flood', url: `${gw}/fhir-api/Patient`, ca, method: 'GET', concurrency: 10, expect: [401, 429],
         headers: { authorization: `Basic ${Buffer.from('demo:wrong-password').toString('base64')}` },
       }),
+      // issue 45
+      childLoad('HTTP/2 rapid reset by a key holder (4 connections)', {
+        kind: 'h2-rapid-reset', origin: gw, ca, path: '/fhir-api-key-auth/Patient?_count=1000', headers: { apikey: apiKey }, count: 4,
+      }),
+      childLoad(`held uploads through the gateway by a key holder (${HELD_UPLOADS})`, {
+        kind: 'gateway-held-uploads', origin: gw, ca, path: '/fhir-api-key-auth/Patient', headers: { apikey: apiKey }, count: HELD_UPLOADS,
+      }),
+      childLoad(`basic-auth random usernames (${UNKNOWN_USER_SOURCES} addresses)`, {
+        kind: 'basic-auth-unknown-users', origin: gw, ca, path: '/fhir-api/Patient', headers: {}, count: UNKNOWN_USER_SOURCES,
+      }),
       childLoad(`${BUNDLE_RESOURCES}-resource Bundle through the gateway`, {
         kind: 'bundle', url: `${gw}/fhir-api-key-auth`, ca, method: 'POST', concurrency: 1, expect: [200], bundleResources: BUNDLE_RESOURCES,
         headers: { 'content-type': 'application/fhir+json', apikey: apiKey },
@@ -149,6 +164,8 @@ export async function run(): Promise<BenchSection> {
     ];
 
     const only = listArg('--only', loads.map((l) => l.key));
+    // The duration shared by the unloaded run and each load run.
+    const phaseMs = durationMs / (1 + only.length);
     const token = tokens[0]!;
     const honest = async (): Promise<{ p50: number; p99: number; n: number; errors: number; kinds: string; loopP99: number }> => {
       const loop = monitorEventLoopDelay({ resolution: 10 });
