@@ -109,3 +109,66 @@ describe('HTTP/2 rapid reset by a key holder', () => {
     expect(upstreamOpen).toBeLessThanOrEqual(UPSTREAM_CONNECTIONS);
   }, 60_000);
 });
+
+describe('HTTP/2 streams per client address', () => {
+  const PER_CLIENT = 4;
+  let ca: KeyAndCert;
+  let cert: KeyAndCert;
+  let upstream: { server: Server; port: number };
+  let gw: RunningProxy;
+  const held: Array<import('node:http').ServerResponse> = [];
+  const snapshots = new Snapshots();
+
+  beforeAll(async () => {
+    ca = generateCa({ commonName: 'H2 Per Client CA' });
+    cert = issueCertificate(ca, { commonName: '127.0.0.1', hosts: ['127.0.0.1'], usage: 'server' });
+    upstream = await startUpstream((_req, res) => held.push(res));
+    const c = emptyConfig();
+    route(c, service(c, { host: '127.0.0.1', port: upstream.port }), { paths: ['/held'] });
+    snapshots.set(c);
+    gw = await startProxyOn(snapshots, { http: false, https: { cert: cert.certPem, key: cert.keyPem }, limits: { h2MaxStreamsPerClient: PER_CLIENT } });
+  });
+  afterAll(async () => {
+    for (const r of held.splice(0)) r.end();
+    await gw.close();
+    upstream.server.close();
+  });
+
+  it('refuses a stream past the cap over all of the address\'s connections with REFUSED_STREAM, before it reaches the upstream', async () => {
+    const connect = () =>
+      new Promise<ClientHttp2Session>((resolve, reject) => {
+        const s = h2connect(gw.httpsUrl, { ca: ca.certPem });
+        s.once('remoteSettings', () => resolve(s));
+        s.once('error', reject);
+      });
+    const [a, b] = await Promise.all([connect(), connect()]);
+    try {
+      // Two connections, PER_CLIENT streams between them: all reach the upstream and wait there.
+      const streams = Array.from({ length: PER_CLIENT }, (_, i) => (i % 2 === 0 ? a : b).request({ ':path': `/held/${i}` }).on('error', () => undefined).resume());
+      await until(() => held.length === PER_CLIENT, { what: 'the streams at the upstream' });
+      const refused = await new Promise<number>((resolve) => {
+        const st = b.request({ ':path': '/held/over' });
+        st.on('error', () => undefined);
+        st.once('close', () => resolve(st.rstCode));
+      });
+      expect(refused).toBe(constants.NGHTTP2_REFUSED_STREAM);
+      expect(held.length).toBe(PER_CLIENT);
+      // Once a stream ends, the address may open another.
+      // the upstream sees the path with the route's /held stripped
+      const first = held.splice(held.findIndex((r) => r.req.url === '/0'), 1)[0]!;
+      const firstClosed = new Promise((resolve) => streams[0]!.once('close', resolve));
+      first.end('done');
+      await firstClosed;
+      const next = await new Promise<number>((resolve) => {
+        const st = a.request({ ':path': '/held/next' });
+        st.on('error', () => undefined);
+        st.once('response', (h) => resolve(Number(h[':status'])));
+        void until(() => held.length === PER_CLIENT, { what: 'the next stream at the upstream' }).then(() => held.at(-1)!.end('ok'));
+      });
+      expect(next).toBe(200);
+    } finally {
+      a.destroy();
+      b.destroy();
+    }
+  });
+});
