@@ -81,10 +81,9 @@ export function guardH2(server: Http2SecureServer, limits: H2Limits): () => H2Gu
     if (session.destroyed || session.closed) return;
     stats.calmed++;
     session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
-    // destroy() waits for nghttp2's pending writes before it closes the socket: close it now.
-    const socket = session.socket;
+    // Closes the connection on the gateway's side at once (its socket cannot be touched directly:
+    // Node's session socket proxy throws ERR_HTTP2_NO_SOCKET_MANIPULATION on destroy).
     session.destroy();
-    socket?.destroy();
   };
 
   server.on('session', (session: Http2Session) => {
@@ -112,10 +111,9 @@ export function guardH2(server: Http2SecureServer, limits: H2Limits): () => H2Gu
       stream.once('close', () => {
         c.streams--;
         if (c.sessions === 0 && c.streams === 0) clients.delete(address);
-      });
-      // 'aborted': the client reset the stream (or the connection died) before the answer ended.
-      stream.once('aborted', () => {
-        if (session.destroyed) return;
+        // Closed with an error code: reset by the client (RST_STREAM), or cut by the gateway because the client
+        // went away. Node's 'aborted' misses a stream reset once its answer has ended, so the code is what counts.
+        if (stream.rstCode === constants.NGHTTP2_NO_ERROR || stream.rstCode === undefined || session.destroyed) return;
         const now = Date.now();
         const here = resets.add(now);
         const all = c.resets.add(now);
