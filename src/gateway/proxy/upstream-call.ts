@@ -169,6 +169,12 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   }
 
   abort(err: Error): void {
+    // The client is gone: its share is free at once, whatever undici still has to do to drop the request
+    // (a key holder resetting streams held the share of its consumer with requests nobody wanted).
+    if (this.holding) {
+      this.holding = false;
+      this.slots.release(this.slotKey);
+    }
     if (this.abortFn !== null) this.abortFn(err);
     else this.cancelled ??= err;
   }

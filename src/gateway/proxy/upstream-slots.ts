@@ -7,7 +7,8 @@
  * The nearest thing in nginx is limit_conn on a key; its answer past the limit
  * is a status of the operator's choice (503 by default). Here it is 429 with
  * Retry-After, as Kong's own limiting plugins answer, since the limit is the
- * caller's own (exchange.ts).
+ * caller's own (exchange.ts). A slot is held from dispatch until the call ends
+ * or its client leaves (upstream-call.ts), whichever comes first.
  */
 export class UpstreamSlots {
   private inFlight = 0;

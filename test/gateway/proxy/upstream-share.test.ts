@@ -113,4 +113,30 @@ describe('upstream connections shared between callers', () => {
     release(1);
     expect(seen).not.toContain('/c-gone');
   });
+
+  it("frees a caller's share as soon as its client leaves, though the request still waits in the pool", async () => {
+    seen.length = 0;
+    const busy = [
+      send('/keyed/a0', { apikey: 'alice-key-0123456789' }),
+      send('/keyed/a1', { apikey: 'alice-key-0123456789' }),
+      send('/keyed/b0', { apikey: 'bob-key-0123456789' }),
+      send('/keyed/b1', { apikey: 'bob-key-0123456789' }),
+    ];
+    await until(() => seen.length === POOL, { what: 'the pool full' });
+    const gone = new AbortController();
+    const third = send('/keyed/a-gone', { apikey: 'alice-key-0123456789' }, { signal: gone.signal });
+    await until(() => gw.proxy.upstreamInFlight() === POOL + 1, { what: "alice's third request waiting in the pool" });
+    gone.abort();
+    expect((await third).status).toBe(0);
+    await until(() => gw.proxy.upstreamInFlight() === POOL, { what: "alice's share given back" });
+    // alice has 2 of her 3 in use: a new request is taken (it waits for a connection), not refused.
+    const next = send('/keyed/a-next', { apikey: 'alice-key-0123456789' });
+    await until(() => gw.proxy.upstreamInFlight() === POOL + 1, { what: "alice's next request taken" });
+    release(POOL);
+    await Promise.all(busy);
+    await until(() => seen.includes('/a-next'), { what: "alice's next request at the upstream" });
+    release(1);
+    expect((await next).status).toBe(200);
+    expect(seen).not.toContain('/a-gone');
+  });
 });
