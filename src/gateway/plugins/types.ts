@@ -38,6 +38,11 @@ export interface RequestState {
   authenticated: boolean;
   /** Headers to set (value) or remove (null) upstream, lower-case names. */
   upstreamHeaders: Map<string, string | null> | null;
+  /**
+   * A request body follows, whatever its framing: a Content-Length other than 0, Transfer-Encoding
+   * (HTTP/1.1), or HTTP/2 headers without END_STREAM (which may carry no length at all, issue 45).
+   */
+  readonly hasBody: boolean;
   /** The request body when a plugin buffered (and maybe rewrote) it. */
   body: Buffer | null;
   /** Response headers added by plugins' access phase (rate-limiting), flat pairs. */

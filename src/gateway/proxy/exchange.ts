@@ -10,11 +10,15 @@ import type { Exit, PluginRunner } from '../plugins/types.js';
 import type { CompiledRoute } from './compile.js';
 import { sendKongResponse } from './kong-response.js';
 import { resolveSlot, type ChainSlot } from './plugin-chain.js';
+import { BODY_BUDGET_MESSAGE, BODY_TIMEOUT_MESSAGE, BodyReadError } from './request-body.js';
 import type { ProxyRequestState } from './request-state.js';
 import type { RequestHead } from './request-head.js';
 import { UpstreamCall, type FailureSink } from './upstream-call.js';
+import { callerKey, type UpstreamSlots } from './upstream-slots.js';
 import { upstreamHeaders } from './upstream-headers.js';
 import { upstreamPathV0 } from './upstream-uri.js';
+
+export const TOO_MANY_IN_FLIGHT = 'Too many requests in progress';
 
 /** The exchange a response belongs to (its log phase runs on the response's close, no per-request closure). */
 const EXCHANGE = Symbol('exchange');
@@ -49,6 +53,8 @@ export class Exchange implements FailureSink {
     readonly head: RequestHead,
     readonly requestId: string,
     readonly startedAt: number,
+    /** The proxy's count of upstream requests in flight. */
+    private readonly slots: UpstreamSlots,
     /** The peer is in trusted_ips (its X-Forwarded-* are passed on). */
     readonly trusted = false,
   ) {
@@ -74,7 +80,7 @@ export class Exchange implements FailureSink {
       }
       if (r instanceof Promise) {
         const next = i + 1;
-        r.then((exit) => (exit ? this.exit(exit) : this.run(chain, next)), (err: unknown) => this.internalError(err));
+        r.then((exit) => (exit ? this.exit(exit) : this.run(chain, next)), (err: unknown) => this.failed(err));
         return;
       }
       if (r) {
@@ -166,6 +172,30 @@ export class Exchange implements FailureSink {
     });
   }
 
+  /** A plugin's promise or the body read failed: a body that could not be read is answered as such, anything else is a 500. */
+  private failed(err: unknown): void {
+    if (err instanceof BodyReadError) this.bodyFailed(err);
+    else this.internalError(err);
+  }
+
+  /**
+   * The body could not be read whole: 408 on a stalled read (nginx's client_body_timeout), 503 past the
+   * memory budget, nothing when the client left. The unread rest of the body is not waited for: an HTTP/1.1
+   * connection closes after the answer, an HTTP/2 stream is reset once answered.
+   */
+  private bodyFailed(err: BodyReadError): void {
+    const { req, res } = this;
+    if (err.status === 0) {
+      res.destroy();
+      return;
+    }
+    const h2 = req.httpVersionMajor === 2;
+    const headers = h2 ? [] : ['Connection', 'close'];
+    if (err.status === 503) headers.push('Retry-After', '1');
+    this.exit({ status: err.status, message: err.status === 408 ? BODY_TIMEOUT_MESSAGE : BODY_BUDGET_MESSAGE, headers });
+    if (h2) res.once('finish', () => (req as unknown as { stream: { close(): void } }).stream.close());
+  }
+
   private internalError(err: unknown): void {
     // Only the error's kind: messages could echo request data (keys, passwords).
     process.stderr.write(`gateway: plugin error (${(err as Error)?.name ?? 'unknown'}) on request ${this.requestId}\n`);
@@ -183,7 +213,20 @@ export class Exchange implements FailureSink {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     let body: Buffer | IncomingMessage | null = state.body;
-    if (body === null && !state.bodyRead && head.hasBody) body = req;
+    if (body === null && !state.bodyRead && head.hasBody) {
+      if (r.request_buffering) {
+        // Kong's proxy_request_buffering on: the whole body first, then the upstream request (issue 45).
+        state.readBody(Infinity).then(() => this.proxy(route), (err: unknown) => this.failed(err));
+        return;
+      }
+      body = req;
+    }
+    const slotKey = callerKey(service.id, state.consumer === null ? null : state.consumer.id, state.clientIp);
+    if (!this.slots.tryAcquire(slotKey)) {
+      // This caller already has its share of the service's connections in use (upstream-slots.ts).
+      this.exit({ status: 429, message: TOO_MANY_IN_FLIGHT, headers: ['Retry-After', '1'] });
+      return;
+    }
     const responseHeaders = this.pluginHeaders();
     responseHeaders.push('X-Kong-Request-Id', this.requestId);
     const headers = upstreamHeaders(req.rawHeaders, state.upstreamHeaders, {
@@ -200,7 +243,7 @@ export class Exchange implements FailureSink {
     });
     const target = state.query === '' ? path : `${path}?${state.query}`;
     const peerHost = service.balancer !== null && !(r.preserve_host && hostHeader !== '');
-    this.call = new UpstreamCall(this.res, this, service, state.method, target, headers, body, responseHeaders, this.startedAt, peerHost);
+    this.call = new UpstreamCall(this.res, this, service, state.method, target, headers, body, responseHeaders, this.startedAt, this.slots, slotKey, peerHost);
     this.call.start();
   }
 }

@@ -18,12 +18,25 @@ import { HealthRegistry } from './balancer.js';
 import { compileSnapshot, type CompileCaches, type CompiledConfig } from './compile.js';
 import { Exchange } from './exchange.js';
 import { normalisePath } from './normalise-path.js';
+import { BodyBudget, DEFAULT_BODY_LIMITS, type BodyLimits } from './request-body.js';
 import { readHead } from './request-head.js';
 import { nextRequestId } from './request-id.js';
 import { ProxyRequestState } from './request-state.js';
 import { compileCertificates, type CertificateTable } from './sni-certificates.js';
 import { isTrusted, realIp, type TrustedIps } from './trusted-ips.js';
 import { UpstreamPools } from './upstream-pools.js';
+import { UpstreamSlots } from './upstream-slots.js';
+
+/** Upstream connections per service pool and requests in flight per caller of a service (issue 45; ProxyLimits, listeners.ts). */
+export interface UpstreamLimits {
+  upstreamConnectionsPerService: number;
+  upstreamRequestsPerCaller: number;
+}
+
+export const DEFAULT_UPSTREAM_LIMITS: UpstreamLimits = {
+  upstreamConnectionsPerService: 128,
+  upstreamRequestsPerCaller: 32,
+};
 
 const NO_ROUTE = 'no Route matched with those values';
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
@@ -71,6 +84,10 @@ export class GatewayProxy {
   private status: ProxyHealth = { appliedVersion: null, latestVersion: 0, degraded: false, error: null };
 
   private readonly trustedIps: TrustedIps;
+  /** Upstream requests in flight (issue 45). */
+  private readonly slots = new UpstreamSlots(DEFAULT_UPSTREAM_LIMITS.upstreamRequestsPerCaller);
+  /** Request bodies held in memory (request buffering, plugins), bounded by the listeners' limits. */
+  private bodyBudget = new BodyBudget(DEFAULT_BODY_LIMITS);
 
   constructor(
     private readonly source: () => ConfigSnapshot,
@@ -78,6 +95,22 @@ export class GatewayProxy {
   ) {
     this.trustedIps = options.trustedIps ?? null;
     this.caches = { pools: new UpstreamPools(), health: new HealthRegistry(), prometheus: options.prometheus ?? null };
+  }
+
+  /** Upstream requests dispatched and not yet ended, over every service. */
+  upstreamInFlight(): number {
+    return this.slots.total();
+  }
+
+  /** The body and upstream limits of the listeners serving this proxy (ProxyLimits, listeners.ts): set before they listen. */
+  useLimits(limits: BodyLimits & UpstreamLimits): void {
+    this.bodyBudget = new BodyBudget({ bodyTimeoutMs: limits.bodyTimeoutMs, maxBufferedBodyBytes: limits.maxBufferedBodyBytes });
+    this.slots.perCaller = limits.upstreamRequestsPerCaller;
+    if (this.caches.pools.connections !== limits.upstreamConnectionsPerService) {
+      this.caches.pools.connections = limits.upstreamConnectionsPerService;
+      // Pools are keyed by their cap: the next compile takes new ones, and sweeps the old.
+      this.snapshot = null;
+    }
   }
 
   /** A listener's 'connection' handler: counts the connection while it is open. */
@@ -162,8 +195,8 @@ export class GatewayProxy {
     const trusted = this.trustedIps !== null && isTrusted(this.trustedIps, peer);
     // From a trusted peer, X-Real-IP names the client (Kong's real_ip_header; not recursive).
     const client = trusted ? (realIp(req.headers['x-real-ip'] as string | undefined) ?? peer) : peer;
-    const state = new ProxyRequestState(req, method, path ?? '/', q < 0 ? '' : url.slice(q + 1), scheme, client, route === null ? '' : route.service.id, route === null ? '' : route.route.id);
-    const exchange = new Exchange(req, res, state, route, match === null ? null : match.prefix, head, requestId, startedAt, trusted);
+    const state = new ProxyRequestState(req, method, path ?? '/', q < 0 ? '' : url.slice(q + 1), scheme, client, route === null ? '' : route.service.id, route === null ? '' : route.route.id, head.hasBody, res, this.bodyBudget);
+    const exchange = new Exchange(req, res, state, route, match === null ? null : match.prefix, head, requestId, startedAt, this.slots, trusted);
     if (bad) {
       // nginx (and so Kong) refuses a request with two Host headers: "client sent duplicate host header".
       exchange.exit({ status: 400, message: 'Bad request' });

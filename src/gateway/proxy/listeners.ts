@@ -10,7 +10,9 @@ import type { AddressInfo } from 'node:net';
 import { INTERMEDIATE_POLICY, type TlsServerPolicy } from '../../tls/cipher-policy.js';
 import type { ListenAddress } from '../../util/listen-address.js';
 import { guardSockets, serverTimeouts } from '../../util/socket-guard.js';
-import type { GatewayProxy } from './gateway-proxy.js';
+import { DEFAULT_UPSTREAM_LIMITS, type GatewayProxy, type UpstreamLimits } from './gateway-proxy.js';
+import { DEFAULT_H2_LIMITS, guardH2, refusedStream, type H2Limits } from './h2-guard.js';
+import { DEFAULT_BODY_LIMITS } from './request-body.js';
 import { SERVER, serverTokensOn } from './kong-response.js';
 
 /**
@@ -24,7 +26,7 @@ import { SERVER, serverTokensOn } from './kong-response.js';
  * request in progress for `idleTimeoutMs`, or a TLS one without a finished
  * handshake after `handshakeTimeoutMs`, is closed.
  */
-export interface ProxyLimits {
+export interface ProxyLimits extends H2Limits, UpstreamLimits {
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   /** Idle time between requests on a keep-alive connection. */
@@ -36,6 +38,13 @@ export interface ProxyLimits {
   handshakeTimeoutMs: number;
   /** A connection with no request in progress (silent, or trickling its headers) is closed after this. */
   idleTimeoutMs: number;
+  /**
+   * nginx's client_body_timeout (Kong's default 60 s): the longest wait between two reads of a
+   * request body the gateway reads whole (request buffering, issue 45); past it, 408.
+   */
+  bodyTimeoutMs: number;
+  /** Bytes of request bodies the proxy holds in memory at once, over every request; past it, 503 (request-body.ts). */
+  maxBufferedBodyBytes: number;
 }
 
 export const DEFAULT_PROXY_LIMITS: ProxyLimits = {
@@ -46,6 +55,9 @@ export const DEFAULT_PROXY_LIMITS: ProxyLimits = {
   checkIntervalMs: 1_000,
   handshakeTimeoutMs: 60_000,
   idleTimeoutMs: 60_000,
+  ...DEFAULT_BODY_LIMITS,
+  ...DEFAULT_H2_LIMITS,
+  ...DEFAULT_UPSTREAM_LIMITS,
 }
 
 export interface ProxyListenerOptions {
@@ -100,7 +112,11 @@ function h2RequestTimer(req: IncomingMessage, res: ServerResponse, ms: number): 
 function guarded(proxy: GatewayProxy, scheme: 'http' | 'https', limits: ProxyLimits) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     try {
-      if (req.httpVersionMajor === 2) h2RequestTimer(req, res, limits.requestTimeoutMs);
+      if (req.httpVersionMajor === 2) {
+        // A stream refused by the per-client cap (h2-guard.ts) is already reset.
+        if (refusedStream((req as unknown as Http2ServerRequest).stream)) return;
+        h2RequestTimer(req, res, limits.requestTimeoutMs);
+      }
       proxy.handle(req, res, scheme);
     } catch (err) {
       process.stderr.write(`gateway: request failed (${(err as Error)?.name ?? 'error'})\n`);
@@ -144,6 +160,7 @@ const sessions = new WeakMap<AnyServer, Set<import('node:http2').ServerHttp2Sess
 
 export async function startProxyListeners(o: ProxyListenerOptions): Promise<ProxyListeners> {
   const limits: ProxyLimits = { ...DEFAULT_PROXY_LIMITS, ...(o.limits ?? {}) };
+  o.proxy.useLimits(limits);
   const policy: TlsServerPolicy = { ...(o.tlsPolicy ?? INTERMEDIATE_POLICY) };
   const servers: AnyServer[] = [];
   let http: AddressInfo | null = null;
@@ -168,8 +185,8 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
           ...policy,
           cert: o.https.cert,
           key: o.https.key,
-          // nginx's http2_max_concurrent_streams
-          settings: { maxConcurrentStreams: 128 },
+          // nginx's http2_max_concurrent_streams (h2-guard.ts)
+          settings: { maxConcurrentStreams: limits.h2MaxConcurrentStreams },
           // Kong's certificate phase: an SNI entity's certificate, else the listener's own.
           SNICallback: (servername, cb) => {
             try {
@@ -191,6 +208,7 @@ export async function startProxyListeners(o: ProxyListenerOptions): Promise<Prox
         session.setTimeout(limits.keepAliveTimeoutMs, () => session.close());
       });
       tune(server, limits, true);
+      guardH2(server, limits);
       server.on('connection', o.proxy.countConnection);
       servers.push(server);
       tlsServer = server;

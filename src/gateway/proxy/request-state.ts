@@ -1,7 +1,8 @@
 /** The per-request state the proxy and plugins share (plugins/types.ts RequestState). */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Consumer } from '../model/types.js';
 import type { RequestState } from '../plugins/types.js';
+import { readWholeBody, type BodyBudget } from './request-body.js';
 
 export class ProxyRequestState implements RequestState {
   consumer: Consumer | null = null;
@@ -23,6 +24,12 @@ export class ProxyRequestState implements RequestState {
     readonly clientIp: string,
     readonly serviceId: string,
     readonly routeId: string,
+    /** A body follows (request-head.ts: any framing, HTTP/2 included). */
+    readonly hasBody: boolean,
+    /** The response whose close gives a read body's bytes back to `budget`. */
+    private readonly res: ServerResponse,
+    /** The proxy's memory budget for bodies (request-body.ts). */
+    private readonly budget: BodyBudget,
   ) {}
 
   header(name: string): string | undefined {
@@ -38,31 +45,14 @@ export class ProxyRequestState implements RequestState {
     (this.responseHeaders ??= []).push(name, value);
   }
 
+  /**
+   * Reads the whole body (at most `limit` bytes: null past it), within the body time-out and
+   * the proxy's memory budget (request-body.ts: rejects with BodyReadError otherwise).
+   */
   readBody(limit: number): Promise<Buffer | null> {
     if (this.readingBody) return this.readingBody;
     this.bodyRead = true;
-    this.readingBody = new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      const onData = (chunk: Buffer): void => {
-        size += chunk.length;
-        if (size > limit) {
-          this.req.off('data', onData);
-          this.req.pause();
-          resolve(null);
-          return;
-        }
-        chunks.push(chunk);
-      };
-      this.req.on('data', onData);
-      this.req.once('end', () => {
-        if (size <= limit) {
-          this.body = Buffer.concat(chunks);
-          resolve(this.body);
-        }
-      });
-      this.req.once('error', reject);
-    });
+    this.readingBody = readWholeBody(this.req, this.res, limit, this.budget).then((body) => (this.body = body));
     return this.readingBody;
   }
 }

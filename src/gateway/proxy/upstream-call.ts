@@ -12,6 +12,8 @@ import type { Dispatcher } from 'undici';
 import type { Peer } from './balancer.js';
 import type { CompiledService } from './compile.js';
 import { SERVER, serverTokensOn } from './kong-response.js';
+import { responseClosed } from './request-body.js';
+import type { UpstreamSlots } from './upstream-slots.js';
 
 const VIA = `1.1 ${SERVER}`;
 const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade']);
@@ -76,6 +78,15 @@ export class WriteTimeoutError extends Error {
 export class UpstreamCall implements Dispatcher.DispatchHandler {
   done = false;
   private abortFn: ((err?: Error) => void) | null = null;
+  /**
+   * Set when the client went away before undici handed over its abort function (the request still
+   * waits for a pool connection, or is connecting): undici calls onConnect just before it writes
+   * the request, and the request is aborted there instead of being sent (issue 45: reset HTTP/2
+   * streams left their upstream requests running, each holding a connection to FHIR).
+   */
+  private cancelled: Error | null = null;
+  /** This call holds its caller's slot (taken by the exchange before it starts, given back at its end). */
+  private holding = true;
   private resumeFn: (() => void) | null = null;
   /** When the current attempt was sent, and the first one (Kong's proxy latency ends there). */
   sentAt = 0;
@@ -102,6 +113,9 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     /** Extra downstream headers (plugins, request id); flat pairs. */
     private readonly responseHeaders: string[],
     private readonly startedAt: number,
+    /** The proxy's upstream requests in flight, and this call's key there (a slot already taken). */
+    private readonly slots: UpstreamSlots,
+    private readonly slotKey: string,
     /** Set the Host header to the balancer peer's (preserve_host off). */
     private readonly peerHost = false,
   ) {
@@ -117,6 +131,11 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   }
 
   start(): void {
+    if (this.cancelled !== null || responseClosed(this.res)) {
+      // The client is gone (a stream reset while plugins ran, or before a retry): nothing goes upstream.
+      this.finish();
+      return;
+    }
     this.sentAt = performance.now();
     if (this.firstSentAt === 0) this.firstSentAt = this.sentAt;
     const s = this.service;
@@ -150,7 +169,14 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   }
 
   abort(err: Error): void {
-    this.abortFn?.(err);
+    // The client is gone: its share is free at once, whatever undici still has to do to drop the request
+    // (a key holder resetting streams held the share of its consumer with requests nobody wanted).
+    if (this.holding) {
+      this.holding = false;
+      this.slots.release(this.slotKey);
+    }
+    if (this.abortFn !== null) this.abortFn(err);
+    else this.cancelled ??= err;
   }
 
   resumeUpstream(): void {
@@ -175,10 +201,15 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
 
   onConnect(abort: (err?: Error) => void): void {
     this.abortFn = abort;
+    if (this.cancelled !== null) abort(this.cancelled);
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
     this.resumeFn = resume;
+    if (responseClosed(this.res)) {
+      this.abortFn?.(new Error('client closed'));
+      return false;
+    }
     if (this.peer !== null) this.service.balancer?.reportStatus(this.peer, statusCode);
     const now = performance.now();
     this.respondedAt = now;
@@ -206,6 +237,11 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   }
 
   onData(chunk: Buffer): boolean {
+    if (responseClosed(this.res)) {
+      // Never pause on a response nobody reads: that would hold the upstream connection until read_timeout.
+      this.abortFn?.(new Error('client closed'));
+      return false;
+    }
     if (this.remaining === chunk.length) {
       // The whole (rest of the) body: headers and body leave in one write.
       this.remaining = 0;
@@ -228,7 +264,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
 
   onError(err: Error): void {
     if (this.done) return;
-    if (this.res.headersSent || this.res.destroyed) {
+    if (this.res.headersSent || responseClosed(this.res)) {
       this.finish();
       this.res.destroy();
       return;
@@ -249,6 +285,10 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
 
   private finish(): void {
     this.done = true;
+    if (this.holding) {
+      this.holding = false;
+      this.slots.release(this.slotKey);
+    }
     if (this.writeTimer !== null) this.disarmWriteTimer();
   }
 }

@@ -20,6 +20,11 @@ const KEEP_ALIVE_MS = 60_000;
 
 export class UpstreamPools {
   private pools = new Map<string, Pool>();
+  /**
+   * Connections each pool opens at most (issue 45): past them requests wait in the pool's queue. Without
+   * a cap, a flood of requests opened as many connections as the upstream would take (all 256 of FHIR's).
+   */
+  connections = 128;
   private used = new Set<string>();
 
   /** Marks the start of a compile; pools not requested before `sweep` are closed. */
@@ -28,7 +33,7 @@ export class UpstreamPools {
   }
 
   get(spec: PoolSpec): Pool {
-    const key = JSON.stringify(spec);
+    const key = `${this.connections} ${JSON.stringify(spec)}`;
     this.used.add(key);
     let pool = this.pools.get(key);
     if (!pool) {
@@ -37,6 +42,7 @@ export class UpstreamPools {
         keepAliveTimeout: KEEP_ALIVE_MS,
         keepAliveMaxTimeout: KEEP_ALIVE_MS,
         pipelining: 1,
+        connections: this.connections,
         connect: {
           timeout: spec.connectTimeout,
           ...(spec.protocol === 'https'

@@ -42,6 +42,7 @@ function state(o: { headers?: [string, string][]; query?: string; method?: strin
     clientIp: '127.0.0.1',
     serviceId: 's1',
     routeId: 'r1',
+    hasBody: o.body !== undefined,
     consumer: null,
     credentialId: null,
     authenticated: o.authenticated ?? false,

@@ -8,10 +8,10 @@
  * leaves the queue empty. The socket-level flood is in basic-auth-flood.test.ts.
  */
 import { randomBytes, scryptSync } from 'node:crypto';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { kongSha1Password } from '../../../src/gateway/model/password.js';
 import { scryptCheck, scryptChecksStarted, scryptParams } from '../../../src/gateway/plugins/basic-auth/scrypt-thread.js';
-import { MAX_IN_FLIGHT, MIN_SPACING_MS, PER_SOURCE_QUEUED, PER_USERNAME_QUEUED, verificationLoad, verifyPassword } from '../../../src/gateway/plugins/basic-auth/password-check.js';
+import { BUDGET_BURST, forgetBudgets, MAX_IN_FLIGHT, MIN_SPACING_MS, PER_SOURCE_QUEUED, PER_USERNAME_QUEUED, verificationLoad, verifyPassword } from '../../../src/gateway/plugins/basic-auth/password-check.js';
 
 /** The stored scrypt form with a small cost so the tests run fast. */
 function cheap(password: string, n = 1024): string {
@@ -23,6 +23,9 @@ function cheap(password: string, n = 1024): string {
 function check(password: string, consumerId: string, stored: string, source = '127.0.0.1', username = 'alice') {
   return verifyPassword({ username, password, source }, { consumerId, stored });
 }
+
+// Each test starts with full budgets: sources and usernames are reused from test to test.
+beforeEach(() => forgetBudgets());
 
 async function drained(): Promise<void> {
   for (let i = 0; i < 400 && (verificationLoad().inFlight > 0 || verificationLoad().queued > 0); i++) await new Promise((r) => setTimeout(r, 25));
@@ -133,7 +136,7 @@ describe('verifyPassword', () => {
     await drained();
   });
 
-  it('serves waiting checks round-robin: over usernames, and over sources inside a username', { timeout: 30_000 }, async () => {
+  it('serves first the waiting source with the most of its budget left, in turn among equals: a flooding source waits behind the others', { timeout: 30_000 }, async () => {
     const stored = cheap('right');
     await new Promise((r) => setTimeout(r, 250));
     const order: string[] = [];
@@ -148,8 +151,26 @@ describe('verifyPassword', () => {
     const bob = run('bob', '127.0.0.1', 'bob');
     const alice = run('alice-elsewhere', '127.0.0.3', 'alice');
     await Promise.all([...flood, bob, alice]);
-    // one global queue would serve them last (after all five flood checks)
-    expect(order.slice(0, 4)).toEqual(['flood-0', 'flood-1', 'bob', 'alice-elsewhere']);
+    // one global queue would serve them last (after all five flood checks); the flooding source has spent 5 of its budget, the others 1
+    expect(order.slice(0, 4)).toEqual(['flood-0', 'bob', 'alice-elsewhere', 'flood-1']);
+    await drained();
+  });
+
+  it(`gives a source ${BUDGET_BURST} checks, then answers busy, for an unknown username as for a known one (issue 45)`, { timeout: 30_000 }, async () => {
+    const stored = cheap('right');
+    await new Promise((r) => setTimeout(r, 250));
+    const source = '127.0.0.77';
+    const verdicts: string[] = [];
+    // new usernames each time, so no username's own budget is what refuses them; the budget refills one every few seconds meanwhile
+    for (let i = 0; i < 2 * BUDGET_BURST && !verdicts.includes('busy'); i++) verdicts.push(await check(`spent-${i}-${Math.random()}`, 'c1', stored, source, `user-${i}`));
+    expect(verdicts.indexOf('busy')).toBeGreaterThanOrEqual(BUDGET_BURST);
+    // the clock held, so no refill comes between: the right password of a known username and an unknown username alike
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    expect(await check('right', 'c1', stored, source, 'alice'), 'known username, right password').toBe('busy');
+    expect(await verifyPassword({ username: 'nobody', password: 'x', source }, null), 'unknown username').toBe('busy');
+    vi.useRealTimers();
+    // another source still has its own
+    expect(await check('right', 'c1', stored, '127.0.0.78', 'alice')).toBe('ok');
     await drained();
   });
 

@@ -27,7 +27,7 @@ function post(type: string | null, body: string, query = ''): RequestState {
   const headers: [string, string][] = type === null ? [] : [['content-type', type]];
   const s: RequestState = {
     req: { rawHeaders: headers.flat() } as unknown as IncomingMessage,
-    method: 'POST', path: '/x', query, scheme: 'https', clientIp: '127.0.0.1', serviceId: 's1', routeId: 'r1',
+    method: 'POST', path: '/x', query, scheme: 'https', clientIp: '127.0.0.1', serviceId: 's1', routeId: 'r1', hasBody: true,
     consumer: null, credentialId: null, authenticated: false, upstreamHeaders: null, body: null, responseHeaders: null,
     header: (name) => headers.find(([n]) => n.toLowerCase() === name)?.[1],
     setUpstreamHeader(name, value) {

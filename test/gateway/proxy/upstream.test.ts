@@ -65,6 +65,7 @@ describe('upstream behaviour', () => {
     c.ca_certificates.push({ id: otherCaId, created_at: 1, cert: pki.otherCa.certPem, cert_digest: 'y', tags: null });
     const s = service(c, { host: '127.0.0.1', port: streamPort });
     route(c, s, { paths: ['/s'] });
+    route(c, s, { paths: ['/s-streamed'], request_buffering: false });
     route(c, service(c, { host: '127.0.0.1', port: await freePort(), retries: 1 }), { paths: ['/refused'] });
     route(c, service(c, { host: '127.0.0.1', port: streamPort, read_timeout: 300 }), { paths: ['/slow'], strip_path: false });
     route(c, service(c, { protocol: 'https', host: '127.0.0.1', port: tlsPort, ca_certificates: [caId] }), { paths: ['/tls-good'] });
@@ -105,13 +106,13 @@ describe('upstream behaviour', () => {
     expect(total).toBe(1024 + 8 * MB);
   });
 
-  it('streams a large request body without buffering it', async () => {
+  it('streams a large request body without buffering it on a route with request_buffering false', async () => {
     async function* body() {
       yield Buffer.alloc(1024, 1);
       await upstreamGotFirst.promise; // only once the upstream has the first chunk
       for (let i = 0; i < 8; i++) yield Buffer.alloc(MB, 2);
     }
-    const r = await get(`${gw.url}/s/upload`, { method: 'POST', body: Readable.from(body()) });
+    const r = await get(`${gw.url}/s-streamed/upload`, { method: 'POST', body: Readable.from(body()) });
     expect(JSON.parse(r.text)).toEqual({ total: 1024 + 8 * MB });
   });
 

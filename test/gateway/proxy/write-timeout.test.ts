@@ -38,8 +38,8 @@ describe('service write_timeout', () => {
     echo = await startUpstream((_req, res, body) => res.end(JSON.stringify({ total: body.length })));
     const c = emptyConfig();
     const port = (stalled.address() as AddressInfo).port;
-    route(c, service(c, { host: '127.0.0.1', port, write_timeout: 300, read_timeout: 60_000 }), { paths: ['/stalled'] });
-    route(c, service(c, { host: '127.0.0.1', port: echo.port, write_timeout: 300 }), { paths: ['/slow-upload'] });
+    route(c, service(c, { host: '127.0.0.1', port, write_timeout: 300, read_timeout: 60_000 }), { paths: ['/stalled'], request_buffering: false });
+    route(c, service(c, { host: '127.0.0.1', port: echo.port, write_timeout: 300 }), { paths: ['/slow-upload'], request_buffering: false });
     const snapshots = new Snapshots();
     snapshots.set(c);
     gw = await startProxy(snapshots);

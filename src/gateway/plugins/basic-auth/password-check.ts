@@ -11,18 +11,24 @@
  * - the CPU bound is per process and overall: at most MAX_IN_FLIGHT scrypt
  *   checks run, starting at least MIN_SPACING_MS apart (at most 5 a second:
  *   about 18% of one core per process at ~35 ms each, whatever is sent);
- * - the checks waiting for that are scheduled fairly, not in one global
- *   queue: each waits in the queue of its username, and inside it in the
- *   queue of its source (the client IP as the proxy sees it, after
- *   trusted_ips). Usernames take turns, and inside a username the sources take
- *   turns. A source may have at most PER_SOURCE_QUEUED checks waiting (over all
- *   usernames) and a username at most PER_USERNAME_QUEUED (over all sources);
- *   past either the request gets 503 with Retry-After at once. So a flood
- *   of guesses from one address fills only that address's share, and a valid
- *   user from another address is checked within a few turns (issue 24: one
- *   global queue of 16 refused 37 of 37 honest users). A flood against one
- *   username from many addresses fills only that username's share. MAX_QUEUED
- *   bounds the whole (memory), for floods from very many addresses.
+ * - each source (the client IP as the proxy sees it, after trusted_ips)
+ *   and each username has a budget of scrypt checks (BUDGET_BURST, one more
+ *   every BUDGET_REFILL_MS); a check past either is answered busy (503 with
+ *   Retry-After) at once, whether the username exists or not (issue 45);
+ * - the checks waiting are scheduled fairly, not in one global queue: each
+ *   waits in the queue of its source, and the source served next is the one
+ *   with the most of its budget left, so a client that has had few checks
+ *   lately goes before addresses that flood (sources with equal budgets take
+ *   turns). A source may have at most PER_SOURCE_QUEUED checks waiting and a
+ *   username at most PER_USERNAME_QUEUED; MAX_QUEUED bounds the whole
+ *   (memory), and when it is full a newcomer takes the place of the newest
+ *   check of the source that has spent the most, if that is more than the
+ *   newcomer's (issue 45: random usernames from 200 addresses filled it, and
+ *   valid users from elsewhere got 503, issue 24: one global queue of 16
+ *   refused 37 of 37 honest users);
+ * - verdicts are remembered right and wrong apart, each map bounded and
+ *   dropping its oldest entry, so a flood of failures never pushes out the
+ *   right passwords of valid users;
  * - an unknown username is checked against a hash no password matches, made
  *   once per process with the cost of a real one
  *   (model/password.ts unmatchableBasicAuthPasswordHash), through the same
@@ -41,22 +47,75 @@ export const MIN_SPACING_MS = 200;
 export const PER_SOURCE_QUEUED = 4;
 export const PER_USERNAME_QUEUED = 8;
 export const MAX_QUEUED = 256;
+/**
+ * The scrypt checks a source, and a username, may start: a bucket of BUDGET_BURST, refilled by one
+ * every BUDGET_REFILL_MS (issue 45). Known and unknown usernames draw on the same budgets, so a
+ * "busy" answer says nothing about whether a username exists.
+ */
+export const BUDGET_BURST = 20;
+export const BUDGET_REFILL_MS = 3_000;
+/** Sources and usernames whose budgets are remembered (the least recently used is forgotten past it). */
+const BUDGETS_MAX = 10_000;
 const OK_TTL_MS = 5 * 60_000;
 const BAD_TTL_MS = 60_000;
 const CACHE_MAX = 10_000;
 
 const key = randomBytes(32);
-const remembered = new Map<string, { ok: boolean; until: number }>();
+/**
+ * Verdicts remembered, right and wrong apart, each bounded and dropping its oldest entry when full
+ * (issue 45: one shared map, cleared whenever full, let a flood of unknown usernames wipe the
+ * right passwords of valid users every 10,000 guesses, who then queued behind the flood).
+ */
+const rememberedOk = new Map<string, number>();
+const rememberedBad = new Map<string, number>();
 let unknownUser: { stored: string; params: ScryptParams } | null = null;
 let inFlight = 0;
 let lastStart = -Infinity;
 let pumpTimer: NodeJS.Timeout | null = null;
 
-/** Waiting checks: username → source → starters, each Map in turn order (served first = first key). */
-const lanes = new Map<string, Map<string, Array<() => void>>>();
+interface Waiting {
+  start: (go: boolean) => void;
+  username: string;
+}
+
+/** Waiting checks: source → its checks in arrival order; the Map in turn order (a source served goes to the back). */
+const lanes = new Map<string, Waiting[]>();
 const waitingBySource = new Map<string, number>();
 const waitingByUsername = new Map<string, number>();
 let queued = 0;
+
+/** A token bucket (tokens, when last refilled). */
+interface Budget {
+  tokens: number;
+  at: number;
+}
+const sourceBudgets = new Map<string, Budget>();
+const usernameBudgets = new Map<string, Budget>();
+
+/** The tokens left in `k`'s bucket now (refilled for the time passed); moves `k` to the back (most recently used). */
+function budgetOf(m: Map<string, Budget>, k: string, now: number): Budget {
+  let b = m.get(k);
+  if (b === undefined) {
+    if (m.size >= BUDGETS_MAX) m.delete(m.keys().next().value as string);
+    b = { tokens: BUDGET_BURST, at: now };
+  } else {
+    m.delete(k);
+    const refill = Math.floor((now - b.at) / BUDGET_REFILL_MS);
+    if (refill > 0) {
+      b.tokens = Math.min(BUDGET_BURST, b.tokens + refill);
+      b.at = b.tokens === BUDGET_BURST ? now : b.at + refill * BUDGET_REFILL_MS;
+    }
+  }
+  m.set(k, b);
+  return b;
+}
+
+/** The tokens a source has left now, without touching its place (for scheduling). */
+function tokensOf(source: string, now: number): number {
+  const b = sourceBudgets.get(source);
+  if (b === undefined) return BUDGET_BURST;
+  return Math.min(BUDGET_BURST, b.tokens + Math.floor((now - b.at) / BUDGET_REFILL_MS));
+}
 
 export type Verdict = 'ok' | 'bad' | 'busy';
 
@@ -78,8 +137,19 @@ function cacheKey(stored: string, username: string, password: string): string {
 }
 
 function remember(k: string, ok: boolean): void {
-  if (remembered.size >= CACHE_MAX) remembered.clear();
-  remembered.set(k, { ok, until: Date.now() + (ok ? OK_TTL_MS : BAD_TTL_MS) });
+  const m = ok ? rememberedOk : rememberedBad;
+  if (m.size >= CACHE_MAX) m.delete(m.keys().next().value as string);
+  m.set(k, Date.now() + (ok ? OK_TTL_MS : BAD_TTL_MS));
+}
+
+/** A remembered verdict for `k`: true (right), false (wrong), or null (none, or expired). */
+function recall(k: string): boolean | null {
+  const now = Date.now();
+  const ok = rememberedOk.get(k);
+  if (ok !== undefined && ok > now) return true;
+  const bad = rememberedBad.get(k);
+  if (bad !== undefined && bad > now) return false;
+  return null;
 }
 
 function unknownUserHash(): { stored: string; params: ScryptParams } {
@@ -96,28 +166,43 @@ function count(m: Map<string, number>, k: string, by: number): void {
   else m.set(k, n);
 }
 
-/** The next waiting check, round-robin over usernames and, inside one, over sources. */
-function takeNext(): (() => void) | undefined {
-  const first = lanes.entries().next();
-  if (first.done === true) return undefined;
-  const [username, sources] = first.value;
-  const [source, starters] = sources.entries().next().value as [string, Array<() => void>];
-  const start = starters.shift();
-  // served: this source goes to the back of its username's turn, the username to the back of all
-  sources.delete(source);
-  if (starters.length > 0) sources.set(source, starters);
-  lanes.delete(username);
-  if (sources.size > 0) lanes.set(username, sources);
+/** Removes `w`, the first (or, `last`, the newest) waiting check of `source`, from the queues. */
+function unqueue(source: string, last: boolean): Waiting | undefined {
+  const list = lanes.get(source);
+  if (list === undefined) return undefined;
+  const w = last ? list.pop() : list.shift();
+  if (w === undefined) return undefined;
+  // served: this source goes to the back of the turn
+  lanes.delete(source);
+  if (list.length > 0) lanes.set(source, list);
   queued--;
   count(waitingBySource, source, -1);
-  count(waitingByUsername, username, -1);
-  return start;
+  count(waitingByUsername, w.username, -1);
+  return w;
+}
+
+/**
+ * The source served next: the one with the most of its budget left (it has had the fewest checks
+ * lately: an honest client among flooding addresses goes first), in turn order among equals.
+ */
+function nextSource(now: number): string | undefined {
+  let best: string | undefined;
+  let bestTokens = -1;
+  for (const source of lanes.keys()) {
+    const t = tokensOf(source, now);
+    if (t > bestTokens) {
+      best = source;
+      bestTokens = t;
+    }
+  }
+  return best;
 }
 
 /** Starts the next waiting check when a slot is free and the spacing has passed. */
 function pump(): void {
   if (inFlight >= MAX_IN_FLIGHT || queued === 0 || pumpTimer !== null) return;
-  const wait = lastStart + MIN_SPACING_MS - Date.now();
+  const now = Date.now();
+  const wait = lastStart + MIN_SPACING_MS - now;
   if (wait > 0) {
     pumpTimer = setTimeout(() => {
       pumpTimer = null;
@@ -125,39 +210,62 @@ function pump(): void {
     }, wait);
     return;
   }
-  const start = takeNext() as () => void;
+  const w = unqueue(nextSource(now) as string, false) as Waiting;
   inFlight++;
-  lastStart = Date.now();
-  start();
+  lastStart = now;
+  w.start(true);
 }
 
-/** Waits for a verification slot; false when this source's, this username's or the whole share is full. */
+/**
+ * Makes room in a full queue for a check from `source`: the newest waiting check of the source that
+ * has used the most of its budget is answered busy, if that source has used more than `source` has.
+ */
+function evictFor(source: string, now: number): boolean {
+  const mine = tokensOf(source, now);
+  let worst: string | undefined;
+  let worstTokens = mine;
+  for (const s of lanes.keys()) {
+    const t = tokensOf(s, now);
+    if (t < worstTokens) {
+      worst = s;
+      worstTokens = t;
+    }
+  }
+  if (worst === undefined) return false;
+  unqueue(worst, true)?.start(false);
+  return true;
+}
+
+/**
+ * Waits for a verification slot; false (busy) when this source's or username's budget is spent,
+ * or its share of the queue is full, or the whole queue is full of sources that have used less.
+ */
 async function acquire(source: string, username: string): Promise<boolean> {
-  if (inFlight < MAX_IN_FLIGHT && queued === 0 && Date.now() - lastStart >= MIN_SPACING_MS) {
+  const now = Date.now();
+  if ((waitingBySource.get(source) ?? 0) >= PER_SOURCE_QUEUED || (waitingByUsername.get(username) ?? 0) >= PER_USERNAME_QUEUED) return false;
+  const sourceBudget = budgetOf(sourceBudgets, source, now);
+  const usernameBudget = budgetOf(usernameBudgets, username, now);
+  if (sourceBudget.tokens < 1 || usernameBudget.tokens < 1) return false;
+  if (inFlight < MAX_IN_FLIGHT && queued === 0 && now - lastStart >= MIN_SPACING_MS) {
+    sourceBudget.tokens--;
+    usernameBudget.tokens--;
     inFlight++;
-    lastStart = Date.now();
+    lastStart = now;
     return true;
   }
-  if (
-    queued >= MAX_QUEUED ||
-    (waitingBySource.get(source) ?? 0) >= PER_SOURCE_QUEUED ||
-    (waitingByUsername.get(username) ?? 0) >= PER_USERNAME_QUEUED
-  ) {
-    return false;
-  }
-  const slot = new Promise<void>((resolve) => {
-    let sources = lanes.get(username);
-    if (sources === undefined) lanes.set(username, (sources = new Map()));
-    let starters = sources.get(source);
-    if (starters === undefined) sources.set(source, (starters = []));
-    starters.push(resolve);
+  if (queued >= MAX_QUEUED && !evictFor(source, now)) return false;
+  sourceBudget.tokens--;
+  usernameBudget.tokens--;
+  const slot = new Promise<boolean>((resolve) => {
+    let list = lanes.get(source);
+    if (list === undefined) lanes.set(source, (list = []));
+    list.push({ start: resolve, username });
   });
   queued++;
   count(waitingBySource, source, 1);
   count(waitingByUsername, username, 1);
   pump();
-  await slot;
-  return true;
+  return slot;
 }
 
 function release(): void {
@@ -172,8 +280,8 @@ function release(): void {
 export async function verifyPassword(attempt: Attempt, cred: StoredPassword | null): Promise<Verdict> {
   const stored = cred === null ? unknownUserHash().stored : cred.stored;
   const k = cacheKey(stored, attempt.username, attempt.password);
-  const hit = remembered.get(k);
-  if (hit !== undefined && hit.until > Date.now()) return hit.ok && cred !== null ? 'ok' : 'bad';
+  const hit = recall(k);
+  if (hit !== null) return hit && cred !== null ? 'ok' : 'bad';
   const params = cred === null ? unknownUserHash().params : scryptParams(stored);
   // Kong's SHA-1 form costs microseconds: no queue for it.
   if (params === null) {
@@ -189,6 +297,12 @@ export async function verifyPassword(attempt: Attempt, cred: StoredPassword | nu
   } finally {
     release();
   }
+}
+
+/** For tests: forgets every source's and username's budget (each test starts with full ones). */
+export function forgetBudgets(): void {
+  sourceBudgets.clear();
+  usernameBudgets.clear();
 }
 
 /** For tests: what is in flight and waiting now, in all and (given) for one source or username. */

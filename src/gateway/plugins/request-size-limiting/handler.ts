@@ -1,7 +1,9 @@
 /**
  * request-size-limiting (Kong's kong/plugins/request-size-limiting/handler.lua): 413 "Request size limit exceeded" (417
- * with Expect: 100-continue) from Content-Length; a chunked body is buffered
- * up to the limit; require_content_length → 411 when neither is present.
+ * with Expect: 100-continue) from Content-Length; without one, require_content_length → 411 (as Kong, before any
+ * body is read), else a body in any other framing (HTTP/1.1 chunked, an HTTP/2 stream without a length) is
+ * buffered up to the limit and refused past it, as Kong reads it with kong.request.get_raw_body. Until issue 45
+ * only a chunked body was counted: an HTTP/2 body without a length passed unchecked (60 MB reached FHIR).
  */
 import type { AccessResult, CompileEnv, PluginHandler, PluginRunner, RequestState } from '../types.js';
 import type { RequestSizeLimitingConfig } from './schema.js';
@@ -23,10 +25,8 @@ function compile(raw: Readonly<Record<string, unknown>>, _env: CompileEnv): Plug
       if (length !== undefined) {
         return Number(length) > limit ? tooLarge(state) : undefined;
       }
-      const chunked = state.header('transfer-encoding')?.toLowerCase().includes('chunked') ?? false;
-      if (!chunked) {
-        return conf.require_content_length ? { status: 411, message: 'A valid Content-Length header is required' } : undefined;
-      }
+      if (conf.require_content_length) return { status: 411, message: 'A valid Content-Length header is required' };
+      if (!state.hasBody) return undefined;
       return state.readBody(limit).then((body) => (body === null ? tooLarge(state) : undefined));
     },
   };
