@@ -20,6 +20,7 @@ interface GatewayFlags extends GlobalOptions {
   followState?: boolean;
   trustedIps?: string;
   headers?: string;
+  proxyAddHeader?: string;
   sslCipherSuite?: string;
   sslCiphers?: string;
   sslProtocols?: string;
@@ -87,6 +88,7 @@ export function register(program: Command): void {
     .option('--state <file>', 'configuration state file (default <install dir>/gateway/state.json)')
     .option('--follow-state', 'serve each new version of the state file another process writes there (a bad one keeps the last good configuration)')
     .option('--headers <list>', "Kong's headers: off, or a list; without server_tokens no Server/Via names kong/x.y.z (default: on)")
+    .option('--proxy-add-header <directive>', 'Kong\'s nginx_proxy_add_header: `<name> "<value>" [always]` on the proxy ports\' answers (install: HSTS); default: $KONG_NGINX_PROXY_ADD_HEADER, else none')
     .option('--trusted-ips <list>', "Kong's trusted_ips: comma-separated IPs/CIDRs whose X-Forwarded-* and X-Real-IP are believed (default: none)")
     .option('--ssl-cipher-suite <name>', "Kong's ssl_cipher_suite: modern, intermediate, old, fips or custom (default: KONG_SSL_CIPHER_SUITE, else intermediate)")
     .option('--ssl-ciphers <list>', "Kong's ssl_ciphers, an OpenSSL cipher list; with custom only (default: KONG_SSL_CIPHERS)")
@@ -96,6 +98,7 @@ export function register(program: Command): void {
       action<GatewayFlags>('gateway', async (flags, io) => {
         const server = await import('../gateway/server.js');
         const { kongTlsSettingsFromEnv } = await import('../gateway/proxy/tls-settings.js');
+        const { parseProxyAddHeader } = await import('../gateway/proxy/proxy-add-header.js');
         // Kong's KONG_SSL_* variables (kong/conf_loader: the environment overrides kong.conf); a flag overrides its variable
         const fromEnv = kongTlsSettingsFromEnv(process.env);
         const tls = {
@@ -118,6 +121,7 @@ export function register(program: Command): void {
           followState: flags.followState === true,
           trustedIps: trustedIps(flags.trustedIps),
           serverTokens: serverTokens(flags.headers),
+          proxyAddHeaders: parseProxyAddHeader(flags.proxyAddHeader ?? process.env.KONG_NGINX_PROXY_ADD_HEADER ?? ''),
           tls,
           version: VERSION,
         });

@@ -14,6 +14,7 @@ import { PrometheusExporter } from './plugins/prometheus/exporter.js';
 import { KONG_VERSION } from './plugins/version.js';
 import { GatewayProxy, type ProxyHealth } from './proxy/gateway-proxy.js';
 import { startProxyListeners, type ProxyListeners } from './proxy/listeners.js';
+import { setProxyAddHeaders, type AddedHeader } from './proxy/proxy-add-header.js';
 import { setServerTokens } from './proxy/kong-response.js';
 import { parseTrustedIps } from './proxy/trusted-ips.js';
 import { tlsPolicyOf, type KongTlsSettings } from './proxy/tls-settings.js';
@@ -40,6 +41,8 @@ export interface GatewayOptions {
   trustedIps?: string | null;
   /** Kong's `headers` server_tokens (Server / Via naming kong/x.y.z); default on. */
   serverTokens?: boolean;
+  /** Kong's injected `nginx_proxy_add_header` (proxy/proxy-add-header.ts), parsed; default none. */
+  proxyAddHeaders?: readonly AddedHeader[];
   /** Kong's ssl_cipher_suite, ssl_ciphers, ssl_protocols, ssl_prefer_server_ciphers (proxy/tls-settings.ts); default intermediate. */
   tls?: KongTlsSettings;
   version: string;
@@ -113,6 +116,7 @@ function reloadTlsOnSignal(o: GatewayOptions, listeners: ProxyListeners): void {
 
 export async function runGateway(o: GatewayOptions): Promise<RunningGateway> {
   setServerTokens(o.serverTokens !== false);
+  setProxyAddHeaders(o.proxyAddHeaders ?? []);
   // a bad TLS setting is refused before anything opens or listens
   const tlsPolicy = tlsPolicyOf(o.tls);
   const store = await openStore(o.statePath, {

@@ -153,6 +153,12 @@ describe('native stack end to end (issue 6)', () => {
       return { status: res.statusCode, body: (await res.body.json()) as { entry?: Array<{ resource: { id: string } }>; link?: Array<{ relation: string; url: string }> } };
     };
     try {
+      // HSTS on the gateway's HTTPS answers, proxied and its own 401 alike (issue 48)
+      for (const headers of [{ apikey: env.FHIR_API_KEY! }, {}]) {
+        const res = await request(`${base}/metadata`, { dispatcher: agent, headers });
+        await res.body.dump();
+        expect([res.statusCode, res.headers['strict-transport-security']]).toEqual([Object.keys(headers).length ? 200 : 401, 'max-age=63072000']);
+      }
       const search = await get(`${base}/Patient?_count=1`);
       expect(search.status).toBe(200);
       const id = search.body.entry![0]!.resource.id;

@@ -6,6 +6,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { KONG_VERSION } from '../plugins/version.js';
+import { pushAddedHeaders } from './proxy-add-header.js';
 
 export const SERVER = `kong/${KONG_VERSION}`;
 
@@ -106,6 +107,7 @@ export function sendKongResponse(res: ServerResponse, r: KongResponse): void {
   );
   if (serverTokens) headers.push('Server', SERVER);
   headers.push('X-Kong-Request-Id', r.requestId);
+  pushAddedHeaders(r.status, headers);
   res.writeHead(r.status, headers);
   res.end(r.method === 'HEAD' ? undefined : body);
 }

@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { Peer } from './balancer.js';
 import type { CompiledService } from './compile.js';
+import { pushAddedHeaders } from './proxy-add-header.js';
 import { SERVER, serverTokensOn } from './kong-response.js';
 import { responseClosed } from './request-body.js';
 import type { UpstreamSlots } from './upstream-slots.js';
@@ -226,6 +227,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     const extra = this.responseHeaders;
     for (let i = 0; i < extra.length; i++) out.push(extra[i] as string);
     if (serverTokensOn()) out.push('Via', VIA);
+    pushAddedHeaders(statusCode, out);
     out.push(
       'X-Kong-Upstream-Latency', String(Math.round(now - this.sentAt)),
       'X-Kong-Proxy-Latency', String(Math.round(this.sentAt - this.startedAt)),

@@ -13,6 +13,7 @@ import { gatewayStatusPort, type DockerSettings, type InstallConfig } from '../.
 import { installPaths } from '../../install-dir/layout.js';
 import { demoPlatformService } from './demo-platform.js';
 import { SERVICE_OF } from './services.js';
+import { HSTS_DIRECTIVE } from '../../gateway/proxy/proxy-add-header.js';
 
 /**
  * Default images (issue 10), current and pinned: Kong 3.9.3 (nginx CVE fixes,
@@ -292,6 +293,7 @@ export function renderCompose(dir: string, config: InstallConfig, template = rea
     kongDatabaseHungCheck: { raw: shellHungCheck(postgresProbe('kong-database', 'kong', 'kong')) },
     hapiDatabaseHungCheck: { raw: shellHungCheck(postgresProbe('hapi-database', 'hapi', 'hapi')) },
     pidnsUser: PIDNS_HOLDER_USER,
+    kongProxyAddHeader: HSTS_DIRECTIVE,
     gatewayPublish: publish(s.bindAddress, config.ports.gatewayHttps, 8443),
     apiPublish: publish(s.bindAddress, config.ports.api, 9000),
     fhirPublish: publish(s.fhirBindAddress, config.ports.fhir, 8080),

@@ -18,6 +18,7 @@ import { apiSettingsAdvice, missingApiSettings } from '../../install-dir/api-set
 import { readDemoSettings } from '../../install-dir/demo-settings.js';
 import { VERSION } from '../../version.js';
 import { gatewayDegradation } from './gateway-health.js';
+import { HSTS_DIRECTIVE } from '../../gateway/proxy/proxy-add-header.js';
 
 /** The CLI every component is started from (`node bin/hospital-api.js <command> …`). */
 export const BIN_PATH = fileURLToPath(new URL('../../../bin/hospital-api.js', import.meta.url));
@@ -139,6 +140,8 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
         '--cert', p.gatewayCert,
         '--key', p.gatewayKey,
         '--state', p.gatewayState,
+        // HSTS on the proxy ports' answers (issue 48), as the docker runtime sets KONG_NGINX_PROXY_ADD_HEADER
+        '--proxy-add-header', HSTS_DIRECTIVE,
         // install --monitoring: Kong's status_listen, loopback only (Prometheus /metrics)
         ...(statusPort === null ? [] : ['--status-listen', `127.0.0.1:${statusPort}`]),
       ],

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { PROJECT_ROOT } from '../../version.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
+import { HSTS_DIRECTIVE } from '../../gateway/proxy/proxy-add-header.js';
 import { API_IMAGE_UID, builtApiImage, HAPI_IMAGE_USER, HUNG_PROBE, KONG_WORKERS, postgresProbe, projectName, renderTemplate } from '../docker/render.js';
 import { databaseEndpoint } from './databases.js';
 import { DATABASE_CA_PATH, secretName, type SecretKey, type SecretPayloads } from './secrets.js';
@@ -142,6 +143,7 @@ export function renderStack(dir: string, config: InstallConfig, inputs: StackInp
     postgresImage: s.images.postgres,
     apiImage: s.images.api ?? builtApiImage(config.toolkitVersion),
     kongDbUpdateFrequency: String(KONG_DB_UPDATE_FREQUENCY_S),
+    kongProxyAddHeader: HSTS_DIRECTIVE,
     kongPgHost: kongDb.host,
     kongPgPort: kongDb.port,
     kongPgUser: kongDb.user,
