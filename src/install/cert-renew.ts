@@ -83,6 +83,8 @@ function snapshot(paths: InstallPaths): Files {
     [paths.gatewayCert, read(paths.gatewayCert), false],
     [paths.signerKey, read(paths.signerKey), true],
     [paths.signerCert, read(paths.signerCert), false],
+    [paths.auditSealKey, read(paths.auditSealKey), true],
+    [paths.auditSealCert, read(paths.auditSealCert), false],
   ];
 }
 
@@ -236,6 +238,8 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
     [paths.gatewayCert, renewed.gateway.certPem, false],
     [paths.signerKey, renewed.signer?.keyPem ?? null, true],
     [paths.signerCert, renewed.signer?.certPem ?? null, false],
+    [paths.auditSealKey, renewed.auditSeal?.keyPem ?? null, true],
+    [paths.auditSealCert, renewed.auditSeal?.certPem ?? null, false],
   ];
   const gatewayUp = await roleIsUp(runtime, 'gateway');
   try {
@@ -244,7 +248,7 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
     restoreAll(before);
     throw err;
   }
-  log(`${renewed.how === 'reissued' ? 'Re-issued' : 'Installed the provided'} gateway certificate${renewed.signer ? ' and record-signing certificate' : ''} in ${paths.tls}`);
+  log(`${renewed.how === 'reissued' ? 'Re-issued' : 'Installed the provided'} gateway certificate${renewed.signer ? ' and record-signing certificate' : ''}${renewed.auditSeal ? ' and audit-seal certificate (the Hospital API signs with it from its next start)' : ''} in ${paths.tls}`);
   let gatewayReloaded: boolean | null = null;
   if (gatewayUp) {
     const want = new X509Certificate(renewed.gateway.certPem).fingerprint256;
