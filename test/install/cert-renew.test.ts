@@ -63,6 +63,7 @@ describe('cert renew (issue 15)', () => {
     const oldGateway = await presented();
     expect(oldGateway).toBe(fileFingerprint(paths.gatewayCert));
     const oldSigner = fileFingerprint(paths.signerCert);
+    const oldSeal = fileFingerprint(paths.auditSealCert);
 
     // A keep-alive connection opened before the renewal.
     let connections = 0;
@@ -100,6 +101,9 @@ describe('cert renew (issue 15)', () => {
     expect(now).not.toBe(oldGateway);
     expect(now).toBe(fileFingerprint(paths.gatewayCert));
     expect(fileFingerprint(paths.signerCert)).not.toBe(oldSigner);
+    // the audit seal is renewed with the signer (issue 46), still apart from it
+    expect(fileFingerprint(paths.auditSealCert)).not.toBe(oldSeal);
+    expect(new X509Certificate(readFileSync(paths.auditSealCert)).subject).toBe('CN=hospital-api audit seal');
     expect(readFileSync(paths.gatewayKey).length).toBeGreaterThan(0);
 
     // Days left: status and cert status show them; under 30 is a warning.
@@ -107,6 +111,7 @@ describe('cert renew (issue 15)', () => {
     expect(status.days.gateway).toBeGreaterThanOrEqual(9);
     expect(status.days.gateway).toBeLessThanOrEqual(10);
     expect(status.days['record-signer']).toBeLessThanOrEqual(10);
+    expect(status.days['audit-seal']).toBeLessThanOrEqual(10);
     // The metrics follow the renewal at the next scrape, without an API restart.
     expect(await metricDays()).toEqual({ ...status.days, 'fhir-ca-trusted': status.days.ca });
     expect((await certDays(['cert', 'status'])).code).toBe(1);
