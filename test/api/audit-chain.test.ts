@@ -349,7 +349,7 @@ describe('the seal key in the settings', () => {
     }
   };
 
-  it('AUDIT_SEAL_CERT_FILE and AUDIT_SEAL_KEY_FILE go together, and a key that cannot sign stops the log from opening', () => {
+  it('AUDIT_SEAL_CERT_FILE and AUDIT_SEAL_KEY_FILE go together, the record signer is refused, and a key that cannot sign stops the log from opening', () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'seal.pem'), signer.certPem);
     writeFileSync(join(dir, 'seal.key'), signer.keyPem, { mode: 0o600 });
@@ -359,6 +359,10 @@ describe('the seal key in the settings', () => {
     expect(code(() => loadConfig({}, { ...base, AUDIT_SEAL_CERT_FILE: 'seal.pem', AUDIT_SEAL_KEY_FILE: 'not-a-key' }, dir))).toBe('ERR_CONFIG_INVALID AUDIT_SEAL_KEY_FILE');
     const config = loadConfig({}, { ...base, AUDIT_SEAL_CERT_FILE: 'seal.pem', AUDIT_SEAL_KEY_FILE: 'seal.key' }, dir);
     expect(config.auditSeal).toEqual({ certPem: signer.certPem, keyPem: signer.keyPem });
+    // the record signer (or any certificate but the audit seal) stops the start: the API must not hold its key
+    writeFileSync(join(dir, 'signer.pem'), recordSigner.certPem);
+    writeFileSync(join(dir, 'signer.key'), recordSigner.keyPem, { mode: 0o600 });
+    expect(code(() => loadConfig({}, { ...base, AUDIT_SEAL_CERT_FILE: 'signer.pem', AUDIT_SEAL_KEY_FILE: 'signer.key' }, dir))).toBe('ERR_CONFIG_INVALID AUDIT_SEAL_CERT_FILE');
     expect(() => openAuditLog(join(dir, 'audit.log'), () => {}, { seal: { certPem: signer.certPem, keyPem: '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n' } })).toThrow();
   });
 });
