@@ -100,6 +100,11 @@ function usableAs(pair: KeyAndCert | null, caPem: string, role: 'record' | 'audi
   return usable(pair, caPem, []) && roleUsageProblem(pair.certPem, role) === null;
 }
 
+/** The audit seal on disk, valid now, of this CA and for sealing (even within the renewal window). */
+function stillServes(certPem: string, caPem: string): boolean {
+  return chainsTo(certPem, caPem) && roleUsageProblem(certPem, 'audit-seal') === null && Date.parse(cert(certPem, 'audit seal').validTo) > Date.now();
+}
+
 /** A certificate and key the hospital gave for `role`, checked like install checks the gateway's. */
 function givenSigner(certPath: string, keyPath: string, caPem: string, role: 'record' | 'audit-seal'): KeyAndCert {
   const pair = { certPem: readFileSync(certPath, 'utf8'), keyPem: readFileSync(keyPath, 'utf8') };
@@ -179,7 +184,10 @@ function provided(choice: Extract<TlsChoice, { mode: 'provided' }>, paths: Insta
   if (choice.auditSealCert && choice.auditSealKey) auditSeal = givenSigner(choice.auditSealCert, choice.auditSealKey, caPem, 'audit-seal');
   else {
     const prev = existingPair(paths.auditSealCert, paths.auditSealKey);
-    if (usableAs(prev, caPem, 'audit-seal')) auditSeal = prev;
+    // kept while still valid when there is no CA key to re-issue it: near its end, `cert status` warns,
+    // and dropping it would leave the log unsealed (files.ts removes one that no longer serves)
+    const kept = prev !== null && !choice.caKey && stillServes(prev.certPem, caPem);
+    if (kept || usableAs(prev, caPem, 'audit-seal')) auditSeal = prev;
     else {
       const ca = fromCa();
       if (ca) auditSeal = issueAuditSeal(ca);

@@ -342,7 +342,8 @@ describe('install: bad input changes nothing', () => {
     const t = tempDir();
     const pki = makeTestPki(t);
     const signer = issueCertificate(pki.ca, { commonName: 'records', usage: 'signing' });
-    const seal = issueAuditSeal(pki.ca);
+    // 10 days: within the renewal window, yet kept by a rerun that has no CA key to re-issue it (below)
+    const seal = issueAuditSeal(pki.ca, 10);
     for (const [n, v] of [['s.pem', signer.certPem], ['s.key', signer.keyPem], ['seal.pem', seal.certPem], ['seal.key', seal.keyPem]]) writeFileSync(join(t, n as string), v as string);
     const flags = (dir: string, extra: Partial<InstallFlags> = {}): InstallFlags => ({
       ...base(dir), generateCa: false, ca: pki.files.ca, cert: pki.files.cert, key: pki.files.key, signerCert: join(t, 's.pem'), signerKey: join(t, 's.key'), ...extra,
@@ -373,6 +374,9 @@ describe('install: bad input changes nothing', () => {
     expect(statSync(p3.auditSealKey).mode & 0o777).toBe(0o600);
     const env3 = parseEnv(readFileSync(p3.apiEnv, 'utf8'));
     expect([env3.AUDIT_SEAL_CERT_FILE, env3.AUDIT_SEAL_KEY_FILE]).toEqual([p3.auditSealCert, p3.auditSealKey]);
+    await install({ dir: d3 }, await gatewayAdmin());
+    expect(readFileSync(p3.auditSealCert, 'utf8')).toBe(seal.certPem);
+    expect(parseEnv(readFileSync(p3.apiEnv, 'utf8')).AUDIT_SEAL_KEY_FILE).toBe(p3.auditSealKey);
   });
 
   it('an install from before the audit seal (its API named the record signer): `up` issues the seal from ca.key and points the API at it', async () => {
