@@ -204,8 +204,8 @@ export async function renewCertificates(runtime: Runtime, dir: string, choice: R
   const paths = installPaths(dir);
   const config = readInstallConfig(dir);
   if (!newCa) return renewLeaves(runtime, dir, config, choice, log);
-  if (choice.cert || choice.key || choice.signerCert || choice.signerKey) {
-    throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: newCa.generate ? '--renew-ca' : '--ca-cert', detail: 'the certificates are re-issued from the new CA: leave out --cert/--key/--signer-cert/--signer-key' });
+  if (choice.cert || choice.key || choice.signerCert || choice.signerKey || choice.auditSealCert || choice.auditSealKey) {
+    throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: newCa.generate ? '--renew-ca' : '--ca-cert', detail: 'the certificates are re-issued from the new CA: leave out --cert/--key/--signer-cert/--signer-key/--audit-seal-cert/--audit-seal-key' });
   }
   // Everything is decided and checked before a file changes.
   const next = prepareNewCa(paths, newCa, choice.caKey);

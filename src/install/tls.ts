@@ -237,6 +237,9 @@ export interface RenewChoice {
   key?: string;
   signerCert?: string;
   signerKey?: string;
+  /** The hospital's new audit-seal certificate (issue 46), with --cert/--key. */
+  auditSealCert?: string;
+  auditSealKey?: string;
 }
 
 export interface RenewedTls {
@@ -289,6 +292,9 @@ export function prepareRenewal(paths: InstallPaths, hosts: string[], choice: Ren
     if ((choice.signerCert === undefined) !== (choice.signerKey === undefined)) {
       throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--signer-cert/--signer-key', detail: 'give both or neither' });
     }
+    if ((choice.auditSealCert === undefined) !== (choice.auditSealKey === undefined)) {
+      throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--audit-seal-cert/--audit-seal-key', detail: 'give both or neither' });
+    }
     const gateway = { certPem: fileText(choice.cert), keyPem: fileText(choice.key) };
     if (!chainsTo(gateway.certPem, caPem)) throw mismatch(`${choice.cert} is not issued by the install's CA (${paths.caCert})`);
     if (!keyMatches(gateway.certPem, gateway.keyPem, choice.key)) throw mismatch(`${choice.key} is not the key of ${choice.cert}`);
@@ -302,7 +308,18 @@ export function prepareRenewal(paths: InstallPaths, hosts: string[], choice: Ren
       const usage = roleUsageProblem(signer.certPem, 'record');
       if (usage) throw mismatch(`${choice.signerCert}: ${usage}`);
     }
-    return { gateway, signer, auditSeal: null, how: 'provided' };
+    let auditSeal: KeyAndCert | null = null;
+    if (choice.auditSealCert && choice.auditSealKey) {
+      auditSeal = { certPem: fileText(choice.auditSealCert), keyPem: fileText(choice.auditSealKey) };
+      if (!chainsTo(auditSeal.certPem, caPem)) throw mismatch(`${choice.auditSealCert} is not issued by the install's CA`);
+      if (!keyMatches(auditSeal.certPem, auditSeal.keyPem, choice.auditSealKey)) throw mismatch(`${choice.auditSealKey} is not the key of ${choice.auditSealCert}`);
+      const usage = roleUsageProblem(auditSeal.certPem, 'audit-seal');
+      if (usage) throw mismatch(`${choice.auditSealCert}: ${usage}`);
+    }
+    return { gateway, signer, auditSeal, how: 'provided' };
+  }
+  if (choice.auditSealCert || choice.auditSealKey) {
+    throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--audit-seal-cert/--audit-seal-key', detail: 'go with --cert/--key (re-issued certificates include a new audit seal)' });
   }
   const caKeyPem = newCa?.keyPem ?? (choice.caKey ? fileText(choice.caKey) : read(paths.caKey));
   if (!caKeyPem) {
