@@ -1,7 +1,8 @@
 /**
  * The install's TLS material, decided in memory before anything is written:
  * a generated hospital CA (reused on rerun) or the hospital's own CA, the
- * gateway server certificate and the record-signing certificate (issue 5).
+ * gateway server certificate, the record-signing certificate (issue 5) and the
+ * audit-seal certificate, the one signing key the Hospital API holds (issue 46).
  */
 import { createPrivateKey, type X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
