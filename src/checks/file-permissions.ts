@@ -44,7 +44,7 @@ export const filePermissions: Check = {
   async run(ctx) {
     const p = ctx.paths;
     const found: Finding[] = [];
-    const secrets = [p.apiEnv, p.gatewayKey, p.caKey, p.signerKey, p.installJson];
+    const secrets = [p.apiEnv, p.gatewayKey, p.caKey, p.signerKey, p.auditSealKey, p.installJson];
     const privacy = profileOf(ctx.config.runtime).privacy(p);
     for (const d of privacy.paths) loose(d.path, d.recursive, found);
     for (const f of secrets) loose(f, false, found);

@@ -4,6 +4,7 @@ import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
 import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
 import { readInstallConfig } from '../install-dir/install-config.js';
+import { hasAuditSeal } from '../install-dir/audit-seal-files.js';
 import { HospitalApiError } from '../errors/index.js';
 import { renderTable } from '../output/table.js';
 import type { AuditChainReport } from '../api/audit/audit-check.js';
@@ -48,12 +49,15 @@ function caPem(file: string | undefined, options: AuditFlags): { pem: string; pa
 }
 
 /** The log and its rotated files, checked as one chain. */
-async function verified(file: string | undefined, options: AuditFlags): Promise<{ log: string; report: AuditChainReport; ca: string | null }> {
+async function verified(file: string | undefined, options: AuditFlags): Promise<{ log: string; report: AuditChainReport; ca: string | null; sealKeyConfigured: boolean }> {
   const { auditLogFiles, checkAuditChain } = await import('../api/audit/audit-check.js');
   const log = await logFile(file, options);
   const ca = caPem(file, options);
   const files = options.only ? [log] : auditLogFiles(log);
-  return { log, report: await checkAuditChain(files, { caPem: ca?.pem ?? null, ...(options.only ? { state: null } : {}) }), ca: ca?.path ?? null };
+  // The install's own log: without its audit-seal pair (a hospital CA, no --ca-key) its API writes no seals (issue 46).
+  const install = options.ca === undefined && (options.dir !== undefined || file === undefined) ? installPaths(options.dir ?? defaultInstallDir()) : null;
+  const sealKeyConfigured = install === null || !existsSync(install.caCert) || hasAuditSeal(install);
+  return { log, report: await checkAuditChain(files, { caPem: ca?.pem ?? null, sealKeyConfigured, ...(options.only ? { state: null } : {}) }), ca: ca?.path ?? null, sealKeyConfigured };
 }
 
 function instant(name: string, value: string | undefined): number | null {
@@ -88,12 +92,12 @@ export function register(program: Command): void {
     .option('--only', 'check the file alone, not its rotated files and chain state')
     .action(
       action<AuditFlags>('audit verify', async (options, io, args) => {
-        const { report } = await verified(args[0] as string | undefined, options);
+        const { report, sealKeyConfigured } = await verified(args[0] as string | undefined, options);
         const problems = report.files.flatMap((f) => f.brokenLines.map((b) => ({ file: f.file, ...b })));
         if (io.json) {
           // `result` is the named log's report as before issue 46; `files` every file of the chain, oldest first.
           const named = report.files[report.files.length - 1]!;
-          io.out(JSON.stringify({ ok: report.ok, command: 'audit verify', result: { ...named, ok: report.ok, sealsChecked: report.sealsChecked, files: report.files } }));
+          io.out(JSON.stringify({ ok: report.ok, command: 'audit verify', result: { ...named, ok: report.ok, sealsChecked: report.sealsChecked, sealKeyConfigured, unsealedNoKey: report.unsealedNoKey, files: report.files } }));
           return report.ok ? 0 : 1;
         }
         io.out(
@@ -112,7 +116,10 @@ export function register(program: Command): void {
         const broken = report.files.reduce((n, f) => n + f.broken, 0);
         const names = report.files.map((f) => f.file).join(', ');
         if (!report.sealsChecked && report.files.some((f) => f.lines > f.legacy)) io.out('NOT CHECKED: no CA to check the seals against: give --dir or --ca');
-        io.out(report.ok ? `OK: every line of ${names} is whole${legacy < report.files.reduce((n, f) => n + f.lines, 0) ? ', chained and sealed' : ''}` : `BROKEN: ${broken} line(s) of ${names} are not whole, chained and sealed audit lines`);
+        if (report.unsealedNoKey > 0) {
+          io.out(`NOT SEALED: no seal key configured (the install has no tls/audit-seal.pem): the newest ${report.unsealedNoKey} line(s) are chained but no seal covers them, so lines removed from the end cannot be told; rerun install with --ca-key once, or --audit-seal-cert/--audit-seal-key`);
+        }
+        io.out(report.ok ? `OK: every line of ${names} is whole${legacy < report.files.reduce((n, f) => n + f.lines, 0) ? (report.unsealedNoKey > 0 ? ' and chained (not sealed: no seal key configured)' : ', chained and sealed') : ''}` : `BROKEN: ${broken} line(s) of ${names} are not whole, chained and sealed audit lines`);
         return report.ok ? 0 : 1;
       }),
     );

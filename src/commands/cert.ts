@@ -14,6 +14,8 @@ interface CertOptions extends GlobalOptions {
   key?: string;
   signerCert?: string;
   signerKey?: string;
+  auditSealCert?: string;
+  auditSealKey?: string;
   renewCa?: boolean;
   caCert?: string;
   caDays?: string;
@@ -45,7 +47,7 @@ export function register(program: Command): void {
     .command('renew')
     .description('re-issue the gateway and record-signing certificates from the hospital CA (or install the given ones) without downtime')
     .option('--dir <dir>', DIR_HELP)
-    .option('--days <n>', 'validity of re-issued certificates in days, at most 365 (default: 365 for the gateway, 825 for the record signer)')
+    .option('--days <n>', 'validity of re-issued certificates in days, at most 365 (default: 365 for the gateway, 825 for the record signer and the audit seal)')
     .option('--ca-key <file>', 'the hospital CA key (of the new CA with --ca-cert), used once to issue and never stored (when install did not generate the CA)')
     .option('--renew-ca', 'a new CA first (installs that generated theirs): tls/ca.pem holds it and the previous CA; the API trusts it without a restart; then both certificates are issued from it')
     .option('--ca-cert <file>', "the hospital's new CA (with --ca-key), installed as --renew-ca installs a generated one")
@@ -55,6 +57,8 @@ export function register(program: Command): void {
     .option('--key <file>', 'its private key')
     .option('--signer-cert <file>', "the hospital's new record-signing certificate (with --signer-key)")
     .option('--signer-key <file>', 'its private key')
+    .option('--audit-seal-cert <file>', 'with --cert/--key: the hospital\'s new audit-seal certificate (subject CN "hospital-api audit seal", with --audit-seal-key)')
+    .option('--audit-seal-key <file>', 'its private key')
     .action(
       action<CertOptions>('cert renew', async (options, io) => {
         const { openRuntime } = await import('../runtime/index.js');
@@ -79,6 +83,8 @@ export function register(program: Command): void {
             ...(options.key ? { key: options.key } : {}),
             ...(options.signerCert ? { signerCert: options.signerCert } : {}),
             ...(options.signerKey ? { signerKey: options.signerKey } : {}),
+            ...(options.auditSealCert ? { auditSealCert: options.auditSealCert } : {}),
+            ...(options.auditSealKey ? { auditSealKey: options.auditSealKey } : {}),
           },
           (t) => io.log(t),
           newCa,

@@ -18,9 +18,11 @@ export function register(program: Command): void {
     .option('--ca <file>', "the hospital's CA certificate (PEM)")
     .option('--cert <file>', "the gateway's server certificate, issued by --ca")
     .option('--key <file>', "the gateway certificate's private key")
-    .option('--ca-key <file>', 'with --ca: the CA key, used once to issue the record-signing certificate (not stored)')
+    .option('--ca-key <file>', 'with --ca: the CA key, used once to issue the record-signing and audit-seal certificates (not stored)')
     .option('--signer-cert <file>', 'with --ca: a record-signing certificate issued by the CA')
     .option('--signer-key <file>', 'the record-signing key')
+    .option('--audit-seal-cert <file>', 'with --ca and no --ca-key: the audit-log seal certificate issued by the CA, subject CN "hospital-api audit seal" (without it, and without --ca-key, the audit log is not sealed)')
+    .option('--audit-seal-key <file>', 'the audit-seal key (the one signing key the Hospital API holds)')
     .option('--platform-url <url>', 'PLATFORM_API_URL for the Hospital API')
     .option('--identifier-system <uri>', "PLATFORM_IDENTIFIER_SYSTEM: the platform's identifier system; a care id matches only a Patient identifier in it")
     .option('--any-identifier-system', "PLATFORM_ANY_IDENTIFIER_SYSTEM=true: a care id may match an identifier of any system (another patient's hospital number or national id too)");

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { action, type GlobalOptions } from './action.js';
 import { SUMMARIES } from './summaries.js';
-import { defaultInstallDir } from '../install-dir/layout.js';
+import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
 import { readInstallConfig } from '../install-dir/install-config.js';
 import { apiSettingsAdvice, missingApiSettings } from '../install-dir/api-settings.js';
 import { HospitalApiError } from '../errors/index.js';
@@ -29,6 +29,11 @@ export function register(program: Command): void {
         const { openRuntime } = await import('../runtime/index.js');
         const runtime = await openRuntime(dir);
         if (options.foreground) return runtime.supervise();
+        // an install from before the audit seal (issue 46): its own seal key, never the record signer's
+        const { upgradeAuditSeal } = await import('../install/audit-seal-upgrade.js');
+        const upgrade = upgradeAuditSeal(installPaths(dir), config);
+        for (const c of upgrade.changes) io.log(`  ${c.change} ${c.path}`);
+        if (!upgrade.sealed) io.warn(`no audit-seal key configured: the audit log is not sealed (rerun \`hospital-api install --dir ${dir}\` with --ca-key once, or --audit-seal-cert/--audit-seal-key)`);
         const started = Date.now();
         io.log(`Starting the ${runtime.name} stack in ${dir}${config.demo ? ' (DEMO installation)' : ''}…`);
         await runtime.up({ demo: options.demo === true });

@@ -113,7 +113,7 @@ export const installErrors = {
     message: 'Record {path} does not verify: {detail}',
     status: 400,
     exit: 1,
-    hint: 'The record was changed after signing, or it was signed under another CA (pass --ca).',
+    hint: 'The record was changed after signing, signed under another CA (pass --ca), or signed by a certificate that may not sign records (the detail says which; the audit seal never may).',
   },
   ERR_INSTALL_RECORD_LOCKED: {
     message: 'Another verify is writing a record in this folder ({path} is held)',

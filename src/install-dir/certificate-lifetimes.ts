@@ -1,6 +1,6 @@
 /**
  * The install directory's certificates (tls/ca.pem, tls/gateway.pem,
- * tls/record-signer.pem) and the days each has left: read by `status`,
+ * tls/record-signer.pem, tls/audit-seal.pem) and the days each has left: read by `status`,
  * `cert status`, `cert renew` and the Hospital API's certificate gauge, so it
  * lives on the ground floor beside the layout that names those files.
  */
@@ -13,7 +13,7 @@ import type { InstallPaths } from './layout.js';
 export const CERT_WARN_DAYS = 30;
 
 export interface CertificateLifetime {
-  name: 'ca' | 'gateway' | 'record-signer';
+  name: 'ca' | 'gateway' | 'record-signer' | 'audit-seal';
   path: string;
   subject: string;
   validTo: string;
@@ -24,7 +24,7 @@ export interface CertificateLifetime {
 
 /** The install's certificates and the days each has left; a missing file is left out. */
 export function certificateLifetimes(paths: InstallPaths, now = Date.now()): CertificateLifetime[] {
-  const list: Array<[CertificateLifetime['name'], string]> = [['ca', paths.caCert], ['gateway', paths.gatewayCert], ['record-signer', paths.signerCert]];
+  const list: Array<[CertificateLifetime['name'], string]> = [['ca', paths.caCert], ['gateway', paths.gatewayCert], ['record-signer', paths.signerCert], ['audit-seal', paths.auditSealCert]];
   return list.flatMap(([name, path]) => {
     if (!existsSync(path)) return [];
     const c = parsePemBundle(readFileSync(path, 'utf8'), path)[0] as X509Certificate;

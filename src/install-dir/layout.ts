@@ -5,7 +5,8 @@
  *   <dir>/install.json          what was installed (no secrets): runtime, hosts, ports
  *   <dir>/hospital-api.env      the Hospital API's settings (mode 0600: holds FHIR_API_KEY)
  *   <dir>/secrets/              generated secrets, one file each (dir 0700, files 0600)
- *   <dir>/tls/                  ca.pem [ca.key], gateway.pem gateway.key, record-signer.pem record-signer.key
+ *   <dir>/tls/                  ca.pem [ca.key], gateway.pem gateway.key, record-signer.pem record-signer.key,
+ *                               [audit-seal.pem audit-seal.key] (the API's own key, for its audit log's seals: issue 46)
  *   <dir>/gateway/state.json    native gateway configuration
  *   <dir>/fhir/                 native FHIR server data
  *   <dir>/logs/<component>.log  native component logs
@@ -34,6 +35,9 @@ export function installPaths(dir: string) {
     gatewayKey: join(root, 'tls', 'gateway.key'),
     signerCert: join(root, 'tls', 'record-signer.pem'),
     signerKey: join(root, 'tls', 'record-signer.key'),
+    /** The audit log's seal signer (issue 46): the one key the Hospital API holds; never the record signer's. */
+    auditSealCert: join(root, 'tls', 'audit-seal.pem'),
+    auditSealKey: join(root, 'tls', 'audit-seal.key'),
     gatewayState: join(root, 'gateway', 'state.json'),
     fhirData: join(root, 'fhir'),
     logs: join(root, 'logs'),

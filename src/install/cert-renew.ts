@@ -83,6 +83,8 @@ function snapshot(paths: InstallPaths): Files {
     [paths.gatewayCert, read(paths.gatewayCert), false],
     [paths.signerKey, read(paths.signerKey), true],
     [paths.signerCert, read(paths.signerCert), false],
+    [paths.auditSealKey, read(paths.auditSealKey), true],
+    [paths.auditSealCert, read(paths.auditSealCert), false],
   ];
 }
 
@@ -202,8 +204,8 @@ export async function renewCertificates(runtime: Runtime, dir: string, choice: R
   const paths = installPaths(dir);
   const config = readInstallConfig(dir);
   if (!newCa) return renewLeaves(runtime, dir, config, choice, log);
-  if (choice.cert || choice.key || choice.signerCert || choice.signerKey) {
-    throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: newCa.generate ? '--renew-ca' : '--ca-cert', detail: 'the certificates are re-issued from the new CA: leave out --cert/--key/--signer-cert/--signer-key' });
+  if (choice.cert || choice.key || choice.signerCert || choice.signerKey || choice.auditSealCert || choice.auditSealKey) {
+    throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: newCa.generate ? '--renew-ca' : '--ca-cert', detail: 'the certificates are re-issued from the new CA: leave out --cert/--key/--signer-cert/--signer-key/--audit-seal-cert/--audit-seal-key' });
   }
   // Everything is decided and checked before a file changes.
   const next = prepareNewCa(paths, newCa, choice.caKey);
@@ -236,6 +238,8 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
     [paths.gatewayCert, renewed.gateway.certPem, false],
     [paths.signerKey, renewed.signer?.keyPem ?? null, true],
     [paths.signerCert, renewed.signer?.certPem ?? null, false],
+    [paths.auditSealKey, renewed.auditSeal?.keyPem ?? null, true],
+    [paths.auditSealCert, renewed.auditSeal?.certPem ?? null, false],
   ];
   const gatewayUp = await roleIsUp(runtime, 'gateway');
   try {
@@ -244,7 +248,7 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
     restoreAll(before);
     throw err;
   }
-  log(`${renewed.how === 'reissued' ? 'Re-issued' : 'Installed the provided'} gateway certificate${renewed.signer ? ' and record-signing certificate' : ''} in ${paths.tls}`);
+  log(`${renewed.how === 'reissued' ? 'Re-issued' : 'Installed the provided'} gateway certificate${renewed.signer ? ' and record-signing certificate' : ''}${renewed.auditSeal ? ' and audit-seal certificate (the Hospital API signs with it from its next start)' : ''} in ${paths.tls}`);
   let gatewayReloaded: boolean | null = null;
   if (gatewayUp) {
     const want = new X509Certificate(renewed.gateway.certPem).fingerprint256;

@@ -27,6 +27,8 @@ export function renderApiEnv(paths: InstallPaths, config: InstallConfig, identif
   if (platform) managed.PLATFORM_API_URL = platform;
   // The patient match: the platform's identifier system, or the explicit choice of any; one replaces the other.
   const dropped = new Set<string>();
+  // No audit-seal pair: no seal settings either (an older install named the record signer's key there, issue 46).
+  if (!('AUDIT_SEAL_CERT_FILE' in managed)) for (const k of ['AUDIT_SEAL_CERT_FILE', 'AUDIT_SEAL_KEY_FILE']) dropped.add(k);
   if (identifier && 'system' in identifier) {
     managed.PLATFORM_IDENTIFIER_SYSTEM = identifier.system;
     dropped.add(ANY_IDENTIFIER_SYSTEM);
@@ -64,6 +66,16 @@ export function writeInstallFiles(paths: InstallPaths, config: InstallConfig, tl
     writeIfChanged(paths.signerCert, tls.signer.certPem),
     writeIfChanged(paths.signerKey, tls.signer.keyPem, true),
   ];
+  // the audit seal (issue 46): none when a hospital CA's key was not given (no seals); one kept from before stays
+  if (tls.auditSeal) changes.push(writeIfChanged(paths.auditSealCert, tls.auditSeal.certPem), writeIfChanged(paths.auditSealKey, tls.auditSeal.keyPem, true));
+  else {
+    // prepareTls kept none: one on disk no longer chains to the CA, and would only sign foreign seals
+    for (const f of [paths.auditSealCert, paths.auditSealKey]) {
+      if (!existsSync(f)) continue;
+      rmSync(f);
+      changes.push({ path: f, change: 'updated' });
+    }
+  }
   if (tls.caKeyPem) changes.push(writeIfChanged(paths.caKey, tls.caKeyPem, true));
   else if (!tls.caGenerated && existsSync(paths.caKey)) {
     // the hospital now brings its own CA: a key left from a generated one would mislead a rerun

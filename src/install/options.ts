@@ -20,6 +20,9 @@ export interface InstallFlags extends PortFlags, DockerFlags, SwarmFlags {
   caKey?: string;
   signerCert?: string;
   signerKey?: string;
+  /** The audit log's seal certificate and key (issue 46), when the CA's key is not given: subject CN "hospital-api audit seal". */
+  auditSealCert?: string;
+  auditSealKey?: string;
   generateCa?: boolean;
   platformUrl?: string;
   /** PLATFORM_IDENTIFIER_SYSTEM: the platform's identifier system, part of every patient match. */
@@ -44,7 +47,7 @@ export type IdentifierChoice = { system: string } | { any: true };
 
 export type TlsChoice =
   | { mode: 'generate' }
-  | { mode: 'provided'; ca: string; cert: string; key: string; caKey?: string; signerCert?: string; signerKey?: string }
+  | { mode: 'provided'; ca: string; cert: string; key: string; caKey?: string; signerCert?: string; signerKey?: string; auditSealCert?: string; auditSealKey?: string }
   | { mode: 'keep' };
 
 export interface InstallPlan {
@@ -160,6 +163,8 @@ function parseTls(f: InstallFlags): TlsChoice {
       ...(f.caKey ? { caKey: readable('--ca-key', f.caKey) as string } : {}),
       ...(f.signerCert ? { signerCert: readable('--signer-cert', f.signerCert) as string } : {}),
       ...(f.signerKey ? { signerKey: readable('--signer-key', f.signerKey) as string } : {}),
+      ...(f.auditSealCert ? { auditSealCert: readable('--audit-seal-cert', f.auditSealCert) as string } : {}),
+      ...(f.auditSealKey ? { auditSealKey: readable('--audit-seal-key', f.auditSealKey) as string } : {}),
     };
   }
   return f.generateCa ? { mode: 'generate' } : { mode: 'keep' };

@@ -21,6 +21,7 @@ import { writeIfChanged, type FileChange } from '../install-dir/write-if-changed
 import { monitoringFiles } from './monitoring.js';
 import type { ComponentRole } from '../runtime/profile.js';
 import { provisionGateway, type ProvisionStep } from './provision.js';
+import { AUDIT_SEAL_COMMON_NAME } from '../tls/cms-verify.js';
 
 export interface InstallResult {
   dir: string;
@@ -124,6 +125,10 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
   const platformSet = Boolean(readEnvFile(paths.apiEnv).PLATFORM_API_URL);
   if (!platformSet) {
     hooks.log(`  note: PLATFORM_API_URL is not set; add it to ${paths.apiEnv} (or rerun with --platform-url)`);
+  }
+  if (!tls.auditSeal) {
+    // issue 46: a hospital CA whose key was not lent, and no audit-seal certificate given
+    hooks.log(`  note: no audit-seal key configured: the audit log is chained but not sealed (removed last lines go unnoticed, and \`audit verify\` says so); rerun with --ca-key once, or --audit-seal-cert/--audit-seal-key (subject CN "${AUDIT_SEAL_COMMON_NAME}")`);
   }
   const identifierSet = !missingApiSettings(dir).includes('PLATFORM_IDENTIFIER_SYSTEM');
   if (!identifierSet) {

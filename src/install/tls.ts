@@ -1,15 +1,17 @@
 /**
  * The install's TLS material, decided in memory before anything is written:
  * a generated hospital CA (reused on rerun) or the hospital's own CA, the
- * gateway server certificate and the record-signing certificate (issue 5).
+ * gateway server certificate, the record-signing certificate (issue 5) and the
+ * audit-seal certificate, the one signing key the Hospital API holds (issue 46).
  */
-import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { createPrivateKey, type X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { HospitalApiError } from '../errors/index.js';
 import { generateCa, issueCertificate, SERVER_CERT_MAX_DAYS, type KeyAndCert } from '../tls/pki.js';
 import { parsePemBundle } from '../tls/inspect.js';
 import { signerUsageProblem } from '../checks/index.js';
+import { AUDIT_SEAL_COMMON_NAME, signerRoleProblem } from '../tls/cms-verify.js';
 import type { InstallPaths } from '../install-dir/layout.js';
 import type { TlsChoice } from './options.js';
 
@@ -19,6 +21,12 @@ export interface TlsMaterial {
   caKeyPem: string | null;
   gateway: KeyAndCert;
   signer: KeyAndCert;
+  /**
+   * The audit log's seal signer (issue 46), apart from the record signer so the
+   * internet-facing API never holds a key that signs acceptance records. Null:
+   * a hospital CA whose key was not given and no --audit-seal-cert: no seals.
+   */
+  auditSeal: KeyAndCert | null;
   caGenerated: boolean;
 }
 
@@ -77,6 +85,38 @@ function issueSigner(ca: KeyAndCert): KeyAndCert {
   return issueCertificate(ca, { commonName: 'Hospital API acceptance record signer', usage: 'signing' });
 }
 
+/** The audit-seal certificate: CMS signing like the signer, told apart by its name (src/tls/cms-verify.ts). */
+export function issueAuditSeal(ca: KeyAndCert, days?: number): KeyAndCert {
+  return issueCertificate(ca, { commonName: AUDIT_SEAL_COMMON_NAME, usage: 'signing', ...(days ? { days } : {}) });
+}
+
+/** Why a certificate cannot serve as `role`'s signer (usage, then role), or null. */
+export function roleUsageProblem(certPem: string, role: 'record' | 'audit-seal'): string | null {
+  const c = cert(certPem, 'certificate');
+  return signerUsageProblem(c) ?? signerRoleProblem(c, role);
+}
+
+/** The pair on disk when it still serves as the record signer or the audit seal: chains to the CA, fresh, right usage and role. */
+function usableAs(pair: KeyAndCert | null, caPem: string, role: 'record' | 'audit-seal'): pair is KeyAndCert {
+  return usable(pair, caPem, []) && roleUsageProblem(pair.certPem, role) === null;
+}
+
+/** The audit seal on disk, valid now, of this CA and for sealing (even within the renewal window). */
+function stillServes(certPem: string, caPem: string): boolean {
+  return chainsTo(certPem, caPem) && roleUsageProblem(certPem, 'audit-seal') === null && Date.parse(cert(certPem, 'audit seal').validTo) > Date.now();
+}
+
+/** A certificate and key the hospital gave for `role`, checked like install checks the gateway's. */
+function givenSigner(certPath: string, keyPath: string, caPem: string, role: 'record' | 'audit-seal'): KeyAndCert {
+  const pair = { certPem: readFileSync(certPath, 'utf8'), keyPem: readFileSync(keyPath, 'utf8') };
+  if (!chainsTo(pair.certPem, caPem)) throw mismatch(`${certPath} is not issued by the CA`);
+  if (!keyMatches(pair.certPem, pair.keyPem, keyPath)) throw mismatch(`${keyPath} is not the key of ${certPath}`);
+  // record verify (or audit verify) would refuse everything it signs (src/tls/cms-verify.ts)
+  const problem = roleUsageProblem(pair.certPem, role);
+  if (problem) throw mismatch(`${certPath}: ${problem}`);
+  return pair;
+}
+
 /** Generated CA: reuse what a previous run made so a rerun changes nothing. */
 function generated(paths: InstallPaths, certHosts: string[]): TlsMaterial {
   const prevCa = existingPair(paths.caCert, paths.caKey);
@@ -84,8 +124,11 @@ function generated(paths: InstallPaths, certHosts: string[]): TlsMaterial {
   const prevGateway = existingPair(paths.gatewayCert, paths.gatewayKey);
   const gateway = usable(prevGateway, ca.certPem, certHosts) ? prevGateway : issueGateway(ca, certHosts);
   const prevSigner = existingPair(paths.signerCert, paths.signerKey);
-  const signer = usable(prevSigner, ca.certPem, []) ? prevSigner : issueSigner(ca);
-  return { caPem: ca.certPem, caKeyPem: ca.keyPem, gateway, signer, caGenerated: true };
+  const signer = usableAs(prevSigner, ca.certPem, 'record') ? prevSigner : issueSigner(ca);
+  // an install from before the audit seal gets one here, on its next install or `up` (audit-seal-upgrade.ts)
+  const prevSeal = existingPair(paths.auditSealCert, paths.auditSealKey);
+  const auditSeal = usableAs(prevSeal, ca.certPem, 'audit-seal') ? prevSeal : issueAuditSeal(ca);
+  return { caPem: ca.certPem, caKeyPem: ca.keyPem, gateway, signer, auditSeal, caGenerated: true };
 }
 
 function mismatch(detail: string): HospitalApiError {
@@ -117,23 +160,38 @@ function provided(choice: Extract<TlsChoice, { mode: 'provided' }>, paths: Insta
       why: unnamed.map((r) => r.why).join('; '),
     });
   }
-  let caKeyPem: string | null = null;
   let signer: KeyAndCert | null = null;
-  if (choice.signerCert && choice.signerKey) {
-    signer = { certPem: readFileSync(choice.signerCert, 'utf8'), keyPem: readFileSync(choice.signerKey, 'utf8') };
-    if (!chainsTo(signer.certPem, caPem)) throw mismatch(`${choice.signerCert} is not issued by the CA`);
-    if (!keyMatches(signer.certPem, signer.keyPem, choice.signerKey)) throw mismatch(`${choice.signerKey} is not the key of ${choice.signerCert}`);
-    // record verify would refuse every record it signs (src/tls/cms-verify.ts)
-    const usage = signerUsageProblem(new X509Certificate(signer.certPem));
-    if (usage) throw mismatch(`${choice.signerCert}: ${usage}`);
-  } else {
+  let auditSeal: KeyAndCert | null = null;
+  // the hospital CA's key, read once when something must be issued from it; never stored
+  let lentCa: KeyAndCert | null = null;
+  const fromCa = (): KeyAndCert | null => {
+    if (!choice.caKey) return null;
+    if (!lentCa) {
+      const keyPem = readFileSync(choice.caKey, 'utf8');
+      if (!keyMatches(caPem, keyPem, choice.caKey)) throw mismatch(`${choice.caKey} is not the key of the CA`);
+      lentCa = { certPem: caPem, keyPem };
+    }
+    return lentCa;
+  };
+  if (choice.signerCert && choice.signerKey) signer = givenSigner(choice.signerCert, choice.signerKey, caPem, 'record');
+  else {
     const prev = existingPair(paths.signerCert, paths.signerKey);
-    if (usable(prev, caPem, [])) signer = prev;
-    else if (choice.caKey) {
-      caKeyPem = readFileSync(choice.caKey, 'utf8');
-      if (!keyMatches(caPem, caKeyPem, choice.caKey)) throw mismatch(`${choice.caKey} is not the key of the CA`);
-      signer = issueSigner({ certPem: caPem, keyPem: caKeyPem });
-      caKeyPem = null; // used once to issue the signer; never stored
+    if (usableAs(prev, caPem, 'record')) signer = prev;
+    else {
+      const ca = fromCa();
+      if (ca) signer = issueSigner(ca);
+    }
+  }
+  if (choice.auditSealCert && choice.auditSealKey) auditSeal = givenSigner(choice.auditSealCert, choice.auditSealKey, caPem, 'audit-seal');
+  else {
+    const prev = existingPair(paths.auditSealCert, paths.auditSealKey);
+    // kept while still valid when there is no CA key to re-issue it: near its end, `cert status` warns,
+    // and dropping it would leave the log unsealed (files.ts removes one that no longer serves)
+    const kept = prev !== null && !choice.caKey && stillServes(prev.certPem, caPem);
+    if (kept || usableAs(prev, caPem, 'audit-seal')) auditSeal = prev;
+    else {
+      const ca = fromCa();
+      if (ca) auditSeal = issueAuditSeal(ca);
     }
   }
   if (!signer) {
@@ -141,7 +199,7 @@ function provided(choice: Extract<TlsChoice, { mode: 'provided' }>, paths: Insta
       detail: 'a record-signing certificate is needed: pass --signer-cert/--signer-key, or --ca-key to issue one',
     });
   }
-  return { caPem, caKeyPem, gateway, signer, caGenerated: false };
+  return { caPem, caKeyPem: null, gateway, signer, auditSeal, caGenerated: false };
 }
 
 /** What was installed before, when neither --generate-ca nor --ca is given. */
@@ -180,12 +238,17 @@ export interface RenewChoice {
   key?: string;
   signerCert?: string;
   signerKey?: string;
+  /** The hospital's new audit-seal certificate (issue 46), with --cert/--key. */
+  auditSealCert?: string;
+  auditSealKey?: string;
 }
 
 export interface RenewedTls {
   gateway: KeyAndCert;
   /** Null when the record-signing certificate stays (a provided gateway certificate without a new signer). */
   signer: KeyAndCert | null;
+  /** Null when the audit-seal certificate stays (provided certificates: the hospital renews it with install --audit-seal-cert). */
+  auditSeal: KeyAndCert | null;
   how: 'reissued' | 'provided';
 }
 
@@ -230,6 +293,9 @@ export function prepareRenewal(paths: InstallPaths, hosts: string[], choice: Ren
     if ((choice.signerCert === undefined) !== (choice.signerKey === undefined)) {
       throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--signer-cert/--signer-key', detail: 'give both or neither' });
     }
+    if ((choice.auditSealCert === undefined) !== (choice.auditSealKey === undefined)) {
+      throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--audit-seal-cert/--audit-seal-key', detail: 'give both or neither' });
+    }
     const gateway = { certPem: fileText(choice.cert), keyPem: fileText(choice.key) };
     if (!chainsTo(gateway.certPem, caPem)) throw mismatch(`${choice.cert} is not issued by the install's CA (${paths.caCert})`);
     if (!keyMatches(gateway.certPem, gateway.keyPem, choice.key)) throw mismatch(`${choice.key} is not the key of ${choice.cert}`);
@@ -240,10 +306,21 @@ export function prepareRenewal(paths: InstallPaths, hosts: string[], choice: Ren
       signer = { certPem: fileText(choice.signerCert), keyPem: fileText(choice.signerKey) };
       if (!chainsTo(signer.certPem, caPem)) throw mismatch(`${choice.signerCert} is not issued by the install's CA`);
       if (!keyMatches(signer.certPem, signer.keyPem, choice.signerKey)) throw mismatch(`${choice.signerKey} is not the key of ${choice.signerCert}`);
-      const usage = signerUsageProblem(new X509Certificate(signer.certPem));
+      const usage = roleUsageProblem(signer.certPem, 'record');
       if (usage) throw mismatch(`${choice.signerCert}: ${usage}`);
     }
-    return { gateway, signer, how: 'provided' };
+    let auditSeal: KeyAndCert | null = null;
+    if (choice.auditSealCert && choice.auditSealKey) {
+      auditSeal = { certPem: fileText(choice.auditSealCert), keyPem: fileText(choice.auditSealKey) };
+      if (!chainsTo(auditSeal.certPem, caPem)) throw mismatch(`${choice.auditSealCert} is not issued by the install's CA`);
+      if (!keyMatches(auditSeal.certPem, auditSeal.keyPem, choice.auditSealKey)) throw mismatch(`${choice.auditSealKey} is not the key of ${choice.auditSealCert}`);
+      const usage = roleUsageProblem(auditSeal.certPem, 'audit-seal');
+      if (usage) throw mismatch(`${choice.auditSealCert}: ${usage}`);
+    }
+    return { gateway, signer, auditSeal, how: 'provided' };
+  }
+  if (choice.auditSealCert || choice.auditSealKey) {
+    throw new HospitalApiError('ERR_INSTALL_BAD_OPTION', { name: '--audit-seal-cert/--audit-seal-key', detail: 'go with --cert/--key (re-issued certificates include a new audit seal)' });
   }
   const caKeyPem = newCa?.keyPem ?? (choice.caKey ? fileText(choice.caKey) : read(paths.caKey));
   if (!caKeyPem) {
@@ -255,6 +332,8 @@ export function prepareRenewal(paths: InstallPaths, hosts: string[], choice: Ren
   return {
     gateway: issueCertificate(ca, { commonName: names[0] ?? 'localhost', hosts: names, usage: 'server', ...days }),
     signer: issueCertificate(ca, { commonName: 'Hospital API acceptance record signer', usage: 'signing', ...days }),
+    // renewed with the signer, from the same CA key, so an install that had none gets one here too
+    auditSeal: issueAuditSeal(ca, choice.days),
     how: 'reissued',
   };
 }

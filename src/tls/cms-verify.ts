@@ -94,8 +94,40 @@ export function signerUsageProblem(cert: X509Certificate): string | null {
   return null;
 }
 
-/** Verifies `content` against the PEM signature, and the signer against `caPem`. */
-export function verifyDetached(content: Uint8Array, signaturePem: string, caPem: string): SignatureCheck {
+/**
+ * The subject common name of the audit-seal certificate (issue 46): the one
+ * key the Hospital API holds, to seal its audit log. The same CA issues it and
+ * the acceptance record signer, both for CMS signing (emailProtection), so the
+ * name is what tells them apart: a record signed by the audit-seal key is
+ * refused, and a seal is accepted only from it. A name and not a private
+ * extended key usage: the record signer may be the hospital's own certificate
+ * under any name (install --signer-cert), and a hospital CA can put a name in
+ * a certificate with any tool; forge cannot write an OID arc above 32 bits,
+ * which rules out a 2.25 UUID OID.
+ */
+export const AUDIT_SEAL_COMMON_NAME = 'hospital-api audit seal';
+
+/** What a signature is for: an acceptance record (records, `record verify`), or an audit-log seal. */
+export type SignerRole = 'record' | 'audit-seal';
+
+function commonNames(cert: X509Certificate): string[] {
+  return cert.subject.split('\n').flatMap((rdn) => (rdn.startsWith('CN=') ? [rdn.slice(3)] : []));
+}
+
+/**
+ * Why this certificate may not sign for `role`, or null: the audit-seal
+ * certificate signs seals only, and only it signs seals, so the internet-facing
+ * API's key can never sign an acceptance record.
+ */
+export function signerRoleProblem(cert: X509Certificate, role: SignerRole): string | null {
+  const seal = commonNames(cert).includes(AUDIT_SEAL_COMMON_NAME);
+  if (role === 'record' && seal) return `the signer is the audit-seal certificate (CN=${AUDIT_SEAL_COMMON_NAME}), which may not sign acceptance records`;
+  if (role === 'audit-seal' && !seal) return `the signer is not the audit-seal certificate (its subject lacks CN=${AUDIT_SEAL_COMMON_NAME})`;
+  return null;
+}
+
+/** Verifies `content` against the PEM signature, the signer against `caPem`, and that the signer may sign for `role`. */
+export function verifyDetached(content: Uint8Array, signaturePem: string, caPem: string, role: SignerRole): SignatureCheck {
   const fail = (reason: string, signer: CertificateInfo | null = null, signingTime: string | null = null): SignatureCheck => ({
     ok: false,
     reason,
@@ -132,6 +164,8 @@ export function verifyDetached(content: Uint8Array, signaturePem: string, caPem:
   }
   const usage = signerUsageProblem(signer);
   if (usage) return fail(usage, info, signingTime);
+  const wrongRole = signerRoleProblem(signer, role);
+  if (wrongRole) return fail(wrongRole, info, signingTime);
   const at = signingTime ? Date.parse(signingTime) : Date.now();
   if (at < Date.parse(signer.validFrom) || at > Date.parse(signer.validTo)) {
     return fail('the signer certificate was not valid at signing time', info, signingTime);

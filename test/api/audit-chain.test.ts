@@ -7,7 +7,7 @@
  * by number and never print their content.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +15,8 @@ import { chainStatePath, lineHash, openAuditLog, sealStatement, type AuditLog, t
 import { loadConfig } from '../../src/api/server/config.js';
 import { HospitalApiError } from '../../src/errors/index.js';
 import { generateCa, issueCertificate, type KeyAndCert } from '../../src/tls/pki.js';
+import { AUDIT_SEAL_COMMON_NAME } from '../../src/tls/cms-verify.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { until } from '../helpers/until.js';
@@ -24,11 +26,14 @@ afterAll(() => removeTempDirs());
 let ca: KeyAndCert;
 let signer: KeyAndCert;
 let foreign: KeyAndCert;
+let recordSigner: KeyAndCert;
 let caFile: string;
 
 beforeAll(() => {
   ca = generateCa({ commonName: 'Audit Test CA' });
-  signer = issueCertificate(ca, { commonName: 'audit seal signer', usage: 'signing' });
+  // the audit-seal certificate as install issues it (src/install/tls.ts): only it may sign seals
+  signer = issueCertificate(ca, { commonName: AUDIT_SEAL_COMMON_NAME, usage: 'signing' });
+  recordSigner = issueCertificate(ca, { commonName: 'Hospital API acceptance record signer', usage: 'signing' });
   const otherCa = generateCa({ commonName: 'Someone Else CA' });
   foreign = issueCertificate(otherCa, { commonName: 'foreign signer', usage: 'signing' });
   caFile = join(tempDir(), 'ca.pem');
@@ -210,6 +215,35 @@ describe('audit verify finds tampering, by line number, never printing a line', 
     expectProblem(await verify(path), 4, /foreign or altered seal: the signer certificate is not issued by the given CA/);
   });
 
+  it("a seal signed by the record signer, though of the install's CA: foreign (only the audit-seal certificate seals)", async () => {
+    const path = join(tempDir(), 'audit.log');
+    await writeLog(path, 3, recordSigner);
+    expectProblem(await verify(path), 4, /foreign or altered seal: the signer is not the audit-seal certificate \(its subject lacks CN=hospital-api audit seal\)/);
+  });
+
+  it('an install without an audit-seal key: its unsealed lines are "no seal key configured", not a missing seal; with one, a missing seal', async () => {
+    const dir = tempDir();
+    const p = installPaths(dir);
+    mkdirSync(p.tls, { recursive: true });
+    writeFileSync(p.caCert, ca.certPem);
+    const path = join(dir, 'audit.log');
+    const log = openAuditLog(path);
+    const old = new Date(Date.now() - 5 * 60_000).toISOString();
+    for (let i = 1; i <= 3; i++) await log.write(record(i, `care-${i}`, old));
+    await log.close();
+    const unsealed = await runCli(['audit', 'verify', path, '--dir', dir]);
+    expect(String(unsealed.stdout)).toContain('NOT SEALED: no seal key configured (the install has no tls/audit-seal.pem): the newest 3 line(s)');
+    expect(String(unsealed.stdout)).not.toContain('missing seal');
+    expect(unsealed.exitCode).toBe(0);
+    const json = JSON.parse(String((await runCli(['audit', 'verify', path, '--dir', dir, '--json'])).stdout));
+    expect(json.result).toMatchObject({ ok: true, sealKeyConfigured: false, unsealedNoKey: 3 });
+    writeFileSync(p.auditSealCert, signer.certPem);
+    writeFileSync(p.auditSealKey, signer.keyPem, { mode: 0o600 });
+    const sealed = await runCli(['audit', 'verify', path, '--dir', dir]);
+    expect(sealed.exitCode).toBe(1);
+    expect(String(sealed.stdout)).toMatch(/missing seal: lines 1–3 are covered by no seal/);
+  });
+
   it('lines nobody sealed (no key), older than the interval: a missing seal', async () => {
     const path = join(tempDir(), 'audit.log');
     const log = openAuditLog(path);
@@ -315,7 +349,7 @@ describe('the seal key in the settings', () => {
     }
   };
 
-  it('AUDIT_SEAL_CERT_FILE and AUDIT_SEAL_KEY_FILE go together, and a key that cannot sign stops the log from opening', () => {
+  it('AUDIT_SEAL_CERT_FILE and AUDIT_SEAL_KEY_FILE go together, the record signer is refused, and a key that cannot sign stops the log from opening', () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'seal.pem'), signer.certPem);
     writeFileSync(join(dir, 'seal.key'), signer.keyPem, { mode: 0o600 });
@@ -325,6 +359,10 @@ describe('the seal key in the settings', () => {
     expect(code(() => loadConfig({}, { ...base, AUDIT_SEAL_CERT_FILE: 'seal.pem', AUDIT_SEAL_KEY_FILE: 'not-a-key' }, dir))).toBe('ERR_CONFIG_INVALID AUDIT_SEAL_KEY_FILE');
     const config = loadConfig({}, { ...base, AUDIT_SEAL_CERT_FILE: 'seal.pem', AUDIT_SEAL_KEY_FILE: 'seal.key' }, dir);
     expect(config.auditSeal).toEqual({ certPem: signer.certPem, keyPem: signer.keyPem });
+    // the record signer (or any certificate but the audit seal) stops the start: the API must not hold its key
+    writeFileSync(join(dir, 'signer.pem'), recordSigner.certPem);
+    writeFileSync(join(dir, 'signer.key'), recordSigner.keyPem, { mode: 0o600 });
+    expect(code(() => loadConfig({}, { ...base, AUDIT_SEAL_CERT_FILE: 'signer.pem', AUDIT_SEAL_KEY_FILE: 'signer.key' }, dir))).toBe('ERR_CONFIG_INVALID AUDIT_SEAL_CERT_FILE');
     expect(() => openAuditLog(join(dir, 'audit.log'), () => {}, { seal: { certPem: signer.certPem, keyPem: '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n' } })).toThrow();
   });
 });

@@ -109,6 +109,8 @@ describe('backup and restore (issue 15)', () => {
 
   it('wipe → restore → up → verify passes and every patient record reads back equal', async () => {
     expect((await site.cli(['down'])).code).toBe(0);
+    // the API's audit-seal key (issue 46) is carried like the other keys, so restored logs go on under the same seal
+    const sealKey = readFileSync(installPaths(site.dir).auditSealKey, 'utf8');
     rmSync(site.dir, { recursive: true, force: true });
     const t0 = Date.now();
     const restore = await site.cli(['restore', archive], PASS);
@@ -120,6 +122,8 @@ describe('backup and restore (issue 15)', () => {
     expect(store.resources).toBeGreaterThan(0);
     expect(statSync(installPaths(site.dir).gatewayKey).mode & 0o777).toBe(0o600);
     expect(statSync(installPaths(site.dir).apiEnv).mode & 0o777).toBe(0o600);
+    expect(statSync(installPaths(site.dir).auditSealKey).mode & 0o777).toBe(0o600);
+    expect(readFileSync(installPaths(site.dir).auditSealKey, 'utf8')).toBe(sealKey);
 
     const up = await site.cli(['up']);
     expect(up.code, up.err).toBe(0);

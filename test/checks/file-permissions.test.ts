@@ -43,7 +43,7 @@ function privateInstall(runtime: Runtime): string {
     runtime === 'native'
       ? ['fhir/', 'fhir/fhir.sqlite', 'fhir/fhir.sqlite-wal', 'logs/', 'logs/api.log', 'run/', 'run/state.json', 'secrets/', 'gateway/', 'gateway/state.json', 'demo/']
       : ['secrets/', 'docker/', 'docker/api/', 'docker/api/tls/', 'docker/api/hospital-api.env', 'docker/secrets/', 'docker/secrets/kong-pg-password', 'docker/hapi-config/', 'docker/api-logs/', 'docker/api-logs/audit.log'];
-  for (const f of ['install.json', 'hospital-api.env', 'tls/', 'tls/gateway.key', 'tls/record-signer.key', ...files]) {
+  for (const f of ['install.json', 'hospital-api.env', 'tls/', 'tls/gateway.key', 'tls/record-signer.key', 'tls/audit-seal.key', ...files]) {
     put(root, f, f.endsWith('/') ? 0o700 : 0o600);
   }
   return root;
@@ -95,6 +95,7 @@ describe('file-permissions: native, path group by path group', () => {
     ['the API settings', 'hospital-api.env', 0o620, 'hospital-api.env (0620)'],
     ['the gateway key', 'tls/gateway.key', 0o644, 'tls/gateway.key (0644)'],
     ['the record signer key', 'tls/record-signer.key', 0o602, 'tls/record-signer.key (0602)'],
+    ['the audit-seal key', 'tls/audit-seal.key', 0o640, 'tls/audit-seal.key (0640)'],
   ])('names %s when it grants anything to group or others', async (_what, path, mode, named) => {
     const root = privateInstall('native');
     chmodSync(join(root, path), mode);
@@ -174,6 +175,7 @@ describe('file-permissions: docker, path group by path group', () => {
     ['hapi-config/', 'docker/hapi-config', 0o755, 'docker/hapi-config (0755)'],
     ['install.json', 'install.json', 0o644, 'install.json (0644)'],
     ['the gateway key', 'tls/gateway.key', 0o604, 'tls/gateway.key (0604)'],
+    ['the audit-seal key', 'tls/audit-seal.key', 0o604, 'tls/audit-seal.key (0604)'],
   ])('names %s when it grants anything to group or others', async (_what, path, mode, named) => {
     const root = privateInstall('docker');
     chmodSync(join(root, path), mode);

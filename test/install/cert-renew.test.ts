@@ -15,6 +15,7 @@ import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { presentedFingerprint, renewCertificates } from '../../src/install/cert-renew.js';
+import { issueAuditSeal } from '../../src/install/tls.js';
 import { openRuntime } from '../../src/runtime/index.js';
 import type { Runtime } from '../../src/runtime/types.js';
 import { generateCa, issueCertificate } from '../../src/tls/pki.js';
@@ -65,6 +66,7 @@ describe('cert renew (issue 15)', () => {
     const oldGateway = await presented();
     expect(oldGateway).toBe(fileFingerprint(paths.gatewayCert));
     const oldSigner = fileFingerprint(paths.signerCert);
+    const oldSeal = fileFingerprint(paths.auditSealCert);
 
     // A keep-alive connection opened before the renewal.
     let connections = 0;
@@ -102,6 +104,9 @@ describe('cert renew (issue 15)', () => {
     expect(now).not.toBe(oldGateway);
     expect(now).toBe(fileFingerprint(paths.gatewayCert));
     expect(fileFingerprint(paths.signerCert)).not.toBe(oldSigner);
+    // the audit seal is renewed with the signer (issue 46), still apart from it
+    expect(fileFingerprint(paths.auditSealCert)).not.toBe(oldSeal);
+    expect(new X509Certificate(readFileSync(paths.auditSealCert)).subject).toBe('CN=hospital-api audit seal');
     expect(readFileSync(paths.gatewayKey).length).toBeGreaterThan(0);
 
     // Days left: status and cert status show them; under 30 is a warning.
@@ -109,6 +114,7 @@ describe('cert renew (issue 15)', () => {
     expect(status.days.gateway).toBeGreaterThanOrEqual(9);
     expect(status.days.gateway).toBeLessThanOrEqual(10);
     expect(status.days['record-signer']).toBeLessThanOrEqual(10);
+    expect(status.days['audit-seal']).toBeLessThanOrEqual(10);
     // The metrics follow the renewal at the next scrape, without an API restart.
     expect(await metricDays()).toEqual({ ...status.days, 'fhir-ca-trusted': status.days.ca });
     expect((await certDays(['cert', 'status'])).code).toBe(1);
@@ -136,8 +142,14 @@ describe('cert renew (issue 15)', () => {
     const dir = tempDir('hapi-cert-');
     writeFileSync(join(dir, 'gw.pem'), mine.certPem);
     writeFileSync(join(dir, 'gw.key'), mine.keyPem, { mode: 0o600 });
-    const r = await site.cli(['cert', 'renew', '--cert', join(dir, 'gw.pem'), '--key', join(dir, 'gw.key')]);
+    // and its own audit seal (issue 46), checked for its name like install checks it
+    const seal = issueAuditSeal(ca, 200);
+    writeFileSync(join(dir, 'seal.pem'), seal.certPem);
+    writeFileSync(join(dir, 'seal.key'), seal.keyPem, { mode: 0o600 });
+    const r = await site.cli(['cert', 'renew', '--cert', join(dir, 'gw.pem'), '--key', join(dir, 'gw.key'), '--audit-seal-cert', join(dir, 'seal.pem'), '--audit-seal-key', join(dir, 'seal.key')]);
     expect(r.code, r.err).toBe(0);
+    expect(readFileSync(paths.auditSealCert, 'utf8')).toBe(seal.certPem);
+    expect(statSync(paths.auditSealKey).mode & 0o777).toBe(0o600);
     expect(await presented()).toBe(new X509Certificate(mine.certPem).fingerprint256);
     expect((await certDays(['status'])).days.gateway).toBe(199);
   });
@@ -161,6 +173,17 @@ describe('cert renew (issue 15)', () => {
     const b = await site.cli(['cert', 'renew', '--cert', join(dir, 'n.pem'), '--key', join(dir, 'n.key'), '--json']);
     expect(b.code).not.toBe(0);
     expect(JSON.parse(b.out).error.message).toContain('127.0.0.1');
+
+    // a record signer is not an audit seal
+    const signerLike = issueCertificate(ca, { commonName: 'records', usage: 'signing' });
+    writeFileSync(join(dir, 's.pem'), signerLike.certPem);
+    writeFileSync(join(dir, 's.key'), signerLike.keyPem);
+    const good = issueCertificate(ca, { commonName: 'localhost', hosts: ['localhost', '127.0.0.1'], usage: 'server' });
+    writeFileSync(join(dir, 'g.pem'), good.certPem);
+    writeFileSync(join(dir, 'g.key'), good.keyPem);
+    const s = await site.cli(['cert', 'renew', '--cert', join(dir, 'g.pem'), '--key', join(dir, 'g.key'), '--audit-seal-cert', join(dir, 's.pem'), '--audit-seal-key', join(dir, 's.key'), '--json']);
+    expect(s.code).not.toBe(0);
+    expect(JSON.parse(s.out).error.message).toContain('is not the audit-seal certificate');
 
     const c = await site.cli(['cert', 'renew', '--days', '0', '--json']);
     expect(c.code).toBe(2);

@@ -3,16 +3,20 @@
  * against the project's gateway admin API, idempotency, a killed run completed by a rerun,
  * and bad input that changes nothing.
  */
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseEnv } from 'node:util';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { nativeProfile } from '../../src/runtime/native/profile.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runInstall } from '../../src/install/run.js';
 import type { InstallFlags } from '../../src/install/options.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { readInstallConfig } from '../../src/install-dir/install-config.js';
 import { issueCertificate } from '../../src/tls/pki.js';
-import { chainsTo, coversHost } from '../../src/install/tls.js';
+import { chainsTo, coversHost, issueAuditSeal } from '../../src/install/tls.js';
+import { upgradeAuditSeal } from '../../src/install/audit-seal-upgrade.js';
+import { updateEnvValues } from '../../src/install/files.js';
 import { HospitalApiError } from '../../src/errors/index.js';
 import { makeTestPki } from '../helpers/pki.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
@@ -58,8 +62,17 @@ describe('install (native, generated CA)', () => {
     const kong = await gatewayAdmin();
     const result = await install(base(dir), kong);
     const p = installPaths(dir);
-    for (const key of [p.caKey, p.gatewayKey, p.signerKey, p.apiEnv]) expect(statSync(key).mode & 0o777, key).toBe(0o600);
+    for (const key of [p.caKey, p.gatewayKey, p.signerKey, p.auditSealKey, p.apiEnv]) expect(statSync(key).mode & 0o777, key).toBe(0o600);
     const env = parseEnv(readFileSync(p.apiEnv, 'utf8'));
+    // the API seals its audit log with its own key (issue 46), never with the record signer's
+    expect([env.AUDIT_SEAL_CERT_FILE, env.AUDIT_SEAL_KEY_FILE]).toEqual([p.auditSealCert, p.auditSealKey]);
+    expect(Object.values(env)).not.toContain(p.signerKey);
+    expect(Object.values(nativeProfile.apiEnv(p, readInstallConfig(dir)))).not.toContain(p.signerKey);
+    const seal = new X509Certificate(readFileSync(p.auditSealCert, 'utf8'));
+    expect(seal.subject).toBe('CN=hospital-api audit seal');
+    expect(chainsTo(seal.toString(), readFileSync(p.caCert, 'utf8'))).toBe(true);
+    expect(seal.checkPrivateKey(createPrivateKey(readFileSync(p.auditSealKey, 'utf8')))).toBe(true);
+    expect(readFileSync(p.auditSealKey, 'utf8')).not.toBe(readFileSync(p.signerKey, 'utf8'));
     expect(env.FHIR_BASE_URL).toBe(`https://127.0.0.1:${readInstallConfig(dir).ports.gatewayHttps}/fhir-api-key-auth`);
     expect(env.FHIR_CA_FILE).toBe(p.caCert);
     expect(env.AUDIT_LOG).toBe(join(p.logs, 'audit.log'));
@@ -274,6 +287,9 @@ describe('install: bad input changes nothing', () => {
     expect(existsSync(p.caKey)).toBe(false);
     expect(readFileSync(p.gatewayCert, 'utf8')).toBe(pki.server.certPem);
     expect(chainsTo(readFileSync(p.signerCert, 'utf8'), pki.ca.certPem)).toBe(true);
+    // and the audit seal, from the same key, the same once
+    expect(chainsTo(readFileSync(p.auditSealCert, 'utf8'), pki.ca.certPem)).toBe(true);
+    expect(new X509Certificate(readFileSync(p.auditSealCert, 'utf8')).subject).toBe('CN=hospital-api audit seal');
     // and a rerun without TLS flags keeps the hospital's material
     const before = snapshot(d2);
     await install({ dir: d2 }, await gatewayAdmin());
@@ -320,6 +336,73 @@ describe('install: bad input changes nothing', () => {
     writeFileSync(join(t, 's.key'), signer.keyPem);
     await install(flags(join(t, 'b'), join(t, 's.pem'), join(t, 's.key')), await gatewayAdmin());
     expect(readFileSync(installPaths(join(t, 'b')).signerCert, 'utf8')).toBe(signer.certPem);
+  });
+
+  it('a provided CA without its key: --audit-seal-cert/--audit-seal-key give the seal (the record signer\'s name refused), or the API runs unsealed and install says so', async () => {
+    const t = tempDir();
+    const pki = makeTestPki(t);
+    const signer = issueCertificate(pki.ca, { commonName: 'records', usage: 'signing' });
+    // 10 days: within the renewal window, yet kept by a rerun that has no CA key to re-issue it (below)
+    const seal = issueAuditSeal(pki.ca, 10);
+    for (const [n, v] of [['s.pem', signer.certPem], ['s.key', signer.keyPem], ['seal.pem', seal.certPem], ['seal.key', seal.keyPem]]) writeFileSync(join(t, n as string), v as string);
+    const flags = (dir: string, extra: Partial<InstallFlags> = {}): InstallFlags => ({
+      ...base(dir), generateCa: false, ca: pki.files.ca, cert: pki.files.cert, key: pki.files.key, signerCert: join(t, 's.pem'), signerKey: join(t, 's.key'), ...extra,
+    });
+    // the audit-seal certificate cannot be the record signer, and a record signer cannot be the audit seal
+    const d1 = join(t, 'a');
+    const asSigner = await install(flags(d1, { signerCert: join(t, 'seal.pem'), signerKey: join(t, 'seal.key') }), await gatewayAdmin()).catch((e: unknown) => e);
+    expect((asSigner as HospitalApiError).message).toContain('which may not sign acceptance records');
+    const asSeal = await install(flags(d1, { auditSealCert: join(t, 's.pem'), auditSealKey: join(t, 's.key') }), await gatewayAdmin()).catch((e: unknown) => e);
+    expect((asSeal as HospitalApiError).message).toContain('is not the audit-seal certificate');
+    expect(existsSync(d1)).toBe(false);
+    // without a seal: no seal settings, and install says so
+    const logged: string[] = [];
+    const d2 = join(t, 'b');
+    const kong = await gatewayAdmin();
+    await runInstall(flags(d2), { log: (l) => logged.push(l), openRuntime: () => fakeRuntime(kong), prepare: async () => {} });
+    const p2 = installPaths(d2);
+    expect(existsSync(p2.auditSealCert)).toBe(false);
+    const env2 = parseEnv(readFileSync(p2.apiEnv, 'utf8'));
+    expect(env2.AUDIT_SEAL_CERT_FILE).toBeUndefined();
+    expect(env2.AUDIT_SEAL_KEY_FILE).toBeUndefined();
+    expect(logged.join('\n')).toContain('note: no audit-seal key configured');
+    // with one: installed 0600 and named to the API, the record signer's key never
+    const d3 = join(t, 'c');
+    await install(flags(d3, { auditSealCert: join(t, 'seal.pem'), auditSealKey: join(t, 'seal.key') }), await gatewayAdmin());
+    const p3 = installPaths(d3);
+    expect(readFileSync(p3.auditSealCert, 'utf8')).toBe(seal.certPem);
+    expect(statSync(p3.auditSealKey).mode & 0o777).toBe(0o600);
+    const env3 = parseEnv(readFileSync(p3.apiEnv, 'utf8'));
+    expect([env3.AUDIT_SEAL_CERT_FILE, env3.AUDIT_SEAL_KEY_FILE]).toEqual([p3.auditSealCert, p3.auditSealKey]);
+    await install({ dir: d3 }, await gatewayAdmin());
+    expect(readFileSync(p3.auditSealCert, 'utf8')).toBe(seal.certPem);
+    expect(parseEnv(readFileSync(p3.apiEnv, 'utf8')).AUDIT_SEAL_KEY_FILE).toBe(p3.auditSealKey);
+  });
+
+  it('an install from before the audit seal (its API named the record signer): `up` issues the seal from ca.key and points the API at it', async () => {
+    const dir = join(tempDir(), 'inst');
+    await install(base(dir), await gatewayAdmin());
+    const p = installPaths(dir);
+    rmSync(p.auditSealCert);
+    rmSync(p.auditSealKey);
+    updateEnvValues(p.apiEnv, { AUDIT_SEAL_CERT_FILE: p.signerCert, AUDIT_SEAL_KEY_FILE: p.signerKey, FHIR_API_KEY: 'kept' });
+    const upgrade = upgradeAuditSeal(p, readInstallConfig(dir));
+    expect(upgrade.sealed).toBe(true);
+    expect(upgrade.changes.map((c) => c.path).sort()).toEqual([p.auditSealKey, p.auditSealCert, p.apiEnv].sort());
+    const env = parseEnv(readFileSync(p.apiEnv, 'utf8'));
+    expect([env.AUDIT_SEAL_CERT_FILE, env.AUDIT_SEAL_KEY_FILE, env.FHIR_API_KEY]).toEqual([p.auditSealCert, p.auditSealKey, 'kept']);
+    expect(statSync(p.auditSealKey).mode & 0o777).toBe(0o600);
+    expect(chainsTo(readFileSync(p.auditSealCert, 'utf8'), readFileSync(p.caCert, 'utf8'))).toBe(true);
+    // a second `up` changes nothing
+    expect(upgradeAuditSeal(p, readInstallConfig(dir)).changes).toEqual([]);
+    // without the CA key and without a seal: the API is no longer pointed at the record signer, it runs unsealed
+    rmSync(p.caKey);
+    rmSync(p.auditSealCert);
+    updateEnvValues(p.apiEnv, { AUDIT_SEAL_CERT_FILE: p.signerCert, AUDIT_SEAL_KEY_FILE: p.signerKey });
+    expect(upgradeAuditSeal(p, readInstallConfig(dir)).sealed).toBe(false);
+    const unsealed = parseEnv(readFileSync(p.apiEnv, 'utf8'));
+    expect(unsealed.AUDIT_SEAL_CERT_FILE).toBeUndefined();
+    expect(unsealed.AUDIT_SEAL_KEY_FILE).toBeUndefined();
   });
 
   it('reissues the gateway certificate from the same CA when a host is added', async () => {

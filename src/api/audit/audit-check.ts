@@ -63,6 +63,12 @@ export interface AuditChainReport {
   ok: boolean;
   /** Whether seals were checked against a CA (without one, seals are not checked: a failure). */
   sealsChecked: boolean;
+  /**
+   * Newest lines that no seal covers because the install has no seal key
+   * (AuditCheckOptions.sealKeyConfigured false): not tampering, and not a
+   * failure, but lines removed from the end cannot be told. 0 otherwise.
+   */
+  unsealedNoKey: number;
 }
 
 export interface AuditCheckOptions {
@@ -72,6 +78,13 @@ export interface AuditCheckOptions {
   state?: ChainStateFile | null;
   /** Now, for the newest lines' seal deadline. */
   now?: number;
+  /**
+   * False: the install has no audit-seal key (tls/audit-seal.pem; a hospital CA
+   * whose key install was not given), so its API writes no seals: the newest
+   * lines without one are counted in unsealedNoKey, not reported as a missing
+   * seal. Seals that are there are still checked. Default true.
+   */
+  sealKeyConfigured?: boolean;
 }
 
 /** One line as read: its number in its file, its hash, and the fields the chain needs. */
@@ -198,6 +211,7 @@ export async function checkAuditChain(files: string[], options: AuditCheckOption
   let last: string | null = null;
   let lastFile = -1;
   let chained = false;
+  let unsealedNoKey = 0;
   const firsts: Array<string | null> = [];
   const counts: number[] = [];
   for (const [f, lines] of read.entries()) {
@@ -258,7 +272,8 @@ export async function checkAuditChain(files: string[], options: AuditCheckOption
     if (pending) note(report, pending.n, `line ${pending.n - 1} edited, or lines removed before line ${pending.n} (no seal after it tells which)`);
     // The newest file: its last lines must be sealed within the interval (older files are sealed by the next one's seals, through the chain).
     if (f === read.length - 1) {
-      if (unsealedFrom && now - unsealedFrom.time > SEAL_INTERVAL_MS + SEAL_GRACE_MS) {
+      if (unsealedFrom && options.sealKeyConfigured === false) unsealedNoKey = count - unsealedFrom.n + 1;
+      else if (unsealedFrom && now - unsealedFrom.time > SEAL_INTERVAL_MS + SEAL_GRACE_MS) {
         note(report, unsealedFrom.n, `missing seal: lines ${unsealedFrom.n}–${count} are covered by no seal`);
       }
     }
@@ -283,7 +298,7 @@ export async function checkAuditChain(files: string[], options: AuditCheckOption
   }
   for (const r of reports) r.ok = r.broken === 0;
   // Chained lines prove nothing without their seals checked against the CA; legacy lines alone have no seal to check.
-  return { files: reports, ok: (caPem !== null || !chained) && reports.every((r) => r.ok), sealsChecked: caPem !== null };
+  return { files: reports, ok: (caPem !== null || !chained) && reports.every((r) => r.ok), sealsChecked: caPem !== null, unsealedNoKey };
 }
 
 /** Why a seal line is not a valid seal of the install's CA, or null. */
@@ -293,7 +308,7 @@ function sealProblem(seal: NonNullable<Line['seal']>, caPem: string | null): str
   if (!hex(first) || !hex(head) || !Number.isSafeInteger(lines) || (lines as number) < 0 || typeof cms !== 'string') return 'a seal without its statement or signature';
   if (caPem === null) return null;
   const pem = `-----BEGIN PKCS7-----\n${(cms.match(/.{1,64}/g) ?? []).join('\n')}\n-----END PKCS7-----\n`;
-  const check = verifyDetached(Buffer.from(sealStatement(first as string | null, lines as number, head as string | null)), pem, caPem);
+  const check = verifyDetached(Buffer.from(sealStatement(first as string | null, lines as number, head as string | null)), pem, caPem, 'audit-seal');
   return check.ok ? null : `foreign or altered seal: ${check.reason}`;
 }
 

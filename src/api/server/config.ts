@@ -4,10 +4,12 @@
  * before the server listens; a bad value names its variable (exit 3).
  * No setting disables TLS verification.
  */
+import { X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { isIP, type BlockList } from 'node:net';
 import { resolve } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
+import { signerRoleProblem } from '../../tls/cms-verify.js';
 import { ANY_IDENTIFIER_SYSTEM, isIdentifierSystem } from '../../install-dir/api-settings.js';
 import { mergedEnv } from '../../util/env-file.js';
 import { blockListOf, parseIpOrCidr } from '../../util/ip-list.js';
@@ -145,6 +147,15 @@ function auditSeal(env: Env, cwd: string): { certPem: string; keyPem: string } |
   const keyFile = text(env, 'AUDIT_SEAL_KEY_FILE');
   if ((certPem === null) !== (keyFile === undefined)) throw invalid(certPem === null ? 'AUDIT_SEAL_CERT_FILE' : 'AUDIT_SEAL_KEY_FILE', 'AUDIT_SEAL_CERT_FILE and AUDIT_SEAL_KEY_FILE go together');
   if (certPem === null || keyFile === undefined) return null;
+  // Only the audit-seal certificate: its seals are the only ones audit verify accepts, and a record
+  // signer here would put a key that signs ACCEPTED records in the internet-facing API (issue 46).
+  let role: string | null;
+  try {
+    role = signerRoleProblem(new X509Certificate(certPem), 'audit-seal');
+  } catch {
+    throw invalid('AUDIT_SEAL_CERT_FILE', 'holds no readable certificate');
+  }
+  if (role) throw invalid('AUDIT_SEAL_CERT_FILE', `${role}: the API seals with tls/audit-seal.pem, never the record signer`);
   let keyPem: string;
   try {
     keyPem = readFileSync(resolve(cwd, keyFile), 'utf8');

@@ -83,7 +83,7 @@ export function createMetrics(certificates: CertificateSources = {}): ApiMetrics
   collectDefaultMetrics({ register: registry, prefix: 'hospital_api_' });
   for (const name of GAUGES_NAMED_TOTAL) registry.removeSingleMetric(`hospital_api_${name}`);
   // Time left on each certificate (issue 15), computed at scrape time. `certificate` is ca,
-  // gateway, record-signer (the install's files) or fhir-ca-trusted (what this process trusts
+  // gateway, record-signer, audit-seal (the install's files) or fhir-ca-trusted (what this process trusts
   // for the gateway: after a CA change it differs from `ca` until the API reloads).
   let latest: Promise<CertificateExpiry[]> | null = null;
   const scrape = (): Promise<CertificateExpiry[]> => (latest ??= certificateExpiries(certificates).finally(() => { latest = null; }));
@@ -91,7 +91,7 @@ export function createMetrics(certificates: CertificateSources = {}): ApiMetrics
   // hospital_api_certificate_days_left, which promtool check metrics flagged.
   new Gauge({
     name: 'hospital_api_certificate_remaining_seconds',
-    help: 'Whole seconds until each certificate expires (negative once expired): ca, gateway, record-signer, fhir-ca-trusted',
+    help: 'Whole seconds until each certificate expires (negative once expired): ca, gateway, record-signer, audit-seal, fhir-ca-trusted',
     labelNames: ['certificate'],
     registers: [registry],
     async collect() {

@@ -108,7 +108,7 @@ export function verifyChain(folder: string, caPem: string): ChainReport {
     shaOf.set(sha, name);
     let signature = 'ok';
     try {
-      const v = verifyDetached(bytes, readFileSync(join(folder, `${name}.p7s`), 'utf8'), caPem);
+      const v = verifyDetached(bytes, readFileSync(join(folder, `${name}.p7s`), 'utf8'), caPem, 'record');
       if (!v.ok) signature = v.reason ?? 'does not verify';
     } catch (err) {
       signature = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no signature file (.p7s)' : String((err as Error).message ?? err);

@@ -43,7 +43,7 @@ export function verifyRecordFile(path: string, options: { ca?: string; dir?: str
   const record = resolve(path);
   const signature = `${record}.p7s`;
   const ca = caFor(dirname(record), options, record);
-  const result = verifyDetached(read(record), read(signature).toString('utf8'), read(ca).toString('utf8'));
+  const result = verifyDetached(read(record), read(signature).toString('utf8'), read(ca).toString('utf8'), 'record');
   if (!result.ok || !result.signer) {
     throw new HospitalApiError('ERR_INSTALL_RECORD_INVALID', { path: record, detail: result.reason ?? 'unknown' });
   }

@@ -48,6 +48,7 @@ import type { DockerCli } from './compose.js';
 import { apiUser, projectName } from './render.js';
 import { API_CONTAINER_PATHS } from './container-paths.js';
 import { ensureDoorToken } from './door-token.js';
+import { hasAuditSeal } from '../../install-dir/audit-seal-files.js';
 import { metricsTokenFileText, metricsTokenPath } from '../../install-dir/metrics-token.js';
 
 /** The metrics token's file content, kept or made (and then written to <dir>/secrets/). */
@@ -213,11 +214,12 @@ export function writeContainerFiles(dir: string, readers: SecretReaders = { kong
   const env = readEnvFile(p.apiEnv);
   copyFileSync(p.caCert, join(api, 'tls', 'ca.pem'));
   const values: Record<string, string> = { ...env, FHIR_CA_FILE: API_CONTAINER_PATHS.ca, AUDIT_LOG: API_CONTAINER_PATHS.auditLog };
-  // The audit log's seal signer (issue 46): the record signer, private to the API's uid like its settings.
+  // The audit log's seal signer (issue 46): the install's audit-seal pair, private to the API's uid like its
+  // settings; never the record signer's key, which would let a compromised API sign an ACCEPTED record.
   const seal = { cert: join(api, 'tls', 'audit-seal.pem'), key: join(api, 'tls', 'audit-seal.key') };
-  if (existsSync(p.signerCert) && existsSync(p.signerKey)) {
-    copyFileSync(p.signerCert, seal.cert);
-    writeSecretFile(seal.key, readFileSync(p.signerKey, 'utf8'));
+  if (hasAuditSeal(p)) {
+    copyFileSync(p.auditSealCert, seal.cert);
+    writeSecretFile(seal.key, readFileSync(p.auditSealKey, 'utf8'));
     if (process.getuid?.() === 0) chownSync(seal.key, user.uid, user.gid);
     values.AUDIT_SEAL_CERT_FILE = API_CONTAINER_PATHS.sealCert;
     values.AUDIT_SEAL_KEY_FILE = API_CONTAINER_PATHS.sealKey;

@@ -8,7 +8,7 @@ export const API_MOUNT = '/run/hospital-api';
 export const API_CONTAINER_PATHS = Object.freeze({
   env: `${API_MOUNT}/hospital-api.env`,
   ca: `${API_MOUNT}/tls/ca.pem`,
-  /** The audit log's seal signer (issue 46): the record signer, copied in by container-files.ts. */
+  /** The audit log's seal signer (issue 46): the install's audit-seal pair (never the record signer), copied in by container-files.ts. */
   sealCert: `${API_MOUNT}/tls/audit-seal.pem`,
   sealKey: `${API_MOUNT}/tls/audit-seal.key`,
   platformCa: `${API_MOUNT}/tls/platform-ca.pem`,

@@ -17,6 +17,7 @@ import { SERVICE_OF } from './services.js';
 import { DEMO_PLATFORM } from './demo-platform.js';
 import { DOOR_TOKEN_FILE, newDoorToken, readDoorToken, doorClientHeaders } from './door-token.js';
 import { METRICS_TOKEN_FILE, metricsTokenFileText } from '../../install-dir/metrics-token.js';
+import { hasAuditSeal } from '../../install-dir/audit-seal-files.js';
 
 function password(): string {
   return randomBytes(24).toString('base64url');
@@ -42,12 +43,12 @@ export const dockerProfile: RuntimeProfile = {
     const { dockerSettings } = await import('./render.js');
     return { docker: dockerSettings(hosts, previous?.docker, flags) };
   },
-  apiEnv: () => ({
+  apiEnv: (paths) => ({
     FHIR_BASE_URL: 'https://kong:8443/fhir-api-key-auth',
     FHIR_CA_FILE: API_CONTAINER_PATHS.ca,
     AUDIT_LOG: API_CONTAINER_PATHS.auditLog,
-    AUDIT_SEAL_CERT_FILE: API_CONTAINER_PATHS.sealCert,
-    AUDIT_SEAL_KEY_FILE: API_CONTAINER_PATHS.sealKey,
+    // the audit-seal pair (issue 46), copied in by container-files.ts; none without one
+    ...(hasAuditSeal(paths) ? { AUDIT_SEAL_CERT_FILE: API_CONTAINER_PATHS.sealCert, AUDIT_SEAL_KEY_FILE: API_CONTAINER_PATHS.sealKey } : {}),
     METRICS_TOKEN_FILE: API_CONTAINER_PATHS.metricsToken,
   }),
   // templates/compose.yaml mounts <dir>/docker/api-logs at AUDIT_LOG's folder in the API container

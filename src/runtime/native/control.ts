@@ -93,7 +93,7 @@ export function makeInstallPrivate(dir: string): void {
   tighten(paths.root, false);
   for (const d of [paths.fhirData, paths.logs, paths.run, paths.secrets, join(paths.root, 'gateway'), join(paths.root, 'demo')]) tighten(d, true);
   tighten(paths.tls, false);
-  for (const f of [paths.installJson, paths.apiEnv, paths.gatewayKey, paths.caKey, paths.signerKey]) tighten(f, false);
+  for (const f of [paths.installJson, paths.apiEnv, paths.gatewayKey, paths.caKey, paths.signerKey, paths.auditSealKey]) tighten(f, false);
 }
 
 /** Starts the supervisor unless it already runs; resolves once every component settles. */

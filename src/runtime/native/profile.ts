@@ -9,6 +9,7 @@ import { endpoints } from '../../install-dir/install-config.js';
 import type { InstallPaths } from '../../install-dir/layout.js';
 import { METRICS_TOKEN_FILE, metricsTokenFileText, metricsTokenPath } from '../../install-dir/metrics-token.js';
 import type { RuntimeProfile } from '../profile.js';
+import { hasAuditSeal } from '../../install-dir/audit-seal-files.js';
 
 /** The API runs on the host: AUDIT_LOG is the file itself. */
 export const nativeAuditLog = (paths: InstallPaths): string => join(paths.logs, 'audit.log');
@@ -27,10 +28,9 @@ export const nativeProfile: RuntimeProfile = {
     FHIR_BASE_URL: endpoints(config).keyAuthBase,
     FHIR_CA_FILE: paths.caCert,
     AUDIT_LOG: nativeAuditLog(paths),
-    // The audit log's seals (issue 46) are signed by the record signer, a certificate of the install's CA,
-    // which the API's user already holds on this host (the whole install directory is its own).
-    AUDIT_SEAL_CERT_FILE: paths.signerCert,
-    AUDIT_SEAL_KEY_FILE: paths.signerKey,
+    // The audit log's seals (issue 46): the API's own audit-seal key, never the record signer's (which could
+    // sign an ACCEPTED record); none without one (a hospital CA whose key install was not given).
+    ...(hasAuditSeal(paths) ? { AUDIT_SEAL_CERT_FILE: paths.auditSealCert, AUDIT_SEAL_KEY_FILE: paths.auditSealKey } : {}),
     // issue 45: /metrics for the token's holder only (the service user, the Prometheus install configures)
     METRICS_TOKEN_FILE: metricsTokenPath(paths),
   }),

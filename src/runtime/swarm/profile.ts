@@ -15,13 +15,14 @@ import { SERVICE_OF } from '../docker/services.js';
 import { DEMO_PLATFORM } from '../docker/demo-platform.js';
 import { doorClientHeaders } from '../docker/door-token.js';
 import { dockerProfile } from '../docker/profile.js';
+import { hasAuditSeal } from '../../install-dir/audit-seal-files.js';
 
 /** Where the API's files are in its tasks: Swarm mounts each secret at /run/secrets/<target> (templates/stack.yaml). */
 export const SWARM_API_PATHS = Object.freeze({
   env: '/run/secrets/hospital-api.env',
   ca: '/run/secrets/ca.pem',
   auditLog: '/var/log/hospital-api/audit.log',
-  /** The audit log's seal signer (issue 46): the record signer, as two secrets. */
+  /** The audit log's seal signer (issue 46): the install's audit-seal pair (never the record signer), as two secrets. */
   sealCert: '/run/secrets/audit-seal.pem',
   sealKey: '/run/secrets/audit-seal.key',
 });
@@ -61,12 +62,12 @@ export const swarmProfile: RuntimeProfile = {
     const { swarmSettings } = await import('./settings.js');
     return { swarm: swarmSettings(previous?.swarm, flags) };
   },
-  apiEnv: () => ({
+  apiEnv: (paths) => ({
     FHIR_BASE_URL: 'https://kong:8443/fhir-api-key-auth',
     FHIR_CA_FILE: SWARM_API_PATHS.ca,
     AUDIT_LOG: SWARM_API_PATHS.auditLog,
-    AUDIT_SEAL_CERT_FILE: SWARM_API_PATHS.sealCert,
-    AUDIT_SEAL_KEY_FILE: SWARM_API_PATHS.sealKey,
+    // the audit-seal pair (issue 46), two secrets (secrets.ts); none without one
+    ...(hasAuditSeal(paths) ? { AUDIT_SEAL_CERT_FILE: SWARM_API_PATHS.sealCert, AUDIT_SEAL_KEY_FILE: SWARM_API_PATHS.sealKey } : {}),
   }),
   // each node that runs an API task keeps its own audit log, in its api-audit volume: none is on this host as such
   auditLogFile: () => null,

@@ -14,6 +14,7 @@ import type { InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';
 import { DOOR_TOKEN_FILE } from '../docker/door-token.js';
 import { databaseEndpoint } from './databases.js';
+import { hasAuditSeal } from '../../install-dir/audit-seal-files.js';
 
 /** The stack's secrets by their key in templates/stack.yaml (also the copy's file name under <dir>/swarm/secrets/). */
 export const SECRET_KEYS = [
@@ -26,6 +27,12 @@ export const DATABASE_CA_PATH = '/run/secrets/database-ca.pem';
 
 /** The database CA secret of a stack whose databases are all its own: a secret cannot be empty (Swarm refuses it). */
 const NO_DATABASE_CA = '# no database outside the swarm: no CA to verify one against\n';
+
+/**
+ * The audit-seal secrets of an install without the pair (a hospital CA whose key install was not given):
+ * the API's settings name no seal then, and a secret cannot be empty.
+ */
+const NO_AUDIT_SEAL = '# no audit-seal key configured: the audit log is not sealed\n';
 
 export type SecretKey = (typeof SECRET_KEYS)[number];
 
@@ -75,8 +82,9 @@ export function secretPayloads(dir: string, config: InstallConfig): SecretPayloa
     'door-token': read(join(p.secrets, DOOR_TOKEN_FILE)),
     pgpass: pgpass(config, { kong: kong.trim(), hapi: hapi.trim() }),
     'database-ca.pem': config.swarm?.databaseCa ?? NO_DATABASE_CA,
-    // the audit log's seal signer (issue 46): the record signer, read by the API tasks only
-    'audit-seal.pem': read(p.signerCert),
-    'audit-seal.key': read(p.signerKey),
+    // the audit log's seal signer (issue 46): the install's audit-seal pair, read by the API tasks only;
+    // never the record signer's key, which would let a compromised API sign an ACCEPTED record
+    'audit-seal.pem': hasAuditSeal(p) ? read(p.auditSealCert) : NO_AUDIT_SEAL,
+    'audit-seal.key': hasAuditSeal(p) ? read(p.auditSealKey) : NO_AUDIT_SEAL,
   };
 }

@@ -21,7 +21,7 @@ const content = Buffer.from('{"format":"hospital-api/acceptance-record@1","resul
 describe('detached CMS signatures', () => {
   it('verifies its own signature and reports the signer and signing time', () => {
     const at = new Date(Math.floor(Date.now() / 1000) * 1000);
-    const r = verifyDetached(content, signDetached(content, signer.certPem, signer.keyPem, at), ca.certPem);
+    const r = verifyDetached(content, signDetached(content, signer.certPem, signer.keyPem, at), ca.certPem, 'record');
     expect(r).toMatchObject({ ok: true, reason: null, signingTime: at.toISOString() });
     expect(r.signer!.subject).toBe('CN=record signer');
   });
@@ -30,22 +30,22 @@ describe('detached CMS signatures', () => {
     const sig = signDetached(content, signer.certPem, signer.keyPem);
     const changed = Buffer.from(content);
     changed[5] = (changed[5] as number) ^ 1;
-    expect(verifyDetached(changed, sig, ca.certPem).reason).toMatch(/changed after signing/);
-    expect(verifyDetached(content, sig, generateCa().certPem).reason).toMatch(/not issued by the given CA/);
+    expect(verifyDetached(changed, sig, ca.certPem, 'record').reason).toMatch(/changed after signing/);
+    expect(verifyDetached(content, sig, generateCa().certPem, 'record').reason).toMatch(/not issued by the given CA/);
     const der = Buffer.from(sig.replace(/-----[A-Z0-9 ]+-----|\s/g, ''), 'base64');
     der[der.length - 10] = (der[der.length - 10] as number) ^ 0xff; // inside the signature value
     const garbled = `-----BEGIN PKCS7-----\n${der.toString('base64')}\n-----END PKCS7-----\n`;
-    expect(verifyDetached(content, garbled, ca.certPem).ok).toBe(false);
-    expect(verifyDetached(content, 'not a signature', ca.certPem).reason).toMatch(/unreadable/);
+    expect(verifyDetached(content, garbled, ca.certPem, 'record').ok).toBe(false);
+    expect(verifyDetached(content, 'not a signature', ca.certPem, 'record').reason).toMatch(/unreadable/);
     const rogueCa = generateCa({ commonName: 'Record Test CA' }); // same name, other key
     const rogue = issueCertificate(rogueCa, { commonName: 'record signer', usage: 'signing' });
-    expect(verifyDetached(content, signDetached(content, rogue.certPem, rogue.keyPem), ca.certPem).ok).toBe(false);
+    expect(verifyDetached(content, signDetached(content, rogue.certPem, rogue.keyPem), ca.certPem, 'record').ok).toBe(false);
   });
 
   it("refuses a record signed by another certificate of the same CA that is not for signing (the gateway's server certificate), as openssl does", async () => {
     const server = issueCertificate(ca, { commonName: '127.0.0.1', hosts: ['127.0.0.1'], usage: 'server' });
     const sig = signDetached(content, server.certPem, server.keyPem);
-    const r = verifyDetached(content, sig, ca.certPem);
+    const r = verifyDetached(content, sig, ca.certPem, 'record');
     expect(r.ok).toBe(false);
     expect(r.reason).toMatch(/not for signing.*emailProtection/);
     expect(r.signer!.subject).toBe('CN=127.0.0.1');
@@ -71,6 +71,6 @@ describe('detached CMS signatures', () => {
       '-inkey', f('s.key', signer.keyPem), '-outform', 'PEM', '-out', sig], { reject: false });
     expect(made.exitCode, String(made.stderr)).toBe(0);
     const { readFileSync } = await import('node:fs');
-    expect(verifyDetached(content, readFileSync(sig, 'utf8'), ca.certPem).ok).toBe(true);
+    expect(verifyDetached(content, readFileSync(sig, 'utf8'), ca.certPem, 'record').ok).toBe(true);
   });
 });

@@ -83,28 +83,28 @@ describe('signatures the checker cannot read, each with its own reason', () => {
 
   it('no PEM block; a PEM that is not CMS SignedData', () => {
     for (const text of ['', 'not a signature']) {
-      expect(verifyDetached(content, text, ca.certPem)).toEqual({ ok: false, reason: 'unreadable signature: Invalid PEM formatted message.', signer: null, signingTime: null });
+      expect(verifyDetached(content, text, ca.certPem, 'record')).toEqual({ ok: false, reason: 'unreadable signature: Invalid PEM formatted message.', signer: null, signingTime: null });
     }
     // a CMS ContentInfo of type data, not signedData
     const data = forge.asn1.create(U, forge.asn1.Type.SEQUENCE, true, [
       forge.asn1.create(U, forge.asn1.Type.OID, false, forge.asn1.oidToDer(forge.pki.oids.data as string).getBytes()),
     ]);
     const pem = forge.pem.encode({ type: 'PKCS7', body: forge.asn1.toDer(data).getBytes() });
-    expect(verifyDetached(content, pem, ca.certPem).reason).toBe('unreadable signature: not a CMS SignedData');
+    expect(verifyDetached(content, pem, ca.certPem, 'record').reason).toBe('unreadable signature: not a CMS SignedData');
   });
 
   it('no signer, no signed attributes, no signature value', () => {
     const noSigner = editSignedData(good, (parts) => [...parts.slice(0, -1), forge.asn1.create(U, forge.asn1.Type.SET, true, [])]);
-    expect(verifyDetached(content, noSigner, ca.certPem).reason).toBe('unreadable signature: no signer in the signature');
+    expect(verifyDetached(content, noSigner, ca.certPem, 'record').reason).toBe('unreadable signature: no signer in the signature');
     const noAttrs = editSignerInfo(good, (f) => f.filter((x) => !(x.tagClass === C && x.type === 0)));
-    expect(verifyDetached(content, noAttrs, ca.certPem).reason).toBe('unreadable signature: the signature has no signed attributes');
+    expect(verifyDetached(content, noAttrs, ca.certPem, 'record').reason).toBe('unreadable signature: the signature has no signed attributes');
     const noValue = editSignerInfo(good, (f) => f.filter((x) => !(x.tagClass === U && x.type === forge.asn1.Type.OCTETSTRING)));
-    expect(verifyDetached(content, noValue, ca.certPem).reason).toBe('unreadable signature: no signature value');
+    expect(verifyDetached(content, noValue, ca.certPem, 'record').reason).toBe('unreadable signature: no signature value');
   });
 
   it('no certificates in the signature: nothing to verify with', () => {
     const noCerts = editSignedData(good, (parts) => parts.filter((x) => !(x.tagClass === C && x.type === 0)));
-    const r = verifyDetached(content, noCerts, ca.certPem);
+    const r = verifyDetached(content, noCerts, ca.certPem, 'record');
     expect(r.reason).toBe('the signature does not match the signed attributes (or no signer certificate)');
     expect(r.signingTime).not.toBeNull();
   });
@@ -114,11 +114,11 @@ describe('signatures the checker cannot read, each with its own reason', () => {
     const garbled = editSignerInfo(good, (f) =>
       f.map((x) => (x.tagClass === U && x.type === forge.asn1.Type.OCTETSTRING ? forge.asn1.create(U, x.type, false, `${String.fromCharCode(String(x.value).charCodeAt(0) ^ 1)}${String(x.value).slice(1)}`) : x)),
     );
-    expect(verifyDetached(content, garbled, ca.certPem)).toMatchObject({ ok: false, reason: 'the signature does not match the signed attributes (or no signer certificate)', signer: null });
+    expect(verifyDetached(content, garbled, ca.certPem, 'record')).toMatchObject({ ok: false, reason: 'the signature does not match the signed attributes (or no signer certificate)', signer: null });
   });
 
   it('changed content names the signer and the reason', () => {
-    const r = verifyDetached(Buffer.from('{"result":"accepted"}\n'), good, ca.certPem);
+    const r = verifyDetached(Buffer.from('{"result":"accepted"}\n'), good, ca.certPem, 'record');
     expect(r.reason).toBe('the record does not match its signature (it changed after signing)');
     expect(r.signer!.subject).toBe('CN=signature signer');
   });
@@ -130,7 +130,7 @@ describe('signatures the checker cannot read, each with its own reason', () => {
     const made = await execa('openssl', ['cms', '-sign', '-binary', '-md', 'sha512', '-in', f('r.json', content), '-signer', f('s.pem', signer.certPem),
       '-inkey', f('s.key', signer.keyPem), '-outform', 'PEM', '-out', out], { reject: false });
     expect(made.exitCode, String(made.stderr)).toBe(0);
-    expect(verifyDetached(content, readFileSync(out, 'utf8'), ca.certPem).reason).toBe('the digest algorithm is not SHA-256');
+    expect(verifyDetached(content, readFileSync(out, 'utf8'), ca.certPem, 'record').reason).toBe('the digest algorithm is not SHA-256');
   });
 
   it('signDetached leaves the content out of the signature (detached)', () => {
@@ -172,13 +172,13 @@ describe('which signers may sign records', () => {
 
 describe('the signer against the CA and its validity at signing time', () => {
   it('a CA file without a certificate is named as the CA', () => {
-    expect(() => verifyDetached(content, signDetached(content, signer.certPem, signer.keyPem), 'no certificate here')).toThrow('Invalid TLS material in CA: no PEM certificate found');
+    expect(() => verifyDetached(content, signDetached(content, signer.certPem, signer.keyPem), 'no certificate here', 'record')).toThrow('Invalid TLS material in CA: no PEM certificate found');
   });
 
   it('a CA bundle: the signer needs only one of them to be its issuer', () => {
     const sig = signDetached(content, signer.certPem, signer.keyPem);
-    expect(verifyDetached(content, sig, generateCa({ commonName: 'First' }).certPem + ca.certPem).ok).toBe(true);
-    expect(verifyDetached(content, sig, ca.certPem + generateCa({ commonName: 'Last' }).certPem).ok).toBe(true);
+    expect(verifyDetached(content, sig, generateCa({ commonName: 'First' }).certPem + ca.certPem, 'record').ok).toBe(true);
+    expect(verifyDetached(content, sig, ca.certPem + generateCa({ commonName: 'Last' }).certPem, 'record').ok).toBe(true);
   });
 
   it('a signer from a CA with the same name but another key is refused even without key identifiers', () => {
@@ -188,15 +188,15 @@ describe('the signer against the CA and its validity at signing time', () => {
     const realSigner = makeCert({ cn: 'real signer', issuer: realCa, keyUsage: { digitalSignature: true }, emailProtection: true });
     // the name matches, so only the signature on the certificate tells them apart
     expect(new X509Certificate(twinSigner.certPem).checkIssued(new X509Certificate(realCa.certPem))).toBe(true);
-    expect(verifyDetached(content, signDetached(content, twinSigner.certPem, twinSigner.keyPem), realCa.certPem).reason).toBe('the signer certificate is not issued by the given CA');
-    expect(verifyDetached(content, signDetached(content, realSigner.certPem, realSigner.keyPem), realCa.certPem).ok).toBe(true);
+    expect(verifyDetached(content, signDetached(content, twinSigner.certPem, twinSigner.keyPem), realCa.certPem, 'record').reason).toBe('the signer certificate is not issued by the given CA');
+    expect(verifyDetached(content, signDetached(content, realSigner.certPem, realSigner.keyPem), realCa.certPem, 'record').ok).toBe(true);
   });
 
   it('signing at the first and last second of validity is fine; a second outside is not', () => {
     const notBefore = new Date(Math.floor(Date.now() / 1000) * 1000 - 86_400_000);
     const notAfter = new Date(notBefore.getTime() + 3_600_000);
     const s = makeCert({ cn: 'short-lived signer', issuer: ca, keyUsage: { digitalSignature: true }, emailProtection: true, notBefore, notAfter });
-    const at = (d: Date) => verifyDetached(content, signDetached(content, s.certPem, s.keyPem, d), ca.certPem);
+    const at = (d: Date) => verifyDetached(content, signDetached(content, s.certPem, s.keyPem, d), ca.certPem, 'record');
     expect(at(notBefore)).toMatchObject({ ok: true, signingTime: notBefore.toISOString() });
     expect(at(notAfter).ok).toBe(true);
     const outside = 'the signer certificate was not valid at signing time';

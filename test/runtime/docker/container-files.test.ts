@@ -6,7 +6,7 @@
  * engine tier (test/docker-engine/broken-install.test.ts) proves the
  * containers still read them.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -207,20 +207,28 @@ describe("the API container's settings file", () => {
     expect(copy).toMatchObject({ PLATFORM_IDENTIFIER_SYSTEM: 'urn:oid:2.16.764.1', PLATFORM_ANY_IDENTIFIER_SYSTEM: 'false' });
   });
 
-  it("gives the API container the record signer to seal the audit log with (issue 46): key 0600, named by container paths; none without a signer", () => {
+  it("gives the API container the install's audit-seal pair (issue 46), never the record signer's key: key 0600, named by container paths; none without the pair", () => {
     const dir = installDir();
-    const api = join(installPaths(dir).docker, 'api');
+    const p = installPaths(dir);
+    const api = join(p.docker, 'api');
+    // the record signer alone: nothing of it goes in, and the API gets no seal settings
+    writeFileSync(p.signerCert, 'SIGNER CERT\n');
+    writeFileSync(p.signerKey, 'SIGNER KEY\n', { mode: 0o600 });
     writeContainerFiles(dir, { kong: null, hapi: null });
     const without = parseEnv(readFileSync(join(api, 'hospital-api.env'), 'utf8'));
     expect(without.AUDIT_SEAL_CERT_FILE).toBeUndefined();
     expect(existsSync(join(api, 'tls', 'audit-seal.key'))).toBe(false);
-    writeFileSync(installPaths(dir).signerCert, 'SIGNER CERT\n');
-    writeFileSync(installPaths(dir).signerKey, 'SIGNER KEY\n', { mode: 0o600 });
+    writeFileSync(p.auditSealCert, 'SEAL CERT\n');
+    writeFileSync(p.auditSealKey, 'SEAL KEY\n', { mode: 0o600 });
     writeContainerFiles(dir, { kong: null, hapi: null });
     const copy = parseEnv(readFileSync(join(api, 'hospital-api.env'), 'utf8'));
     expect(copy).toMatchObject({ AUDIT_SEAL_CERT_FILE: '/run/hospital-api/tls/audit-seal.pem', AUDIT_SEAL_KEY_FILE: '/run/hospital-api/tls/audit-seal.key' });
-    expect(readFileSync(join(api, 'tls', 'audit-seal.key'), 'utf8')).toBe('SIGNER KEY\n');
+    expect(readFileSync(join(api, 'tls', 'audit-seal.key'), 'utf8')).toBe('SEAL KEY\n');
     expect(modeOf(join(api, 'tls', 'audit-seal.key'))).toBe('600');
-    expect(readFileSync(join(api, 'tls', 'audit-seal.pem'), 'utf8')).toBe('SIGNER CERT\n');
+    expect(readFileSync(join(api, 'tls', 'audit-seal.pem'), 'utf8')).toBe('SEAL CERT\n');
+    // the record signer's key is nowhere in what the API container is given
+    const given = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? given(join(d, e.name)) : [readFileSync(join(d, e.name), 'utf8')]));
+    expect(given(api).filter((text) => text.includes('SIGNER KEY'))).toEqual([]);
+    expect(Object.values(copy)).not.toContain(p.signerKey);
   });
 });

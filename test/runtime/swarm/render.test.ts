@@ -165,6 +165,23 @@ describe('the rendered stack file', () => {
     expect(api.command).toEqual(['serve', '--host', '0.0.0.0', '--port', '9000', '--env-file', '/run/secrets/hospital-api.env']);
   });
 
+  it("gives the API tasks the install's audit-seal pair as their two seal secrets (issue 46), never the record signer's key; a placeholder without the pair", () => {
+    const own = tempDir('hapi-swarm-seal-');
+    const p = installPaths(own);
+    mkdirSync(p.tls, { recursive: true });
+    writeFileSync(p.signerCert, 'SIGNER CERT\n');
+    writeFileSync(p.signerKey, 'SIGNER KEY\n', { mode: 0o600 });
+    const unsealed = secretPayloads(own, swarmConfig());
+    expect(unsealed['audit-seal.key']).toMatch(/^# no audit-seal key configured/);
+    expect(swarmProfile.apiEnv(p, swarmConfig())).not.toHaveProperty('AUDIT_SEAL_KEY_FILE');
+    writeFileSync(p.auditSealCert, 'SEAL CERT\n');
+    writeFileSync(p.auditSealKey, 'SEAL KEY\n', { mode: 0o600 });
+    const sealed = secretPayloads(own, swarmConfig());
+    expect([sealed['audit-seal.pem'], sealed['audit-seal.key']]).toEqual(['SEAL CERT\n', 'SEAL KEY\n']);
+    expect(Object.entries(sealed).filter(([, v]) => v.includes('SIGNER KEY')).map(([k]) => k)).toEqual([]);
+    expect(swarmProfile.apiEnv(p, swarmConfig())).toMatchObject({ AUDIT_SEAL_CERT_FILE: '/run/secrets/audit-seal.pem', AUDIT_SEAL_KEY_FILE: '/run/secrets/audit-seal.key' });
+  });
+
   it("runs Kong's migrations only when the runtime asks, each run a new task, through the image's entrypoint", () => {
     const idle = render().stack.services['kong-migrations']!;
     expect(idle.deploy.replicas).toBe(0);
