@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { HospitalApiError } from '../errors/index.js';
+import { readTokenFile } from '../util/token-file.js';
 import { defaultInstallDir, installPaths } from '../install-dir/layout.js';
 import { parseIpOrCidr } from '../util/ip-list.js';
 import { isLoopback, parseListen, type ListenAddress } from '../util/listen-address.js';
@@ -21,6 +22,7 @@ interface GatewayFlags extends GlobalOptions {
   trustedIps?: string;
   headers?: string;
   proxyAddHeader?: string;
+  statusTokenFile?: string;
   sslCipherSuite?: string;
   sslCiphers?: string;
   sslProtocols?: string;
@@ -54,6 +56,16 @@ function trustedIps(value: string | undefined): string | null {
  * Kong's `headers` (kong.conf.default): `off`, or a comma list; only whether the
  * server tokens (Server / Via naming kong/x.y.z) are sent is honoured here.
  */
+/** --status-token-file: the token, read as the API reads METRICS_TOKEN_FILE (util/token-file.ts). @throws ERR_USAGE */
+function statusToken(file: string | undefined): string | null {
+  if (file === undefined) return null;
+  try {
+    return readTokenFile(file);
+  } catch (err) {
+    throw new HospitalApiError('ERR_USAGE', { detail: `--status-token-file: ${(err as Error).message}` });
+  }
+}
+
 function serverTokens(value: string | undefined): boolean {
   if (value === undefined) return true;
   const list = value.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
@@ -88,6 +100,7 @@ export function register(program: Command): void {
     .option('--state <file>', 'configuration state file (default <install dir>/gateway/state.json)')
     .option('--follow-state', 'serve each new version of the state file another process writes there (a bad one keeps the last good configuration)')
     .option('--headers <list>', "Kong's headers: off, or a list; without server_tokens no Server/Via names kong/x.y.z (default: on)")
+    .option('--status-token-file <file>', 'the status listener answers only `Authorization: Bearer <the token in file>` (0600 or 0640; not in Kong: install --monitoring sets it on native)')
     .option('--proxy-add-header <directive>', 'Kong\'s nginx_proxy_add_header: `<name> "<value>" [always]` on the proxy ports\' answers (install: HSTS); default: $KONG_NGINX_PROXY_ADD_HEADER, else none')
     .option('--trusted-ips <list>', "Kong's trusted_ips: comma-separated IPs/CIDRs whose X-Forwarded-* and X-Real-IP are believed (default: none)")
     .option('--ssl-cipher-suite <name>', "Kong's ssl_cipher_suite: modern, intermediate, old, fips or custom (default: KONG_SSL_CIPHER_SUITE, else intermediate)")
@@ -121,6 +134,7 @@ export function register(program: Command): void {
           followState: flags.followState === true,
           trustedIps: trustedIps(flags.trustedIps),
           serverTokens: serverTokens(flags.headers),
+          statusToken: statusToken(flags.statusTokenFile),
           proxyAddHeaders: parseProxyAddHeader(flags.proxyAddHeader ?? process.env.KONG_NGINX_PROXY_ADD_HEADER ?? ''),
           tls,
           version: VERSION,

@@ -28,6 +28,8 @@ export interface GatewayOptions {
   proxySsl: ListenAddress | null;
   /** Kong's status_listen: GET /metrics for Prometheus (status/server.ts); null = off. */
   status?: ListenAddress | null;
+  /** The token the status listener's every answer requires (`--status-token-file`, issue 45); null: none, as Kong's. */
+  statusToken?: string | null;
   certPath: string | null;
   keyPath: string | null;
   statePath: string;
@@ -165,7 +167,7 @@ export async function runGateway(o: GatewayOptions): Promise<RunningGateway> {
       listeners = await listenProxy(o, proxy, tlsPolicy);
       reloadTlsOnSignal(o, listeners);
     }
-    if (o.status) status = await startStatusServer(o.status, metrics);
+    if (o.status) status = await startStatusServer(o.status, metrics, {}, o.statusToken ?? null);
     return {
       admin: admin ? admin.url.replace(/^http:\/\//, '') : null,
       proxy: addr(listeners?.http ?? null),

@@ -28,6 +28,7 @@ export function monitoringFiles(dir: string, config: InstallConfig): Array<{ pat
   // host reads the install's own file
   const paths = installPaths(dir);
   const tokenFile = profileOf(config.runtime).apiEnv(paths, config).METRICS_TOKEN_FILE ? metricsTokenPath(paths) : undefined;
+  const gatewayToken = profileOf(config.runtime).gatewayStatusTokenFile(paths);
   const scrape = {
     global: { scrape_interval: '30s', evaluation_interval: '30s' },
     rule_files: [rules],
@@ -39,7 +40,12 @@ export function monitoringFiles(dir: string, config: InstallConfig): Array<{ pat
         ...(tokenFile ? { authorization: { type: 'Bearer', credentials_file: tokenFile } } : {}),
         static_configs: [{ targets: [`127.0.0.1:${config.ports.metrics}`] }],
       },
-      { job_name: 'hospital-api-gateway', static_configs: [{ targets: [`127.0.0.1:${status}`] }] },
+      {
+        job_name: 'hospital-api-gateway',
+        // the native gateway's status listener requires the same token; Kong's takes none
+        ...(gatewayToken ? { authorization: { type: 'Bearer', credentials_file: gatewayToken } } : {}),
+        static_configs: [{ targets: [`127.0.0.1:${status}`] }],
+      },
     ],
   };
   const header = [

@@ -118,6 +118,11 @@ export interface RuntimeProfile {
    */
   publishedAddress(config: InstallConfig): string;
   /**
+   * The token file the gateway's status listener requires (issue 45), which install's Prometheus
+   * configuration sends; null where the gateway is Kong, whose status listener takes no credential.
+   */
+  gatewayStatusTokenFile(paths: InstallPaths): string | null;
+  /**
    * Whether `install --verify-every` can run here (issue 46): native runs it under its supervisor or
    * a systemd timer. Docker and swarm cannot yet (see docs/operations.md): install refuses it there.
    */

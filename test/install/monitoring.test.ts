@@ -24,6 +24,8 @@ import { freePort } from '../../src/util/port-check.js';
 import { request } from 'undici';
 import { tcpOpens } from '../helpers/tcp-opens.js';
 import { readEnvFile } from '../../src/util/env-file.js';
+import { metricsTokenPath } from '../../src/install-dir/metrics-token.js';
+import { installPaths } from '../../src/install-dir/layout.js';
 
 afterAll(() => removeTempDirs());
 
@@ -92,8 +94,18 @@ describe('install --monitoring (native)', () => {
       const on = await runCli([...args, '--monitoring']);
       expect(on.exitCode, String(on.stderr)).toBe(0);
       expect(String(on.stderr)).toContain('install: restarting the gateway for monitoring on: its status listener opens');
-      const metrics = await request(`http://127.0.0.1:${status}/metrics`);
+      // the status listener answers the holder of the metrics token only (issue 45), as install's prometheus.yml sends it
+      const stranger = await request(`http://127.0.0.1:${status}/metrics`);
+      await stranger.body.dump();
+      expect(stranger.statusCode).toBe(401);
+      const token = readFileSync(metricsTokenPath(installPaths(dir)), 'utf8').trim();
+      const metrics = await request(`http://127.0.0.1:${status}/metrics`, { headers: { authorization: `Bearer ${token}` } });
       expect(metrics.statusCode).toBe(200);
+      const scrape = parse(readFileSync(join(dir, 'monitoring', 'prometheus.yml'), 'utf8')) as { scrape_configs: Array<{ job_name: string; authorization?: { credentials_file: string } }> };
+      expect(scrape.scrape_configs.map((j) => [j.job_name, j.authorization?.credentials_file])).toEqual([
+        ['hospital-api', metricsTokenPath(installPaths(dir))],
+        ['hospital-api-gateway', metricsTokenPath(installPaths(dir))],
+      ]);
       expect(await metrics.body.text()).toMatch(/^kong_nginx_connections_total/m);
       const listed = JSON.parse(String((await runCli(['status', '--dir', dir, '--json'])).stdout)) as { result: { components: Array<{ name: string; ports: number[] }> } };
       expect(listed.result.components.find((c) => c.name === 'gateway')!.ports).toContain(status);

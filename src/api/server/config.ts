@@ -5,10 +5,11 @@
  * No setting disables TLS verification.
  */
 import { X509Certificate } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { isIP, type BlockList } from 'node:net';
 import { resolve } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
+import { readTokenFile } from '../../util/token-file.js';
 import { signerRoleProblem } from '../../tls/cms-verify.js';
 import { ANY_IDENTIFIER_SYSTEM, isIdentifierSystem } from '../../install-dir/api-settings.js';
 import { mergedEnv } from '../../util/env-file.js';
@@ -174,17 +175,11 @@ function auditSeal(env: Env, cwd: string): { certPem: string; keyPem: string } |
 function tokenFile(env: Env, name: string, cwd: string): string | null {
   const v = text(env, name);
   if (v === undefined) return null;
-  const path = resolve(cwd, v);
-  let token: string;
   try {
-    if ((statSync(path).mode & 0o007) !== 0) throw invalid(name, `${v} may be read by any account (chmod o-rwx ${v}; 0600 or 0640)`);
-    token = readFileSync(path, 'utf8').trim();
+    return readTokenFile(resolve(cwd, v), v);
   } catch (err) {
-    if (err instanceof HospitalApiError) throw err;
-    throw invalid(name, `cannot read ${v}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    throw invalid(name, (err as Error).message);
   }
-  if (!/^[\x21-\x7e]{16,4096}$/.test(token)) throw invalid(name, `${v} must hold one token of 16 to 4096 printable ASCII characters`);
-  return token;
 }
 
 function callers(env: Env): { list: BlockList | null; entries: string[] } {

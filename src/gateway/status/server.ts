@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { HospitalApiError } from '../../errors/index.js';
 import type { ListenAddress } from '../../util/listen-address.js';
 import { createBoundedHttpServer, type PlainHttpLimits } from '../../util/socket-guard.js';
+import { safeEqual } from '../../util/constant-time.js';
 
 export interface StatusServer {
   /** host:port as bound ([v6]:port). */
@@ -42,9 +43,22 @@ function json(res: ServerResponse, status: number, message: string): void {
 }
 
 /** Starts the status listener; resolves once it listens. @throws ERR_PORT_IN_USE */
-export async function startStatusServer(at: ListenAddress, metrics: () => string, bounds: Partial<StatusListenerLimits> = {}): Promise<StatusServer> {
+export async function startStatusServer(
+  at: ListenAddress,
+  metrics: () => string,
+  bounds: Partial<StatusListenerLimits> = {},
+  token: string | null = null,
+): Promise<StatusServer> {
   const limits: StatusListenerLimits = { ...STATUS_LISTENER_LIMITS, ...bounds };
+  const expected = token === null ? null : `Bearer ${token}`;
   const server = createBoundedHttpServer(limits, (req: IncomingMessage, res: ServerResponse) => {
+    // With a token (`--status-token-file`, issue 45), every path answers its holder only, as node_exporter's
+    // web config guards its listener: another local account reads no metrics. Kong's own status listener has
+    // no such setting (docs/operations.md says what that leaves on docker).
+    if (expected !== null && !safeEqual(req.headers.authorization ?? '', expected)) {
+      res.setHeader('www-authenticate', 'Bearer');
+      return json(res, 401, 'Unauthorized');
+    }
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);

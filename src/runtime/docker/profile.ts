@@ -105,6 +105,8 @@ export const dockerProfile: RuntimeProfile = {
   // the door opens GET /fhir/metadata to anyone and the rest to its token (door-token.ts); an install
   // from before the door has no token yet, and HAPI itself is still published there until its next `up`
   fhirClientHeaders: doorClientHeaders,
+  // Kong's status listener (status_listen) takes no credential: published on the host's loopback only
+  gatewayStatusTokenFile: () => null,
   // no host process runs it yet, and the API container reads no records
   scheduledAcceptance: false,
   // Kong's plain proxy port (8000) is not published

@@ -19,6 +19,7 @@ import { readDemoSettings } from '../../install-dir/demo-settings.js';
 import { VERSION } from '../../version.js';
 import { gatewayDegradation } from './gateway-health.js';
 import { HSTS_DIRECTIVE } from '../../gateway/proxy/proxy-add-header.js';
+import { metricsTokenPath } from '../../install-dir/metrics-token.js';
 
 /** The CLI every component is started from (`node bin/hospital-api.js <command> …`). */
 export const BIN_PATH = fileURLToPath(new URL('../../../bin/hospital-api.js', import.meta.url));
@@ -143,7 +144,8 @@ export function componentSpecs(dir: string, config: InstallConfig): ComponentSpe
         // HSTS on the proxy ports' answers (issue 48), as the docker runtime sets KONG_NGINX_PROXY_ADD_HEADER
         '--proxy-add-header', HSTS_DIRECTIVE,
         // install --monitoring: Kong's status_listen, loopback only (Prometheus /metrics)
-        ...(statusPort === null ? [] : ['--status-listen', `127.0.0.1:${statusPort}`]),
+        // (its /metrics for the holder of the API's metrics token only, as the API's own: issue 45)
+        ...(statusPort === null ? [] : ['--status-listen', `127.0.0.1:${statusPort}`, '--status-token-file', metricsTokenPath(p)]),
       ],
       healthUrl: `http://127.0.0.1:${ports.gatewayAdmin}/status`,
       degradation: (body) => gatewayDegradation(body, p.gatewayState),

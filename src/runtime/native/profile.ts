@@ -51,6 +51,8 @@ export const nativeProfile: RuntimeProfile = {
   publishedAddress: () => '127.0.0.1',
   // the FHIR server gives its full API to its own user and root (src/util/local-peer.ts): no credential
   fhirClientHeaders: () => ({}),
+  // the gateway's status listener takes the API's metrics token (components.ts --status-token-file)
+  gatewayStatusTokenFile: (paths) => metricsTokenPath(paths),
   // the supervisor, or the systemd timer, runs `verify --scheduled`
   scheduledAcceptance: true,
   gatewayHttpOnHost: true,

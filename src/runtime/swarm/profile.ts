@@ -103,6 +103,8 @@ export const swarmProfile: RuntimeProfile = {
   // manager reaches the API when one of its tasks runs here (the gateway is probed per node: gatewayNodes)
   publishedAddress: () => '127.0.0.1',
   fhirClientHeaders: doorClientHeaders,
+  // Kong's status listener (status_listen) takes no credential
+  gatewayStatusTokenFile: () => null,
   // no host process runs it yet, and the API tasks read no records
   scheduledAcceptance: false,
   gatewayHttpOnHost: false,
