@@ -7,7 +7,7 @@ import { X509Certificate } from 'node:crypto';
 import { basename } from 'node:path';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { certificateLifetimes } from '../../install-dir/certificate-lifetimes.js';
-import { latestSignedAcceptance } from '../../install-dir/reports.js';
+import { latestSignedAcceptance, type LatestAcceptance } from '../../install-dir/reports.js';
 import { installPaths } from '../../install-dir/layout.js';
 
 export interface ApiMetrics {
@@ -117,14 +117,18 @@ export function createMetrics(certificates: CertificateSources = {}): ApiMetrics
   const installDir = certificates.installDir;
   if (installDir) {
     const reports = installPaths(installDir).reports;
+    // read once per scrape for both gauges (prom-client collects them together), as the certificates are
+    let newest: Promise<LatestAcceptance | null> | null = null;
+    const acceptance = (): Promise<LatestAcceptance | null> =>
+      (newest ??= Promise.resolve().then(() => latestSignedAcceptance(reports)).finally(() => { newest = null; }));
     new Gauge({
       name: 'hospital_api_acceptance_result',
       help: 'Result of the newest signed acceptance record (its file name in `record`): 1 accepted, 0 rejected',
       labelNames: ['record'],
       registers: [registry],
-      collect() {
+      async collect() {
         this.reset();
-        const latestRecord = latestSignedAcceptance(reports);
+        const latestRecord = await acceptance();
         if (latestRecord) this.set({ record: basename(latestRecord.file) }, latestRecord.accepted ? 1 : 0);
       },
     });
@@ -133,9 +137,9 @@ export function createMetrics(certificates: CertificateSources = {}): ApiMetrics
       help: 'When the checks of the newest signed acceptance record (its file name in `record`) ran, as Unix time',
       labelNames: ['record'],
       registers: [registry],
-      collect() {
+      async collect() {
         this.reset();
-        const latestRecord = latestSignedAcceptance(reports);
+        const latestRecord = await acceptance();
         if (latestRecord) this.set({ record: basename(latestRecord.file) }, Math.floor(latestRecord.testedAtMs / 1000));
       },
     });
