@@ -16,7 +16,7 @@ import { adminCall } from './admin.js';
 import { containerFhirListeners, FHIR_SERVICES, resolveInContainer } from './gateway-reach.js';
 import { dockerLogs } from './logs.js';
 import { imagesToPull, pullMissingImages } from './images.js';
-import { dockerAuditLog } from './profile.js';
+import { dockerAuditLog, hostAddressOf } from './profile.js';
 import { dockerCli, requireCompose, type DockerBinaries, type DockerCli } from './compose.js';
 import { resolveImageUsers, writeContainerFiles } from './container-files.js';
 import { reloadDockerApiKey, reloadDockerGatewayTls, restoreDockerData, snapshotDockerData, type DayTwoContext } from './day-two.js';
@@ -46,11 +46,10 @@ export interface DockerRuntimeOptions {
   onProgress?: (line: string) => void;
 }
 
-/** A host address to reach a port published on `bind` (0.0.0.0/:: → loopback). */
+/** A host address to reach a port published on `bind`, as a URL's host (an IPv6 address in brackets). */
 function reach(bind: string): string {
-  if (bind === '0.0.0.0') return '127.0.0.1';
-  if (bind === '::') return '[::1]';
-  return bind.includes(':') ? `[${bind}]` : bind;
+  const address = hostAddressOf(bind);
+  return address.includes(':') ? `[${address}]` : address;
 }
 
 async function answers(url: string, expectBody?: string): Promise<boolean> {

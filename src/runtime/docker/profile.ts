@@ -26,6 +26,12 @@ function password(): string {
 /** The API container's AUDIT_LOG, in the folder mounted from the host. */
 export const dockerAuditLog = (paths: InstallPaths): string => join(paths.docker, 'api-logs', basename(API_CONTAINER_PATHS.auditLog));
 
+/** The address on this host that reaches a port published on `bind` (every address, 0.0.0.0 or ::, by loopback): an IP, no brackets. */
+export function hostAddressOf(bind: string): string {
+  if (bind === '0.0.0.0') return '127.0.0.1';
+  return bind === '::' ? '::1' : bind;
+}
+
 export const dockerProfile: RuntimeProfile = {
   name: 'docker',
   // only when both the engine and a working Compose answer; with --runtime docker and
@@ -97,11 +103,7 @@ export const dockerProfile: RuntimeProfile = {
     return `http://${isIP(host) === 6 ? `[${host}]` : host}:${config.ports.fhir}/fhir`;
   },
   // published on --bind-address only: a site bound to its LAN address answers nowhere else (docker-proxy binds that address)
-  publishedAddress(config) {
-    const bind = config.docker?.bindAddress ?? '127.0.0.1';
-    if (bind === '0.0.0.0') return '127.0.0.1';
-    return bind === '::' ? '::1' : bind;
-  },
+  publishedAddress: (config) => hostAddressOf(config.docker?.bindAddress ?? '127.0.0.1'),
   // the door opens GET /fhir/metadata to anyone and the rest to its token (door-token.ts); an install
   // from before the door has no token yet, and HAPI itself is still published there until its next `up`
   fhirClientHeaders: doorClientHeaders,
