@@ -4,12 +4,12 @@
  * and the body is read whole before the upstream request opens (Kong's
  * proxy_request_buffering on), so a slow upload never holds an upstream connection.
  */
-import { connect as h2connect, type ClientHttp2Session } from 'node:http2';
+import type { ClientHttp2Session } from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCa, issueCertificate, type KeyAndCert } from '../../../src/tls/pki.js';
 import { silentSocket } from '../../helpers/raw-socket.js';
 import { until } from '../../helpers/until.js';
-import { emptyConfig, plugin, route, service, Snapshots, startProxyOn, startUpstream, type RunningProxy } from './harness.js';
+import { emptyConfig, h2Session, plugin, route, service, Snapshots, startProxyOn, startUpstream, type RunningProxy } from './harness.js';
 
 const LIMIT = 1000;
 
@@ -41,13 +41,7 @@ describe('request bodies: size limit on every framing', () => {
     upstream.server.close();
   });
 
-  function h2(): Promise<ClientHttp2Session> {
-    return new Promise((resolve, reject) => {
-      const s = h2connect(gw.httpsUrl, { ca: ca.certPem });
-      s.once('connect', () => resolve(s));
-      s.once('error', reject);
-    });
-  }
+  const h2 = (): Promise<ClientHttp2Session> => h2Session(gw.httpsUrl, ca.certPem);
 
   /** An HTTP/2 POST whose body is sent in `chunks` DATA frames with no content-length; resolves with the status and body. */
   function h2Post(session: ClientHttp2Session, path: string, chunks: Buffer[]): Promise<{ status: number; body: string }> {
@@ -161,11 +155,7 @@ describe('request buffering: the body is read whole before the upstream request 
 
   it('answers 408 to an HTTP/2 stream whose body stalls; the upstream never sees it', async () => {
     seen.length = 0;
-    const session = await new Promise<ClientHttp2Session>((resolve, reject) => {
-      const s = h2connect(gw.httpsUrl, { ca: ca.certPem });
-      s.once('connect', () => resolve(s));
-      s.once('error', reject);
-    });
+    const session = await h2Session(gw.httpsUrl, ca.certPem);
     try {
       const status = await new Promise<number>((resolve, reject) => {
         const req = session.request({ ':path': '/buffered/h2', ':method': 'POST' });

@@ -4,13 +4,13 @@
  * behind, a connection resetting too many streams a second is closed with
  * GOAWAY, and an honest caller still gets a whole answer afterwards.
  */
-import { connect as h2connect, constants, type ClientHttp2Session } from 'node:http2';
+import { constants, type ClientHttp2Session } from 'node:http2';
 import type { Server } from 'node:http';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCa, issueCertificate, type KeyAndCert } from '../../../src/tls/pki.js';
 import { until } from '../../helpers/until.js';
-import { consumer, emptyConfig, keyCredential, plugin, route, service, Snapshots, startProxyOn, startUpstream, type RunningProxy } from './harness.js';
+import { consumer, emptyConfig, h2Session, keyCredential, plugin, route, service, Snapshots, startProxyOn, startUpstream, type RunningProxy } from './harness.js';
 
 const KEY = 'h2-abuse-test-key-0123456789';
 /** A large answer, as `Patient?_count=1000` gives: the upstream cannot write it at once. */
@@ -53,14 +53,7 @@ describe('HTTP/2 rapid reset by a key holder', () => {
     upstream.server.close();
   });
 
-  function h2(): Promise<ClientHttp2Session> {
-    return new Promise((resolve, reject) => {
-      const s = h2connect(gw.httpsUrl, { ca: ca.certPem });
-      // The gateway's SETTINGS first: until then the client assumes 100 concurrent streams.
-      s.once('remoteSettings', () => resolve(s));
-      s.once('error', reject);
-    });
-  }
+  const h2 = (): Promise<ClientHttp2Session> => h2Session(gw.httpsUrl, ca.certPem);
 
   /** Opens and at once resets `n` streams on `session`, `burst` at a time; resolves with how many it could open before the session closed. */
   async function rapidReset(session: ClientHttp2Session, n: number, burst = 50): Promise<number> {
@@ -138,12 +131,7 @@ describe('HTTP/2 streams per client address', () => {
   });
 
   it('refuses a stream past the cap over all of the address\'s connections with REFUSED_STREAM, before it reaches the upstream', async () => {
-    const connect = () =>
-      new Promise<ClientHttp2Session>((resolve, reject) => {
-        const s = h2connect(gw.httpsUrl, { ca: ca.certPem });
-        s.once('remoteSettings', () => resolve(s));
-        s.once('error', reject);
-      });
+    const connect = (): Promise<ClientHttp2Session> => h2Session(gw.httpsUrl, ca.certPem);
     const [a, b] = await Promise.all([connect(), connect()]);
     try {
       // Two connections, PER_CLIENT streams between them: all reach the upstream and wait there.

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { connect as h2connect, type ClientHttp2Session } from 'node:http2';
 import { request } from 'undici';
 import { afterAll, beforeAll } from 'vitest';
 import type { ConfigSnapshot, Consumer, GatewayConfig, Plugin, Route, Service } from '../../../src/gateway/model/types.js';
@@ -209,4 +210,16 @@ export async function get(url: string, options: Parameters<typeof request>[1] = 
   const res = await request(url, options);
   const text = await res.body.text();
   return { status: res.statusCode, headers: res.headers, text, json: () => JSON.parse(text) as Record<string, unknown> };
+}
+
+/**
+ * An HTTP/2 session to the proxy's TLS listener, verified against `caPem`, once the gateway's SETTINGS
+ * have arrived (until then a client assumes 100 concurrent streams).
+ */
+export function h2Session(httpsUrl: string, caPem: string): Promise<ClientHttp2Session> {
+  return new Promise((resolve, reject) => {
+    const s = h2connect(httpsUrl, { ca: caPem });
+    s.once('remoteSettings', () => resolve(s));
+    s.once('error', reject);
+  });
 }
