@@ -4,7 +4,7 @@
  * bench/results/latest.json). Targets are reported, never asserted as tests.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { renderTable } from '../src/output/table.js';
 import type { Bench, BenchSection } from './report.js';
 
@@ -26,6 +26,8 @@ const args = process.argv.slice(2);
 const wanted = args.filter((a, i) => !a.startsWith('-') && !VALUE_FLAGS.has(args[i - 1] ?? ''));
 const names = wanted.length ? wanted : Object.keys(benches).filter((n) => !ON_REQUEST.has(n));
 const sections: BenchSection[] = [];
+/** The machine's load when the run began and ended: the table in docs/benchmarks.md gives both (issue 49). */
+const loadAtStart = loadavg();
 let failed = false;
 
 for (const name of names) {
@@ -45,8 +47,8 @@ for (const name of names) {
     process.stdout.write('\n');
     process.stdout.write(
       renderTable(
-        ['target', 'value', 'goal', 'met'],
-        section.targets.map((t) => [t.name, String(t.value), t.target, t.met ? 'yes' : 'NO']),
+        ['target', 'floor', 'figure', 'ratio', 'goal', 'met'],
+        section.targets.map((t) => [t.name, t.floor ?? '', t.figure ?? '', String(t.value), t.target, t.met ? 'yes' : 'NO']),
       ),
     );
   } catch (err) {
@@ -57,6 +59,7 @@ for (const name of names) {
 
 const doc = {
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30) },
+  load: { start: loadAtStart.map((l) => Math.round(l * 10) / 10), end: loadavg().map((l) => Math.round(l * 10) / 10) },
   node: process.version,
   at: new Date().toISOString(),
   sections,

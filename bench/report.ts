@@ -2,12 +2,22 @@
  * Benchmark results: each bench returns a section of rows and targets; the
  * runner prints every section as a table and then one JSON document.
  */
+/**
+ * One target (issue 49): our figure as a ratio to a floor measured in the same
+ * run, because absolute figures on a shared machine swing by 2x from one hour
+ * to the next while the ratio of two things measured side by side does not.
+ */
 export interface BenchTarget {
   name: string;
+  /** The ratio of `figure` to `floor` (or, for a target without a floor, the figure). */
   value: number;
-  /** e.g. "<= 1.25" or ">= 4000". */
+  /** e.g. "<= 1.10" or ">= 0.9". */
   target: string;
   met: boolean;
+  /** The floor, named and measured in the same run, e.g. "bare node:http + undici proxy checking one key: 9,812 req/s". */
+  floor?: string;
+  /** Our figure the ratio is taken of, e.g. "8,900 req/s". */
+  figure?: string;
 }
 
 export interface BenchSection {
