@@ -13,6 +13,8 @@ import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { readInstallConfig } from '../../src/install-dir/install-config.js';
 import { probeKey } from '../../src/runtime/key-probe.js';
+import { readRunState } from '../../src/runtime/native/state.js';
+import { startCli } from '../helpers/cli.js';
 import { loadLoop, startNativeSite, type NativeSite } from '../helpers/native-site.js';
 
 let site: NativeSite;
@@ -112,6 +114,43 @@ describe('consumer rotate-key (issue 15)', () => {
     const root = installPaths(site.dir).root;
     expect(JSON.parse(unknown.out).error.hint).toContain(`hospital-api consumer create nobody --dir ${root}`);
     expect(JSON.parse(wrong.out).error.hint).toContain(`hospital-api consumer keys day2-hospital --dir ${root}`);
+  });
+
+  it('a rotation whose API cannot read FHIR after the revoke says so (ERR_KEY_ROTATED_UNCONFIRMED) and never claims the old key works (issue 48)', async () => {
+    const oldKey = envKey();
+    const fhirPid = readRunState(site.dir)?.components.find((c) => c.name === 'fhir')?.pid;
+    expect(fhirPid, 'the supervisor records the FHIR server pid').toBeGreaterThan(0);
+    const child = startCli(['consumer', 'rotate-key', 'day2-hospital', '--write-env', '--json', '--dir', site.dir]);
+    let stopped = false;
+    // The old key is revoked, then the rotation waits past /api/ready's 2 s cache before it asks: the FHIR server
+    // stops in that window, so the API's readiness answers "fhir timeout" while the gateway already refuses the old key.
+    child.stderr?.on('data', (chunk: Buffer) => {
+      if (!stopped && chunk.toString().includes('revoked; the gateway refuses the old key')) {
+        stopped = true;
+        process.kill(fhirPid!, 'SIGSTOP');
+      }
+    });
+    let r;
+    try {
+      r = await child;
+    } finally {
+      if (stopped) process.kill(fhirPid!, 'SIGCONT');
+    }
+    expect(stopped, String(r.stderr)).toBe(true);
+    expect(r.exitCode, String(r.stderr)).toBe(1);
+    const error = JSON.parse(String(r.stdout)).error;
+    expect(error.code).toBe('ERR_KEY_ROTATED_UNCONFIRMED');
+    expect(error.message).toContain('the old credential');
+    expect(error.message).toContain('revoked');
+    expect(error.message).toMatch(/fhir/);
+    expect(String(r.stdout) + String(r.stderr)).not.toContain(oldKey);
+    // The rotation did happen: nothing was rolled back past the revoke.
+    const newKey = envKey();
+    expect(newKey).not.toBe(oldKey);
+    const config = readInstallConfig(site.dir);
+    expect((await probeKey(site.dir, config, oldKey)).status).toBe(401);
+    expect((await probeKey(site.dir, config, newKey)).status).toBe(200);
+    expect(await keys()).toHaveLength(1);
   });
 
   it('consumer create of a consumer that exists points to rotate-key for that consumer and directory, not to another consumer', async () => {
