@@ -254,10 +254,15 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     // and so it is from a machine on the LAN: the gateway by its name, over HTTPS checked against the
     // hospital's CA, refuses a call without the key and answers one with it; the FHIR port is closed
     const gateway = `https://${SITE_HOST.name}:${ports.gatewayHttps}/fhir-api-key-auth/metadata`;
-    const tls = { port: ports.gatewayHttps!, args: ['--cacert', installPaths(dir).caCert, '-o', '/dev/null'] };
-    expect((await lanCurl(gateway, tls)).status).toBe(401);
+    // `-D -`: the answer's headers are what curl prints; the body goes nowhere
+    const tls = { port: ports.gatewayHttps!, args: ['--cacert', installPaths(dir).caCert, '-D', '-', '-o', '/dev/null'] };
+    const refused = await lanCurl(gateway, tls);
+    expect(refused.status).toBe(401);
     const key = readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY!;
-    expect((await lanCurl(gateway, { ...tls, header: `apikey: ${key}\n` })).status).toBe(200);
+    const answered = await lanCurl(gateway, { ...tls, header: `apikey: ${key}\n` });
+    expect(answered.status).toBe(200);
+    // HSTS on Kong's own answer and on the proxied one (issue 48: KONG_NGINX_PROXY_ADD_HEADER in the compose file)
+    for (const r of [refused, answered]) expect(r.body).toMatch(/^strict-transport-security: max-age=63072000\r?$/im);
     const fhir = await lanCurl(`http://${SITE_HOST.address}:${ports.fhir}/fhir/metadata`, { port: ports.fhir! });
     expect(fhir.code).toBe(7); // curl: failed to connect
     // from the host, the kong container's own address: the proxy answers, the admin API does not
