@@ -5,7 +5,7 @@
  * stack.test.ts), installed through the real CLI. This file is the docker
  * adapter: how a docker stack is broken and repaired — Kong's admin API reached
  * as the product reaches it (`docker exec` into kong,
- * src/runtime/docker/admin.ts), a container stopped, another server answering
+ * src/runtime/container/admin.ts), a container stopped, another server answering
  * as `hapi` or on the API port, Kong recreated with its admin API published on
  * every host address, certificates applied by the runtime's restart.
  */
@@ -14,10 +14,10 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
-import { findCompose } from '../../src/runtime/docker/compose.js';
+import { findCompose } from '../../src/runtime/container/compose.js';
 import { createDockerRuntime } from '../../src/runtime/docker/index.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
-import { projectName } from '../../src/runtime/docker/render.js';
+import { projectName } from '../../src/runtime/container/project.js';
 import { readInstallConfig } from '../../src/install-dir/install-config.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import type { Runtime } from '../../src/runtime/types.js';

@@ -38,9 +38,11 @@ import { freePorts } from '../../src/util/port-check.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { installPaths } from '../../src/install-dir/layout.js';
-import { builtApiImage, HAPI_IMAGE_USER, HUNG_PROBE, projectName } from '../../src/runtime/docker/render.js';
+import { builtApiImage, HAPI_IMAGE_USER } from '../../src/runtime/container/images.js';
+import { HUNG_PROBE } from '../../src/runtime/container/hung-check.js';
+import { projectName } from '../../src/runtime/container/project.js';
 import { VERSION } from '../../src/version.js';
-import { findCompose } from '../../src/runtime/docker/compose.js';
+import { findCompose } from '../../src/runtime/container/compose.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
 import { buildImages, docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
 

@@ -29,7 +29,7 @@ import { removeTempDirs } from '../helpers/tmp.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
-import { IMAGES, KONG_WORKERS } from '../../src/runtime/docker/render.js';
+import { IMAGES, KONG_WORKERS } from '../../src/runtime/container/images.js';
 import { generateCa, issueCertificate } from '../../src/tls/pki.js';
 import { docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
 import { API_IMAGE, formatTimings, IMAGE_FLAGS, prepareTier, purgeProjects, REAL, REPO, runningContainer, syntheticIds, tierSite } from './site.js';

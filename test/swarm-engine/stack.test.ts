@@ -46,7 +46,7 @@ import { installPaths } from '../../src/install-dir/layout.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateCa, issueCertificate } from '../../src/tls/pki.js';
 import { readEnvFile } from '../../src/util/env-file.js';
-import { projectName } from '../../src/runtime/docker/render.js';
+import { projectName } from '../../src/runtime/container/project.js';
 import { TIER_IMAGES } from '../docker-engine/engine.js';
 import { formatTimings, lanCurl, syntheticIds, type RecordEntry, type Timings } from '../docker-engine/site.js';
 import { lockSwarm, MANAGER, nodeSocket, onNode, onTierEngine, unlockSwarm, secondsSince, swarmLeftovers, swarmScript, swarmSkipReason, type NodeName } from './nodes.js';

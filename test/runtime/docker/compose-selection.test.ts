@@ -15,7 +15,7 @@ import { delimiter, dirname, join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
-import { findCompose, requireCompose } from '../../../src/runtime/docker/compose.js';
+import { findCompose, requireCompose } from '../../../src/runtime/container/compose.js';
 
 interface Fake {
   /** What `docker compose version --short` prints; null: the CLI has no compose plugin. */
