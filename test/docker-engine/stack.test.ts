@@ -39,6 +39,7 @@ import { API_IMAGE, containersOf, createSiteAddress, formatTimings, IMAGE_FLAGS,
 import { tcpOpens } from '../helpers/tcp-opens.js';
 import { recordFixture } from './record.js';
 import { checkMetrics, hasPromtool } from '../monitoring/promtool.js';
+import { tokenOf } from '../helpers/patients.js';
 
 const engine = await engineAnswers();
 if (!engine) sayNoEngine();
@@ -64,7 +65,7 @@ const containers = () => containersOf(project);
 const container = (service: string) => runningContainer(project, service);
 
 /** The platform's call, from a machine on the hospital's LAN (site.ts SITE_LAN) to the site's name. */
-async function postPatient(careId: string, token: string) {
+async function postFromLan(careId: string, token: string) {
   const res = await lanCurl(`http://${SITE_HOST.name}:${ports.api}/api/patients`, {
     port: ports.api!,
     args: ['-H', 'content-type: application/json'],
@@ -157,8 +158,8 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
   it('POST /api/patients reads a multi-page record through the gateway', async () => {
     const patient = [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
     expect(patient.size).toBeGreaterThan(2 * PAGE_SIZE);
-    const token = tokens.find((t) => t.careId === patient.careId)!.token;
-    const { status, body } = await postPatient(patient.careId, token);
+    const token = tokenOf(tokens, patient.careId);
+    const { status, body } = await postFromLan(patient.careId, token);
     expect(status).toBe(200);
     const got = syntheticIds(body.resources!);
     const missing = [patient.patient, ...patient.groups.flatMap((g) => g.resources)].map((r) => r.id).filter((id) => !got.has(id));
@@ -167,8 +168,8 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
 
   it('down / up keeps the data (Postgres volumes)', async () => {
     const patient = dataset.patients[0]!;
-    const token = tokens.find((t) => t.careId === patient.careId)!.token;
-    const before = await postPatient(patient.careId, token);
+    const token = tokenOf(tokens, patient.careId);
+    const before = await postFromLan(patient.careId, token);
     expect(before.status).toBe(200);
     // the platform stand-in is not part of the project but stays attached to its network (issue 48): down
     // stops the stack, keeps the network for it and says so; up finds the network and the stand-in on it
@@ -178,7 +179,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     expect(await containers()).toEqual([]);
     const up = await cli(['up']);
     expect(up.code, up.err).toBe(0);
-    const after = await postPatient(patient.careId, token);
+    const after = await postFromLan(patient.careId, token);
     expect(after.status).toBe(200);
     expect(after.body.resources!.length).toBe(before.body.resources!.length);
   }, 900_000);
@@ -196,8 +197,8 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     expect(r.code, r.err).toBe(0);
     expect(readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY).toBe(SPECIAL_KEY);
     const patient = dataset.patients[1]!;
-    const token = tokens.find((t) => t.careId === patient.careId)!.token;
-    const res = await postPatient(patient.careId, token);
+    const token = tokenOf(tokens, patient.careId);
+    const res = await postFromLan(patient.careId, token);
     expect(res.status).toBe(200);
     expect(res.body.resources!.length).toBeGreaterThanOrEqual(patient.size);
     // and the settings are in no container's environment
@@ -215,7 +216,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     expect(JSON.parse(rotate.out).result.revokedCredentialId).toEqual(expect.any(String));
     expect(readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY).not.toBe(oldKey);
     const patient = dataset.patients[1]!;
-    expect((await postPatient(patient.careId, tokens.find((t) => t.careId === patient.careId)!.token)).status).toBe(200);
+    expect((await postFromLan(patient.careId, tokenOf(tokens, patient.careId))).status).toBe(200);
 
     const paths = installPaths(dir);
     const ca = readFileSync(paths.caCert, 'utf8');
@@ -307,7 +308,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     const again = await cli(installArgs());
     expect(again.code, again.err).toBe(0);
     const patient = dataset.patients[0]!;
-    const res = await postPatient(patient.careId, tokens.find((t) => t.careId === patient.careId)!.token);
+    const res = await postFromLan(patient.careId, tokenOf(tokens, patient.careId));
     expect(res.status).toBe(200);
     expect(readFileSync(join(secrets, 'kong-pg-password'), 'utf8')).toBe(readFileSync(join(saved, 'kong-pg-password'), 'utf8'));
   }, 900_000);

@@ -32,7 +32,8 @@ import { testPorts } from '../helpers/native-install.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
-import { API_IMAGE, formatTimings, postPatientTo, prepareImages, REAL, type RecordEntry, REPO, startSystemdHost, syntheticIds, type Timings, unitShowIn, until } from './site.js';
+import { API_IMAGE, formatTimings, prepareImages, REAL, REPO, startSystemdHost, syntheticIds, type Timings, unitShowIn, until } from './site.js';
+import { postPatient, tokenOf, type RecordEntry } from '../helpers/patients.js';
 
 const engine = await engineAnswers();
 if (!engine) sayNoEngine();
@@ -84,7 +85,6 @@ async function healthy(): Promise<boolean> {
 }
 
 type Entry = RecordEntry;
-const postPatient = (careId: string, token: string) => postPatientTo(ports.api, careId, token);
 
 const dataset = generateDataset({ patients: 2, seed: SEED, sizes: SIZES });
 let tokens: Array<{ careId: string; token: string }> = [];
@@ -194,9 +194,9 @@ describe.skipIf(!engine)('native install under a real systemd (issue 15)', () =>
     expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
     expect(verify.out).toContain('ACCEPTED');
     for (const [i, patient] of dataset.patients.entries()) {
-      const token = tokens.find((t) => t.careId === patient.careId)!.token;
+      const token = tokenOf(tokens, patient.careId);
       const res = await until(`patient ${i + 1}'s record`, 30_000, async () => {
-        const r = await postPatient(patient.careId, token);
+        const r = await postPatient(ports.api, patient.careId, token);
         return r.status === 200 ? r : null;
       });
       const got = syntheticIds(res.resources);
@@ -230,7 +230,7 @@ describe.skipIf(!engine)('native install under a real systemd (issue 15)', () =>
     expect(JSON.parse(renew.out).result.gatewayReloaded).toBe(true);
     for (const c of COMPONENTS) expect([c, (await unitShow(c)).MainPID]).toEqual([c, pids[c]]);
     const patient = dataset.patients[0]!;
-    const res = await postPatient(patient.careId, tokens.find((t) => t.careId === patient.careId)!.token);
+    const res = await postPatient(ports.api, patient.careId, tokenOf(tokens, patient.careId));
     expect(res.status).toBe(200);
     const verify = await toolkit(['verify']);
     expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);

@@ -13,3 +13,25 @@ export function runCli(args: string[], options: Options = {}) {
 export function startCli(args: string[], options: Options = {}): ResultPromise {
   return execa('node', [BIN, ...args], { reject: false, ...options, env: { NO_COLOR: '1', ...options.env } });
 }
+
+/** A finished CLI run as the tests read it: the exit code (-1 when it was killed before exiting) and its output as text. */
+export interface CliOutcome {
+  code: number;
+  out: string;
+  err: string;
+}
+
+/** Runs `hospital-api ...args` to completion (as runCli) and gives its outcome as text. */
+export async function cli(args: string[], options: Options = {}): Promise<CliOutcome> {
+  const r = await runCli(args, options);
+  return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) };
+}
+
+/**
+ * The CLI run to completion in an install directory: `--dir <dir>` is appended to every command
+ * (`dir` may be a function, for a directory a `beforeAll` chooses). `defaults` apply to every run
+ * (a longer `timeout`), `options` to one (its `env`).
+ */
+export function cliAt(dir: string | (() => string), defaults: Options = {}): (args: string[], options?: Options) => Promise<CliOutcome> {
+  return (args, options = {}) => cli([...args, '--dir', typeof dir === 'function' ? dir() : dir], { ...defaults, ...options, env: { ...defaults.env, ...options.env } });
+}

@@ -50,6 +50,7 @@ import { projectName } from '../../src/runtime/container/project.js';
 import { TIER_IMAGES } from '../docker-engine/engine.js';
 import { formatTimings, lanCurl, syntheticIds, type RecordEntry, type Timings } from '../docker-engine/site.js';
 import { lockSwarm, MANAGER, nodeSocket, onNode, onTierEngine, unlockSwarm, secondsSince, swarmLeftovers, swarmScript, swarmSkipReason, type NodeName } from './nodes.js';
+import { tokenOf } from '../helpers/patients.js';
 
 
 const reason = await swarmSkipReason([TIER_IMAGES.postgres, TIER_IMAGES.api, TIER_IMAGES.kong, TIER_IMAGES.hapi]);
@@ -137,7 +138,7 @@ async function expectAccepted(): Promise<void> {
 /** POST /api/patients for the largest patient to the API on `node`, asked again while it comes up: every resource of the record is there. */
 async function expectWholeRecord(node: NodeName, what: string, port = PORTS.api): Promise<void> {
   const patient = [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
-  const token = tokens.find((t) => t.careId === patient.careId)!.token;
+  const token = tokenOf(tokens, patient.careId);
   const expected = [patient.patient, ...patient.groups.flatMap((g) => g.resources)].map((r) => r.id);
   const res = await until(() => postFromBridge(node, JSON.stringify({ platformCareId: patient.careId, token }), port), {
     what: `a record from ${what} on ${node}`,
@@ -328,7 +329,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
   it('POST /api/patients from the bridge namespace reads a multi-page record through each node that runs the API', async () => {
     const patient = [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
     expect(patient.size).toBeGreaterThan(2 * PAGE_SIZE);
-    const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const token = tokenOf(tokens, patient.careId);
     const expected = [patient.patient, ...patient.groups.flatMap((g) => g.resources)].map((r) => r.id);
     const apiNodes = await nodesOf('hospital-api');
     expect(apiNodes).toHaveLength(2);
@@ -352,7 +353,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     await onTierEngine(['tag', TIER_IMAGES.api, next]);
     await swarmScript(['load', next]);
     const patient = dataset.patients[0]!;
-    const body = JSON.stringify({ platformCareId: patient.careId, token: tokens.find((t) => t.careId === patient.careId)!.token });
+    const body = JSON.stringify({ platformCareId: patient.careId, token: tokenOf(tokens, patient.careId) });
     const send = balancer(['n1', 'n2', 'n3']);
     expect((await send(body)).ok).toBe(true);
     const client = steadyClient(() => send(body));
@@ -391,7 +392,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     // and on the new one again
     await platformOn();
     const patient = dataset.patients[0]!;
-    const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const token = tokenOf(tokens, patient.careId);
     const node = (await nodesOf('hospital-api'))[0]!;
     const res = await until(() => postFromBridge(node, JSON.stringify({ platformCareId: patient.careId, token })), {
       what: `a record from the API on ${node} after down and up`,
@@ -417,7 +418,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
 
   it('consumer rotate-key --write-env rolls every API task onto the new key, the old key is revoked, and records keep flowing through the balancer', async () => {
     const patient = dataset.patients[0]!;
-    const body = JSON.stringify({ platformCareId: patient.careId, token: tokens.find((t) => t.careId === patient.careId)!.token });
+    const body = JSON.stringify({ platformCareId: patient.careId, token: tokenOf(tokens, patient.careId) });
     const send = balancer(['n1', 'n2', 'n3']);
     const apiKey = () => readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY;
     const oldKey = apiKey();
@@ -455,7 +456,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     const before = await presentedOn('n1', caFile);
     expect(before).toBe(new X509Certificate(readFileSync(paths.gatewayCert)).fingerprint256);
     const patient = dataset.patients[0]!;
-    const body = JSON.stringify({ platformCareId: patient.careId, token: tokens.find((t) => t.careId === patient.careId)!.token });
+    const body = JSON.stringify({ platformCareId: patient.careId, token: tokenOf(tokens, patient.careId) });
     const send = balancer(['n1', 'n2', 'n3']);
     const client = steadyClient(async () => ({ at: Date.now(), ...(await send(body)) }));
     let done = 0;
@@ -548,7 +549,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     // the manager: the node the client uses survives (the load balancer has dropped the lost one)
     const survivor = MANAGER;
     const patient = dataset.patients[0]!;
-    const body = JSON.stringify({ platformCareId: patient.careId, token: tokens.find((t) => t.careId === patient.careId)!.token });
+    const body = JSON.stringify({ platformCareId: patient.careId, token: tokenOf(tokens, patient.careId) });
     expect((await postFromBridge(survivor, body)).status).toBe(200);
     // a steady client of the surviving API node (the load balancer has dropped the lost one)
     const client = steadyClient(async () => {
