@@ -24,6 +24,7 @@ import { list as tarList } from 'tar';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
+import { installArgs, type InstallArgsOptions } from '../helpers/install-args.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { installPaths } from '../../src/install-dir/layout.js';
@@ -55,11 +56,11 @@ const figures: string[] = [];
 const started = Date.now();
 
 
-const installArgs = () => [
-  'install', '--runtime', 'docker', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `http://platform:${PLATFORM_PORT}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
-  '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
-  ...IMAGE_FLAGS,
-];
+/** This site's install (test/helpers/install-args.ts). */
+const siteInstall = (): InstallArgsOptions => ({
+  runtime: 'docker', host: '127.0.0.1', platformUrl: `http://platform:${PLATFORM_PORT}`,
+  ports: { api: ports.api!, fhir: ports.fhir!, gatewayHttps: ports.gatewayHttps! }, extra: IMAGE_FLAGS,
+});
 
 const container = (service: string) => runningContainer(project, service);
 
@@ -117,7 +118,7 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
   }, 900_000);
 
   it('installs, starts the API with its key, loads patients; verify passes', async () => {
-    const install = await cli(installArgs());
+    const install = await cli(installArgs(siteInstall()));
     expect(install.code, `${install.out}\n${install.err}`).toBe(0);
     chownSync(platformDir, 1000, 1000);
     for (const f of readdirSync(join(platformDir, 'demo'))) chownSync(join(platformDir, 'demo', f), 1000, 1000);

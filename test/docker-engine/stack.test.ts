@@ -29,6 +29,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
+import { installArgs, type InstallArgsOptions } from '../helpers/install-args.js';
 import { removeTempDirs } from '../helpers/tmp.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { installPaths } from '../../src/install-dir/layout.js';
@@ -55,11 +56,10 @@ const { dir, platformDir, project, platformName, timings, cli } = tierSite('hapi
 let ports: Record<string, number> = {};
 
 /** The first install makes the CA; reruns keep the TLS material (no TLS flag). */
-const installArgs = (first = false) => [
-  'install', '--runtime', 'docker', '--host', SITE_HOST.name, '--bind-address', SITE_HOST.address, ...(first ? ['--generate-ca'] : []), '--platform-url', `http://platform:${PLATFORM_PORT}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
-  '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
-  ...IMAGE_FLAGS,
-];
+const siteInstall = (first = false): InstallArgsOptions => ({
+  runtime: 'docker', host: SITE_HOST.name, bindAddress: SITE_HOST.address, generateCa: first, platformUrl: `http://platform:${PLATFORM_PORT}`,
+  ports: { api: ports.api!, fhir: ports.fhir!, gatewayHttps: ports.gatewayHttps! }, extra: IMAGE_FLAGS,
+});
 
 const containers = () => containersOf(project);
 const container = (service: string) => runningContainer(project, service);
@@ -96,7 +96,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
   }, 600_000);
 
   it('installs on the engine; the gateway is provisioned through the admin API inside kong, which has no curl', async () => {
-    const r = await cli([...installArgs(true), '--json']);
+    const r = await cli([...installArgs(siteInstall(true)), '--json']);
     expect(r.code, `${r.out}\n${r.err}`).toBe(0);
     const result = JSON.parse(r.out).result as { runtime: string; provisioning: Array<{ name: string; change: string }>; endpoints: Record<string, string> };
     expect(result.runtime).toBe('docker');
@@ -185,7 +185,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
   }, 900_000);
 
   it('a second install is idempotent: every provisioning step unchanged', async () => {
-    const r = await cli([...installArgs(), '--json']);
+    const r = await cli([...installArgs(siteInstall()), '--json']);
     expect(r.code, r.err).toBe(0);
     const steps = JSON.parse(r.out).result.provisioning as Array<{ change: string }>;
     expect(steps.length).toBe(10);
@@ -295,7 +295,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     const saved = `${secrets}.saved`;
     cpSync(secrets, saved, { recursive: true });
     rmSync(secrets, { recursive: true });
-    const r = await cli([...installArgs(), '--json']);
+    const r = await cli([...installArgs(siteInstall()), '--json']);
     expect(r.code).not.toBe(0);
     const err = JSON.parse(r.out).error as { code: string; message: string; hint: string };
     expect(err.code).toBe('ERR_INSTALL_DOCKER_STALE_VOLUMES');
@@ -305,7 +305,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     rmSync(secrets, { recursive: true });
     cpSync(saved, secrets, { recursive: true });
     expect(statSync(join(secrets, 'kong-pg-password')).isFile()).toBe(true);
-    const again = await cli(installArgs());
+    const again = await cli(installArgs(siteInstall()));
     expect(again.code, again.err).toBe(0);
     const patient = dataset.patients[0]!;
     const res = await postFromLan(patient.careId, tokenOf(tokens, patient.careId));

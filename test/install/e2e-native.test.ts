@@ -17,7 +17,8 @@ import { generateCa } from '../../src/tls/pki.js';
 import { freePort } from '../../src/util/port-check.js';
 import { cli as runCliOutcome, runCli, type CliOutcome } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { portFlags, testPorts } from './stand-ins.js';
+import { testPorts } from './stand-ins.js';
+import { installArgs as installCommand } from '../helpers/install-args.js';
 
 let dir = '';
 let adminUrl = '';
@@ -45,8 +46,7 @@ beforeAll(async () => {
   dir = join(tempDir(), 'inst');
   const ports = await testPorts();
   adminUrl = `http://127.0.0.1:${ports.gatewayAdmin}`;
-  installArgs = ['install', '--runtime', 'native', '--dir', dir, '--host', '127.0.0.1', '--generate-ca',
-    '--platform-url', `http://127.0.0.1:${await freePort()}`, '--identifier-system', 'urn:hospital-api:platform-care-id', ...portFlags(ports), '--json'];
+  installArgs = installCommand({ runtime: 'native', dir, host: '127.0.0.1', platformUrl: `http://127.0.0.1:${await freePort()}`, ports, json: true });
 });
 
 afterAll(async () => {
