@@ -4,9 +4,20 @@ import { fileURLToPath } from 'node:url';
 
 export const BIN = fileURLToPath(new URL('../../bin/hospital-api.js', import.meta.url));
 
+/** How a test runs the CLI: execa's options, and what it runs the CLI through. */
+export type CliOptions = Options & {
+  /**
+   * A command the CLI runs under (`nsenter … sh -c '…' …`, as on a swarm tier node): its argv,
+   * followed by this Node's path, the executable and the arguments.
+   */
+  through?: readonly string[];
+};
+
 /** Runs `hospital-api ...args` to completion; never throws on a non-zero exit. */
-export function runCli(args: string[], options: Options = {}) {
-  return execa('node', [BIN, ...args], { reject: false, timeout: 120_000, ...options, env: { NO_COLOR: '1', ...options.env } });
+export function runCli(args: string[], options: CliOptions = {}) {
+  const { through, ...rest } = options;
+  const [bin, argv] = through?.length ? [through[0] as string, [...through.slice(1), process.execPath, BIN, ...args]] : ['node', [BIN, ...args]];
+  return execa(bin, argv, { reject: false, timeout: 120_000, ...rest, env: { NO_COLOR: '1', ...rest.env } });
 }
 
 /** Starts a long-running command (serve, gateway, fhir); the caller kills it. */
@@ -22,7 +33,7 @@ export interface CliOutcome {
 }
 
 /** Runs `hospital-api ...args` to completion (as runCli) and gives its outcome as text. */
-export async function cli(args: string[], options: Options = {}): Promise<CliOutcome> {
+export async function cli(args: string[], options: CliOptions = {}): Promise<CliOutcome> {
   const r = await runCli(args, options);
   return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) };
 }
@@ -32,6 +43,6 @@ export async function cli(args: string[], options: Options = {}): Promise<CliOut
  * (`dir` may be a function, for a directory a `beforeAll` chooses). `defaults` apply to every run
  * (a longer `timeout`), `options` to one (its `env`).
  */
-export function cliAt(dir: string | (() => string), defaults: Options = {}): (args: string[], options?: Options) => Promise<CliOutcome> {
+export function cliAt(dir: string | (() => string), defaults: CliOptions = {}): (args: string[], options?: CliOptions) => Promise<CliOutcome> {
   return (args, options = {}) => cli([...args, '--dir', typeof dir === 'function' ? dir() : dir], { ...defaults, ...options, env: { ...defaults.env, ...options.env } });
 }

@@ -38,7 +38,7 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, runCli } from '../helpers/cli.js';
+import { cliAt, runCli, type CliOutcome } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { until } from '../helpers/until.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
@@ -87,18 +87,22 @@ function siteAt(node: NodeName): void {
   writeFileSync(hostsFile, `127.0.0.1 localhost\n${NODE_ADDRESS[node]} ${SITE}\n`);
 }
 
-/** The real CLI on the manager: n1's network namespace, n1's engine, the site's name from hostsFile. */
-async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | undefined; out: string; err: string }> {
+/** The real CLI on the manager: n1's network namespace, n1's engine, the site's name from hostsFile (test/helpers/cli.ts). */
+const onManager = cliAt(() => dir, {
+  through: ['nsenter', `--net=/run/netns/hapi-sw-${MANAGER}`, '--', 'unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount --bind "$0" /etc/hosts && exec "$@"', hostsFile],
+  timeout: 900_000,
+  stdin: 'ignore',
+  // DOCKER_API_VERSION: the nodes' dockerd is 20.10 (API 1.41), the CLI here newer (nodes.ts onNode)
+  env: { DOCKER_HOST: `unix://${nodeSocket(MANAGER)}`, DOCKER_API_VERSION: '1.41' },
+});
+
+/** onManager, each command's time added to the tier's timings. */
+async function cli(args: string[], env: Record<string, string> = {}): Promise<CliOutcome> {
   const t0 = Date.now();
-  const r = await execa(
-    'nsenter',
-    [`--net=/run/netns/hapi-sw-${MANAGER}`, '--', 'unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount --bind "$0" /etc/hosts && exec "$@"', hostsFile, process.execPath, BIN, ...args, '--dir', dir],
-    // DOCKER_API_VERSION: the nodes' dockerd is 20.10 (API 1.41), the CLI here newer (nodes.ts onNode)
-    { reject: false, timeout: 900_000, stdin: 'ignore', env: { NO_COLOR: '1', DOCKER_HOST: `unix://${nodeSocket(MANAGER)}`, DOCKER_API_VERSION: '1.41', ...env } },
-  );
+  const r = await onManager(args, { env });
   const name = args.slice(0, args[0] === 'consumer' ? 2 : 1).join(' ');
   timings[name] = (timings[name] ?? 0) + (Date.now() - t0);
-  return { code: r.exitCode, out: String(r.stdout), err: String(r.stderr) };
+  return r;
 }
 
 /** The platform stand-in off the stack's network (before the stack is removed) and on it again. */
