@@ -23,7 +23,7 @@
 # --install-only runs the engine and installation checks only (no image checks).
 set -uo pipefail
 
-# the defaults are the images `hospital-api install` renders (src/runtime/docker/render.ts IMAGES)
+# the defaults are the images `hospital-api install` renders (src/runtime/container/images.ts IMAGES)
 KONG_IMAGE=${KONG_IMAGE:-kong:3.9.3}
 HAPI_IMAGE=${HAPI_IMAGE:-hapiproject/hapi:v8.10.0-3}
 POSTGRES_IMAGE=${POSTGRES_IMAGE:-postgres:16.13}
@@ -70,7 +70,7 @@ if docker info --format '{{.ServerVersion}}' >/dev/null 2>&1; then
 else
   fail "Docker engine does not answer (docker info)"; exit 1
 fi
-# as src/runtime/docker/compose.ts findCompose chooses: `docker compose` answering a 2.x version,
+# as src/runtime/container/compose.ts findCompose chooses: `docker compose` answering a 2.x version,
 # else docker-compose 1.29+ (service_completed_successfully) or a standalone 2.x
 if v=$(docker compose version --short 2>/dev/null) && printf '%s\n' "${v#v}" | awk -F. '{ exit !($1 >= 2) }'; then
   pass "Compose v2 ($v)"
@@ -97,7 +97,7 @@ else
   pass "$KONG_IMAGE has no curl (as Kong/docker-kong ubuntu/Dockerfile purges it)"
 fi
 # perl is a hard dependency of kong.deb (Kong/kong build/package/nfpm.yaml); HTTP::Tiny ships with it.
-# src/runtime/docker/admin.ts runs `perl -MHTTP::Tiny` through `docker exec` for every admin call.
+# src/runtime/container/admin.ts runs `perl -MHTTP::Tiny` through `docker exec` for every admin call.
 if docker run --rm --entrypoint perl "$KONG_IMAGE" -MHTTP::Tiny -e 'print "ok"' 2>/dev/null | grep -q ok; then
   pass "$KONG_IMAGE has perl with HTTP::Tiny (install's admin-API path)"
 else

@@ -30,11 +30,11 @@ export function register(program: Command): void {
     .option('--builtin', 'record that the built-in supervisor (`up`) runs it again')
     .action(
       action<SystemdFlags>('systemd', async (options, io) => {
-        const { renderUnits, defaultUnitOptions, SYSTEMD_TARGET: TARGET } = await import('../runtime/index.js');
+        const { systemdUnits } = await import('../runtime/index.js');
         const dir = installPaths(options.dir ?? defaultInstallDir()).root;
         const out = resolve(options.out ?? join(dir, 'systemd'));
         const config = readInstallConfig(dir);
-        const units = renderUnits(dir, config, defaultUnitOptions(options.user));
+        const { target: TARGET, units } = systemdUnits(dir, config, options.user);
         const files = units.map((u) => writeIfChanged(join(out, u.name), u.text));
         if (options.managed || options.builtin) {
           writeInstallConfig(dir, { ...config, supervisor: options.managed ? 'systemd' : 'builtin' });

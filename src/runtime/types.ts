@@ -181,3 +181,24 @@ export interface Supervision {
   /** One line for `status` saying who runs the components; null when the container engine does. */
   summary: string | null;
 }
+
+/**
+ * The processes a runtime recorded starting in an install directory, read without install.json:
+ * `down` stops them when install.json is damaged or missing, and `upgrade` refuses to run while
+ * they run (index.ts recordedStack).
+ */
+export interface RecordedStack {
+  runtime: RuntimeName;
+  /** The file that records the processes. */
+  file: string;
+  /** Whether the supervisor that recorded them still runs. */
+  running(): boolean;
+  /** Stops them; resolves to whether anything was running. */
+  stop(): Promise<boolean>;
+}
+
+/** A service unit file `hospital-api systemd` writes: its file name and text. */
+export interface ServiceUnit {
+  name: string;
+  text: string;
+}

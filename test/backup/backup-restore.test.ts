@@ -16,6 +16,7 @@ import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { inspectFhirStore } from '../../src/fhir/store/online-backup.js';
 import { loadLoop, startNativeSite, type NativeSite, type PatientsBody } from '../helpers/native-site.js';
+import { tokenOf } from '../helpers/patients.js';
 
 const PASS = { HOSPITAL_API_BACKUP_PASSPHRASE: 'correct horse battery staple 15' };
 let site: NativeSite;
@@ -34,12 +35,11 @@ afterAll(async () => {
 
 /** A record as a sorted list of its resources, so page order does not matter. */
 const normal = (body: PatientsBody): string[] => (body.resources ?? []).map((e) => JSON.stringify(e.resource)).sort();
-const tokenOf = (careId: string) => site.tokens.find((t) => t.careId === careId)!.token;
 
 async function readAllRecords(): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
   for (const p of site.patients) {
-    const r = await site.post(p.careId, tokenOf(p.careId));
+    const r = await site.post(p.careId, tokenOf(site.tokens, p.careId));
     expect(r.status).toBe(200);
     out.set(p.careId, normal(r.body));
   }

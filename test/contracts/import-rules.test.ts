@@ -3,7 +3,9 @@
  * src/ (static, dynamic and type-only) between two top-level folders must be one
  * the importing folder's row allows, every folder must have a row, and the rules
  * themselves must have no cycle. The table is read from the document, so the
- * document and the test cannot drift apart.
+ * document and the test cannot drift apart. The same holds one floor down, between
+ * the folders of src/runtime/ ("Import rules inside runtime/", issue 44): docker/ and
+ * swarm/ share container/ and import nothing of each other.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -13,10 +15,10 @@ import { describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SRC = join(ROOT, 'src');
 
-/** `folder → folders it may import`, from the table under "## Import rules". */
-function parseRules(markdown: string): Map<string, Set<string>> {
-  const start = markdown.indexOf('\n## Import rules');
-  if (start < 0) throw new Error('docs/architecture.md has no "## Import rules" section');
+/** `folder → folders it may import`, from the table under "## <heading>". */
+function parseRules(markdown: string, heading = 'Import rules'): Map<string, Set<string>> {
+  const start = markdown.indexOf(`\n## ${heading}\n`);
+  if (start < 0) throw new Error(`docs/architecture.md has no "## ${heading}" section`);
   const end = markdown.indexOf('\n## ', start + 1);
   const rules = new Map<string, Set<string>>();
   for (const line of markdown.slice(start, end < 0 ? undefined : end).split('\n')) {
@@ -62,6 +64,33 @@ function crossFolderImports(): ImportEdge[] {
   return edges;
 }
 
+const RUNTIME = join(SRC, 'runtime');
+
+/** The folder of src/runtime/ a path is in, or null for the seam's own files (src/runtime/*.ts) and paths outside. */
+function runtimeFolderOf(path: string): string | null {
+  const parts = relative(RUNTIME, path).split(sep);
+  return parts.length > 1 && parts[0] !== '..' ? (parts[0] as string) : null;
+}
+
+/** `file:line (from → to)` for each import in `text` (of `file`) from one folder of src/runtime/ into another that `rules` does not allow. */
+function runtimeCrossings(file: string, text: string, rules: Map<string, Set<string>>): string[] {
+  const from = runtimeFolderOf(file);
+  if (from === null) return [];
+  const out: string[] = [];
+  text.split('\n').forEach((line, i) => {
+    for (const m of line.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^\s*import\s+)['"](\.{1,2}\/[^'"]+)['"]/g)) {
+      const to = runtimeFolderOf(resolve(dirname(file), m[1] as string));
+      if (to !== null && to !== from && !rules.get(from)?.has(to)) out.push(`${relative(ROOT, file)}:${i + 1} (${from} → ${to})`);
+    }
+  });
+  return out;
+}
+
+/** The folders of src/runtime/. */
+function runtimeFolders(): string[] {
+  return readdirSync(RUNTIME, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+}
+
 /** Units of src/ (folders, and root files such as cli.ts and version.ts). */
 function units(): string[] {
   return readdirSync(SRC, { withFileTypes: true })
@@ -93,7 +122,9 @@ function ruleCycle(rules: Map<string, Set<string>>): string[] | null {
   return null;
 }
 
-const rules = parseRules(readFileSync(join(ROOT, 'docs', 'architecture.md'), 'utf8'));
+const architecture = readFileSync(join(ROOT, 'docs', 'architecture.md'), 'utf8');
+const rules = parseRules(architecture);
+const runtimeRules = parseRules(architecture, 'Import rules inside runtime/');
 
 describe('import rules (docs/architecture.md)', () => {
   it('has a row for every folder of src/, and none for a folder that does not exist', () => {
@@ -118,7 +149,42 @@ describe('import rules (docs/architecture.md)', () => {
   });
 });
 
+describe('import rules inside src/runtime/ (docs/architecture.md)', () => {
+  it('has a row for every folder of src/runtime/, none for a folder that does not exist, and no cycle', () => {
+    const present = runtimeFolders();
+    expect(present.filter((u) => !runtimeRules.has(u)), 'folders without a row').toEqual([]);
+    expect([...runtimeRules.keys()].filter((u) => !present.includes(u)), 'rows without a folder').toEqual([]);
+    expect(ruleCycle(runtimeRules)).toBeNull();
+  });
+
+  it('docker/ and swarm/ import nothing of each other: what both need is in container/', () => {
+    expect(runtimeRules.get('docker')?.has('swarm')).toBe(false);
+    expect(runtimeRules.get('swarm')?.has('docker')).toBe(false);
+    expect(runtimeRules.get('docker')?.has('container')).toBe(true);
+    expect(runtimeRules.get('swarm')?.has('container')).toBe(true);
+  });
+
+  it('every import between two folders of src/runtime/ is one its folder may make', () => {
+    const files = readdirSync(RUNTIME, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile() && e.name.endsWith('.ts'))
+      .map((e) => join(e.parentPath, e.name));
+    const found = files.flatMap((f) => runtimeCrossings(f, readFileSync(f, 'utf8'), runtimeRules));
+    expect(found).toEqual([]);
+  });
+});
+
 describe('the checker itself', () => {
+  it('flags an import between two runtime folders the rules do not allow, and not the seam\'s own files', () => {
+    const table = new Map([['docker', new Set(['container'])], ['swarm', new Set(['container'])], ['container', new Set<string>()]]);
+    const swarm = join(RUNTIME, 'swarm', 'x.ts');
+    expect(runtimeCrossings(swarm, "import { IMAGES } from '../docker/render.js';", table)).toHaveLength(1);
+    expect(runtimeCrossings(join(RUNTIME, 'docker', 'x.ts'), "const { f } = await import('../swarm/render.js');", table)).toHaveLength(1);
+    expect(runtimeCrossings(swarm, "import type { DockerCli } from '../container/compose.js';", table)).toEqual([]);
+    expect(runtimeCrossings(swarm, "import type { Runtime } from '../types.js';", table)).toEqual([]);
+    expect(runtimeCrossings(join(RUNTIME, 'container', 'x.ts'), "import { f } from '../docker/render.js';", table)).toHaveLength(1);
+    expect(runtimeCrossings(join(RUNTIME, 'index.ts'), "import { f } from './docker/index.js';", table)).toEqual([]);
+  });
+
   it('reads a rule table and finds a cycle in one', () => {
     const table = '# x\n\n## Import rules\n\n| folder | may import |\n|---|---|\n| `a` | `b` |\n| `b` | |\n\n## Next\n| `c` | `a` |\n';
     const parsed = parseRules(table);

@@ -5,7 +5,7 @@
  * stack.test.ts), installed through the real CLI. This file is the docker
  * adapter: how a docker stack is broken and repaired — Kong's admin API reached
  * as the product reaches it (`docker exec` into kong,
- * src/runtime/docker/admin.ts), a container stopped, another server answering
+ * src/runtime/container/admin.ts), a container stopped, another server answering
  * as `hapi` or on the API port, Kong recreated with its admin API published on
  * every host address, certificates applied by the runtime's restart.
  */
@@ -14,10 +14,10 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
-import { findCompose } from '../../src/runtime/docker/compose.js';
+import { findCompose } from '../../src/runtime/container/compose.js';
 import { createDockerRuntime } from '../../src/runtime/docker/index.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
-import { projectName } from '../../src/runtime/docker/render.js';
+import { projectName } from '../../src/runtime/container/project.js';
 import { readInstallConfig } from '../../src/install-dir/install-config.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import type { Runtime } from '../../src/runtime/types.js';
@@ -25,6 +25,7 @@ import { readEnvFile } from '../../src/util/env-file.js';
 import { freePorts } from '../../src/util/port-check.js';
 import { brokenInstallCases, hostAddresses, type BrokenInstallSite } from '../helpers/broken-install-cases.js';
 import { runCli } from '../helpers/cli.js';
+import { installArgs, type InstallArgsOptions } from '../helpers/install-args.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { until } from '../helpers/until.js';
 import { buildImages, docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
@@ -115,13 +116,11 @@ async function stopHapi(): Promise<{ restart: () => Promise<void> }> {
 }
 
 /** The tier's install command; issue 23's cases rerun it (with --json) to repair what is install's. */
-function installArgs(): string[] {
-  return [
-    'install', '--runtime', 'docker', '--dir', dir, '--host', '127.0.0.1', '--generate-ca', '--platform-url', 'http://platform:8088', '--identifier-system', 'urn:hospital-api:platform-care-id',
-    '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
-    '--gateway-admin-port', String(ports.gatewayAdmin),
-    '--kong-image', TIER_IMAGES.kong, '--hapi-image', TIER_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api,
-  ];
+function siteInstall(): InstallArgsOptions {
+  return {
+    runtime: 'docker', dir, host: '127.0.0.1', platformUrl: 'http://platform:8088', ports,
+    extra: ['--kong-image', TIER_IMAGES.kong, '--hapi-image', TIER_IMAGES.hapi, '--postgres-image', TIER_IMAGES.postgres, '--api-image', TIER_IMAGES.api],
+  };
 }
 
 const site: BrokenInstallSite = {
@@ -140,7 +139,7 @@ const site: BrokenInstallSite = {
   // Kong's admin API, reached as the product reaches it (docker exec + perl inside kong)
   admin: (method, path, body) => runtime.admin(method, path, body),
   async reinstall() {
-    const r = await runCli([...installArgs(), '--json'], { timeout: 900_000 });
+    const r = await runCli([...installArgs(siteInstall()), '--json'], { timeout: 900_000 });
     expect(r.exitCode, String(r.stderr)).toBe(0);
     return String(r.stdout);
   },
@@ -276,7 +275,7 @@ describe.skipIf(!engine)('a broken docker installation never gets an ACCEPTED re
     const [api, fhir, gatewayHttps, gatewayAdmin] = (await freePorts(4)) as [number, number, number, number];
     ports = { api, fhir, gatewayHttps, gatewayAdmin };
     const install = await timed('install', () =>
-      runCli(installArgs(), { timeout: 1_800_000 }),
+      runCli(installArgs(siteInstall()), { timeout: 1_800_000 }),
     );
     expect(install.exitCode, `${String(install.stdout)}\n${String(install.stderr)}`).toBe(0);
     // the API starts once the hospital has its key (no platform is needed for its health check)

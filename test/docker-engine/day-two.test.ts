@@ -24,18 +24,20 @@ import { list as tarList } from 'tar';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
+import { installArgs, type InstallArgsOptions } from '../helpers/install-args.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
-import { projectName } from '../../src/runtime/docker/render.js';
-import { findCompose } from '../../src/runtime/docker/compose.js';
+import { projectName } from '../../src/runtime/container/project.js';
+import { findCompose } from '../../src/runtime/container/compose.js';
 import { createDockerRuntime } from '../../src/runtime/docker/index.js';
 import { readInstallConfig } from '../../src/install-dir/install-config.js';
 import { presentedFingerprint } from '../../src/install/cert-renew.js';
 import { createBackup } from '../../src/backup/create.js';
 import { docker, engineAnswers, sayNoEngine } from './engine.js';
-import { API_IMAGE, containersOf, formatTimings, IMAGE_FLAGS, postPatientTo, prepareTier, purgeProjects, REAL, type RecordEntry, runningContainer, tierSite, volumesOf } from './site.js';
+import { API_IMAGE, containersOf, formatTimings, IMAGE_FLAGS, prepareTier, purgeProjects, REAL, runningContainer, tierSite, volumesOf } from './site.js';
+import { postPatient, tokenOf, type RecordEntry } from '../helpers/patients.js';
 
 const engine = await engineAnswers();
 if (!engine) sayNoEngine();
@@ -54,11 +56,11 @@ const figures: string[] = [];
 const started = Date.now();
 
 
-const installArgs = () => [
-  'install', '--runtime', 'docker', '--host', '127.0.0.1', '--generate-ca', '--platform-url', `http://platform:${PLATFORM_PORT}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
-  '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
-  ...IMAGE_FLAGS,
-];
+/** This site's install (test/helpers/install-args.ts). */
+const siteInstall = (): InstallArgsOptions => ({
+  runtime: 'docker', host: '127.0.0.1', platformUrl: `http://platform:${PLATFORM_PORT}`,
+  ports: { api: ports.api!, fhir: ports.fhir!, gatewayHttps: ports.gatewayHttps! }, extra: IMAGE_FLAGS,
+});
 
 const container = (service: string) => runningContainer(project, service);
 
@@ -70,7 +72,6 @@ async function compose(args: string[], composeFile: string): Promise<void> {
 }
 
 type Entry = RecordEntry;
-const postPatient = (careId: string, token: string) => postPatientTo(ports.api!, careId, token);
 
 async function fhirAnswers(): Promise<boolean> {
   try {
@@ -98,7 +99,6 @@ const platformNetwork = async (how: 'connect' | 'disconnect'): Promise<void> => 
 
 const dataset = generateDataset({ patients: PATIENTS, seed: SEED, sizes: SIZES });
 let tokens: Array<{ careId: string; token: string }> = [];
-const tokenOf = (i: number) => tokens.find((t) => t.careId === dataset.patients[i]!.careId)!;
 let archive = '';
 let recordBefore: Entry[] = [];
 
@@ -118,7 +118,7 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
   }, 900_000);
 
   it('installs, starts the API with its key, loads patients; verify passes', async () => {
-    const install = await cli(installArgs());
+    const install = await cli(installArgs(siteInstall()));
     expect(install.code, `${install.out}\n${install.err}`).toBe(0);
     chownSync(platformDir, 1000, 1000);
     for (const f of readdirSync(join(platformDir, 'demo'))) chownSync(join(platformDir, 'demo', f), 1000, 1000);
@@ -183,9 +183,9 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     // two platform clients, each sending the next request as soon as the last one answered
     const client = async (i: number): Promise<void> => {
       while (rotating) {
-        const t = tokenOf(i % PATIENTS);
+        const t = dataset.patients[i % PATIENTS]!;
         try {
-          statuses.push((await postPatient(t.careId, t.token)).status);
+          statuses.push((await postPatient(ports.api!, t.careId, tokenOf(tokens, t.careId))).status);
         } catch {
           statuses.push(-1); // a connection error counts as a failed request
         }
@@ -273,8 +273,8 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     const [apiAfter, kongAfter] = [await container('hospital-api'), await container('kong')];
     expect([apiAfter.Id, apiAfter.State?.StartedAt]).toEqual([apiBefore.Id, apiBefore.State?.StartedAt]);
     expect([kongAfter.Id, kongAfter.State?.StartedAt]).toEqual([kongBefore.Id, kongBefore.State?.StartedAt]);
-    const t = tokenOf(0);
-    const res = await postPatient(t.careId, t.token);
+    const t = dataset.patients[0]!;
+    const res = await postPatient(ports.api!, t.careId, tokenOf(tokens, t.careId));
     expect(res.status).toBe(200);
     expect(res.resources.length).toBeGreaterThan(1);
     const verify = await cli(['verify']);
@@ -282,8 +282,8 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
   }, 600_000);
 
   it('backup while serving: pg_dump of HAPI\'s and Kong\'s databases as parts of the manifest, with progress', async () => {
-    const t = tokenOf(0);
-    const record = await postPatient(t.careId, t.token);
+    const t = dataset.patients[0]!;
+    const record = await postPatient(ports.api!, t.careId, tokenOf(tokens, t.careId));
     expect(record.status).toBe(200);
     expect(record.resources.length).toBeGreaterThan(5);
     recordBefore = sorted(record.resources);
@@ -295,7 +295,7 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     expect(data).toEqual([['postgres/hapi.dump', 'fhir-database'], ['postgres/kong.dump', 'gateway-database']]);
     expect(backup.err).toContain("HAPI FHIR's database: pg_dump inside hapi-database");
     // the stack kept serving
-    expect((await postPatient(t.careId, t.token)).status).toBe(200);
+    expect((await postPatient(ports.api!, t.careId, tokenOf(tokens, t.careId))).status).toBe(200);
     const members: string[] = [];
     await tarList({ file: archive, onReadEntry: (e) => void members.push(e.path) });
     expect(members[0]).toBe('manifest.json');
@@ -359,8 +359,8 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     expect(await containersOf(projectName(spare))).toEqual([]);
     // the other project (the serving stack) kept its volumes and answers
     expect(await volumesOf(project)).toEqual([`${project}_hapi-data`, `${project}_kong-data`]);
-    const t = tokenOf(0);
-    expect((await postPatient(t.careId, t.token)).status).toBe(200);
+    const t = dataset.patients[0]!;
+    expect((await postPatient(ports.api!, t.careId, tokenOf(tokens, t.careId))).status).toBe(200);
   }, 600_000);
 
   it('backup → down → backup of the stopped stack → wipe → restore refused while the old volumes exist → down --volumes → restore → up: verify passes, the record reads back equal', async () => {
@@ -409,8 +409,8 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     await platformNetwork('connect');
     const verify = await cli(['verify']);
     expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
-    const t = tokenOf(0);
-    const after = await postPatient(t.careId, t.token);
+    const t = dataset.patients[0]!;
+    const after = await postPatient(ports.api!, t.careId, tokenOf(tokens, t.careId));
     expect(after.status).toBe(200);
     expect(sorted(after.resources)).toEqual(recordBefore);
     // with progress, database by database
@@ -429,8 +429,8 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     expect(result.to).toBe(config.formatVersion);
     expect(existsSync(result.backup)).toBe(true);
     expect(upgrade.err).toContain("Kong's database: pg_dump inside kong-database");
-    const t = tokenOf(1);
-    expect((await postPatient(t.careId, t.token)).status).toBe(200);
+    const t = dataset.patients[1]!;
+    expect((await postPatient(ports.api!, t.careId, tokenOf(tokens, t.careId))).status).toBe(200);
     const members: string[] = [];
     await tarList({ file: result.backup, onReadEntry: (e) => void members.push(e.path) });
     const manifest = manifestOf(result.backup);

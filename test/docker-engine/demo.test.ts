@@ -22,7 +22,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeTempDirs } from '../helpers/tmp.js';
-import { builtApiImage } from '../../src/runtime/docker/render.js';
+import { builtApiImage } from '../../src/runtime/container/images.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
 import { VERSION } from '../../src/version.js';
 import { freePorts } from '../../src/util/port-check.js';

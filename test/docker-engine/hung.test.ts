@@ -31,16 +31,19 @@ import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { cliAt, runCli } from '../helpers/cli.js';
+import { postPatient } from '../helpers/patients.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { until } from '../helpers/until.js';
 import { freePorts } from '../../src/util/port-check.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { installPaths } from '../../src/install-dir/layout.js';
-import { builtApiImage, HAPI_IMAGE_USER, HUNG_PROBE, projectName } from '../../src/runtime/docker/render.js';
+import { builtApiImage, HAPI_IMAGE_USER } from '../../src/runtime/container/images.js';
+import { HUNG_PROBE } from '../../src/runtime/container/hung-check.js';
+import { projectName } from '../../src/runtime/container/project.js';
 import { VERSION } from '../../src/version.js';
-import { findCompose } from '../../src/runtime/docker/compose.js';
+import { findCompose } from '../../src/runtime/container/compose.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
 import { buildImages, docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
 
@@ -70,10 +73,7 @@ let ports: Record<string, number> = {};
 const timings: Record<string, number> = {};
 const stopped: number[] = [];
 
-const cli = async (args: string[], timeout = 900_000) => {
-  const r = await runCli([...args, '--dir', dir], { timeout });
-  return { code: r.exitCode, out: String(r.stdout), err: String(r.stderr) };
-};
+const cli = cliAt(dir, { timeout: 900_000 });
 
 async function container(service: string): Promise<ContainerInspect & { Id: string; RestartCount?: number; State: NonNullable<ContainerInspect['State']> & { Pid?: number; StartedAt?: string }; HostConfig?: { PidMode?: string } }> {
   const ids = (await docker(['ps', '-aq', '--filter', `label=com.docker.compose.project=${project}`, '--filter', `label=com.docker.compose.service=${service}`])).out.split('\n').filter(Boolean);
@@ -140,18 +140,8 @@ async function getJson(path: string, timeoutMs: number) {
 const dataset = generateDataset({ patients: 1, seed: SEED, sizes: SIZES });
 let tokens: Array<{ careId: string; token: string }> = [];
 
-async function postPatient(timeoutMs = 30_000) {
-  const { careId, token } = tokens[0]!;
-  const res = await request(`http://127.0.0.1:${ports.api}/api/patients`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ platformCareId: careId, token }),
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-  });
-  const body = (await res.body.json()) as { resources?: unknown[] };
-  return { status: res.statusCode, resources: body.resources?.length ?? 0 };
-}
+/** The first patient's record, waiting at most `timeoutMs` for the answer's headers and each body chunk. */
+const firstRecord = (timeoutMs = 30_000) => postPatient(ports.api!, tokens[0]!.careId, tokens[0]!.token, { timeoutMs });
 
 /**
  * SIGSTOPs every process of `service` but docker-init, then waits for the engine to
@@ -261,9 +251,9 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     }
     const ready = await getJson('/api/ready', 5_000);
     expect(ready).toEqual({ status: 200, body: { platform: 'ok', fhir: 'ok', audit: 'ok' } });
-    const res = await postPatient();
+    const res = await firstRecord();
     expect(res.status).toBe(200);
-    expect(res.resources).toBeGreaterThan(0);
+    expect(res.resources.length).toBeGreaterThan(0);
   }, 120_000);
 
   it('a SIGSTOPped hospital-api is killed by its healthcheck and restarted by the engine; the API answers again', async () => {
@@ -278,9 +268,9 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     expect(logs.out + logs.err).toMatch(new RegExp(`hung-probe: no answer from http://127\\.0\\.0\\.1:9000/api/health-check within 3000 ms, ${HUNG_PROBE.failures} probe\\(s\\) in a row: SIGKILL to pid \\d+`));
     await waitUntil('the restarted API answering /api/health-check', async () => (await getJson('/api/health-check', 2_000)).status === 200, 60_000);
     await waitUntil('the restarted API ready', async () => (await getJson('/api/ready', 3_000)).status === 200, 60_000);
-    const res = await postPatient();
+    const res = await firstRecord();
     expect(res.status).toBe(200);
-    expect(res.resources).toBeGreaterThan(0);
+    expect(res.resources.length).toBeGreaterThan(0);
   }, REPLACED_WITHIN_MS + 300_000);
 
   it('a SIGSTOPped FHIR door is killed by its healthcheck and restarted by the engine; the FHIR port answers again', async () => {
@@ -316,7 +306,7 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     const logs = await docker(['logs', after.Id]);
     expect(logs.out + logs.err).toMatch(new RegExp(`no answer from Kong's admin API within 3 s, ${HUNG_PROBE.failures} probe\\(s\\) in a row: SIGKILL to pid \\d+`));
     // the real path again: API → kong (provisioning kept) → FHIR server
-    await waitUntil('a record through the restarted gateway', async () => (await postPatient(5_000)).status === 200, 120_000);
+    await waitUntil('a record through the restarted gateway', async () => (await firstRecord(5_000)).status === 200, 120_000);
     await waitUntil('the API ready again', async () => (await getJson('/api/ready', 3_000)).status === 200, 30_000);
   }, REPLACED_WITHIN_MS + 300_000);
 
@@ -385,8 +375,8 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
     }, 120_000);
     // the real path again: API → kong → the restarted FHIR server, its data kept (Postgres)
     await waitUntil('a record through the restarted FHIR server', async () => {
-      const r = await postPatient(5_000);
-      return r.status === 200 && r.resources > 0;
+      const r = await firstRecord(5_000);
+      return r.status === 200 && r.resources.length > 0;
     }, 120_000);
     await waitUntil('the API ready again', async () => (await getJson('/api/ready', 3_000)).status === 200, 30_000);
   }, REPLACED_WITHIN_MS + 400_000);
@@ -405,8 +395,8 @@ describe.skipIf(!engine)('docker runtime replaces a hung component (issue 12)', 
       await waitUntil(`the restarted ${db} healthy`, async () => (await container(db)).State.Health?.Status === 'healthy', 120_000);
       // the real path again (kong's routes and consumer, HAPI's patients: all in the killed database)
       await waitUntil(`a record after ${db} was replaced`, async () => {
-        const r = await postPatient(5_000).catch(() => ({ status: 0, resources: 0 }));
-        return r.status === 200 && r.resources > 0;
+        const r = await firstRecord(5_000).catch(() => ({ status: 0, resources: [] }));
+        return r.status === 200 && r.resources.length > 0;
       }, 180_000);
       await waitUntil('the API ready again', async () => (await getJson('/api/ready', 3_000)).status === 200, 60_000);
     }, REPLACED_WITHIN_MS + 500_000);

@@ -29,10 +29,11 @@ import { removeTempDirs } from '../helpers/tmp.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
-import { IMAGES, KONG_WORKERS } from '../../src/runtime/docker/render.js';
+import { IMAGES, KONG_WORKERS } from '../../src/runtime/container/images.js';
 import { generateCa, issueCertificate } from '../../src/tls/pki.js';
 import { docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
 import { API_IMAGE, formatTimings, IMAGE_FLAGS, prepareTier, purgeProjects, REAL, REPO, runningContainer, syntheticIds, tierSite } from './site.js';
+import { postPatient, tokenOf } from '../helpers/patients.js';
 
 const WORKFLOW = join(REPO, '.github', 'workflows', 'docker-e2e.yml');
 const SMOKE = join(REPO, 'scripts', 'docker-smoke.sh');
@@ -109,19 +110,6 @@ const platformCaFile = join(platformDir, 'platform-ca.pem');
 
 const container = (service: string) => runningContainer(project, service);
 
-type Entry = { resource: { resourceType: string; id: string; identifier?: Array<{ system?: string; value?: string }> } };
-
-async function postPatient(careId: string, token: string) {
-  const res = await request(`http://127.0.0.1:${ports.api}/api/patients`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ platformCareId: careId, token }),
-  });
-  return { status: res.statusCode, body: (await res.body.json()) as { resources?: Entry[]; error?: { code: string; message: string } } };
-}
-
-
-const tokenOf = (careId: string) => tokens.find((t) => t.careId === careId)!.token;
 const largest = () => [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
 
 /** Chowns a tree to the uid the containers started with --user 1000:1000 run as. */
@@ -222,7 +210,7 @@ describe.skipIf(!engine)('docker runtime interfaces on a real engine (issue 10)'
 
     const patient = largest();
     expect(patient.size).toBeGreaterThan(2 * PAGE_SIZE);
-    const { status, body } = await postPatient(patient.careId, tokenOf(patient.careId));
+    const { status, body } = await postPatient(ports.api!, patient.careId, tokenOf(tokens, patient.careId));
     expect(status, JSON.stringify(body.error)).toBe(200);
     const got = syntheticIds(body.resources!);
     const missing = [patient.patient, ...patient.groups.flatMap((g) => g.resources)].map((r) => r.id).filter((id) => !got.has(id));
@@ -268,7 +256,7 @@ describe.skipIf(!engine)('docker runtime interfaces on a real engine (issue 10)'
     };
     expect(seen.links.filter((l) => !underBase(l))).toEqual([]);
     // the API, reading the same record through the gateway, returned every resource of every page
-    const { status, body } = await postPatient(patient.careId, tokenOf(patient.careId));
+    const { status, body } = await postPatient(ports.api!, patient.careId, tokenOf(tokens, patient.careId));
     expect(status).toBe(200);
     expect(body.resources!.length).toBe(seen.count);
   }, 300_000);
@@ -329,13 +317,13 @@ describe.skipIf(!engine)('docker runtime interfaces on a real engine (issue 10)'
     expect(consumer.code, consumer.err).toBe(0);
     expect(existsSync(join(installPaths(dir).docker, 'api', 'tls', 'platform-ca.pem'))).toBe(false);
     const patient = largest();
-    const { status, body } = await postPatient(patient.careId, tokenOf(patient.careId));
+    const { status, body } = await postPatient(ports.api!, patient.careId, tokenOf(tokens, patient.careId));
     expect(status).toBe(502);
     expect(body.error?.code).toBe('ERR_API_PLATFORM_UNAVAILABLE');
     // the reason is the TLS verification, not the network: the platform answered with an unknown CA's certificate
     expect(body.error?.message).toMatch(/UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT/);
     expect(body.resources).toBeUndefined();
-    expect(JSON.stringify(body)).not.toContain(tokenOf(patient.careId));
+    expect(JSON.stringify(body)).not.toContain(tokenOf(tokens, patient.careId));
   }, 600_000);
 
   it('scripts/docker-smoke.sh passes against this stack, and fails naming the fact when an admin port is published', async () => {

@@ -23,7 +23,8 @@ import { testPorts } from '../helpers/native-install.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
-import { formatTimings, postPatientTo, REPO, startSystemdHost, syntheticIds, type Timings, unitShowIn, until } from './site.js';
+import { formatTimings, REPO, startSystemdHost, syntheticIds, type Timings, unitShowIn, until } from './site.js';
+import { postPatient, tokenOf } from '../helpers/patients.js';
 
 const engine = await engineAnswers();
 if (!engine) sayNoEngine();
@@ -75,10 +76,10 @@ let tokens: Array<{ careId: string; token: string }> = [];
 /** Every patient's record through the API, complete. */
 async function recordsFlow(): Promise<void> {
   for (const [i, patient] of dataset.patients.entries()) {
-    const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const token = tokenOf(tokens, patient.careId);
     let last = 'no answer';
     const res = await until(`patient ${i + 1}'s record`, 60_000, async () => {
-      const r = await postPatientTo(ports.api, patient.careId, token).catch((err: Error) => ({ status: 0, resources: [], error: err.message }));
+      const r = await postPatient(ports.api, patient.careId, token).catch((err: Error) => ({ status: 0, resources: [], error: err.message }));
       last = `status ${r.status}`;
       return r.status === 200 ? r : null;
     }).catch((err: Error) => {

@@ -9,11 +9,11 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { request } from 'undici';
 import { SYNTHETIC_ID_SYSTEM } from '../../src/fhir-data/generate/model.js';
-import { COMPOSE_HTTP_TIMEOUT_S, findCompose } from '../../src/runtime/docker/compose.js';
+import { COMPOSE_HTTP_TIMEOUT_S, findCompose } from '../../src/runtime/container/compose.js';
 import type { ContainerInspect } from '../../src/runtime/docker/parse.js';
-import { builtApiImage, projectName } from '../../src/runtime/docker/render.js';
+import { builtApiImage } from '../../src/runtime/container/images.js';
+import { projectName } from '../../src/runtime/container/project.js';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { VERSION } from '../../src/version.js';
 import { writeTokens } from '../../src/demo/tokens.js';
@@ -215,19 +215,7 @@ export async function prepareTier(
   return { ports, tokens: writeTokens(site.platformDir, careIds) };
 }
 
-/** A record entry as the tests read it. */
-export interface RecordEntry { resource: { resourceType: string; id: string; identifier?: Array<{ system?: string; value?: string }> } }
-
-/** POST /api/patients on the API published at `apiPort` (loopback): the status and, on 200, the entries. */
-export async function postPatientTo(apiPort: number, careId: string, token: string): Promise<{ status: number; resources: RecordEntry[] }> {
-  const res = await request(`http://127.0.0.1:${apiPort}/api/patients`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ platformCareId: careId, token }),
-  });
-  const text = await res.body.text();
-  return { status: res.statusCode, resources: res.statusCode === 200 ? (JSON.parse(text) as { resources: RecordEntry[] }).resources : [] };
-}
+export type { RecordEntry } from '../helpers/patients.js';
 
 /** Polls `probe` every 250 ms until it gives a value (null or a throw: not yet); fails after `ms`, naming `what` (test/helpers/until.ts). */
 export async function until<T>(what: string, ms: number, probe: () => Promise<T | null>): Promise<T> {

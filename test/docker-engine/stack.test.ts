@@ -29,6 +29,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
+import { installArgs, type InstallArgsOptions } from '../helpers/install-args.js';
 import { removeTempDirs } from '../helpers/tmp.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { installPaths } from '../../src/install-dir/layout.js';
@@ -39,6 +40,7 @@ import { API_IMAGE, containersOf, createSiteAddress, formatTimings, IMAGE_FLAGS,
 import { tcpOpens } from '../helpers/tcp-opens.js';
 import { recordFixture } from './record.js';
 import { checkMetrics, hasPromtool } from '../monitoring/promtool.js';
+import { tokenOf } from '../helpers/patients.js';
 
 const engine = await engineAnswers();
 if (!engine) sayNoEngine();
@@ -54,17 +56,16 @@ const { dir, platformDir, project, platformName, timings, cli } = tierSite('hapi
 let ports: Record<string, number> = {};
 
 /** The first install makes the CA; reruns keep the TLS material (no TLS flag). */
-const installArgs = (first = false) => [
-  'install', '--runtime', 'docker', '--host', SITE_HOST.name, '--bind-address', SITE_HOST.address, ...(first ? ['--generate-ca'] : []), '--platform-url', `http://platform:${PLATFORM_PORT}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
-  '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-https-port', String(ports.gatewayHttps),
-  ...IMAGE_FLAGS,
-];
+const siteInstall = (first = false): InstallArgsOptions => ({
+  runtime: 'docker', host: SITE_HOST.name, bindAddress: SITE_HOST.address, generateCa: first, platformUrl: `http://platform:${PLATFORM_PORT}`,
+  ports: { api: ports.api!, fhir: ports.fhir!, gatewayHttps: ports.gatewayHttps! }, extra: IMAGE_FLAGS,
+});
 
 const containers = () => containersOf(project);
 const container = (service: string) => runningContainer(project, service);
 
 /** The platform's call, from a machine on the hospital's LAN (site.ts SITE_LAN) to the site's name. */
-async function postPatient(careId: string, token: string) {
+async function postFromLan(careId: string, token: string) {
   const res = await lanCurl(`http://${SITE_HOST.name}:${ports.api}/api/patients`, {
     port: ports.api!,
     args: ['-H', 'content-type: application/json'],
@@ -95,7 +96,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
   }, 600_000);
 
   it('installs on the engine; the gateway is provisioned through the admin API inside kong, which has no curl', async () => {
-    const r = await cli([...installArgs(true), '--json']);
+    const r = await cli([...installArgs(siteInstall(true)), '--json']);
     expect(r.code, `${r.out}\n${r.err}`).toBe(0);
     const result = JSON.parse(r.out).result as { runtime: string; provisioning: Array<{ name: string; change: string }>; endpoints: Record<string, string> };
     expect(result.runtime).toBe('docker');
@@ -157,8 +158,8 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
   it('POST /api/patients reads a multi-page record through the gateway', async () => {
     const patient = [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
     expect(patient.size).toBeGreaterThan(2 * PAGE_SIZE);
-    const token = tokens.find((t) => t.careId === patient.careId)!.token;
-    const { status, body } = await postPatient(patient.careId, token);
+    const token = tokenOf(tokens, patient.careId);
+    const { status, body } = await postFromLan(patient.careId, token);
     expect(status).toBe(200);
     const got = syntheticIds(body.resources!);
     const missing = [patient.patient, ...patient.groups.flatMap((g) => g.resources)].map((r) => r.id).filter((id) => !got.has(id));
@@ -167,8 +168,8 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
 
   it('down / up keeps the data (Postgres volumes)', async () => {
     const patient = dataset.patients[0]!;
-    const token = tokens.find((t) => t.careId === patient.careId)!.token;
-    const before = await postPatient(patient.careId, token);
+    const token = tokenOf(tokens, patient.careId);
+    const before = await postFromLan(patient.careId, token);
     expect(before.status).toBe(200);
     // the platform stand-in is not part of the project but stays attached to its network (issue 48): down
     // stops the stack, keeps the network for it and says so; up finds the network and the stand-in on it
@@ -178,13 +179,13 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     expect(await containers()).toEqual([]);
     const up = await cli(['up']);
     expect(up.code, up.err).toBe(0);
-    const after = await postPatient(patient.careId, token);
+    const after = await postFromLan(patient.careId, token);
     expect(after.status).toBe(200);
     expect(after.body.resources!.length).toBe(before.body.resources!.length);
   }, 900_000);
 
   it('a second install is idempotent: every provisioning step unchanged', async () => {
-    const r = await cli([...installArgs(), '--json']);
+    const r = await cli([...installArgs(siteInstall()), '--json']);
     expect(r.code, r.err).toBe(0);
     const steps = JSON.parse(r.out).result.provisioning as Array<{ change: string }>;
     expect(steps.length).toBe(10);
@@ -196,8 +197,8 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     expect(r.code, r.err).toBe(0);
     expect(readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY).toBe(SPECIAL_KEY);
     const patient = dataset.patients[1]!;
-    const token = tokens.find((t) => t.careId === patient.careId)!.token;
-    const res = await postPatient(patient.careId, token);
+    const token = tokenOf(tokens, patient.careId);
+    const res = await postFromLan(patient.careId, token);
     expect(res.status).toBe(200);
     expect(res.body.resources!.length).toBeGreaterThanOrEqual(patient.size);
     // and the settings are in no container's environment
@@ -215,7 +216,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     expect(JSON.parse(rotate.out).result.revokedCredentialId).toEqual(expect.any(String));
     expect(readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY).not.toBe(oldKey);
     const patient = dataset.patients[1]!;
-    expect((await postPatient(patient.careId, tokens.find((t) => t.careId === patient.careId)!.token)).status).toBe(200);
+    expect((await postFromLan(patient.careId, tokenOf(tokens, patient.careId))).status).toBe(200);
 
     const paths = installPaths(dir);
     const ca = readFileSync(paths.caCert, 'utf8');
@@ -299,7 +300,7 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     const saved = `${secrets}.saved`;
     cpSync(secrets, saved, { recursive: true });
     rmSync(secrets, { recursive: true });
-    const r = await cli([...installArgs(), '--json']);
+    const r = await cli([...installArgs(siteInstall()), '--json']);
     expect(r.code).not.toBe(0);
     const err = JSON.parse(r.out).error as { code: string; message: string; hint: string };
     expect(err.code).toBe('ERR_INSTALL_DOCKER_STALE_VOLUMES');
@@ -309,10 +310,10 @@ describe.skipIf(!engine)('docker runtime on a real engine (issue 10)', () => {
     rmSync(secrets, { recursive: true });
     cpSync(saved, secrets, { recursive: true });
     expect(statSync(join(secrets, 'kong-pg-password')).isFile()).toBe(true);
-    const again = await cli(installArgs());
+    const again = await cli(installArgs(siteInstall()));
     expect(again.code, again.err).toBe(0);
     const patient = dataset.patients[0]!;
-    const res = await postPatient(patient.careId, tokens.find((t) => t.careId === patient.careId)!.token);
+    const res = await postFromLan(patient.careId, tokenOf(tokens, patient.careId));
     expect(res.status).toBe(200);
     expect(readFileSync(join(secrets, 'kong-pg-password'), 'utf8')).toBe(readFileSync(join(saved, 'kong-pg-password'), 'utf8'));
   }, 900_000);

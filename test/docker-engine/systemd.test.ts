@@ -27,12 +27,14 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
+import { installArgs, type InstallArgsOptions } from '../helpers/install-args.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { testPorts } from '../helpers/native-install.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
 import { docker, engineAnswers, sayNoEngine, TIER_IMAGES } from './engine.js';
-import { API_IMAGE, formatTimings, postPatientTo, prepareImages, REAL, type RecordEntry, REPO, startSystemdHost, syntheticIds, type Timings, unitShowIn, until } from './site.js';
+import { API_IMAGE, formatTimings, prepareImages, REAL, REPO, startSystemdHost, syntheticIds, type Timings, unitShowIn, until } from './site.js';
+import { postPatient, tokenOf, type RecordEntry } from '../helpers/patients.js';
 
 const engine = await engineAnswers();
 if (!engine) sayNoEngine();
@@ -64,11 +66,7 @@ async function toolkit(args: string[]) {
 }
 
 /** The install command of this site (its choices; a rerun changes only what it adds). */
-const installArgs = () => [
-  'install', '--runtime', 'native', '--host', '127.0.0.1', '--platform-url', `http://127.0.0.1:${ports.platform}`, '--identifier-system', 'urn:hospital-api:platform-care-id',
-  '--api-port', String(ports.api), '--fhir-port', String(ports.fhir), '--gateway-http-port', String(ports.gatewayHttp),
-  '--gateway-https-port', String(ports.gatewayHttps), '--gateway-admin-port', String(ports.gatewayAdmin), '--metrics-port', String(ports.metrics),
-];
+const siteInstall = (): InstallArgsOptions => ({ runtime: 'native', host: '127.0.0.1', generateCa: false, platformUrl: `http://127.0.0.1:${ports.platform}`, ports });
 
 /** The component's unit in the container. */
 const unitShow = (component: string) => unitShowIn(NAME, component);
@@ -84,7 +82,6 @@ async function healthy(): Promise<boolean> {
 }
 
 type Entry = RecordEntry;
-const postPatient = (careId: string, token: string) => postPatientTo(ports.api, careId, token);
 
 const dataset = generateDataset({ patients: 2, seed: SEED, sizes: SIZES });
 let tokens: Array<{ careId: string; token: string }> = [];
@@ -120,7 +117,7 @@ describe.skipIf(!engine)('native install under a real systemd (issue 15)', () =>
 
   it('runs under systemd as PID 1: install, consumer, the units in /etc/systemd/system, the built-in supervisor handed over, hospital-api.target enabled', async () => {
     expect((await inHost(['ps', '-p', '1', '-o', 'comm='])).out.trim()).toBe('systemd');
-    const install = await toolkit([...installArgs(), '--generate-ca']);
+    const install = await toolkit([...installArgs(siteInstall()), '--generate-ca']);
     expect(install.code, `${install.out}\n${install.err}`).toBe(0);
     const consumer = await toolkit(['consumer', 'create', 'hospital', '--write-env']);
     expect(consumer.code, consumer.err).toBe(0);
@@ -194,9 +191,9 @@ describe.skipIf(!engine)('native install under a real systemd (issue 15)', () =>
     expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
     expect(verify.out).toContain('ACCEPTED');
     for (const [i, patient] of dataset.patients.entries()) {
-      const token = tokens.find((t) => t.careId === patient.careId)!.token;
+      const token = tokenOf(tokens, patient.careId);
       const res = await until(`patient ${i + 1}'s record`, 30_000, async () => {
-        const r = await postPatient(patient.careId, token);
+        const r = await postPatient(ports.api, patient.careId, token);
         return r.status === 200 ? r : null;
       });
       const got = syntheticIds(res.resources);
@@ -230,14 +227,14 @@ describe.skipIf(!engine)('native install under a real systemd (issue 15)', () =>
     expect(JSON.parse(renew.out).result.gatewayReloaded).toBe(true);
     for (const c of COMPONENTS) expect([c, (await unitShow(c)).MainPID]).toEqual([c, pids[c]]);
     const patient = dataset.patients[0]!;
-    const res = await postPatient(patient.careId, tokens.find((t) => t.careId === patient.careId)!.token);
+    const res = await postPatient(ports.api, patient.careId, tokenOf(tokens, patient.careId));
     expect(res.status).toBe(200);
     const verify = await toolkit(['verify']);
     expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
   }, 300_000);
 
   it('install --verify-every under systemd: a timer the target starts, a one-shot verify as the service user that writes or finds the record; off removes both (issue 46)', async () => {
-    const on = await toolkit([...installArgs(), '--verify-every', '1h']);
+    const on = await toolkit([...installArgs(siteInstall()), '--verify-every', '1h']);
     expect(on.code, `${on.out}\n${on.err}`).toBe(0);
     const timer = await inHost(['systemctl', 'show', 'hospital-api-acceptance.timer', '-p', 'ActiveState', '-p', 'LoadState', '--value']);
     expect(timer.out.trim().split('\n')).toEqual(['loaded', 'active']);
@@ -254,7 +251,7 @@ describe.skipIf(!engine)('native install under a real systemd (issue 15)', () =>
     const owners = (await inHost(['sh', '-c', `stat -c %U ${DIR}/reports/acceptance-*.json | sort -u`])).out.trim();
     expect(owners).toBe(USER);
 
-    const off = await toolkit([...installArgs(), '--verify-every', 'off']);
+    const off = await toolkit([...installArgs(siteInstall()), '--verify-every', 'off']);
     expect(off.code, `${off.out}\n${off.err}`).toBe(0);
     const gone = await inHost(['systemctl', 'show', 'hospital-api-acceptance.timer', '-p', 'LoadState', '--value']);
     expect(gone.out.trim()).toBe('not-found');

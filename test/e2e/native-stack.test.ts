@@ -11,7 +11,8 @@ import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { cliAt, runCli } from '../helpers/cli.js';
+import { postPatient, tokenOf } from '../helpers/patients.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { isPortFree } from '../../src/util/port-check.js';
 import { testPorts } from '../helpers/native-install.js';
@@ -38,10 +39,7 @@ const platform = buildPlatformStandIn(platformDir);
 let ports: InstallPorts;
 let platformUrl = '';
 
-const cli = async (args: string[]) => {
-  const r = await runCli([...args, '--dir', dir]);
-  return { code: r.exitCode, out: String(r.stdout), err: String(r.stderr) };
-};
+const cli = cliAt(dir);
 
 /** `status --json`: exit 0 when every component runs, 3 (systemctl's code) while one does not (a killed one restarting). */
 async function components(): Promise<ComponentState[]> {
@@ -70,14 +68,6 @@ async function pagesFetched(): Promise<number> {
   return m ? Number(m[1]) : 0;
 }
 
-async function postPatient(careId: string, token: string) {
-  const res = await request(`http://127.0.0.1:${ports.api}/api/patients`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ platformCareId: careId, token }),
-  });
-  return { status: res.statusCode, body: (await res.body.json()) as { resources?: Array<{ resource: { resourceType: string; id: string } }> } };
-}
 
 beforeAll(async () => {
   await platform.listen({ host: '127.0.0.1', port: 0 });
@@ -125,9 +115,9 @@ describe('native stack end to end (issue 6)', () => {
   it('returns every resource of a generated patient through the gateway over HTTPS', async () => {
     const patient = [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
     expect(patient.size).toBeGreaterThan(3 * PAGE_SIZE);
-    const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const token = tokenOf(tokens, patient.careId);
     const pagesBefore = await pagesFetched();
-    const { status, body } = await postPatient(patient.careId, token);
+    const { status, body } = await postPatient(ports.api, patient.careId, token);
     expect(status).toBe(200);
     expect(await pagesFetched() - pagesBefore).toBeGreaterThanOrEqual(Math.ceil(patient.size / PAGE_SIZE));
     const got = syntheticIds(body.resources as never);
@@ -140,7 +130,7 @@ describe('native stack end to end (issue 6)', () => {
 
     // Another patient's token does not open this record.
     const other = tokens.find((t) => t.careId !== patient.careId)!.token;
-    expect((await postPatient(patient.careId, other)).status).not.toBe(200);
+    expect((await postPatient(ports.api, patient.careId, other)).status).not.toBe(200);
   });
 
   it('names the gateway HTTPS origin and route prefix in $everything next links fetched through key-auth', async () => {
@@ -186,7 +176,7 @@ describe('native stack end to end (issue 6)', () => {
     expect(now.state).toBe('up');
     expect(now.restarts).toBe(1);
     const patient = dataset.patients[0]!;
-    const { status, body } = await postPatient(patient.careId, tokens[0]!.token);
+    const { status, body } = await postPatient(ports.api, patient.careId, tokens[0]!.token);
     expect(status).toBe(200);
     expect(body.resources!.length).toBeGreaterThanOrEqual(patient.size);
   });
@@ -207,12 +197,12 @@ describe('native stack end to end (issue 6)', () => {
 
   it('keeps data, gateway state and TLS material across a full down and up', async () => {
     const patient = dataset.patients[1]!;
-    const token = tokens.find((t) => t.careId === patient.careId)!.token;
-    const before = await postPatient(patient.careId, token);
+    const token = tokenOf(tokens, patient.careId);
+    const before = await postPatient(ports.api, patient.careId, token);
     expect((await cli(['down'])).code).toBe(0);
     const up = await cli(['up']);
     expect(up.code, up.err).toBe(0);
-    const after = await postPatient(patient.careId, token);
+    const after = await postPatient(ports.api, patient.careId, token);
     expect(after.status).toBe(200);
     expect(after.body.resources!.length).toBe(before.body.resources!.length);
   });

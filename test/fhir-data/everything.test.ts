@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { fhirJson, startFhir, type RunningFhir } from './server.js';
+import { fhirJson, startFhir, type RunningFhir } from '../helpers/fhir-server.js';
 
 let fhir: RunningFhir;
 

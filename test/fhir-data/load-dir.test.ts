@@ -12,7 +12,7 @@ import { formatBytes } from '../../src/output/bytes.js';
 import { runCli } from '../helpers/cli.js';
 import { installConfig } from '../helpers/install-config.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { startFhir, type RunningFhir } from './server.js';
+import { startFhir, type RunningFhir } from '../helpers/fhir-server.js';
 
 let fhir: RunningFhir;
 beforeAll(async () => {

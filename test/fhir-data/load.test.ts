@@ -15,7 +15,7 @@ import { writeInstallConfig } from '../../src/install-dir/install-config.js';
 import { load, runLoad } from '../../src/fhir-data/load/command.js';
 import { createIo } from '../../src/output/io.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { fhirJson, startFhir, type RunningFhir } from './server.js';
+import { fhirJson, startFhir, type RunningFhir } from '../helpers/fhir-server.js';
 
 let fhir: RunningFhir;
 const quietIo = () => {

@@ -13,7 +13,7 @@ import { startFhirDoor, type FhirDoor } from '../../src/fhir-door/server.js';
 import { runCli } from '../helpers/cli.js';
 import { installConfig } from '../helpers/install-config.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { fhirJson, startFhir, type RunningFhir } from '../fhir-data/server.js';
+import { fhirJson, startFhir, type RunningFhir } from '../helpers/fhir-server.js';
 
 const TOKEN = 'site-door-token-0123456789abcdefghijkl';
 let fhir: RunningFhir;

@@ -13,6 +13,7 @@ import { installPaths } from '../../src/install-dir/layout.js';
 import { freePort, freePorts } from '../../src/util/port-check.js';
 import { PLATFORM_CARE_ID_SYSTEM } from '../../src/fhir-data/generate/model.js';
 import { runCli } from './cli.js';
+import { installArgs } from './install-args.js';
 
 const COMPONENT_PORTS = ['api', 'fhir', 'gatewayHttp', 'gatewayHttps', 'gatewayAdmin', 'metrics'] as const satisfies ReadonlyArray<keyof InstallPorts>;
 
@@ -21,14 +22,6 @@ export async function testPorts<E extends string = never>(...extra: E[]): Promis
   const names = [...COMPONENT_PORTS, ...extra];
   const ports = await freePorts(names.length);
   return Object.fromEntries(names.map((name, i) => [name, ports[i]!])) as InstallPorts & Record<E, number>;
-}
-
-/** The install flags that put each component on its port. */
-export function portFlags(p: InstallPorts): string[] {
-  return [
-    '--api-port', String(p.api), '--fhir-port', String(p.fhir), '--gateway-http-port', String(p.gatewayHttp),
-    '--gateway-https-port', String(p.gatewayHttps), '--gateway-admin-port', String(p.gatewayAdmin), '--metrics-port', String(p.metrics),
-  ];
 }
 
 export interface NativeInstall {
@@ -48,9 +41,8 @@ export interface NativeInstall {
 export async function installNative(options: { dir: string; platformUrl?: string; host?: string; consumer?: string; ports?: InstallPorts }): Promise<NativeInstall> {
   const { dir } = options;
   const ports = options.ports ?? (await testPorts());
-  const installArgs = ['install', '--runtime', 'native', '--dir', dir, ...(options.host ? ['--host', options.host] : []), '--generate-ca',
-    '--platform-url', options.platformUrl ?? `http://127.0.0.1:${await freePort()}`, '--identifier-system', PLATFORM_CARE_ID_SYSTEM, ...portFlags(ports), '--json'];
-  const installed = await runCli(installArgs);
+  const args = installArgs({ runtime: 'native', dir, ...(options.host ? { host: options.host } : {}), platformUrl: options.platformUrl ?? `http://127.0.0.1:${await freePort()}`, ports, json: true });
+  const installed = await runCli(args);
   expect(installed.exitCode, String(installed.stderr)).toBe(0);
   let key = '';
   if (options.consumer) {
@@ -58,7 +50,7 @@ export async function installNative(options: { dir: string; platformUrl?: string
     expect(consumer.exitCode, String(consumer.stderr)).toBe(0);
     key = String(consumer.stdout).trim();
   }
-  return { dir, ports, installArgs, key };
+  return { dir, ports, installArgs: args, key };
 }
 
 /** A minimal native install directory, install.json and the API's env file, on ephemeral ports: no CLI, no certificates. */

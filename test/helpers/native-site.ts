@@ -4,9 +4,9 @@
  * and loads generated patients; a platform stand-in answers /validate-access.
  */
 import { join } from 'node:path';
-import { request } from 'undici';
 import { expect } from 'vitest';
-import { runCli } from './cli.js';
+import { cliAt, runCli, type CliOutcome } from './cli.js';
+import { postPatient, type PatientAnswer, tokenOf } from './patients.js';
 import { installNative, testPorts } from './native-install.js';
 import { tempDir } from './tmp.js';
 import { buildPlatformStandIn } from '../../src/demo/platform-stand-in.js';
@@ -19,15 +19,12 @@ export interface NativeSite {
   ports: Record<'api' | 'fhir' | 'gatewayHttp' | 'gatewayHttps' | 'gatewayAdmin' | 'metrics', number>;
   patients: GeneratedPatient[];
   tokens: DemoToken[];
-  cli(args: string[], env?: Record<string, string>): Promise<{ code: number; out: string; err: string }>;
-  post(careId: string, token: string): Promise<{ status: number; body: PatientsBody }>;
+  cli(args: string[], env?: Record<string, string>): Promise<CliOutcome>;
+  post(careId: string, token: string): Promise<PatientAnswer>;
   close(): Promise<void>;
 }
 
-export interface PatientsBody {
-  resources?: Array<{ resource: { resourceType: string; id: string; meta?: { versionId?: string } } }>;
-  error?: { code: string };
-}
+export type { PatientsBody } from './patients.js';
 
 export async function startNativeSite(options: { seed: string; patients: number; sizes: string; dir?: string }): Promise<NativeSite> {
   const dir = options.dir ?? tempDir('hapi-day2-');
@@ -37,10 +34,8 @@ export async function startNativeSite(options: { seed: string; patients: number;
   const addr = platform.server.address();
   const platformUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
   const ports = await testPorts();
-  const cli = async (args: string[], env: Record<string, string> = {}) => {
-    const r = await runCli([...args, '--dir', dir], { env });
-    return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) };
-  };
+  const inDir = cliAt(dir);
+  const cli = (args: string[], env: Record<string, string> = {}) => inDir(args, { env });
   const dataset = generateDataset({ patients: options.patients, seed: options.seed, sizes: options.sizes });
   const tokens = writeTokens(platformDir, dataset.patients.map((p) => p.careId));
   const site: NativeSite = {
@@ -49,14 +44,7 @@ export async function startNativeSite(options: { seed: string; patients: number;
     patients: dataset.patients,
     tokens,
     cli,
-    async post(careId, token) {
-      const res = await request(`http://127.0.0.1:${ports.api}/api/patients`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ platformCareId: careId, token }),
-      });
-      return { status: res.statusCode, body: (await res.body.json()) as PatientsBody };
-    },
+    post: (careId, token) => postPatient(ports.api, careId, token),
     async close() {
       await runCli(['down', '--dir', dir]);
       await platform.close();
@@ -79,7 +67,7 @@ export function loadLoop(site: NativeSite, parallel: number): { stop(): Promise<
   let running = true;
   const loops = Array.from({ length: parallel }, async (_, i) => {
     const patient = site.patients[i % site.patients.length]!;
-    const token = site.tokens.find((t) => t.careId === patient.careId)!.token;
+    const token = tokenOf(site.tokens, patient.careId);
     while (running) {
       const at = Date.now();
       try {

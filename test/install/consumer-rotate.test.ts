@@ -16,6 +16,7 @@ import { probeKey } from '../../src/runtime/key-probe.js';
 import { readRunState } from '../../src/runtime/native/state.js';
 import { startCli } from '../helpers/cli.js';
 import { loadLoop, startNativeSite, type NativeSite } from '../helpers/native-site.js';
+import { tokenOf } from '../helpers/patients.js';
 
 let site: NativeSite;
 
@@ -81,7 +82,7 @@ describe('consumer rotate-key (issue 15)', () => {
     expect(JSON.parse(r.out).error.code).toBe('ERR_KEY_IN_USE');
     expect(JSON.parse(r.out).error.hint).toContain(`hospital-api consumer rotate-key day2-hospital --write-env --dir ${installPaths(site.dir).root}`);
     expect(await keys()).toEqual(before);
-    expect((await site.post(site.patients[0]!.careId, site.tokens.find((t) => t.careId === site.patients[0]!.careId)!.token)).status).toBe(200);
+    expect((await site.post(site.patients[0]!.careId, tokenOf(site.tokens, site.patients[0]!.careId))).status).toBe(200);
   });
 
   it('revoke-key --key-file revokes a leaked key and proves the gateway refuses it; the key is never printed', async () => {

@@ -15,9 +15,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installPaths } from '../../src/install-dir/layout.js';
 import { generateCa } from '../../src/tls/pki.js';
 import { freePort } from '../../src/util/port-check.js';
-import { runCli } from '../helpers/cli.js';
+import { cli as runCliOutcome, runCli, type CliOutcome } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { portFlags, testPorts } from './stand-ins.js';
+import { testPorts } from './stand-ins.js';
+import { installArgs as installCommand } from '../helpers/install-args.js';
 
 let dir = '';
 let adminUrl = '';
@@ -25,10 +26,10 @@ let installArgs: string[] = [];
 let key = '';
 const outputs: string[] = [];
 
-async function cli(args: string[]): Promise<{ exitCode: number | undefined; stdout: string; stderr: string }> {
-  const r = await runCli(args);
-  const out = { exitCode: r.exitCode, stdout: String(r.stdout), stderr: String(r.stderr) };
-  outputs.push(out.stdout, out.stderr);
+/** The CLI (test/helpers/cli.ts), its output kept for the last test's search for secrets. */
+async function cli(args: string[]): Promise<CliOutcome> {
+  const out = await runCliOutcome(args);
+  outputs.push(out.out, out.err);
   return out;
 }
 
@@ -45,8 +46,7 @@ beforeAll(async () => {
   dir = join(tempDir(), 'inst');
   const ports = await testPorts();
   adminUrl = `http://127.0.0.1:${ports.gatewayAdmin}`;
-  installArgs = ['install', '--runtime', 'native', '--dir', dir, '--host', '127.0.0.1', '--generate-ca',
-    '--platform-url', `http://127.0.0.1:${await freePort()}`, '--identifier-system', 'urn:hospital-api:platform-care-id', ...portFlags(ports), '--json'];
+  installArgs = installCommand({ runtime: 'native', dir, host: '127.0.0.1', platformUrl: `http://127.0.0.1:${await freePort()}`, ports, json: true });
 });
 
 afterAll(async () => {
@@ -57,16 +57,16 @@ afterAll(async () => {
 describe('native end to end through the CLI', () => {
   it('install provisions the gateway; keys are 0600; a second install changes nothing', async () => {
     const first = await cli(installArgs);
-    expect(first.exitCode, first.stderr).toBe(0);
-    const result = JSON.parse(first.stdout).result;
+    expect(first.code, first.err).toBe(0);
+    const result = JSON.parse(first.out).result;
     expect(result.provisioning.map((s: { change: string }) => s.change)).toEqual(Array(10).fill('created'));
     const p = installPaths(dir);
     for (const f of [p.caKey, p.gatewayKey, p.signerKey, p.apiEnv]) expect(statSync(f).mode & 0o777, f).toBe(0o600);
     expect((await admin('GET', '/consumers')).body.data).toEqual([]);
 
     const second = await cli(installArgs);
-    expect(second.exitCode, second.stderr).toBe(0);
-    const again = JSON.parse(second.stdout).result;
+    expect(second.code, second.err).toBe(0);
+    const again = JSON.parse(second.out).result;
     expect(again.files.every((f: { change: string }) => f.change === 'unchanged')).toBe(true);
     expect(again.provisioning.every((s: { change: string }) => s.change === 'unchanged')).toBe(true);
   });
@@ -79,7 +79,7 @@ describe('native end to end through the CLI', () => {
     expect((await admin('DELETE', '/services/fhir-api-key-auth')).status).toBe(204);
     expect((await admin('DELETE', '/routes/fhir-api-route')).status).toBe(204);
     const rerun = await cli(installArgs);
-    expect(rerun.exitCode, rerun.stderr).toBe(0);
+    expect(rerun.code, rerun.err).toBe(0);
     const names = (list: Array<{ name: string }>) => list.map((x) => x.name).sort();
     expect(names((await admin('GET', '/services')).body.data)).toEqual(['fhir-api', 'fhir-api-key-auth']);
     expect(names((await admin('GET', '/routes')).body.data)).toEqual(['fhir-api-key-auth-route', 'fhir-api-route']);
@@ -88,36 +88,36 @@ describe('native end to end through the CLI', () => {
 
   it('consumer create prints the key once on stdout and writes it for the Hospital API', async () => {
     const r = await cli(['consumer', 'create', 'hospital-a', '--write-env', '--dir', dir]);
-    expect(r.exitCode, r.stderr).toBe(0);
-    key = r.stdout.trim();
+    expect(r.code, r.err).toBe(0);
+    key = r.out.trim();
     expect(key).toMatch(/^[A-Za-z0-9]{32}$/);
-    expect(r.stderr).not.toContain(key);
+    expect(r.err).not.toContain(key);
     expect(parseEnv(readFileSync(installPaths(dir).apiEnv, 'utf8')).FHIR_API_KEY).toBe(key);
   });
 
   it('consumer create with a key already in use fails and leaves no consumer behind (real gateway)', async () => {
     const r = await cli(['consumer', 'create', 'mallory', '--key', key, '--dir', dir]);
-    expect(r.exitCode).toBe(1);
-    expect(r.stderr).toContain('ERR_INSTALL_KEY_TAKEN');
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('ERR_INSTALL_KEY_TAKEN');
     expect((await admin('GET', '/consumers/mallory')).status).toBe(404);
     expect((await admin('GET', '/consumers')).body.data.map((c: { username: string }) => c.username)).toEqual(['hospital-a']);
   });
 
   it('verify passes every check, writes a signed record; record verify and openssl accept it, and refuse it tampered', async () => {
     const r = await cli(['verify', '--dir', dir, '--json']);
-    const doc = JSON.parse(r.stdout);
+    const doc = JSON.parse(r.out);
     const failed = doc.result.record.checks.filter((c: { status: string }) => !['pass', 'skip'].includes(c.status));
     expect(failed, JSON.stringify(failed)).toEqual([]);
-    expect(r.exitCode).toBe(0);
+    expect(r.code).toBe(0);
     expect(doc.ok).toBe(true);
     const record = doc.result.recordPath as string;
     const ca = installPaths(dir).caCert;
-    expect((await cli(['record', 'verify', record])).exitCode).toBe(0);
+    expect((await cli(['record', 'verify', record])).code).toBe(0);
     expect((await openssl(record, ca)).exitCode).toBe(0);
     const bytes = readFileSync(record);
     bytes[bytes.length - 3] = (bytes[bytes.length - 3] as number) ^ 1;
     writeFileSync(record, bytes);
-    expect((await cli(['record', 'verify', record])).exitCode).toBe(1);
+    expect((await cli(['record', 'verify', record])).code).toBe(1);
     expect((await openssl(record, ca)).exitCode).not.toBe(0);
   });
 
@@ -125,8 +125,8 @@ describe('native end to end through the CLI', () => {
     const other = join(tempDir(), 'other-ca.pem');
     writeFileSync(other, generateCa({ commonName: 'Unrelated CA' }).certPem);
     const r = await cli(['verify', '--dir', dir, '--ca', other, '--json']);
-    expect(r.exitCode).toBe(1);
-    const doc = JSON.parse(r.stdout);
+    expect(r.code).toBe(1);
+    const doc = JSON.parse(r.out);
     expect(doc.ok).toBe(false);
     expect(doc.error).toBeUndefined();
     const check4 = doc.result.record.checks.find((c: { spec: string }) => c.spec === '4.5.4');

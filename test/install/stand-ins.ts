@@ -26,7 +26,8 @@ function listen(server: Server, port: number): Promise<void> {
 }
 
 // The installation's ports come from the shared install fixture.
-export { portFlags, testPorts } from '../helpers/native-install.js';
+export { testPorts } from '../helpers/native-install.js';
+export { portFlags } from '../helpers/install-args.js';
 
 /** What the API and FHIR stand-ins answer; change it between calls. */
 export interface Answers {

@@ -18,6 +18,7 @@ import { installPaths } from '../../src/install-dir/layout.js';
 import { readEnvFile } from '../../src/util/env-file.js';
 import { updateEnvValues } from '../../src/install/files.js';
 import { startNativeSite, type NativeSite, type PatientsBody } from '../helpers/native-site.js';
+import { tokenOf } from '../helpers/patients.js';
 
 const PASS = { HOSPITAL_API_BACKUP_PASSPHRASE: 'upgrade passphrase for the test' };
 const STOP_AT_LINE = pathToFileURL(join(import.meta.dirname, 'stop-at-line.mjs')).href;
@@ -48,7 +49,6 @@ const records = new Map<string, string[]>();
 let formatOne = '';
 
 const normal = (body: PatientsBody): string[] => (body.resources ?? []).map((e) => JSON.stringify(e.resource)).sort();
-const tokenOf = (careId: string) => site.tokens.find((t) => t.careId === careId)!.token;
 
 /** Content and mode of every file the upgrade may touch (backups/, logs/, run/ left out). */
 function digest(): string {
@@ -70,7 +70,7 @@ beforeAll(async () => {
   site = await startNativeSite({ seed: 'day2-upgrade', patients: 2, sizes: '20-60' });
   paths = installPaths(site.dir);
   for (const p of site.patients) {
-    const r = await site.post(p.careId, tokenOf(p.careId));
+    const r = await site.post(p.careId, tokenOf(site.tokens, p.careId));
     expect(r.status).toBe(200);
     records.set(p.careId, normal(r.body));
   }
@@ -148,7 +148,7 @@ describe('upgrade in place (issue 15)', () => {
     const verify = await site.cli(['verify']);
     expect(verify.code, verify.out + verify.err).toBe(0);
     for (const [careId, resources] of records) {
-      const r = await site.post(careId, tokenOf(careId));
+      const r = await site.post(careId, tokenOf(site.tokens, careId));
       expect(r.status).toBe(200);
       expect(normal(r.body), careId).toEqual(resources);
     }

@@ -7,7 +7,7 @@
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { fhirResourceType } from '../../src/checks/fhir-routes-closed.js';
-import { containerFhirListeners, parseResolveOutput } from '../../src/runtime/docker/gateway-reach.js';
+import { containerFhirListeners, parseResolveOutput } from '../../src/runtime/container/gateway-reach.js';
 import { canonicalIp, listenerRanges, resolveHere } from '../../src/runtime/gateway-reach.js';
 import { swarmFhirListeners } from '../../src/runtime/swarm/gateway-reach.js';
 import type { ServiceInspect, TaskInspect } from '../../src/runtime/swarm/state.js';

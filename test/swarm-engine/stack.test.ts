@@ -38,7 +38,7 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, runCli } from '../helpers/cli.js';
+import { cliAt, runCli, type CliOutcome } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { until } from '../helpers/until.js';
 import { generateDataset } from '../../src/fhir-data/generate/dataset.js';
@@ -46,10 +46,11 @@ import { installPaths } from '../../src/install-dir/layout.js';
 import { writeTokens } from '../../src/demo/tokens.js';
 import { generateCa, issueCertificate } from '../../src/tls/pki.js';
 import { readEnvFile } from '../../src/util/env-file.js';
-import { projectName } from '../../src/runtime/docker/render.js';
+import { projectName } from '../../src/runtime/container/project.js';
 import { TIER_IMAGES } from '../docker-engine/engine.js';
 import { formatTimings, lanCurl, syntheticIds, type RecordEntry, type Timings } from '../docker-engine/site.js';
 import { lockSwarm, MANAGER, nodeSocket, onNode, onTierEngine, unlockSwarm, secondsSince, swarmLeftovers, swarmScript, swarmSkipReason, type NodeName } from './nodes.js';
+import { tokenOf } from '../helpers/patients.js';
 
 
 const reason = await swarmSkipReason([TIER_IMAGES.postgres, TIER_IMAGES.api, TIER_IMAGES.kong, TIER_IMAGES.hapi]);
@@ -86,18 +87,22 @@ function siteAt(node: NodeName): void {
   writeFileSync(hostsFile, `127.0.0.1 localhost\n${NODE_ADDRESS[node]} ${SITE}\n`);
 }
 
-/** The real CLI on the manager: n1's network namespace, n1's engine, the site's name from hostsFile. */
-async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | undefined; out: string; err: string }> {
+/** The real CLI on the manager: n1's network namespace, n1's engine, the site's name from hostsFile (test/helpers/cli.ts). */
+const onManager = cliAt(() => dir, {
+  through: ['nsenter', `--net=/run/netns/hapi-sw-${MANAGER}`, '--', 'unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount --bind "$0" /etc/hosts && exec "$@"', hostsFile],
+  timeout: 900_000,
+  stdin: 'ignore',
+  // DOCKER_API_VERSION: the nodes' dockerd is 20.10 (API 1.41), the CLI here newer (nodes.ts onNode)
+  env: { DOCKER_HOST: `unix://${nodeSocket(MANAGER)}`, DOCKER_API_VERSION: '1.41' },
+});
+
+/** onManager, each command's time added to the tier's timings. */
+async function cli(args: string[], env: Record<string, string> = {}): Promise<CliOutcome> {
   const t0 = Date.now();
-  const r = await execa(
-    'nsenter',
-    [`--net=/run/netns/hapi-sw-${MANAGER}`, '--', 'unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount --bind "$0" /etc/hosts && exec "$@"', hostsFile, process.execPath, BIN, ...args, '--dir', dir],
-    // DOCKER_API_VERSION: the nodes' dockerd is 20.10 (API 1.41), the CLI here newer (nodes.ts onNode)
-    { reject: false, timeout: 900_000, stdin: 'ignore', env: { NO_COLOR: '1', DOCKER_HOST: `unix://${nodeSocket(MANAGER)}`, DOCKER_API_VERSION: '1.41', ...env } },
-  );
+  const r = await onManager(args, { env });
   const name = args.slice(0, args[0] === 'consumer' ? 2 : 1).join(' ');
   timings[name] = (timings[name] ?? 0) + (Date.now() - t0);
-  return { code: r.exitCode, out: String(r.stdout), err: String(r.stderr) };
+  return r;
 }
 
 /** The platform stand-in off the stack's network (before the stack is removed) and on it again. */
@@ -137,7 +142,7 @@ async function expectAccepted(): Promise<void> {
 /** POST /api/patients for the largest patient to the API on `node`, asked again while it comes up: every resource of the record is there. */
 async function expectWholeRecord(node: NodeName, what: string, port = PORTS.api): Promise<void> {
   const patient = [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
-  const token = tokens.find((t) => t.careId === patient.careId)!.token;
+  const token = tokenOf(tokens, patient.careId);
   const expected = [patient.patient, ...patient.groups.flatMap((g) => g.resources)].map((r) => r.id);
   const res = await until(() => postFromBridge(node, JSON.stringify({ platformCareId: patient.careId, token }), port), {
     what: `a record from ${what} on ${node}`,
@@ -328,7 +333,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
   it('POST /api/patients from the bridge namespace reads a multi-page record through each node that runs the API', async () => {
     const patient = [...dataset.patients].sort((a, b) => b.size - a.size)[0]!;
     expect(patient.size).toBeGreaterThan(2 * PAGE_SIZE);
-    const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const token = tokenOf(tokens, patient.careId);
     const expected = [patient.patient, ...patient.groups.flatMap((g) => g.resources)].map((r) => r.id);
     const apiNodes = await nodesOf('hospital-api');
     expect(apiNodes).toHaveLength(2);
@@ -352,7 +357,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     await onTierEngine(['tag', TIER_IMAGES.api, next]);
     await swarmScript(['load', next]);
     const patient = dataset.patients[0]!;
-    const body = JSON.stringify({ platformCareId: patient.careId, token: tokens.find((t) => t.careId === patient.careId)!.token });
+    const body = JSON.stringify({ platformCareId: patient.careId, token: tokenOf(tokens, patient.careId) });
     const send = balancer(['n1', 'n2', 'n3']);
     expect((await send(body)).ok).toBe(true);
     const client = steadyClient(() => send(body));
@@ -391,7 +396,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     // and on the new one again
     await platformOn();
     const patient = dataset.patients[0]!;
-    const token = tokens.find((t) => t.careId === patient.careId)!.token;
+    const token = tokenOf(tokens, patient.careId);
     const node = (await nodesOf('hospital-api'))[0]!;
     const res = await until(() => postFromBridge(node, JSON.stringify({ platformCareId: patient.careId, token })), {
       what: `a record from the API on ${node} after down and up`,
@@ -417,7 +422,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
 
   it('consumer rotate-key --write-env rolls every API task onto the new key, the old key is revoked, and records keep flowing through the balancer', async () => {
     const patient = dataset.patients[0]!;
-    const body = JSON.stringify({ platformCareId: patient.careId, token: tokens.find((t) => t.careId === patient.careId)!.token });
+    const body = JSON.stringify({ platformCareId: patient.careId, token: tokenOf(tokens, patient.careId) });
     const send = balancer(['n1', 'n2', 'n3']);
     const apiKey = () => readEnvFile(installPaths(dir).apiEnv).FHIR_API_KEY;
     const oldKey = apiKey();
@@ -455,7 +460,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     const before = await presentedOn('n1', caFile);
     expect(before).toBe(new X509Certificate(readFileSync(paths.gatewayCert)).fingerprint256);
     const patient = dataset.patients[0]!;
-    const body = JSON.stringify({ platformCareId: patient.careId, token: tokens.find((t) => t.careId === patient.careId)!.token });
+    const body = JSON.stringify({ platformCareId: patient.careId, token: tokenOf(tokens, patient.careId) });
     const send = balancer(['n1', 'n2', 'n3']);
     const client = steadyClient(async () => ({ at: Date.now(), ...(await send(body)) }));
     let done = 0;
@@ -548,7 +553,7 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     // the manager: the node the client uses survives (the load balancer has dropped the lost one)
     const survivor = MANAGER;
     const patient = dataset.patients[0]!;
-    const body = JSON.stringify({ platformCareId: patient.careId, token: tokens.find((t) => t.careId === patient.careId)!.token });
+    const body = JSON.stringify({ platformCareId: patient.careId, token: tokenOf(tokens, patient.careId) });
     expect((await postFromBridge(survivor, body)).status).toBe(200);
     // a steady client of the surviving API node (the load balancer has dropped the lost one)
     const client = steadyClient(async () => {

@@ -12,7 +12,7 @@ import { connect, createServer, type Socket } from 'node:net';
 import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loopbackPeerUid, ownerIn, peerTableReads, procAddresses } from '../../src/util/local-peer.js';
-import { startFhir } from '../fhir-data/server.js';
+import { startFhir } from '../helpers/fhir-server.js';
 import { closeGatewayAdmins, gatewayAdmin } from '../helpers/gateway-admin.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { until } from '../helpers/until.js';

@@ -106,7 +106,7 @@ async function startStatus(b: Bounds): Promise<Running> {
   return { at: hostPort(`http://${status.address}`), path: '/metrics', close: () => status.close() };
 }
 
-async function startFhir(b: Bounds): Promise<Running> {
+async function startFhirInProcess(b: Bounds): Promise<Running> {
   const fhir = await startFhirServer({
     host: '127.0.0.1', port: 0, dataDir: tempDir('guard-fhir-'),
     limits: { headersTimeoutMs: b.headersMs, requestTimeoutMs: Math.max(b.headersMs, 1_000), idleTimeoutMs: b.idleMs, maxConnections: b.cap },
@@ -139,7 +139,7 @@ const listeners: Array<[string, (b: Bounds) => Promise<Running>]> = [
   ['gateway HTTPS', (b) => startGateway(b, true)],
   ['gateway admin', startAdmin],
   ['gateway status', startStatus],
-  ['FHIR', startFhir],
+  ['FHIR', startFhirInProcess],
   ['FHIR door', startDoor],
   ['DEMO platform stand-in', startStandIn],
 ];
@@ -208,7 +208,7 @@ describe('busy is not dead: the supervisor health probe while the public cap is 
   const probed: Array<[string, (b: Bounds) => Promise<Running>]> = [
     ['API', (b) => startApiOn(b, 'public')],
     ['gateway admin', startAdmin],
-    ['FHIR', startFhir],
+    ['FHIR', startFhirInProcess],
   ];
   it.each(probed)('%s answers its health URL with the cap held by idle sockets', async (_name, start) => {
     const l = await start(LONG);

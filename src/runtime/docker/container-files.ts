@@ -44,10 +44,11 @@ import { HospitalApiError } from '../../errors/index.js';
 import { formatEnvFile, readEnvFile } from '../../util/env-file.js';
 import { writeFileAtomic, writeSecretFile } from '../../util/atomic-write.js';
 import { installPaths, type InstallPaths } from '../../install-dir/layout.js';
-import type { DockerCli } from './compose.js';
-import { apiUser, projectName } from './render.js';
+import type { DockerCli } from '../container/compose.js';
+import { apiUser } from './render.js';
+import { projectName } from '../container/project.js';
 import { API_CONTAINER_PATHS } from './container-paths.js';
-import { ensureDoorToken } from './door-token.js';
+import { ensureDoorToken } from '../container/door-token.js';
 import { hasAuditSeal } from '../../install-dir/audit-seal-files.js';
 import { metricsTokenFileText, metricsTokenPath } from '../../install-dir/metrics-token.js';
 

@@ -5,7 +5,7 @@
  * (failure.ts): an engine that cannot reach the registry, an image refused.
  */
 import type { DockerSettings } from '../../install-dir/install-config.js';
-import type { DockerCli } from './compose.js';
+import type { DockerCli } from '../container/compose.js';
 
 /** Postgres, Kong, HAPI and, when one is named, the API image (else it is built from the Dockerfile). */
 export function imagesToPull(settings: DockerSettings): string[] {

@@ -11,7 +11,7 @@
 import { HospitalApiError } from '../../errors/index.js';
 import { byLines, followLogs, tailLog } from '../log-files.js';
 import { AUDIT_LOG_COMPONENT, type LogsOptions } from '../types.js';
-import type { DockerCli } from './compose.js';
+import type { DockerCli } from '../container/compose.js';
 import { LONG_RUNNING_SERVICES } from './parse.js';
 
 /** The longest Compose prefix cut (a container name is at most a few dozen characters). */

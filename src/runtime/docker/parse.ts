@@ -5,6 +5,7 @@
  * and Compose v1 has no --format at all: so status never parses it.)
  */
 import type { ComponentState, ComponentVersion } from '../types.js';
+import { splitReference } from '../container/image-reference.js';
 
 /** Services that run once and exit (excluded from check 1, issue 5). */
 export const ONE_SHOT_SERVICES: ReadonlySet<string> = new Set(['kong-migrations', 'kong-migrations-up', 'kong-migrations-finish']);
@@ -123,15 +124,6 @@ export function stalePidJoins(containers: ContainerInspect[], holder = PIDNS_HOL
   const h = own.find((c) => serviceOf(c) === holder);
   if (!h) return [];
   return [...new Set(own.filter((c) => joiners.includes(serviceOf(c)) && c.HostConfig?.PidMode !== `container:${h.Id}`).map(serviceOf))].sort();
-}
-
-/** "repo:tag" → [repo, tag]; a registry port is not a tag. */
-export function splitReference(ref: string): [string, string] {
-  const at = ref.indexOf('@');
-  const base = at >= 0 ? ref.slice(0, at) : ref;
-  const colon = base.lastIndexOf(':');
-  if (colon > base.lastIndexOf('/')) return [base.slice(0, colon), base.slice(colon + 1)];
-  return [base, at >= 0 ? ref.slice(at + 1) : 'latest'];
 }
 
 /** Image, tag and digest of each running container, for the acceptance record. */

@@ -6,22 +6,16 @@
  * passwords; the install directory holds the compose project (docker/). The
  * renderer and the engine probe are loaded only when install asks for them.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { basename, join } from 'node:path';
 import type { InstallPaths } from '../../install-dir/layout.js';
 import type { RuntimeProfile } from '../profile.js';
 import { API_CONTAINER_PATHS } from './container-paths.js';
-import { SERVICE_OF } from './services.js';
-import { DEMO_PLATFORM } from './demo-platform.js';
-import { DOOR_TOKEN_FILE, newDoorToken, readDoorToken, doorClientHeaders } from './door-token.js';
-import { METRICS_TOKEN_FILE, metricsTokenFileText } from '../../install-dir/metrics-token.js';
+import { SERVICE_OF } from '../container/services.js';
+import { DEMO_PLATFORM } from '../container/demo-platform.js';
+import { doorClientHeaders } from '../container/door-token.js';
+import { containerSecrets } from '../container/generated-secrets.js';
 import { hasAuditSeal } from '../../install-dir/audit-seal-files.js';
-
-function password(): string {
-  return randomBytes(24).toString('base64url');
-}
 
 /** The API container's AUDIT_LOG, in the folder mounted from the host. */
 export const dockerAuditLog = (paths: InstallPaths): string => join(paths.docker, 'api-logs', basename(API_CONTAINER_PATHS.auditLog));
@@ -37,7 +31,7 @@ export const dockerProfile: RuntimeProfile = {
   // only when both the engine and a working Compose answer; with --runtime docker and
   // no Compose, the runtime's first start says so (ERR_INSTALL_DOCKER_NO_COMPOSE)
   async available() {
-    const { dockerEngineAnswers, findCompose } = await import('./compose.js');
+    const { dockerEngineAnswers, findCompose } = await import('../container/compose.js');
     return (await dockerEngineAnswers()) && (await findCompose()) !== null;
   },
   supervisorChoice: false,
@@ -60,31 +54,15 @@ export const dockerProfile: RuntimeProfile = {
   // templates/compose.yaml mounts <dir>/docker/api-logs at AUDIT_LOG's folder in the API container
   auditLogFile: dockerAuditLog,
   privateFolders: (paths) => [paths.secrets, paths.tls],
-  secrets(paths) {
-    const keep = (name: string): string => {
-      const p = join(paths.secrets, name);
-      return existsSync(p) ? readFileSync(p, 'utf8').trim() : password();
-    };
-    const kong = keep('kong-pg-password');
-    const hapi = keep('hapi-pg-password');
-    return {
-      'kong-pg-password': kong + '\n',
-      'hapi-pg-password': hapi + '\n',
-      // the FHIR door's token (door-token.ts), copied to the fhir-door container before each start
-      [DOOR_TOKEN_FILE]: (readDoorToken(paths) ?? newDoorToken()) + '\n',
-      // the token the API's /metrics requires (issue 45), copied to the API's folder by container-files.ts
-      [METRICS_TOKEN_FILE]: metricsTokenFileText(paths),
-      // Kong and HAPI read these passwords from files (KONG_PG_PASSWORD_FILE, a Spring
-      // configtree) that the docker runtime copies under <dir>/docker/ before each start.
-    };
-  },
+  // the two database passwords, the FHIR door's token and the metrics token (container/generated-secrets.ts)
+  secrets: containerSecrets,
   async renderFiles(dir, config) {
     const { composeFile, renderCompose } = await import('./render.js');
     return [{ path: composeFile(dir), text: renderCompose(dir, config) }];
   },
   folders: [{ folder: 'docker', kind: 'docker' }],
   async prepare(config, log) {
-    const { dockerCli, requireCompose } = await import('./compose.js');
+    const { dockerCli, requireCompose } = await import('../container/compose.js');
     const { imagesToPull, pullMissingImages } = await import('./images.js');
     const { settingsOf } = await import('./render.js');
     const compose = await requireCompose();

@@ -1,127 +1,20 @@
 /**
- * Renders templates/compose.yaml into <install dir>/docker/compose.yaml.
- * String values are written as JSON strings (valid YAML double-quoted
- * scalars), so no value can break or extend the file.
+ * Renders templates/compose.yaml into <install dir>/docker/compose.yaml
+ * (container/template.ts fills it: no value can break or extend the file).
  */
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { createHash } from 'node:crypto';
 import { parse } from 'yaml';
 import { PROJECT_ROOT } from '../../version.js';
 import { gatewayStatusPort, type DockerSettings, type InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';
-import { demoPlatformService } from './demo-platform.js';
-import { SERVICE_OF } from './services.js';
+import { demoPlatformService } from '../container/demo-platform.js';
+import { SERVICE_OF } from '../container/services.js';
+import { API_IMAGE_UID, builtApiImage, HAPI_IMAGE_USER, IMAGES, KONG_WORKERS } from '../container/images.js';
+import { HUNG_PROBE, postgresProbe, shellHungCheck } from '../container/hung-check.js';
+import { renderTemplate, type Raw } from '../container/template.js';
 import { HSTS_DIRECTIVE } from '../../gateway/proxy/proxy-add-header.js';
-
-/**
- * Default images (issue 10), current and pinned: Kong 3.9.3 (nginx CVE fixes,
- * Kong/kong CHANGELOG.md), HAPI FHIR starter v8.10.0-3 (tags are the starter's
- * `image/` git tags, .github/workflows/build-images.yaml), Postgres 16.13
- * (docker-library/postgres versions.json). No digest is pinned here: none could
- * be read from a registry where this was written; pin one with the image flags
- * (`--kong-image kong:3.9.3@sha256:…`), which also name a hospital's own registry.
- */
-export const IMAGES = Object.freeze({
-  kong: 'kong:3.9.3',
-  postgres: 'postgres:16.13',
-  hapi: 'hapiproject/hapi:v8.10.0-3',
-});
-
-/** Kong's nginx workers: Kong's `auto` means one per host CPU (kong_defaults.lua). */
-export const KONG_WORKERS = 2;
-
-/**
- * How kong and hospital-api are replaced when hung (templates/compose.yaml, "Hung
- * components"): a probe intervalS after the previous one ends (Docker docs,
- * HEALTHCHECK: "then again interval seconds after each previous check
- * completes"), each given
- * timeoutS; after `failures` probes in a row without an answer the process is
- * killed and the container restarts. A hang is acted on within
- * failures × (intervalS + timeoutS) = 32 s. A process that never answered gets
- * startGraceS from the first probe that saw it; HAPI (hapi-watchdog) gets
- * hapiStartGraceS, since its first start creates its schema and a JVM on a small
- * host takes minutes to do so: a process killed before it ever answered would
- * only start that work again.
- */
-export const HUNG_PROBE = Object.freeze({ intervalS: 5, timeoutS: 3, failures: 4, startGraceS: 60, hapiStartGraceS: 600 });
-
-/** What a shell hung check probes, and how (shellHungCheck). */
-export interface ShellProbe {
-  /** Named in the log line: "no answer from <what> within …". */
-  what: string;
-  /** A shell command: exit 0 = answers and is healthy; notReadyExit = answers but is not healthy yet; anything else = no answer. */
-  command: string;
-  notReadyExit?: number;
-  /** Seconds a process that never answered gets from the first probe that saw it; null: it is never killed before it has answered once. */
-  graceS: number | null;
-}
-
-/**
- * The healthcheck script of a service whose image has a shell but no node (kong,
- * the Postgres databases), as templates/compose.yaml's "Hung components" says:
- * find the process docker-init started (the lowest pid whose parent is pid 1; proc(5) stat), keep
- * "<pid>:<starttime> <first seen> <answered once> <failures in a row>" in /tmp,
- * probe, and after HUNG_PROBE.failures probes in a row without an answer SIGKILL
- * that process so docker-init exits and the restart policy starts the container
- * again. Returned as the lines of a YAML block scalar under `- |` (10 spaces),
- * with `$` doubled for Compose's interpolation.
- */
-export function shellHungCheck(p: ShellProbe, limits: { timeoutS: number; failures: number } = HUNG_PROBE): string {
-  const mayKill = p.graceS === null ? '[ "$ok" = 1 ]' : `{ [ "$ok" = 1 ] || [ $((now - seen)) -ge ${p.graceS} ]; }`;
-  const lines = [
-    'f=/tmp/hospital-api-health; now=$(date +%s); main=; key=',
-    'for s in /proc/[0-9]*/stat; do',
-    '  { read -r l < "$s"; } 2>/dev/null || continue',
-    '  set -- ${l##*") "}',
-    // the lowest pid whose parent is docker-init: the glob is in text order, and an orphan reparented
-    // to docker-init (a process a `docker exec` left) is younger, so higher, than the main process
-    '  p=${s#/proc/}; p=${p%/stat}',
-    '  if [ "$2" = 1 ] && { [ -z "$main" ] || [ "$p" -lt "$main" ]; }; then main=$p; key="$main:${20}"; fi',
-    'done',
-    'set -- $(cat "$f" 2>/dev/null)',
-    'if [ -n "$key" ] && [ "$1" = "$key" ]; then seen=$2 ok=$3 n=$4; else seen=$now ok=0 n=0; fi',
-    `${p.command}; rc=$?`,
-    'if [ "$rc" = 0 ]; then echo "$key $seen 1 0" > "$f"; echo answers; exit 0; fi',
-    ...(p.notReadyExit === undefined ? [] : [`if [ "$rc" = ${p.notReadyExit} ]; then echo "$key $seen 1 0" > "$f"; echo "answers, not ready"; exit 1; fi`]),
-    'n=$((n + 1)); echo "$key $seen $ok $n" > "$f"',
-    `m="no answer from ${p.what} within ${limits.timeoutS} s, $n probe(s) in a row"`,
-    `if [ -n "$main" ] && [ "$n" -ge ${limits.failures} ] && ${mayKill}; then`,
-    '  m="$m: SIGKILL to pid $main so the container restarts"; { echo "$m" >> /proc/1/fd/2; } 2>/dev/null; kill -KILL "$main"',
-    'fi',
-    'echo "$m"; exit 1',
-  ];
-  return lines.map((l) => `          ${l.replaceAll('$', () => '$$')}`).join('\n');
-}
-
-/**
- * A Postgres service's probe: pg_isready over TCP (during first initialisation the
- * entrypoint's temporary server listens on the unix socket only, docker-library/postgres
- * docker-entrypoint.sh), exit 1 "rejecting connections" (starting, recovering) is an
- * answer (PostgreSQL docs, pg_isready "Exit Status"). coreutils' timeout bounds it
- * whatever libpq does, so the count is always written. Never killed before its first
- * answer: a first start runs initdb, and a database killed then would be left half made.
- */
-export function postgresProbe(service: string, user: string, db: string, timeoutS: number = HUNG_PROBE.timeoutS): ShellProbe {
-  return {
-    what: `${service} (pg_isready)`,
-    command: `timeout -s KILL ${timeoutS + 1} pg_isready -q -h 127.0.0.1 -U ${user} -d ${db} -t ${timeoutS}`,
-    notReadyExit: 1,
-    graceS: null,
-  };
-}
-
-/** The uid the API image's Dockerfile runs as (the node user of Debian-based Node images). */
-export const API_IMAGE_UID = 1000;
-
-/**
- * The uid:gid HAPI's image runs as (hapifhir/hapi-fhir-jpaserver-starter Dockerfile:
- * `USER 65532:65532`, distroless nonroot): hapi-watchdog runs as the same, which is
- * what lets it signal HAPI with no capability (kill(2)). An image with another
- * user is not watched; the watchdog's log says it finds no process to watch.
- */
-export const HAPI_IMAGE_USER = '65532:65532';
 
 /**
  * The uid:gid of hapi-pidns, the holder of HAPI's PID namespace: nobody, so
@@ -131,19 +24,8 @@ export const PIDNS_HOLDER_USER = '65534:65534';
 
 export const TEMPLATE_PATH = join(PROJECT_ROOT, 'templates', 'compose.yaml');
 
-/** A compose project name per install directory, stable across reruns. */
-export function projectName(dir: string): string {
-  const hash = createHash('sha256').update(installPaths(dir).root).digest('hex').slice(0, 8);
-  return `hospital-api-${hash}`;
-}
-
 export function composeFile(dir: string): string {
   return join(installPaths(dir).docker, 'compose.yaml');
-}
-
-/** The tag the repository's Dockerfile is built as when no --api-image is given. */
-export function builtApiImage(version: string): string {
-  return `hospital-api:${version}`;
 }
 
 /** True for localhost and loopback addresses. */
@@ -232,20 +114,6 @@ export function publishedPorts(config: InstallConfig): PublishedPort[] {
           { service: SERVICE_OF.api, host: '127.0.0.1', port: config.ports.metrics, flag: '--metrics-port' },
         ]),
   ];
-}
-
-/** A value inserted as-is (the API's build block), never user input. */
-interface Raw {
-  raw: string;
-}
-
-export function renderTemplate(template: string, values: Record<string, string | number | Raw>): string {
-  return template.replace(/\{\{(\w+)\}\}/g, (whole, key: string) => {
-    const value = values[key];
-    if (value === undefined) throw new Error(`template placeholder ${whole} has no value`);
-    if (typeof value === 'object') return value.raw;
-    return typeof value === 'number' ? String(value) : JSON.stringify(value);
-  });
 }
 
 /** The uid:gid the API container runs as: the installer's, never root. */

@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
 import { installPaths } from '../../install-dir/layout.js';
-import type { DockerCli } from './compose.js';
+import type { DockerCli } from '../container/compose.js';
 
 const DATABASES = [
   { service: 'kong-database', volume: 'kong-data', user: 'kong', secret: 'kong-pg-password' },

@@ -7,16 +7,7 @@
 import { existsSync } from 'node:fs';
 import { stopStack } from './control.js';
 import { runningSupervisor, statePath } from './state.js';
-
-export interface RecordedStack {
-  runtime: 'native';
-  /** The file that records the processes. */
-  file: string;
-  /** Whether the supervisor that recorded them still runs. */
-  running(): boolean;
-  /** Stops them; resolves to whether anything was running. */
-  stop(): Promise<boolean>;
-}
+import type { RecordedStack } from '../types.js';
 
 /** The processes a runtime recorded starting in `dir`, or null when none did. */
 export function recordedStack(dir: string): RecordedStack | null {

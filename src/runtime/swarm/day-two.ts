@@ -7,8 +7,8 @@
  * hospital-api.admin, as kong-admin), on the stack's network, whose libpq reads each database's
  * password from its PGPASSFILE (the `pgpass` secret). pg_dump and pg_restore then reach each
  * database by its address (kong-database:5432, or the hospital's server) over TCP, and the
- * archive streams through `docker exec` to or from this host, as on one host (docker/day-two.ts,
- * whose dump and restore steps these are).
+ * archive streams through `docker exec` to or from this host, as on one host (container/database-dump.ts,
+ * the dump and restore steps both runtimes share).
  *
  * - snapshotData: pg_dump of each database, one snapshot per database while the stack serves
  *   (PostgreSQL docs, pg_dump). A stack that is not deployed is backed up too: its databases and
@@ -26,7 +26,7 @@ import type { InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';
 import type { ComponentState, DataPart } from '../types.js';
 import { swarmAuditLogElsewhere } from './profile.js';
-import { databasePlan, DATABASE_PARTS, dockerFailed, dumpInto, mb, pgDumpArgv, pgRestoreArgv, restoreFrom, type DatabaseAddress, type DatabasePart } from '../docker/day-two.js';
+import { databasePlan, DATABASE_PARTS, dockerFailed, dumpInto, mb, pgDumpArgv, pgRestoreArgv, restoreFrom, type DatabaseAddress, type DatabasePart } from '../container/database-dump.js';
 import { join } from 'node:path';
 import { statSync } from 'node:fs';
 import { databaseEndpoint } from './databases.js';

@@ -21,7 +21,7 @@ import { HospitalApiError } from '../../errors/index.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
 import { writeIfChanged } from '../../install-dir/write-if-changed.js';
 import type { ComponentState } from '../types.js';
-import type { DockerCli } from '../docker/compose.js';
+import type { DockerCli } from '../container/compose.js';
 import { databaseOf } from './databases.js';
 import { renderStack, stackFile, type StackInputs, type StackService } from './render.js';
 import { SECRET_KEYS, secretName, secretPayloads } from './secrets.js';

@@ -5,7 +5,7 @@
  * is true on a manager). Through execa, argv only.
  */
 import { execa } from 'execa';
-import { dockerEngineAnswers } from '../docker/compose.js';
+import { dockerEngineAnswers } from '../container/compose.js';
 
 /** `docker info --format '{{.Swarm.LocalNodeState}} {{.Swarm.ControlAvailable}}'` → whether this is an active manager. */
 export function isActiveManager(infoLine: string): boolean {

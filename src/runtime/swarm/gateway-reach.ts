@@ -6,7 +6,7 @@
  * address of this node when it runs here). Names are resolved in the kong-admin task on this node,
  * on the same overlay network as every gateway task (../docker/gateway-reach.ts).
  */
-import { FHIR_CONTAINER_PORT, FHIR_SERVICES } from '../docker/gateway-reach.js';
+import { FHIR_CONTAINER_PORT, FHIR_SERVICES } from '../container/gateway-reach.js';
 import { singleAddressRange } from '../../util/ip-list.js';
 import { canonicalIp, listenerRanges } from '../gateway-reach.js';
 import type { FhirListener } from '../types.js';

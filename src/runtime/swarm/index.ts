@@ -19,17 +19,17 @@
 import { HospitalApiError } from '../../errors/index.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
 import type { AdminResponse, ComponentState, ComponentVersion, Runtime } from '../types.js';
-import { adminCall } from '../docker/admin.js';
-import { dockerCli } from '../docker/compose.js';
-import { SERVICE_OF } from '../docker/services.js';
+import { adminCall } from '../container/admin.js';
+import { dockerCli } from '../container/compose.js';
+import { SERVICE_OF } from '../container/services.js';
 import { missingApiSettings } from '../../install-dir/api-settings.js';
-import { projectName } from '../docker/render.js';
+import { projectName } from '../container/project.js';
 import { restoreSwarmData, snapshotSwarmData, type SwarmDayTwo } from './day-two.js';
 import { databaseEndpoint } from './databases.js';
 import { reloadSwarmApiKey } from './key-reload.js';
 import { swarmLogs } from './logs.js';
 import { swarmFhirListeners } from './gateway-reach.js';
-import { resolveInContainer } from '../docker/gateway-reach.js';
+import { resolveInContainer } from '../container/gateway-reach.js';
 import { GATEWAY_PROPAGATION_MS, ONE_SHOT_STACK_SERVICES, STACK_SERVICES, stackFile, type StackService } from './render.js';
 import { componentsFromSwarm, nodesRunning, versionsFromSwarm, type NodeInspect } from './state.js';
 import {

@@ -12,7 +12,7 @@ import { execa } from 'execa';
 import { HospitalApiError } from '../../errors/index.js';
 import { byLines } from '../log-files.js';
 import { AUDIT_LOG_COMPONENT, type LogsOptions } from '../types.js';
-import type { DockerCli } from '../docker/compose.js';
+import type { DockerCli } from '../container/compose.js';
 import { swarmAuditLogElsewhere } from './profile.js';
 
 /** `hospital-api-0123abcd_kong.1@n2    | text` → `kong.1@n2 | text`. */

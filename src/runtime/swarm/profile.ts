@@ -11,10 +11,10 @@
  */
 import { join } from 'node:path';
 import type { RuntimeProfile } from '../profile.js';
-import { SERVICE_OF } from '../docker/services.js';
-import { DEMO_PLATFORM } from '../docker/demo-platform.js';
-import { doorClientHeaders } from '../docker/door-token.js';
-import { dockerProfile } from '../docker/profile.js';
+import { SERVICE_OF } from '../container/services.js';
+import { DEMO_PLATFORM } from '../container/demo-platform.js';
+import { doorClientHeaders } from '../container/door-token.js';
+import { containerSecrets } from '../container/generated-secrets.js';
 import { hasAuditSeal } from '../../install-dir/audit-seal-files.js';
 
 /** Where the API's files are in its tasks: Swarm mounts each secret at /run/secrets/<target> (templates/stack.yaml). */
@@ -72,12 +72,12 @@ export const swarmProfile: RuntimeProfile = {
   // each node that runs an API task keeps its own audit log, in its api-audit volume: none is on this host as such
   auditLogFile: () => null,
   async auditLogElsewhere(dir) {
-    const { projectName } = await import('../docker/render.js');
+    const { projectName } = await import('../container/project.js');
     return swarmAuditLogElsewhere(projectName(dir));
   },
   privateFolders: (paths) => [paths.secrets, paths.tls, join(paths.root, 'swarm')],
   // the same generated secrets as the docker runtime: the two database passwords and the FHIR door's token
-  secrets: (paths) => dockerProfile.secrets(paths),
+  secrets: containerSecrets,
   async renderFiles(dir, config) {
     const { renderStack, stackFile } = await import('./render.js');
     const { secretPayloads } = await import('./secrets.js');
@@ -88,7 +88,7 @@ export const swarmProfile: RuntimeProfile = {
   folders: [],
   // this host must be a manager, and the database nodes install was told must exist: checked before anything is written
   async prepare(config) {
-    const { dockerCli } = await import('../docker/compose.js');
+    const { dockerCli } = await import('../container/compose.js');
     const { labelPlan, selfNode, swarmNodes } = await import('./deploy.js');
     const cli = dockerCli('', '', { docker: 'docker', compose: [] });
     const self = await selfNode(cli);

@@ -13,7 +13,10 @@ import { parse } from 'yaml';
 import { PROJECT_ROOT } from '../../version.js';
 import type { InstallConfig } from '../../install-dir/install-config.js';
 import { HSTS_DIRECTIVE } from '../../gateway/proxy/proxy-add-header.js';
-import { API_IMAGE_UID, builtApiImage, HAPI_IMAGE_USER, HUNG_PROBE, KONG_WORKERS, postgresProbe, projectName, renderTemplate } from '../docker/render.js';
+import { API_IMAGE_UID, builtApiImage, HAPI_IMAGE_USER, KONG_WORKERS } from '../container/images.js';
+import { HUNG_PROBE, postgresProbe } from '../container/hung-check.js';
+import { projectName } from '../container/project.js';
+import { renderTemplate } from '../container/template.js';
 import { databaseEndpoint } from './databases.js';
 import { DATABASE_CA_PATH, secretName, type SecretKey, type SecretPayloads } from './secrets.js';
 import { swarmSettings } from './settings.js';
@@ -30,7 +33,7 @@ export const POSTGRES_IMAGE_USER = Object.freeze({ uid: 999, gid: 999 });
 /**
  * How long a database's healthcheck failures do not count (Docker docs, HEALTHCHECK
  * `--start-period`): a first initdb, or a recovery from the write-ahead log after a
- * crash, must never be cut by Swarm replacing the task (render.ts postgresProbe: a
+ * crash, must never be cut by Swarm replacing the task (container/hung-check.ts postgresProbe: a
  * database killed while it initialises is left half made).
  */
 export const DATABASE_START_PERIOD_S = 600;

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { InstallConfig } from '../../install-dir/install-config.js';
 import { installPaths } from '../../install-dir/layout.js';
-import { DOOR_TOKEN_FILE } from '../docker/door-token.js';
+import { DOOR_TOKEN_FILE } from '../container/door-token.js';
 import { databaseEndpoint } from './databases.js';
 import { hasAuditSeal } from '../../install-dir/audit-seal-files.js';
 

@@ -7,7 +7,7 @@
 import { HospitalApiError } from '../../errors/index.js';
 import type { SwarmDatabase, SwarmSettings } from '../../install-dir/install-config.js';
 import type { RuntimeFlags } from '../profile.js';
-import { IMAGES } from '../docker/render.js';
+import { IMAGES } from '../container/images.js';
 import { readFileSync } from 'node:fs';
 import { parsePemBundle } from '../../tls/inspect.js';
 

@@ -11,7 +11,7 @@
  * So a service is Up when it has its desired number of running tasks.
  */
 import type { ComponentState, ComponentVersion, GatewayNode } from '../types.js';
-import { splitReference } from '../docker/parse.js';
+import { splitReference } from '../container/image-reference.js';
 import { ONE_SHOT_STACK_SERVICES, STACK_SERVICES, type StackService } from './render.js';
 
 export interface ServiceInspect {

@@ -8,29 +8,12 @@ import { request } from 'undici';
 import { search } from '../../../src/fhir/search/execute.js';
 import { openFhirStore } from '../../../src/fhir/store/sqlite-store.js';
 import { pragmaValue, queryValue } from '../../../src/fhir/store/sqlite.js';
-import { runCli, startCli } from '../../helpers/cli.js';
+import { runCli } from '../../helpers/cli.js';
+import { startFhir } from '../../helpers/fhir-server.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 import { call, startServer } from './helpers.js';
 
 afterAll(() => removeTempDirs());
-
-async function startChild(dataDir: string) {
-  const child = startCli(['fhir', '--host', '127.0.0.1', '--port', '0', '--data', dataDir]);
-  let stderr = '';
-  const base = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no ready line: ${stderr}`)), 30_000);
-    child.stderr?.on('data', (c: Buffer) => {
-      stderr += c.toString();
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+\/fhir)/.exec(stderr);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1] as string);
-      }
-    });
-    void child.then(() => reject(new Error(`exited early: ${stderr}`)), () => reject(new Error(`exited early: ${stderr}`)));
-  });
-  return { child, base, stderr: () => stderr };
-}
 
 /** user + system CPU seconds of a process, from /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s). */
 function cpuSeconds(pid: number): number {
@@ -43,7 +26,7 @@ const TAG = { system: 'urn:test:durability', code: 'big' };
 describe('hospital-api fhir (CLI child)', () => {
   it('prints one ready line, stops cleanly on SIGTERM and keeps data across a restart', async () => {
     const dir = tempDir('fhir-cli-');
-    const first = await startChild(dir);
+    const first = await startFhir(dir);
     const created = await call(first.base, 'POST', 'Patient', { resourceType: 'Patient', identifier: [{ system: 'urn:test', value: 'restart' }] });
     expect(created.status).toBe(201);
     expect(first.stderr().trim().split('\n').filter((l) => l.includes('listening on'))).toHaveLength(1);
@@ -51,7 +34,7 @@ describe('hospital-api fhir (CLI child)', () => {
     const result = await first.child;
     expect(result.exitCode).toBe(0);
 
-    const second = await startChild(dir);
+    const second = await startFhir(dir);
     try {
       const read = await call(second.base, 'GET', `Patient/${created.body.id}`);
       expect(read.status).toBe(200);
@@ -78,7 +61,7 @@ describe('hospital-api fhir (CLI child)', () => {
 
   it('kill -9 during a large transaction: committed data stays, the transaction is absent entirely', async () => {
     const dir = tempDir('fhir-kill-');
-    const server = await startChild(dir);
+    const server = await startFhir(dir);
     const committed = await call(server.base, 'POST', 'Patient', { resourceType: 'Patient', name: [{ family: 'Committed' }] });
     expect(committed.status).toBe(201);
     const pid = committed.body.id as string;

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { runLoad } from '../../../src/fhir-data/load/command.js';
 import { createIo } from '../../../src/output/io.js';
 import { tempDir } from '../../helpers/tmp.js';
-import { startFhir, type RunningFhir } from '../../fhir-data/server.js';
+import { startFhir, type RunningFhir } from '../../helpers/fhir-server.js';
 import { call, ids, useFhirServer } from './helpers.js';
 
 const fhir = useFhirServer();

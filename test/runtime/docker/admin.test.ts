@@ -8,7 +8,7 @@
 import { createServer, type Server } from 'node:http';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminExecArgs, parseAdminOutput, PERL_ADMIN_CALL } from '../../../src/runtime/docker/admin.js';
+import { adminExecArgs, parseAdminOutput, PERL_ADMIN_CALL } from '../../../src/runtime/container/admin.js';
 import { freePort } from '../../../src/util/port-check.js';
 import { runWithOpenStdin, type OpenStdinResult } from '../../helpers/open-stdin.js';
 

@@ -14,8 +14,9 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../helpers/cli.js';
+import { installArgs } from '../../helpers/install-args.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
-import { findCompose, requireCompose } from '../../../src/runtime/docker/compose.js';
+import { findCompose, requireCompose } from '../../../src/runtime/container/compose.js';
 
 interface Fake {
   /** What `docker compose version --short` prints; null: the CLI has no compose plugin. */
@@ -107,7 +108,6 @@ describe('choosing Compose from the programs on PATH', () => {
 });
 
 describe('install with no working Compose (real CLI, fake programs on PATH)', () => {
-  const installArgs = (dir: string) => ['install', '--dir', dir, '--generate-ca', '--host', '127.0.0.1', '--no-start', '--json'];
 
   it.each([
     ['neither program', { v2: null, v1: null }],
@@ -115,7 +115,7 @@ describe('install with no working Compose (real CLI, fake programs on PATH)', ()
   ] as const)('%s, engine answering: install picks the native runtime', async (_name, f) => {
     const bin = fakeBin(f);
     const dir = join(root, `install-${n++}`);
-    const r = await runCli(installArgs(dir), { env: { PATH: pathWith(bin.dir) } });
+    const r = await runCli(installArgs({ dir, host: '127.0.0.1', noStart: true, json: true }), { env: { PATH: pathWith(bin.dir) } });
     expect(r.exitCode, String(r.stderr)).toBe(0);
     expect(JSON.parse(String(r.stdout)).result.runtime).toBe('native');
     // the engine was asked, and Compose was looked for before docker was chosen against
@@ -127,7 +127,7 @@ describe('install with no working Compose (real CLI, fake programs on PATH)', ()
   it('Compose v2 and an engine answering: install picks docker', async () => {
     const bin = fakeBin({ v2: 'v2.24.5', v1: null });
     const dir = join(root, `install-${n++}`);
-    const r = await runCli(installArgs(dir), { env: { PATH: pathWith(bin.dir) } });
+    const r = await runCli(installArgs({ dir, host: '127.0.0.1', noStart: true, json: true }), { env: { PATH: pathWith(bin.dir) } });
     expect(r.exitCode, String(r.stderr)).toBe(0);
     expect(JSON.parse(String(r.stdout)).result.runtime).toBe('docker');
   });

@@ -8,7 +8,7 @@ import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { COMPOSE_HTTP_TIMEOUT_S, dockerCli, findCompose, parseComposeVersion } from '../../../src/runtime/docker/compose.js';
+import { COMPOSE_HTTP_TIMEOUT_S, dockerCli, findCompose, parseComposeVersion } from '../../../src/runtime/container/compose.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 
 describe('choosing Compose', () => {

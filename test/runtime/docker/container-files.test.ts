@@ -12,7 +12,7 @@ import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { filePermissions } from '../../../src/checks/file-permissions.js';
 import type { CheckContext } from '../../../src/checks/types.js';
-import type { DockerCli } from '../../../src/runtime/docker/compose.js';
+import type { DockerCli } from '../../../src/runtime/container/compose.js';
 import { numericUser, parseId, resolveImageUsers, writeContainerFiles } from '../../../src/runtime/docker/container-files.js';
 import { installPaths } from '../../../src/install-dir/layout.js';
 import { apiUser } from '../../../src/runtime/docker/render.js';

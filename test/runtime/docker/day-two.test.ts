@@ -13,9 +13,8 @@ import { execa } from 'execa';
 import { parse } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { API_CONTAINER_PATHS, apiReloadStatusFile } from '../../../src/runtime/docker/container-files.js';
-import {
-  apiHupArgv, DATABASE_PARTS, kongReloadArgv, pgDumpArgv, pgRestoreArgv, PG_DUMP_MAGIC, restoreDockerData, SIZED_STDIN_SCRIPT, type DayTwoContext,
-} from '../../../src/runtime/docker/day-two.js';
+import { apiHupArgv, kongReloadArgv, restoreDockerData, type DayTwoContext } from '../../../src/runtime/docker/day-two.js';
+import { DATABASE_PARTS, pgDumpArgv, pgRestoreArgv, PG_DUMP_MAGIC, SIZED_STDIN_SCRIPT } from '../../../src/runtime/container/database-dump.js';
 import { renderCompose } from '../../../src/runtime/docker/render.js';
 import { DEFAULT_PORTS, INSTALL_FORMAT, type InstallConfig } from '../../../src/install-dir/install-config.js';
 import { installPaths } from '../../../src/install-dir/layout.js';

@@ -7,8 +7,8 @@
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { dockerCli } from '../../../src/runtime/docker/compose.js';
-import { dockerFailureCode } from '../../../src/runtime/docker/failure.js';
+import { dockerCli } from '../../../src/runtime/container/compose.js';
+import { dockerFailureCode } from '../../../src/runtime/container/failure.js';
 import { isHospitalApiError } from '../../../src/errors/index.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
 

@@ -9,7 +9,7 @@
 import { appendFileSync, chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { dockerCli } from '../../../src/runtime/docker/compose.js';
+import { dockerCli } from '../../../src/runtime/container/compose.js';
 import { dockerLogs, withoutComposePrefix } from '../../../src/runtime/docker/logs.js';
 import { isHospitalApiError } from '../../../src/errors/index.js';
 import type { LogsOptions } from '../../../src/runtime/types.js';

@@ -6,7 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { componentsFromInspect, publishedOf, serviceOf, splitReference, stalePidJoins, versionsFromInspect, type ContainerInspect } from '../../../src/runtime/docker/parse.js';
+import { componentsFromInspect, publishedOf, serviceOf, stalePidJoins, versionsFromInspect, type ContainerInspect } from '../../../src/runtime/docker/parse.js';
+import { splitReference } from '../../../src/runtime/container/image-reference.js';
 
 const recorded = JSON.parse(readFileSync(new URL('../../fixtures/docker/engine/container-inspect.json', import.meta.url), 'utf8')) as ContainerInspect[];
 

@@ -10,7 +10,10 @@ import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { apiUser, dockerSettings, HAPI_IMAGE_USER, HUNG_PROBE, IMAGES, PIDNS_HOLDER_USER, publish, publishedPorts, renderCompose, renderTemplate } from '../../../src/runtime/docker/render.js';
+import { apiUser, dockerSettings, PIDNS_HOLDER_USER, publish, publishedPorts, renderCompose } from '../../../src/runtime/docker/render.js';
+import { HAPI_IMAGE_USER, IMAGES } from '../../../src/runtime/container/images.js';
+import { HUNG_PROBE } from '../../../src/runtime/container/hung-check.js';
+import { renderTemplate } from '../../../src/runtime/container/template.js';
 import type { InstallConfig } from '../../../src/install-dir/install-config.js';
 import { installConfig } from '../../helpers/install-config.js';
 

@@ -8,7 +8,7 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { shellHungCheck } from '../../../src/runtime/docker/render.js';
+import { shellHungCheck } from '../../../src/runtime/container/hung-check.js';
 
 const root = process.getuid?.() === 0;
 const unshare = spawnSync('unshare', ['--version']).status === 0;

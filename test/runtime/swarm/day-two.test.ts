@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateCa } from '../../../src/tls/pki.js';
 import { removeTempDirs, tempDir } from '../../helpers/tmp.js';
-import { DATABASE_PARTS, pgDumpArgv, pgRestoreArgv } from '../../../src/runtime/docker/day-two.js';
+import { DATABASE_PARTS, pgDumpArgv, pgRestoreArgv } from '../../../src/runtime/container/database-dump.js';
 import { psqlArgv, targetOf } from '../../../src/runtime/swarm/day-two.js';
 import { pgpass } from '../../../src/runtime/swarm/secrets.js';
 import { swarmSettings } from '../../../src/runtime/swarm/settings.js';

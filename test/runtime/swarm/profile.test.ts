@@ -13,7 +13,8 @@ import { HospitalApiError } from '../../../src/errors/index.js';
 import { DEFAULT_REPLICAS, swarmSettings } from '../../../src/runtime/swarm/settings.js';
 import { swarmManagerHere } from '../../../src/runtime/swarm/engine.js';
 import { swarmProfile } from '../../../src/runtime/swarm/profile.js';
-import { IMAGES, projectName } from '../../../src/runtime/docker/render.js';
+import { IMAGES } from '../../../src/runtime/container/images.js';
+import { projectName } from '../../../src/runtime/container/project.js';
 import { installPaths } from '../../../src/install-dir/layout.js';
 import { openRuntime } from '../../../src/runtime/index.js';
 import { readInstallConfig, writeInstallConfig } from '../../../src/install-dir/install-config.js';
@@ -176,11 +177,10 @@ describe('where the swarm runtime is available', () => {
 });
 
 describe('install and openRuntime with the swarm runtime', () => {
-  const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, { env });
 
   it('install --runtime swarm --no-start writes install.json with its swarm settings and the stack file in a private folder, and deploys nothing', async () => {
     const dir = join(tempDir('hapi-swarm-cli-'), 'inst');
-    const r = await cli(['install', '--runtime', 'swarm', '--no-start', '--dir', dir, '--generate-ca', '--json', '--gateway-replicas', '3', '--overlay-encryption', 'off', '--kong-database-node', 'n1']);
+    const r = await runCli(['install', '--runtime', 'swarm', '--no-start', '--dir', dir, '--generate-ca', '--json', '--gateway-replicas', '3', '--overlay-encryption', 'off', '--kong-database-node', 'n1']);
     expect(r.exitCode, String(r.stderr)).toBe(0);
     expect(JSON.parse(String(r.stdout)).result.runtime).toBe('swarm');
     const config = readInstallConfig(dir);
@@ -192,7 +192,7 @@ describe('install and openRuntime with the swarm runtime', () => {
 
   it('install --runtime swarm on a worker (no manager here) stops before anything is written, saying so', async () => {
     const dir = join(tempDir('hapi-swarm-cli-'), 'inst');
-    const r = await cli(['install', '--runtime', 'swarm', '--dir', dir, '--generate-ca', '--json'], { PATH: `${fakeDocker('active false')}:${process.env.PATH}` });
+    const r = await runCli(['install', '--runtime', 'swarm', '--dir', dir, '--generate-ca', '--json'], { env: { PATH: `${fakeDocker('active false')}:${process.env.PATH}` } });
     expect(r.exitCode).toBe(3);
     const error = JSON.parse(String(r.stdout)).error;
     expect(error.code).toBe('ERR_INSTALL_DOCKER');
@@ -209,7 +209,7 @@ describe('install and openRuntime with the swarm runtime', () => {
     [['--runtime', 'native', '--kong-image', 'kong:3.9.3'], 'ERR_USAGE', '--kong-image is not a flag of the native runtime (only of docker, swarm)'],
   ])('install %j → %s naming %s, nothing written', async (args, code, named) => {
     const dir = join(tempDir('hapi-swarm-cli-'), 'inst');
-    const r = await cli(['install', '--no-start', '--dir', dir, '--generate-ca', '--json', ...args]);
+    const r = await runCli(['install', '--no-start', '--dir', dir, '--generate-ca', '--json', ...args]);
     expect(r.exitCode).toBe(2);
     const error = JSON.parse(String(r.stdout)).error;
     expect(error.code).toBe(code);
@@ -220,7 +220,7 @@ describe('install and openRuntime with the swarm runtime', () => {
 
   it('is never the default, even on a swarm manager', async () => {
     const dir = join(tempDir('hapi-swarm-default-'), 'inst');
-    const r = await cli(['install', '--no-start', '--dir', dir, '--generate-ca', '--json'], { PATH: `${fakeDocker('active true')}:${process.env.PATH}` });
+    const r = await runCli(['install', '--no-start', '--dir', dir, '--generate-ca', '--json'], { env: { PATH: `${fakeDocker('active true')}:${process.env.PATH}` } });
     expect(r.exitCode, String(r.stderr)).toBe(0);
     expect(JSON.parse(String(r.stdout)).result.runtime).toBe('native');
     expect(readInstallConfig(dir).runtime).toBe('native');

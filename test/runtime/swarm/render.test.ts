@@ -16,7 +16,8 @@ import { renderStack, stackFile, updateOrder, type StackInputs } from '../../../
 import { pgpass, SECRET_KEYS, secretName, secretPayloads, type SecretPayloads } from '../../../src/runtime/swarm/secrets.js';
 import { swarmSettings } from '../../../src/runtime/swarm/settings.js';
 import { swarmProfile } from '../../../src/runtime/swarm/profile.js';
-import { projectName, renderCompose } from '../../../src/runtime/docker/render.js';
+import { projectName } from '../../../src/runtime/container/project.js';
+import { renderCompose } from '../../../src/runtime/docker/render.js';
 import { installPaths } from '../../../src/install-dir/layout.js';
 import type { InstallConfig } from '../../../src/install-dir/install-config.js';
 import type { RuntimeFlags } from '../../../src/runtime/profile.js';

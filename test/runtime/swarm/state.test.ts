@@ -11,7 +11,7 @@ import { labelPlan, NODE_LABELS } from '../../../src/runtime/swarm/deploy.js';
 import { longRunningServices } from '../../../src/runtime/swarm/index.js';
 import { swarmLogs, withoutStackName } from '../../../src/runtime/swarm/logs.js';
 import { AUDIT_LOG_COMPONENT } from '../../../src/runtime/types.js';
-import type { DockerCli } from '../../../src/runtime/docker/compose.js';
+import type { DockerCli } from '../../../src/runtime/container/compose.js';
 import { HospitalApiError } from '../../../src/errors/index.js';
 import { swarmSettings } from '../../../src/runtime/swarm/settings.js';
 import type { RuntimeFlags } from '../../../src/runtime/profile.js';
