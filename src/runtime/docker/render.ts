@@ -14,6 +14,7 @@ import { installPaths } from '../../install-dir/layout.js';
 import { demoPlatformService } from './demo-platform.js';
 import { SERVICE_OF } from './services.js';
 import { HSTS_DIRECTIVE } from '../../gateway/proxy/proxy-add-header.js';
+import { acceptanceServices } from './acceptance.js';
 
 /**
  * Default images (issue 10), current and pinned: Kong 3.9.3 (nginx CVE fixes,
@@ -204,7 +205,7 @@ function monitoringValues(config: InstallConfig): Record<string, string | Raw> {
     kongStatusListen: '0.0.0.0:8007',
     kongStatusPublish: { raw: `      - ${JSON.stringify(publish('127.0.0.1', status, 8007))}\n` },
     // The API reads its environment over its settings file (`serve --env-file`).
-    apiMetricsEnv: { raw: '    environment:\n      METRICS_LISTEN: "0.0.0.0:9464"\n' },
+    apiMetricsEnv: { raw: '      METRICS_LISTEN: "0.0.0.0:9464"\n' },
     apiMetricsPublish: { raw: `      - ${JSON.stringify(publish('127.0.0.1', config.ports.metrics, 9464))}\n` },
   };
 }
@@ -248,6 +249,16 @@ export function renderTemplate(template: string, values: Record<string, string |
   });
 }
 
+/** A string as a YAML scalar Compose does not interpolate (`$` doubled). */
+export function composeLiteral(s: string): string {
+  return JSON.stringify(s.replaceAll('$', '$$$$'));
+}
+
+/** The installer's uid:gid, root included: the owner of the install directory's files (acceptance.ts runs as it). */
+export function installerUser(uid = process.getuid?.() ?? API_IMAGE_UID, gid = process.getgid?.() ?? API_IMAGE_UID): { uid: number; gid: number } {
+  return { uid, gid };
+}
+
 /** The uid:gid the API container runs as: the installer's, never root. */
 export function apiUser(uid = process.getuid?.() ?? API_IMAGE_UID, gid = process.getgid?.() ?? API_IMAGE_UID): { uid: number; gid: number } {
   return uid === 0 ? { uid: API_IMAGE_UID, gid: API_IMAGE_UID } : { uid, gid: gid === 0 ? uid : gid };
@@ -268,6 +279,8 @@ export function renderCompose(dir: string, config: InstallConfig, template = rea
         '    pull_policy: build',
         '',
       ].join('\n');
+  const root = installPaths(dir).root;
+  const monitoring = monitoringValues(config);
   const text = renderTemplate(template, {
     kongImage: s.images.kong,
     postgresImage: s.images.postgres,
@@ -298,7 +311,12 @@ export function renderCompose(dir: string, config: InstallConfig, template = rea
     apiPublish: publish(s.bindAddress, config.ports.api, 9000),
     fhirPublish: publish(s.fhirBindAddress, config.ports.fhir, 8080),
     demoPlatform: { raw: config.demo ? demoPlatformService(apiImage, user) : '' },
-    ...monitoringValues(config),
+    ...monitoring,
+    // HOSPITAL_API_DIR: where the API finds reports/ (mounted there read-only) for its acceptance gauges
+    // (src/api/server/metrics.ts); its certificates are not mounted, so it reports none of the install's
+    apiMetricsEnv: { raw: `    environment:\n      HOSPITAL_API_DIR: ${composeLiteral(root)}\n${(monitoring.apiMetricsEnv as Raw).raw}` },
+    apiReportsMount: { raw: composeLiteral(`${root}/reports:${root}/reports:ro`) },
+    acceptance: { raw: config.verifyEvery ? acceptanceServices(root, config.verifyEvery, apiImage, installerUser()) : '' },
   });
   parse(text, { merge: true });
   return text;
