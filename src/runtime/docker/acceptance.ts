@@ -214,6 +214,11 @@ const literal = (s: string): string => JSON.stringify(s.replaceAll('$', '$$$$'))
 export function acceptanceServices(root: string, everyS: number, apiImage: string, user: { uid: number; gid: number }): string {
   const u = literal(`${user.uid}:${user.gid}`);
   const hardening = ['    read_only: true', '    cap_drop: [ALL]', '    security_opt: ["no-new-privileges:true"]'];
+  // A root install gives the copies under docker/ to the images' users (kong's, HAPI's, the API's; 0700):
+  // verify on the host reads them as root, with root's capabilities; the scheduled run, as root without
+  // any, needs DAC_OVERRIDE to read them too (one of Docker's default capabilities of a root container;
+  // not DAC_READ_SEARCH, which would open open_by_handle_at(2)). The mounts stay read-only but reports/.
+  const readAsRoot = user.uid === 0 ? ['    cap_add: [DAC_OVERRIDE]'] : [];
   return [
     '',
     '  # Scheduled acceptance (install --verify-every, issue 46; src/runtime/docker/acceptance.ts): no',
@@ -253,6 +258,7 @@ export function acceptanceServices(root: string, everyS: number, apiImage: strin
     '    tmpfs:',
     '      - /tmp',
     ...hardening,
+    ...readAsRoot,
     '    depends_on:',
     `      - ${RELAY_SERVICE}`,
     '',

@@ -319,7 +319,7 @@ function hostDockerRuntime(dir: string, config: InstallConfig, options: DockerRu
     reloadGatewayTls: () => reloadDockerGatewayTls(dayTwo),
     snapshotData: (into, log) => snapshotDockerData(dayTwo, into, log),
     restoreData: (from, parts) => restoreDockerData(dayTwo, from, parts, progress),
-    logs: (options) => dockerLogs(cli, dockerAuditLog(installPaths(dir)), options),
+    logs: (options) => dockerLogs(cli, dockerAuditLog(installPaths(dir)), options, config.verifyEvery ? [ACCEPTANCE_SERVICE, RELAY_SERVICE] : []),
     // the engine restarts the containers (restart policies, health checks, hapi-watchdog)
     supervision: async () => ({ supervisor: null, summary: null }),
     async supervise() {

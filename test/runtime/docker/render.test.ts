@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { apiUser, dockerSettings, HAPI_IMAGE_USER, HUNG_PROBE, IMAGES, PIDNS_HOLDER_USER, publish, publishedPorts, renderCompose, renderTemplate } from '../../../src/runtime/docker/render.js';
 import type { InstallConfig } from '../../../src/install-dir/install-config.js';
 import { installConfig } from '../../helpers/install-config.js';
+import { acceptanceServices } from '../../../src/runtime/docker/acceptance.js';
 
 // compose-spec/compose-spec schema/compose-spec.json (Apache-2.0), see test/fixtures/schemas/README.md
 const schema = JSON.parse(readFileSync(new URL('../../fixtures/schemas/compose-spec.json', import.meta.url), 'utf8'));
@@ -269,7 +270,6 @@ describe('templates/compose.yaml rendered', () => {
       for (const v of svc.volumes ?? []) expect(v, name).not.toMatch(/docker\.sock|\/var\/run|\/run\/docker/);
       expect(svc.environment?.DOCKER_HOST, name).toBeUndefined();
       expect(svc.privileged, name).toBeUndefined();
-      expect(svc.cap_add, name).toBeUndefined();
       expect(svc.cap_drop, name).toEqual(['ALL']);
       expect(svc.security_opt, name).toEqual(['no-new-privileges:true']);
       expect(svc.read_only, name).toBe(true);
@@ -278,6 +278,14 @@ describe('templates/compose.yaml rendered', () => {
       expect(svc.user, name).toBe(`${process.getuid!()}:${process.getgid!()}`);
       expect(svc.image, name).toBe(s['hospital-api']!.image);
     }
+    // a non-root installer's run needs no capability; a root install's reads the images' users' copies (0700) with DAC_OVERRIDE alone
+    expect(relay.cap_add).toBeUndefined();
+    expect(run.cap_add).toEqual(process.getuid!() === 0 ? ['DAC_OVERRIDE'] : undefined);
+    const asRoot = (parse(acceptanceServices('/srv/x', 30, 'img', { uid: 0, gid: 0 }).replace(/^/, 'x-logging: &logging {}\nservices:'), { merge: true }) as { services: Record<string, Service> }).services;
+    expect(asRoot.acceptance!.cap_add).toEqual(['DAC_OVERRIDE']);
+    expect(asRoot['acceptance-relay']!.cap_add).toBeUndefined();
+    const asUser = (parse(acceptanceServices('/srv/x', 30, 'img', { uid: 1234, gid: 1234 }).replace(/^/, 'x-logging: &logging {}\nservices:'), { merge: true }) as { services: Record<string, Service> }).services;
+    expect(asUser.acceptance!.cap_add).toBeUndefined();
     expect(relay.network_mode).toBe('service:kong');
     expect(relay.entrypoint).toEqual(['node', '/app/dist/runtime/docker/acceptance.js']);
     expect(relay.command).toEqual(['--relay', '/run/hospital-api-relay/relay.sock']);
