@@ -95,7 +95,7 @@ function insideAcceptance(host: Runtime, relay: string, config: InstallConfig): 
       return containerFhirListeners(attached, { bind: settings.fhirBindAddress, port: config.ports.fhir });
     },
     components: () => insideComponents({ admin, answers, apiHealthUrl, fhirUrl }),
-    // the images install.json names (no digest: that is the engine's to tell)
+    // the images install.json names (a digest only where it pins one: the rest is the engine's to tell)
     async versions(): Promise<ComponentVersion[]> {
       const images: Array<[string, string]> = [['kong', settings.images.kong], ['hapi', settings.images.hapi], ['kong-database', settings.images.postgres], ['hapi-database', settings.images.postgres], ['hospital-api', settings.images.api ?? builtApiImage(config.toolkitVersion)]];
       return images.map(([name, ref]) => {
