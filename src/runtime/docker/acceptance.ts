@@ -11,8 +11,8 @@
  *   Compose file reference; Docker docs "docker run --network container:<name>"), where Kong's admin
  *   API listens on 127.0.0.1:8001 and where names resolve as Kong resolves them (a container joining
  *   another's network namespace gets its /etc/hosts and /etc/resolv.conf). It answers the acceptance
- *   service on a unix socket in a folder only the two share (0700, their user's): one admin call, or
- *   one resolution of host names, per request. Nothing is published, and a local account without that
+ *   service on a unix socket in a folder only the two share (0700, their user's): one admin read
+ *   (GET only), or one resolution of host names, per request. Nothing is published, and a local account without that
  *   user's rights cannot reach the socket.
  *
  * Inside `acceptance`, the docker runtime (index.ts) sees HOSPITAL_API_ACCEPTANCE_RELAY and takes the
@@ -38,7 +38,12 @@ export const RELAY_SOCKET = `${RELAY_MOUNT}/relay.sock`;
 
 /** A request to the relay is small (a Kong entity, a list of names): anything larger is refused. */
 const MAX_REQUEST_BYTES = 1 << 20;
-const METHODS = new Set(['GET', 'PUT', 'POST', 'PATCH', 'DELETE']);
+/**
+ * Reads only: acceptance never changes the gateway (its one admin caller is the snapshot's GET,
+ * src/checks/gateway-snapshot.ts), so the relay refuses every other method and a compromised
+ * acceptance container cannot reconfigure Kong through it.
+ */
+const METHODS = new Set(['GET']);
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];
