@@ -9,7 +9,10 @@
  * still has its database volumes change nothing; then down --volumes, wipe,
  * restore into the empty directory, up: verify passes and the patient record
  * reads back equal; `upgrade` from the previous install format takes its
- * automatic backup through the databases.
+ * automatic backup through the databases. Issue 46: after `cert renew` the
+ * running API's next audit seal is signed by the new audit-seal certificate;
+ * `install --verify-every 30s` adds the acceptance services (no engine socket),
+ * whose scheduled record is signed, chained and shown by the API's /metrics.
  *
  * Setup as stack.test.ts: the tier's images (kong/hapi stand-ins with the real
  * images' interface, Debian's Postgres), the install image flags, a platform
