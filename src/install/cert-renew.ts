@@ -248,7 +248,7 @@ async function renewLeaves(runtime: Runtime, dir: string, config: InstallConfig,
     restoreAll(before);
     throw err;
   }
-  log(`${renewed.how === 'reissued' ? 'Re-issued' : 'Installed the provided'} gateway certificate${renewed.signer ? ' and record-signing certificate' : ''}${renewed.auditSeal ? ' and audit-seal certificate (the Hospital API signs with it from its next start)' : ''} in ${paths.tls}`);
+  log(`${renewed.how === 'reissued' ? 'Re-issued' : 'Installed the provided'} gateway certificate${renewed.signer ? ' and record-signing certificate' : ''}${renewed.auditSeal ? ' and audit-seal certificate (a running Hospital API that seals its log seals with it from its next seal, no restart)' : ''} in ${paths.tls}`);
   let gatewayReloaded: boolean | null = null;
   if (gatewayUp) {
     const want = new X509Certificate(renewed.gateway.certPem).fingerprint256;

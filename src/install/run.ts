@@ -86,7 +86,7 @@ export async function runInstall(flags: InstallFlags, hooks: InstallHooks): Prom
   refuseOtherRuntimesFlags(runtime, plan);
   if (plan.verifyEvery !== null && !profileOf(runtime).scheduledAcceptance) {
     throw new HospitalApiError('ERR_USAGE', {
-      detail: `--verify-every runs on the native runtime (its supervisor or a systemd timer); on ${runtime}, run \`hospital-api verify --scheduled\` from the host's own timer (docs/operations.md)`,
+      detail: `--verify-every is not available on the ${runtime} runtime: ${profileOf(runtime).scheduledAcceptanceRefusal ?? 'see docs/operations.md'}`,
     });
   }
   hooks.log(`install: ${runtime} runtime in ${dir}`);

@@ -124,9 +124,11 @@ export interface RuntimeProfile {
   gatewayStatusTokenFile(paths: InstallPaths): string | null;
   /**
    * Whether `install --verify-every` can run here (issue 46): native runs it under its supervisor or
-   * a systemd timer. Docker and swarm cannot yet (see docs/operations.md): install refuses it there.
+   * a systemd timer, docker as two compose services (runtime/docker/acceptance.ts). Where it cannot,
+   * `scheduledAcceptanceRefusal` says why and what to run instead; install refuses the flag with it.
    */
   readonly scheduledAcceptance: boolean;
+  readonly scheduledAcceptanceRefusal?: string;
   /** True when the gateway's plain HTTP proxy port is reachable from this host (verify probes routes there too, issue 23). */
   readonly gatewayHttpOnHost: boolean;
   /**

@@ -7,6 +7,7 @@
  * by number and never print their content.
  */
 import { execFileSync } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
@@ -17,6 +18,9 @@ import { HospitalApiError } from '../../src/errors/index.js';
 import { generateCa, issueCertificate, type KeyAndCert } from '../../src/tls/pki.js';
 import { AUDIT_SEAL_COMMON_NAME } from '../../src/tls/cms-verify.js';
 import { installPaths } from '../../src/install-dir/layout.js';
+import { readEnvFile } from '../../src/util/env-file.js';
+import { writeFileAtomic, writeSecretFile } from '../../src/util/atomic-write.js';
+import { installNative } from '../helpers/native-install.js';
 import { runCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { until } from '../helpers/until.js';
@@ -358,12 +362,79 @@ describe('the seal key in the settings', () => {
     expect(code(() => loadConfig({}, { ...base, AUDIT_SEAL_KEY_FILE: 'seal.key' }, dir))).toBe('ERR_CONFIG_INVALID AUDIT_SEAL_CERT_FILE');
     expect(code(() => loadConfig({}, { ...base, AUDIT_SEAL_CERT_FILE: 'seal.pem', AUDIT_SEAL_KEY_FILE: 'not-a-key' }, dir))).toBe('ERR_CONFIG_INVALID AUDIT_SEAL_KEY_FILE');
     const config = loadConfig({}, { ...base, AUDIT_SEAL_CERT_FILE: 'seal.pem', AUDIT_SEAL_KEY_FILE: 'seal.key' }, dir);
-    expect(config.auditSeal).toEqual({ certPem: signer.certPem, keyPem: signer.keyPem });
+    expect(config.auditSeal).toEqual({ certPem: signer.certPem, keyPem: signer.keyPem, certFile: join(dir, 'seal.pem'), keyFile: join(dir, 'seal.key') });
     // the record signer (or any certificate but the audit seal) stops the start: the API must not hold its key
     writeFileSync(join(dir, 'signer.pem'), recordSigner.certPem);
     writeFileSync(join(dir, 'signer.key'), recordSigner.keyPem, { mode: 0o600 });
     expect(code(() => loadConfig({}, { ...base, AUDIT_SEAL_CERT_FILE: 'signer.pem', AUDIT_SEAL_KEY_FILE: 'signer.key' }, dir))).toBe('ERR_CONFIG_INVALID AUDIT_SEAL_CERT_FILE');
     expect(() => openAuditLog(join(dir, 'audit.log'), () => {}, { seal: { certPem: signer.certPem, keyPem: '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n' } })).toThrow();
+  });
+});
+
+describe('the seal key after cert renew, without a restart (issue 46)', () => {
+  /** The certificate (PEM) that signed a seal line, as plain openssl reads it, after checking the seal against `ca`. */
+  const sealSigner = (line: string, ca: string): string => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'seal.der'), Buffer.from((JSON.parse(line) as { cms: string }).cms, 'base64'));
+    execFileSync('openssl', ['cms', '-verify', '-inform', 'DER', '-in', join(dir, 'seal.der'), '-CAfile', ca, '-binary', '-signer', join(dir, 'signer.pem'), '-out', join(dir, 'statement')], { stdio: 'pipe' });
+    return new X509Certificate(readFileSync(join(dir, 'signer.pem'))).fingerprint256;
+  };
+  const seals = (path: string): string[] => (existsSync(path) ? lines(path) : []).filter((l) => l.includes('"phase":"seal"'));
+  const fingerprint = (pem: string): string => new X509Certificate(pem).fingerprint256;
+
+  it('a renewed pair seals from the next seal; a half-replaced pair (new key, old certificate) keeps the pair in use', async () => {
+    const dir = tempDir();
+    const certFile = join(dir, 'seal.pem');
+    const keyFile = join(dir, 'seal.key');
+    writeFileAtomic(certFile, signer.certPem);
+    writeSecretFile(keyFile, signer.keyPem);
+    const renewed = issueCertificate(ca, { commonName: AUDIT_SEAL_COMMON_NAME, usage: 'signing' });
+    const events: string[] = [];
+    const path = join(dir, 'audit.log');
+    const log = openAuditLog(path, () => {}, { seal: { certPem: signer.certPem, keyPem: signer.keyPem, certFile, keyFile }, sealIntervalMs: 50, onSealKey: (e) => events.push('reloaded' in e ? 'reloaded' : 'kept') });
+    const sealAfter = async (i: number): Promise<string> => {
+      const before = seals(path).length;
+      await log.write(record(i));
+      await until(() => seals(path).length > before, { what: `a seal after line ${i}` });
+      return seals(path).at(-1)!;
+    };
+    expect(sealSigner(await sealAfter(1), caFile)).toBe(fingerprint(signer.certPem));
+    // renew writes the key first (src/install/cert-renew.ts): that key does not fit the certificate in its file yet
+    writeSecretFile(keyFile, renewed.keyPem);
+    expect(sealSigner(await sealAfter(2), caFile)).toBe(fingerprint(signer.certPem));
+    writeFileAtomic(certFile, renewed.certPem);
+    expect(sealSigner(await sealAfter(3), caFile)).toBe(fingerprint(renewed.certPem));
+    await log.close();
+    expect(events).toEqual(['kept', 'reloaded']);
+    const r = await verify(path);
+    expect(r.code, r.out).toBe(0);
+  });
+
+  it('`hospital-api cert renew` on an install: the log opened with its settings seals with the new audit-seal certificate, verified by plain openssl cms, and audit verify passes across the change', async () => {
+    const dir = tempDir();
+    await installNative({ dir });
+    const paths = installPaths(dir);
+    const env = readEnvFile(paths.apiEnv);
+    const config = loadConfig({}, {
+      PLATFORM_API_URL: 'http://127.0.0.1:1', FHIR_BASE_URL: 'https://127.0.0.1:2/fhir', FHIR_API_KEY: 'k', PLATFORM_IDENTIFIER_SYSTEM: 'urn:x',
+      AUDIT_SEAL_CERT_FILE: env.AUDIT_SEAL_CERT_FILE!, AUDIT_SEAL_KEY_FILE: env.AUDIT_SEAL_KEY_FILE!,
+    }, dir);
+    const oldSeal = fingerprint(readFileSync(paths.auditSealCert, 'utf8'));
+    const path = join(tempDir(), 'audit.log');
+    const log = openAuditLog(path, () => {}, { seal: config.auditSeal!, sealIntervalMs: 50 });
+    await log.write(record(1));
+    await until(() => seals(path).length === 1, { what: 'the first seal' });
+    const renew = await runCli(['cert', 'renew', '--dir', dir]);
+    expect(renew.exitCode, String(renew.stderr)).toBe(0);
+    const newSeal = fingerprint(readFileSync(paths.auditSealCert, 'utf8'));
+    expect(newSeal).not.toBe(oldSeal);
+    await log.write(record(2));
+    await log.close();
+    const [before, after] = seals(path);
+    expect(sealSigner(before!, paths.caCert)).toBe(oldSeal);
+    expect(sealSigner(after!, paths.caCert)).toBe(newSeal);
+    const r = await runCli(['audit', 'verify', path, '--ca', paths.caCert]);
+    expect(r.exitCode, String(r.stdout)).toBe(0);
   });
 });
 

@@ -48,13 +48,14 @@ afterAll(async () => {
 });
 
 describe('scheduled acceptance (issue 46)', () => {
-  it('docker and swarm refuse --verify-every before anything is written (nothing would run it there)', async () => {
-    const dir = join(tempDir('scheduled-docker-'), 'site');
-    const r = await runCli(['install', '--runtime', 'docker', '--dir', dir, '--generate-ca', '--no-start', '--verify-every', '1h', '--json'], { env: { DOCKER_HOST: 'unix:///nonexistent.sock' } });
+  it('swarm refuses --verify-every before anything is written, saying why and what to schedule instead', async () => {
+    const dir = join(tempDir('scheduled-swarm-'), 'site');
+    const r = await runCli(['install', '--runtime', 'swarm', '--dir', dir, '--generate-ca', '--no-start', '--verify-every', '1h', '--json'], { env: { DOCKER_HOST: 'unix:///nonexistent.sock' } });
     expect(r.exitCode).toBe(2);
     const error = JSON.parse(String(r.stdout)).error as { code: string; message: string };
     expect(error.code).toBe('ERR_USAGE');
-    expect(error.message).toContain('verify --scheduled');
+    expect(error.message).toContain("cannot join the gateway's network namespace");
+    expect(error.message).toContain('verify --scheduled --dir <install dir>');
     expect(existsSync(dir)).toBe(false);
   });
 

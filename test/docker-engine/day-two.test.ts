@@ -9,7 +9,10 @@
  * still has its database volumes change nothing; then down --volumes, wipe,
  * restore into the empty directory, up: verify passes and the patient record
  * reads back equal; `upgrade` from the previous install format takes its
- * automatic backup through the databases.
+ * automatic backup through the databases. Issue 46: after `cert renew` the
+ * running API's next audit seal is signed by the new audit-seal certificate;
+ * `install --verify-every 30s` adds the acceptance services (no engine socket),
+ * whose scheduled record is signed, chained and shown by the API's /metrics.
  *
  * Setup as stack.test.ts: the tier's images (kong/hapi stand-ins with the real
  * images' interface, Debian's Postgres), the install image flags, a platform
@@ -20,6 +23,7 @@ import { chownSync, copyFileSync, existsSync, readdirSync, readFileSync, rmSync,
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import { execa } from 'execa';
+import { execFileSync } from 'node:child_process';
 import { list as tarList } from 'tar';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -244,6 +248,104 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
     const verify = await cli(['verify']);
     expect(verify.code, `${verify.out}\n${verify.err}`).toBe(0);
   }, 600_000);
+
+  it('cert renew (issue 46): the running API seals its audit log with the renewed audit-seal certificate, no restart; openssl cms verifies the seal, audit verify passes across the change', async () => {
+    const paths = installPaths(dir);
+    const log = join(paths.docker, 'api-logs', 'audit.log');
+    const seals = (): string[] => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((l) => l.includes('"phase":"seal"')) : []);
+    /** The certificate that signed a seal line, as plain openssl reads it after checking it against the install's CA. */
+    const signerOf = (line: string): string => {
+      const d = tempDir('seal-');
+      writeFileSync(join(d, 'seal.der'), Buffer.from((JSON.parse(line) as { cms: string }).cms, 'base64'));
+      execFileSync('openssl', ['cms', '-verify', '-inform', 'DER', '-in', join(d, 'seal.der'), '-CAfile', paths.caCert, '-binary', '-signer', join(d, 'signer.pem'), '-out', join(d, 'statement')], { stdio: 'pipe' });
+      return new X509Certificate(readFileSync(join(d, 'signer.pem'))).fingerprint256;
+    };
+    const api = await container('hospital-api');
+    const oldSeal = new X509Certificate(readFileSync(paths.auditSealCert)).fingerprint256;
+    const renew = await cli(['cert', 'renew', '--json']);
+    expect(renew.code, `${renew.out}\n${renew.err}`).toBe(0);
+    const newSeal = new X509Certificate(readFileSync(paths.auditSealCert)).fingerprint256;
+    expect(newSeal).not.toBe(oldSeal);
+    // lines after the renewal; their seal comes within SEAL_INTERVAL_MS (60 s)
+    const before = seals().length;
+    const t = dataset.patients[0]!;
+    expect((await postPatient(ports.api!, t.careId, tokenOf(tokens, t.careId))).status).toBe(200);
+    const t0 = Date.now();
+    while (seals().length === before) {
+      if (Date.now() - t0 > 150_000) throw new Error('no seal within 150 s of the last line');
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    figures.push(`audit seal after cert renew: sealed by the new certificate ${((Date.now() - t0) / 1000).toFixed(0)} s after the line`);
+    expect(signerOf(seals().at(-1)!)).toBe(newSeal);
+    const after = await container('hospital-api');
+    expect([after.Id, after.State?.StartedAt]).toEqual([api.Id, api.State?.StartedAt]);
+    const audit = await cli(['audit', 'verify']);
+    expect(audit.code, `${audit.out}\n${audit.err}`).toBe(0);
+  }, 600_000);
+
+  it('install --verify-every 30s (issue 46): two services without the engine socket write a signed, chained record on a gateway change; the API container\'s /metrics shows the gauges; off removes them', async () => {
+    const paths = installPaths(dir);
+    const records = (): string[] => readdirSync(paths.reports).filter((n) => /^acceptance-.*\.json$/.test(n)).sort();
+    const rerun = installArgs(siteInstall()).filter((a) => a !== '--generate-ca');
+    const install = await cli([...rerun, '--verify-every', '30s']);
+    expect(install.code, `${install.out}\n${install.err}`).toBe(0);
+    const kong = await container('kong');
+    const run = await container('acceptance');
+    const relay = await container('acceptance-relay');
+    for (const c of [run, relay]) {
+      const inspect = c as unknown as { Mounts: Array<{ Source: string; Destination: string }>; HostConfig: { CapDrop: string[]; Privileged: boolean; ReadonlyRootfs: boolean; NetworkMode: string }; Config: { User: string } };
+      // no engine socket, no capability, a read-only root
+      expect(inspect.Mounts.map((m) => m.Source).filter((src) => /docker\.sock|containerd/.test(src))).toEqual([]);
+      expect(inspect.HostConfig.CapDrop).toEqual(['ALL']);
+      expect([inspect.HostConfig.Privileged, inspect.HostConfig.ReadonlyRootfs]).toEqual([false, true]);
+      // the install directory's owner (the installer), who alone reads the record-signing key
+      expect(inspect.Config.User).toBe(`${statSync(dir).uid}:${statSync(dir).gid}`);
+    }
+    expect((relay as unknown as { HostConfig: { NetworkMode: string } }).HostConfig.NetworkMode).toBe(`container:${kong.Id}`);
+    expect((run as unknown as { HostConfig: { NetworkMode: string } }).HostConfig.NetworkMode).toBe('host');
+    expect(statSync(paths.signerKey).mode & 0o777).toBe(0o600);
+
+    // a change of the gateway's configuration (a consumer): the next scheduled run records it
+    const before = records();
+    const consumer = await cli(['consumer', 'create', 'scheduled-probe']);
+    expect(consumer.code, consumer.err).toBe(0);
+    const t0 = Date.now();
+    while (records().length === before.length) {
+      if (Date.now() - t0 > 240_000) {
+        const logs = await docker(['logs', '--tail', '60', run.Id], { allowFail: true });
+        throw new Error(`no scheduled record within 240 s; acceptance log:\n${logs.out}\n${logs.err}`);
+      }
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+    figures.push(`scheduled acceptance (docker): a record ${((Date.now() - t0) / 1000).toFixed(0)} s after the gateway change`);
+    const newest = records().at(-1)!;
+    const doc = JSON.parse(readFileSync(join(paths.reports, newest), 'utf8')) as { result: string; testedAt: string };
+    expect(doc.result).toBe('accepted');
+    // written by the service: its log names it; the installer's file, like a record verify writes on the host
+    const logs = await docker(['logs', run.Id]);
+    expect(`${logs.out}\n${logs.err}`).toContain(`ACCEPTED: record ${join(paths.reports, newest)} (gateway configuration changed`);
+    expect(statSync(join(paths.reports, newest)).uid).toBe(statSync(dir).uid);
+    // signed and chained to the record before it
+    const chain = await cli(['record', 'verify', '--chain', paths.reports]);
+    expect(chain.code, `${chain.out}\n${chain.err}`).toBe(0);
+
+    // the API container reads reports/ read-only: its /metrics shows the newest record
+    const metrics = async (): Promise<string> => (await docker(['exec', (await container('hospital-api')).Id, 'node', '-e', 'const t = require("fs").readFileSync("/run/hospital-api/metrics-token", "utf8").trim(); fetch("http://127.0.0.1:9464/metrics", { headers: { authorization: `Bearer ${t}` } }).then(async (r) => process.stdout.write(await r.text()))'])).out;
+    const text = await metrics();
+    const newestNow = records().at(-1)!;
+    expect(text).toContain(`hospital_api_acceptance_result{record="${newestNow}"} 1`);
+    expect(text).toMatch(new RegExp(`^hospital_api_acceptance_last_run_timestamp_seconds\\{record="${newestNow.replace(/[.]/g, '\\.')}"\\} \\d+$`, 'm'));
+    const api = await container('hospital-api');
+    const write = await docker(['exec', api.Id, 'sh', '-c', `touch '${paths.reports}/x'`], { allowFail: true });
+    expect(write.code).not.toBe(0);
+
+    // off: both services go
+    const off = await cli([...rerun, '--verify-every', 'off']);
+    expect(off.code, `${off.out}\n${off.err}`).toBe(0);
+    const left = (await containersOf(project)).map((c) => c.Config?.Labels?.['com.docker.compose.service']);
+    expect(left).not.toContain('acceptance');
+    expect(left).not.toContain('acceptance-relay');
+  }, 900_000);
 
   it('cert renew --renew-ca: the API container trusts the new CA on SIGHUP, kong presents a certificate from it, neither restarts; records flow; verify passes', async () => {
     const paths = installPaths(dir);

@@ -56,6 +56,7 @@ import { open, readdir, readFile, rename, stat, type FileHandle } from 'node:fs/
 import { basename, dirname, join } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
 import { signAttached } from '../../tls/cms-sign.js';
+import { sealKeySource, type AuditSealKey, type SealKeyEvent } from './seal-key.js';
 
 export type AuditDecision = 'granted' | 'denied' | 'not-found' | 'ambiguous' | 'error';
 
@@ -211,15 +212,14 @@ export interface AuditFs {
   open(path: string, flags: string | number, mode: number): Promise<FileHandle>;
 }
 
-export interface AuditSealKey {
-  certPem: string;
-  keyPem: string;
-}
+export type { AuditSealKey } from './seal-key.js';
 
 export interface AuditLogOptions {
   fs?: AuditFs;
   /** The certificate and key that sign seals; without them no seal is written (audit verify then reports the lines unsealed). */
   seal?: AuditSealKey;
+  /** The seal pair's files changed (cert renew): sealing with the new one, or why the one in use stays (seal-key.ts). */
+  onSealKey?: (event: SealKeyEvent) => void;
   /** Seal within this long of a line (SEAL_INTERVAL_MS; tests shorten it). */
   sealIntervalMs?: number;
   /** An unfinished line (`bytes` long) was cut off the end of the file before appending. */
@@ -360,6 +360,8 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
   /** The chain where the last batch left it (null: not known, read from the file at the next batch). */
   let chain: ChainAt | null = null;
   const sealKey = options.seal;
+  // re-read when its files change (cert renew), so the next seal uses the renewed certificate without a restart
+  const sealSource = sealKey ? sealKeySource(sealKey, options.onSealKey) : null;
   const sealEvery = options.sealIntervalMs ?? SEAL_INTERVAL_MS;
   /** Lines written since the last seal, and the timer that will seal them. */
   let unsealed = 0;
@@ -463,7 +465,8 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
       let json = p.json;
       if (json === null) {
         const statement = sealStatement(first, lines, head);
-        const pem = signAttached(Buffer.from(statement), sealKey!.certPem, sealKey!.keyPem);
+        const key = sealSource!.current();
+        const pem = signAttached(Buffer.from(statement), key.certPem, key.keyPem);
         const cms = pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, '');
         const record: AuditSealRecord = { time: new Date().toISOString(), phase: 'seal', first, lines, head, cms };
         json = JSON.stringify(record);

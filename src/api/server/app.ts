@@ -83,7 +83,8 @@ export async function buildApp(config: ApiConfig, options: BuildOptions = {}): P
         ? `hospital-api serve: audit log ${config.auditLog} is writable again; serving records\n`
         : `hospital-api serve: audit log ${config.auditLog} failed: ${health.reason}; no patient data is sent until it can be written\n`,
     );
-  }, { ...(options.auditFs ? { fs: options.auditFs } : {}), ...(config.auditSeal ? { seal: config.auditSeal } : {}), onRepair: (bytes) => process.stderr.write(`hospital-api serve: audit log ${config.auditLog}: cut an unfinished last line (${bytes} bytes) before appending\n`) });
+  }, { ...(options.auditFs ? { fs: options.auditFs } : {}), ...(config.auditSeal ? { seal: config.auditSeal } : {}), onRepair: (bytes) => process.stderr.write(`hospital-api serve: audit log ${config.auditLog}: cut an unfinished last line (${bytes} bytes) before appending\n`),
+    onSealKey: (e) => process.stderr.write('reloaded' in e ? `hospital-api serve: audit log seals are signed with the renewed certificate (SHA-256 ${e.reloaded})\n` : `hospital-api serve: audit seal files changed but cannot seal (${e.kept}); sealing with the certificate in use\n`) });
   const context: ApiContext = {
     config,
     platform: createPlatformClient(config),

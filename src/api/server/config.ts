@@ -47,7 +47,7 @@ export interface ApiConfig {
    * The certificate (of the install's CA) and key that sign the audit log's seals (issue 46):
    * AUDIT_SEAL_CERT_FILE and AUDIT_SEAL_KEY_FILE, both or neither; null: no seals.
    */
-  readonly auditSeal: { certPem: string; keyPem: string } | null;
+  readonly auditSeal: { certPem: string; keyPem: string; certFile: string; keyFile: string } | null;
   readonly maxPages: number;
   readonly maxResources: number;
   /** Metrics listener, or null when METRICS_LISTEN=off. */
@@ -142,8 +142,11 @@ function pemFile(env: Env, name: string, cwd: string): string | null {
   return pem;
 }
 
-/** The seal signer's certificate and key, read at start (a key that cannot sign stops the start: audit.ts). */
-function auditSeal(env: Env, cwd: string): { certPem: string; keyPem: string } | null {
+/**
+ * The seal signer's certificate and key, read at start (a key that cannot sign stops the start: audit.ts),
+ * with their files: the audit log reads them again after `cert renew` (src/api/audit/seal-key.ts).
+ */
+function auditSeal(env: Env, cwd: string): { certPem: string; keyPem: string; certFile: string; keyFile: string } | null {
   const certPem = pemFile(env, 'AUDIT_SEAL_CERT_FILE', cwd);
   const keyFile = text(env, 'AUDIT_SEAL_KEY_FILE');
   if ((certPem === null) !== (keyFile === undefined)) throw invalid(certPem === null ? 'AUDIT_SEAL_CERT_FILE' : 'AUDIT_SEAL_KEY_FILE', 'AUDIT_SEAL_CERT_FILE and AUDIT_SEAL_KEY_FILE go together');
@@ -164,7 +167,7 @@ function auditSeal(env: Env, cwd: string): { certPem: string; keyPem: string } |
     throw invalid('AUDIT_SEAL_KEY_FILE', `cannot read ${keyFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
   }
   if (!keyPem.includes('PRIVATE KEY-----')) throw invalid('AUDIT_SEAL_KEY_FILE', `${keyFile} holds no PEM private key`);
-  return { certPem, keyPem };
+  return { certPem, keyPem, certFile: resolve(cwd, text(env, 'AUDIT_SEAL_CERT_FILE')!), keyFile: resolve(cwd, keyFile) };
 }
 
 /**

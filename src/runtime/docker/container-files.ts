@@ -260,6 +260,11 @@ export function writeContainerFiles(dir: string, readers: SecretReaders = { kong
     if (process.getuid?.() === 0) for (const f of readdirSync(join(docker, name))) chownSync(join(docker, name, f), user.uid, user.gid);
   }
   writeDemoPlatformFiles(p.demoTokens, join(docker, 'platform'), user);
+  // the API's read-only view of the acceptance records (its gauges) and the acceptance service's writable
+  // one: bind sources that must exist (the engine would make a missing one as root); and the folder the
+  // acceptance relay's socket lives in, the installer's only, whom both acceptance services run as (issue 46)
+  mkdirSync(p.reports, { recursive: true });
+  dirFor(join(docker, 'acceptance-relay'), 0o700);
 }
 
 /**

@@ -20,16 +20,18 @@ import { dockerAuditLog, hostAddressOf } from './profile.js';
 import { dockerCli, requireCompose, type DockerBinaries, type DockerCli } from '../container/compose.js';
 import { resolveImageUsers, writeContainerFiles } from './container-files.js';
 import { reloadDockerApiKey, reloadDockerGatewayTls, restoreDockerData, snapshotDockerData, type DayTwoContext } from './day-two.js';
-import { componentsFromInspect, containerAddresses, serviceOf, stalePidJoins, versionsFromInspect, type ContainerInspect, type ImageInspect } from './parse.js';
+import { componentsFromInspect, containerAddresses, serviceOf, staleNetworkJoins, stalePidJoins, versionsFromInspect, type ContainerInspect, type ImageInspect } from './parse.js';
 import { composeFile, publishedPorts, renderCompose, settingsOf } from './render.js';
 import { builtApiImage } from '../container/images.js';
 import { projectName } from '../container/project.js';
+import { splitReference } from '../container/image-reference.js';
 import { isPortFree } from '../../util/port-check.js';
 import { writeIfChanged } from '../../install-dir/write-if-changed.js';
 import { refuseStaleVolumes } from './volumes.js';
 import { dockerFailureCode } from '../container/failure.js';
 import { DEMO_PLATFORM } from '../container/demo-platform.js';
 import { SERVICE_OF } from '../container/services.js';
+import { ACCEPTANCE_SERVICE, insideComponents, RELAY_ENV, RELAY_SERVICE, relayAdmin, relayResolve } from './acceptance.js';
 
 /** Every long-running service but the API, which waits for its key (as native does). */
 export const STACK_WITHOUT_API: readonly string[] = Object.freeze(['kong-database', 'kong-migrations', 'kong-migrations-up', 'kong-migrations-finish', 'kong', 'hapi-database', 'hapi-pidns', 'hapi', 'hapi-watchdog', 'fhir-door']);
@@ -46,6 +48,8 @@ export interface DockerRuntimeOptions {
   binaries?: Partial<DockerBinaries>;
   /** Progress of pulls and builds; default: stderr. */
   onProgress?: (line: string) => void;
+  /** The acceptance relay's socket (acceptance.ts); default: $HOSPITAL_API_ACCEPTANCE_RELAY, set only in the acceptance service. */
+  relaySocket?: string;
 }
 
 /** A host address to reach a port published on `bind`, as a URL's host (an IPv6 address in brackets). */
@@ -65,6 +69,48 @@ async function answers(url: string, expectBody?: string): Promise<boolean> {
 }
 
 export function createDockerRuntime(dir: string, config: InstallConfig, options: DockerRuntimeOptions = {}): Runtime {
+  const runtime = hostDockerRuntime(dir, config, options);
+  const relay = options.relaySocket ?? process.env[RELAY_ENV];
+  return relay ? insideAcceptance(runtime, relay, config) : runtime;
+}
+
+/**
+ * The runtime as the acceptance service sees it (acceptance.ts): no engine socket, so the admin API and
+ * the gateway's name resolution go through the relay in Kong's network namespace, the FHIR server's
+ * addresses are resolved there too (the names Kong reaches it by), and the components' state comes from
+ * their answers. Everything else (probes, files, versions from install.json) is as on the host.
+ */
+function insideAcceptance(host: Runtime, relay: string, config: InstallConfig): Runtime {
+  const settings = settingsOf(config);
+  const fhirUrl = `http://${reach(settings.fhirBindAddress)}:${config.ports.fhir}/fhir/metadata`;
+  const apiHealthUrl = `http://${reach(settings.bindAddress)}:${config.ports.api}/api/health-check`;
+  const admin = (method: Parameters<Runtime['admin']>[0], path: string, body?: unknown): Promise<AdminResponse> => relayAdmin(relay, method, path, body);
+  return {
+    ...host,
+    admin,
+    gatewayResolve: (hosts) => relayResolve(relay, hosts),
+    async fhirListeners() {
+      const found = await relayResolve(relay, FHIR_SERVICES);
+      const attached = FHIR_SERVICES.map((service) => {
+        const r = found.get(service);
+        return { service, addresses: r && 'addresses' in r ? r.addresses : [] };
+      });
+      return containerFhirListeners(attached, { bind: settings.fhirBindAddress, port: config.ports.fhir });
+    },
+    components: () => insideComponents({ admin, answers, apiHealthUrl, fhirUrl }),
+    // the images install.json names (a digest only where it pins one: the rest is the engine's to tell)
+    async versions(): Promise<ComponentVersion[]> {
+      const images: Array<[string, string]> = [['kong', settings.images.kong], ['hapi', settings.images.hapi], ['kong-database', settings.images.postgres], ['hapi-database', settings.images.postgres], ['hospital-api', settings.images.api ?? builtApiImage(config.toolkitVersion)]];
+      return images.map(([name, ref]) => {
+        const [image, tag] = splitReference(ref);
+        const at = ref.indexOf('@');
+        return { name, version: tag, image, tag, digest: at >= 0 ? ref.slice(at + 1) : null };
+      });
+    },
+  };
+}
+
+function hostDockerRuntime(dir: string, config: InstallConfig, options: DockerRuntimeOptions = {}): Runtime {
   const project = projectName(dir);
   const settings = settingsOf(config);
   const waitTimeoutMs = options.waitTimeoutMs ?? 600_000;
@@ -168,6 +214,20 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     await c.compose(['up', '-d', '--no-deps', '--force-recreate', ...stale], { timeoutMs: null, onProgress: progress });
   };
 
+  /**
+   * Scheduled acceptance (acceptance.ts): its two services, once the API answers (a run before would
+   * only record that it does not), when install.json asks for them; the relay recreated when it joined
+   * a kong container that is gone (parse.ts staleNetworkJoins).
+   */
+  const startAcceptance = async (c: DockerCli): Promise<void> => {
+    if (!config.verifyEvery || !apiReady(dir)) return;
+    await c.compose(['up', '-d', '--no-deps', RELAY_SERVICE, ACCEPTANCE_SERVICE], { timeoutMs: null, onProgress: progress });
+    const stale = staleNetworkJoins(await containers(), SERVICE_OF.gateway, [RELAY_SERVICE]);
+    if (stale.length === 0) return;
+    progress(`recreating ${stale.join(' and ')}: joined a kong container that is gone`);
+    await c.compose(['up', '-d', '--no-deps', '--force-recreate', ...stale], { timeoutMs: null, onProgress: progress });
+  };
+
   const startApi = async (c: DockerCli): Promise<void> => {
     const build = settings.images.api ? [] : ['--build'];
     await c.compose(['up', '-d', '--no-deps', '--force-recreate', ...build, SERVICE_OF.api], { timeoutMs: null, onProgress: progress });
@@ -202,6 +262,7 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
       });
       await rejoinPidNamespace(c);
       await waitReady(longRunning(withApi), { fhir: true, api: withApi });
+      await startAcceptance(c);
     },
     async down() {
       const c = await cli();
@@ -230,11 +291,13 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
         }
         // recreate, not restart: the settings file is read on start; wait until it answers
         await startApi(c);
+        await startAcceptance(c);
         return;
       }
       await c.compose(['up', '-d', '--no-deps', '--force-recreate', service], { timeoutMs: null, onProgress: progress });
       await rejoinPidNamespace(c);
       await waitReady([service], { fhir: service === 'hapi', api: false });
+      if (service === SERVICE_OF.gateway) await startAcceptance(c);
     },
     components,
     async versions(): Promise<ComponentVersion[]> {
@@ -259,7 +322,7 @@ export function createDockerRuntime(dir: string, config: InstallConfig, options:
     reloadGatewayTls: () => reloadDockerGatewayTls(dayTwo),
     snapshotData: (into, log) => snapshotDockerData(dayTwo, into, log),
     restoreData: (from, parts) => restoreDockerData(dayTwo, from, parts, progress),
-    logs: (options) => dockerLogs(cli, dockerAuditLog(installPaths(dir)), options),
+    logs: (options) => dockerLogs(cli, dockerAuditLog(installPaths(dir)), options, config.verifyEvery ? [ACCEPTANCE_SERVICE, RELAY_SERVICE] : []),
     // the engine restarts the containers (restart policies, health checks, hapi-watchdog)
     supervision: async () => ({ supervisor: null, summary: null }),
     async supervise() {

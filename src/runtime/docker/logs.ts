@@ -29,8 +29,9 @@ export function withoutComposePrefix(text: string): string {
     .join('\n');
 }
 
-export async function dockerLogs(cli: () => Promise<DockerCli>, auditLogFile: string, o: LogsOptions): Promise<void> {
-  const known = [...LONG_RUNNING_SERVICES, AUDIT_LOG_COMPONENT];
+/** `extra`: services the install adds (scheduled acceptance's two, issue 46). */
+export async function dockerLogs(cli: () => Promise<DockerCli>, auditLogFile: string, o: LogsOptions, extra: readonly string[] = []): Promise<void> {
+  const known = [...LONG_RUNNING_SERVICES, ...extra, AUDIT_LOG_COMPONENT];
   const wanted = o.component ? [o.component] : known;
   for (const name of wanted) {
     if (!known.includes(name)) throw new HospitalApiError('ERR_RUNTIME_UNKNOWN_COMPONENT', { component: name, known: known.join(', ') });

@@ -33,7 +33,7 @@ export interface ContainerInspect {
     Health?: { Status?: string } | null;
   };
   Config?: { Image?: string; Labels?: Record<string, string> };
-  HostConfig?: { PidMode?: string };
+  HostConfig?: { PidMode?: string; NetworkMode?: string };
   NetworkSettings?: {
     Ports?: Record<string, Array<{ HostIp?: string; HostPort?: string }> | null> | null;
     /** Per network the container is attached to: its addresses there (issue 43). */
@@ -124,6 +124,19 @@ export function stalePidJoins(containers: ContainerInspect[], holder = PIDNS_HOL
   const h = own.find((c) => serviceOf(c) === holder);
   if (!h) return [];
   return [...new Set(own.filter((c) => joiners.includes(serviceOf(c)) && c.HostConfig?.PidMode !== `container:${h.Id}`).map(serviceOf))].sort();
+}
+
+/**
+ * The same for a network namespace join (`network_mode: "service:kong"`, HostConfig.NetworkMode
+ * `container:<id>`): the acceptance relay (acceptance.ts) on a kong container that was since
+ * recreated sits in the old container's namespace, where no admin API listens. Recreated after each
+ * `up` and kong restart, as the PID namespace joiners are.
+ */
+export function staleNetworkJoins(containers: ContainerInspect[], holder: string, joiners: readonly string[]): string[] {
+  const own = containers.filter((c) => c.Config?.Labels?.['com.docker.compose.oneoff'] !== 'True');
+  const h = own.find((c) => serviceOf(c) === holder);
+  if (!h) return [];
+  return [...new Set(own.filter((c) => joiners.includes(serviceOf(c)) && c.HostConfig?.NetworkMode !== `container:${h.Id}`).map(serviceOf))].sort();
 }
 
 /** Image, tag and digest of each running container, for the acceptance record. */

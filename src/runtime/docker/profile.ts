@@ -87,8 +87,8 @@ export const dockerProfile: RuntimeProfile = {
   fhirClientHeaders: doorClientHeaders,
   // Kong's status listener (status_listen) takes no credential: published on the host's loopback only
   gatewayStatusTokenFile: () => null,
-  // no host process runs it yet, and the API container reads no records
-  scheduledAcceptance: false,
+  // two compose services, neither with the engine socket (acceptance.ts); the API container reads reports/ read-only
+  scheduledAcceptance: true,
   // Kong's plain proxy port (8000) is not published
   gatewayHttpOnHost: false,
   // `compose up` recreates kong and the API when their published ports change

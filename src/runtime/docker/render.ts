@@ -15,6 +15,7 @@ import { API_IMAGE_UID, builtApiImage, HAPI_IMAGE_USER, IMAGES, KONG_WORKERS } f
 import { HUNG_PROBE, postgresProbe, shellHungCheck } from '../container/hung-check.js';
 import { renderTemplate, type Raw } from '../container/template.js';
 import { HSTS_DIRECTIVE } from '../../gateway/proxy/proxy-add-header.js';
+import { acceptanceServices } from './acceptance.js';
 
 /**
  * The uid:gid of hapi-pidns, the holder of HAPI's PID namespace: nobody, so
@@ -86,7 +87,7 @@ function monitoringValues(config: InstallConfig): Record<string, string | Raw> {
     kongStatusListen: '0.0.0.0:8007',
     kongStatusPublish: { raw: `      - ${JSON.stringify(publish('127.0.0.1', status, 8007))}\n` },
     // The API reads its environment over its settings file (`serve --env-file`).
-    apiMetricsEnv: { raw: '    environment:\n      METRICS_LISTEN: "0.0.0.0:9464"\n' },
+    apiMetricsEnv: { raw: '      METRICS_LISTEN: "0.0.0.0:9464"\n' },
     apiMetricsPublish: { raw: `      - ${JSON.stringify(publish('127.0.0.1', config.ports.metrics, 9464))}\n` },
   };
 }
@@ -116,6 +117,16 @@ export function publishedPorts(config: InstallConfig): PublishedPort[] {
   ];
 }
 
+/** A string as a YAML scalar Compose does not interpolate (`$` doubled). */
+export function composeLiteral(s: string): string {
+  return JSON.stringify(s.replaceAll('$', '$$$$'));
+}
+
+/** The installer's uid:gid, root included: the owner of the install directory's files (acceptance.ts runs as it). */
+export function installerUser(uid = process.getuid?.() ?? API_IMAGE_UID, gid = process.getgid?.() ?? API_IMAGE_UID): { uid: number; gid: number } {
+  return { uid, gid };
+}
+
 /** The uid:gid the API container runs as: the installer's, never root. */
 export function apiUser(uid = process.getuid?.() ?? API_IMAGE_UID, gid = process.getgid?.() ?? API_IMAGE_UID): { uid: number; gid: number } {
   return uid === 0 ? { uid: API_IMAGE_UID, gid: API_IMAGE_UID } : { uid, gid: gid === 0 ? uid : gid };
@@ -136,6 +147,8 @@ export function renderCompose(dir: string, config: InstallConfig, template = rea
         '    pull_policy: build',
         '',
       ].join('\n');
+  const root = installPaths(dir).root;
+  const monitoring = monitoringValues(config);
   const text = renderTemplate(template, {
     kongImage: s.images.kong,
     postgresImage: s.images.postgres,
@@ -166,7 +179,12 @@ export function renderCompose(dir: string, config: InstallConfig, template = rea
     apiPublish: publish(s.bindAddress, config.ports.api, 9000),
     fhirPublish: publish(s.fhirBindAddress, config.ports.fhir, 8080),
     demoPlatform: { raw: config.demo ? demoPlatformService(apiImage, user) : '' },
-    ...monitoringValues(config),
+    ...monitoring,
+    // HOSPITAL_API_DIR: where the API finds reports/ (mounted there read-only) for its acceptance gauges
+    // (src/api/server/metrics.ts); its certificates are not mounted, so it reports none of the install's
+    apiMetricsEnv: { raw: `    environment:\n      HOSPITAL_API_DIR: ${composeLiteral(root)}\n${(monitoring.apiMetricsEnv as Raw).raw}` },
+    apiReportsMount: { raw: composeLiteral(`${root}/reports:${root}/reports:ro`) },
+    acceptance: { raw: config.verifyEvery ? acceptanceServices(root, config.verifyEvery, apiImage, installerUser()) : '' },
   });
   parse(text, { merge: true });
   return text;

@@ -105,8 +105,11 @@ export const swarmProfile: RuntimeProfile = {
   fhirClientHeaders: doorClientHeaders,
   // Kong's status listener (status_listen) takes no credential
   gatewayStatusTokenFile: () => null,
-  // no host process runs it yet, and the API tasks read no records
+  // docs/operations.md, "Scheduled acceptance": the refusal below says why
   scheduledAcceptance: false,
+  scheduledAcceptanceRefusal:
+    "a swarm service cannot join the gateway's network namespace (a stack has no `network_mode: service:`), and reaching Kong's admin API from anywhere else needs the engine's socket, which is root on the node; " +
+    'schedule `hospital-api verify --scheduled --dir <install dir>` on the manager node that holds the install directory (a systemd timer or cron job, as root or the install\'s owner; docs/operations.md, "Scheduled acceptance")',
   gatewayHttpOnHost: false,
   // the next deploy updates the services whose ports changed
   restartForMonitoring: [],

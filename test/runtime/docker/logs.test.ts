@@ -79,6 +79,15 @@ describe('docker logs', () => {
     expect((unknown as { hint?: string }).hint).toMatch(/kong.*audit/);
   });
 
+  it('scheduled acceptance (issue 46): its services are components of `logs` only where install added them', async () => {
+    const s = site();
+    const without = await dockerLogs(s.cli, s.audit, { ...collect().options, component: 'acceptance' }).catch((e: unknown) => e);
+    expect(isHospitalApiError(without) && without.code).toBe('ERR_RUNTIME_UNKNOWN_COMPONENT');
+    const { got, options } = collect();
+    await dockerLogs(s.cli, s.audit, { ...options, component: 'acceptance' }, ['acceptance', 'acceptance-relay']);
+    expect(got.map(([n]) => n)).toEqual(['acceptance']);
+  });
+
   it('--follow streams what Compose prints and what the audit log gains until stopped', async () => {
     const s = site();
     const { got, abort, options } = collect({ follow: true });

@@ -16,6 +16,7 @@ import { HUNG_PROBE } from '../../../src/runtime/container/hung-check.js';
 import { renderTemplate } from '../../../src/runtime/container/template.js';
 import type { InstallConfig } from '../../../src/install-dir/install-config.js';
 import { installConfig } from '../../helpers/install-config.js';
+import { acceptanceServices } from '../../../src/runtime/docker/acceptance.js';
 
 // compose-spec/compose-spec schema/compose-spec.json (Apache-2.0), see test/fixtures/schemas/README.md
 const schema = JSON.parse(readFileSync(new URL('../../fixtures/schemas/compose-spec.json', import.meta.url), 'utf8'));
@@ -116,7 +117,8 @@ describe('templates/compose.yaml rendered', () => {
     expect(s.hapi!.environment!.SPRING_CONFIG_IMPORT).toBe('optional:configtree:/run/hospital-api/hapi-config/');
     // the API reads its settings file itself, so no secret is in its environment
     expect(s['hospital-api']!.command).toContain('/run/hospital-api/hospital-api.env');
-    expect(s['hospital-api']!.environment).toBeUndefined();
+    // only where its acceptance gauges read records (issue 46): no secret
+    expect(s['hospital-api']!.environment).toEqual({ HOSPITAL_API_DIR: '/srv/hospital api: one' });
     expect(s['hospital-api']!.env_file).toBeUndefined();
   });
 
@@ -152,7 +154,11 @@ describe('templates/compose.yaml rendered', () => {
       // 20 probes to become healthy on a first start, as before the hung check
       expect(s[db]!.healthcheck).toMatchObject({ retries: 20, start_period: '30s', interval: `${HUNG_PROBE.intervalS}s`, timeout: '10s' });
     }
-    expect(s['hospital-api']!.volumes).toEqual(['./api:/run/hospital-api:ro', './api-logs:/var/log/hospital-api', './api-status:/run/hospital-api-status']);
+    expect(s['hospital-api']!.volumes).toEqual([
+      './api:/run/hospital-api:ro', './api-logs:/var/log/hospital-api', './api-status:/run/hospital-api-status',
+      // the acceptance records, read-only, for its gauges (issue 46)
+      '/srv/hospital api: one/reports:/srv/hospital api: one/reports:ro',
+    ]);
     expect(s['hospital-api']!.user).not.toMatch(/^0:|^root/);
     expect(apiUser(0, 0)).toEqual({ uid: 1000, gid: 1000 });
     expect(apiUser(1234, 0)).toEqual({ uid: 1234, gid: 1234 });
@@ -253,6 +259,49 @@ describe('templates/compose.yaml rendered', () => {
     expect(platform.command).toEqual(['demo', '--platform-stand-in', '--listen', '0.0.0.0:8088', '--dir', '/platform']);
     expect(platform.volumes).toEqual(['./platform:/platform:ro']);
     expect(platform.init).toBe(true);
+  });
+
+  it('scheduled acceptance (issue 46): only with --verify-every, two services and neither has the engine socket; the relay joins kong\'s network namespace, the run the host\'s', () => {
+    expect(Object.keys(render().services)).not.toContain('acceptance');
+    expect(Object.keys(render().services)).not.toContain('acceptance-relay');
+    const dir = '/srv/hospital $HOME: one';
+    const text = renderCompose(dir, { ...base, verifyEvery: 45 });
+    const s = (parse(text, { merge: true }) as { services: Record<string, Service> }).services;
+    const run = s.acceptance!;
+    const relay = s['acceptance-relay']!;
+    for (const [name, svc] of [['acceptance', run], ['acceptance-relay', relay]] as const) {
+      for (const v of svc.volumes ?? []) expect(v, name).not.toMatch(/docker\.sock|\/var\/run|\/run\/docker/);
+      expect(svc.environment?.DOCKER_HOST, name).toBeUndefined();
+      expect(svc.privileged, name).toBeUndefined();
+      expect(svc.cap_drop, name).toEqual(['ALL']);
+      expect(svc.security_opt, name).toEqual(['no-new-privileges:true']);
+      expect(svc.read_only, name).toBe(true);
+      expect(svc.ports, name).toBeUndefined();
+      // the installer's uid, who owns the install directory's files (the record-signing key, 0600)
+      expect(svc.user, name).toBe(`${process.getuid!()}:${process.getgid!()}`);
+      expect(svc.image, name).toBe(s['hospital-api']!.image);
+    }
+    // a non-root installer's run needs no capability; a root install's reads the images' users' copies (0700) with DAC_OVERRIDE alone
+    expect(relay.cap_add).toBeUndefined();
+    expect(run.cap_add).toEqual(process.getuid!() === 0 ? ['DAC_OVERRIDE'] : undefined);
+    const asRoot = (parse(acceptanceServices('/srv/x', 30, 'img', { uid: 0, gid: 0 }).replace(/^/, 'x-logging: &logging {}\nservices:'), { merge: true }) as { services: Record<string, Service> }).services;
+    expect(asRoot.acceptance!.cap_add).toEqual(['DAC_OVERRIDE']);
+    expect(asRoot['acceptance-relay']!.cap_add).toBeUndefined();
+    const asUser = (parse(acceptanceServices('/srv/x', 30, 'img', { uid: 1234, gid: 1234 }).replace(/^/, 'x-logging: &logging {}\nservices:'), { merge: true }) as { services: Record<string, Service> }).services;
+    expect(asUser.acceptance!.cap_add).toBeUndefined();
+    expect(relay.network_mode).toBe('service:kong');
+    expect(relay.entrypoint).toEqual(['node', '/app/dist/runtime/docker/acceptance.js']);
+    expect(relay.command).toEqual(['--relay', '/run/hospital-api-relay/relay.sock']);
+    expect(relay.volumes).toEqual(['./acceptance-relay:/run/hospital-api-relay']);
+    expect(run.network_mode).toBe('host');
+    expect(run.environment).toEqual({ HOSPITAL_API_ACCEPTANCE_RELAY: '/run/hospital-api-relay/relay.sock', NO_COLOR: '1' });
+    // the install directory read-only at its own path, reports/ writable; a $ in it is not interpolated by Compose
+    expect(run.volumes).toEqual([`${dir}:${dir}:ro`.replaceAll('$', '$$$$'), `${dir}/reports:${dir}/reports`.replaceAll('$', '$$$$'), './acceptance-relay:/run/hospital-api-relay']);
+    // verify --scheduled, then the interval, again: runs never overlap; the directory and the interval are arguments, never shell text
+    expect(run.entrypoint).toEqual(['sh', '-c', 'while :; do node /app/bin/hospital-api.js verify --scheduled --dir "$$0"; sleep "$$1"; done', dir.replaceAll('$', '$$$$'), '45']);
+    const ajv = new Ajv({ validateSchema: false, strict: false, allErrors: true });
+    const validate = ajv.compile(schema);
+    expect(validate(parse(text, { merge: true })), JSON.stringify(validate.errors)).toBe(true);
   });
 
   it('quotes values, so an image name cannot inject YAML', () => {
