@@ -468,7 +468,15 @@ describe.skipIf(!engine)('docker day two on a real engine (issue 15)', () => {
   it('backup → down → backup of the stopped stack → wipe → restore refused while the old volumes exist → down --volumes → restore → up: verify passes, the record reads back equal', async () => {
     // every volume the engine has now: down and up must add none (issue 27: hapi-pidns, on the postgres
     // image whose VOLUME made an anonymous volume per container, left one behind at each down)
-    const allVolumes = async () => (await docker(['volume', 'ls', '-q'])).out.split('\n').filter(Boolean);
+    // every volume but another compose project's: tier files run side by side on one engine, and a stack
+    // starting meanwhile makes volumes that are not the restore's (seen: another file's hapi-data, kong-data)
+    const allVolumes = async () =>
+      (await docker(['volume', 'ls', '--format', '{{.Name}}\t{{.Label "com.docker.compose.project"}}'])).out
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => line.split('\t') as [string, string | undefined])
+        .filter(([, owner]) => !owner || owner === project)
+        .map(([name]) => name);
     const before = new Set(await allVolumes());
     await platformNetwork('disconnect');
     const down = await cli(['down']);
