@@ -8,7 +8,7 @@
 import { once } from 'node:events';
 import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { timeSlicer, turns } from '../../../src/fhir/server/time-slice.js';
 
 function busy(ms: number): void {
@@ -19,32 +19,50 @@ function busy(ms: number): void {
 }
 
 describe('timeSlicer', () => {
+  // The slicer's clock is performance.now: the tests move it by hand, so a test process descheduled on a loaded
+  // machine cannot look like work (the wall-clock version failed at load 16). The event loop stays real.
+  let now = 0;
+  const work = (ms: number): void => {
+    now += ms; // synchronous work of `ms`, the loop held
+  };
+  beforeEach(() => {
+    now = 1_000;
+    vi.spyOn(performance, 'now').mockImplementation(() => now);
+  });
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
   it('yields once a stretch of synchronous work is over its budget', async () => {
     const tick = timeSlicer(10);
     expect(tick()).toBeUndefined();
-    busy(15);
+    work(9);
+    expect(tick()).toBeUndefined();
+    work(6);
     const turn = tick();
     expect(turn).toBeInstanceOf(Promise);
     await turn;
     expect(tick()).toBeUndefined(); // a new stretch began at the turn
+    work(9);
+    expect(tick()).toBeUndefined();
   });
 
   it('starts a new stretch after an await that let the event loop turn, however long it took', async () => {
-    // a wide budget: a test process descheduled for a few ms must not look like work
     const tick = timeSlicer(50);
-    busy(30);
+    work(30);
     expect(tick()).toBeUndefined();
-    await sleep(60); // e.g. the validation thread's answer
+    now += 60; // e.g. the validation thread's answer, 60 ms later
+    await sleep(1); // the loop turns meanwhile
     expect(tick()).toBeUndefined();
-    busy(10);
+    work(10);
     expect(tick()).toBeUndefined(); // 10 ms of work since the wait, not 100 since the start
-    busy(50);
+    work(40);
     expect(tick()).toBeInstanceOf(Promise);
   });
 
   it('does not count an await that never left the microtask queue as a turn', async () => {
     const tick = timeSlicer(10);
-    busy(15);
+    work(15);
     await Promise.resolve(); // no I/O could run meanwhile
     expect(tick()).toBeInstanceOf(Promise);
   });
