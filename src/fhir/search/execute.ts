@@ -5,6 +5,7 @@
  * `_include`/`_revinclude`.
  */
 import { columnGet } from '../store/sqlite.js';
+import { parseStored } from '../store/stored-json.js';
 import type { Resource } from '../store/types.js';
 import { and, type Sql } from './conditions.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
@@ -31,7 +32,7 @@ export function search(store: SearchSource, request: SearchRequest): SearchResul
   const rows = p.count === 0 ? [] : (store.prepare(sql).all(...sortArgs, ...w.args, ...after.flatMap((a) => a.args), p.count + 1) as Array<Record<string, unknown>>);
   const more = rows.length > p.count;
   const page = more ? rows.slice(0, p.count) : rows;
-  const matches = page.map((r) => JSON.parse(r.content as string) as Resource);
+  const matches = page.map((r) => parseStored<Resource>(r.content as string));
   const last = page[page.length - 1];
   const nextCursor = more && last ? encodeCursor([...p.sort.map((_, i) => last[`s${i}`]), last.rid]) : null;
   const included = includes(store, type, page.map((r) => r.rid as number), matches, p.include, p.revinclude);
