@@ -9,6 +9,7 @@ import { paramDef, paramsFor } from '../definitions/search-params.js';
 import type { Sql } from './conditions.js';
 import { paramRows } from './param-rows.js';
 import type { SearchSource } from './source.js';
+import { parseStored } from '../store/stored-json.js';
 
 function parseSpec(spec: string): { source: string; code: string; target: string | undefined } {
   const [source, code, target] = spec.split(':');
@@ -37,7 +38,7 @@ export function includes(store: SearchSource, type: string, rids: number[], matc
   const out: Resource[] = [];
   const add = (rows: string[]): void => {
     for (const c of rows) {
-      const r = JSON.parse(c) as Resource;
+      const r = parseStored<Resource>(c);
       const k = `${r.resourceType}/${r.id}`;
       if (!seen.has(k)) {
         seen.add(k);

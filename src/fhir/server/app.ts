@@ -17,6 +17,7 @@ import { dispatch } from './dispatch.js';
 import { checkAcceptable, FHIR_JSON } from './format.js';
 import { parseJsonBody } from './json-body.js';
 import { bundleThread, THREAD_BODY_BYTES } from './bundle-thread.js';
+import { bundleJson } from './bundle.js';
 import { errorOutcome, outcome } from './outcome.js';
 import { processBundle } from './transaction.js';
 import { parseQueryString } from '../search/query-string.js';
@@ -108,7 +109,7 @@ function send(reply: FastifyReply, res: FhirResponse): FastifyReply {
   if (res.lastModified) reply.header('last-modified', res.lastModified);
   if (res.location) reply.header('location', res.location).header('content-location', res.location);
   if (res.raw !== undefined) return reply.send(res.raw);
-  return reply.send(res.body === undefined ? '' : JSON.stringify(res.body));
+  return reply.send(res.body === undefined ? '' : bundleJson(res.body));
 }
 
 export function buildFhirApp(options: FhirAppOptions): FastifyInstance {

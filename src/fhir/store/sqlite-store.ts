@@ -11,6 +11,7 @@ import { applySchema, clearIndexTables, indexFingerprint, setFingerprint } from 
 import { Indexer } from './indexer.js';
 import { collectReferences } from './references.js';
 import { newResourceId } from './new-id.js';
+import { parseStored } from './stored-json.js';
 import type {
   CompartmentPageOptions, FhirStore, HistoryEntry, Page, ReadResult, Resource, ResourceRef, WriteOptions, WriteResult,
 } from './types.js';
@@ -123,7 +124,7 @@ export class SqliteFhirStore implements FhirStore {
         const chunk = list.slice(i, i + 500);
         const sql = `SELECT content FROM resource WHERE type = ? AND deleted = 0 AND id IN (${chunk.map(() => '?').join(',')})`;
         const rows = columnAll<string>(this.column(sql), type, ...chunk);
-        for (const c of rows) out.push(JSON.parse(c) as Resource);
+        for (const c of rows) out.push(parseStored<Resource>(c));
       }
     }
     return out;
@@ -268,7 +269,7 @@ export class SqliteFhirStore implements FhirStore {
     const more = rows.length > limit;
     const page = more ? rows.slice(0, limit) : rows;
     return {
-      resources: page.map((r) => JSON.parse(r.content) as Resource),
+      resources: page.map((r) => parseStored<Resource>(r.content)),
       nextKey: more ? String(page[page.length - 1]!.rid) : null,
     };
   }
