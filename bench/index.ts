@@ -66,5 +66,23 @@ const doc = {
 };
 mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
 writeFileSync(new URL('./results/latest.json', import.meta.url), JSON.stringify(doc, null, 2) + '\n');
+// docs/benchmarks.md keeps one table of every target beside its floor (issue 49): this is that table, for this run.
+writeFileSync(new URL('./results/latest.md', import.meta.url), targetsTable(doc));
 process.stdout.write('\n' + JSON.stringify(doc) + '\n');
 if (failed) process.exitCode = 1;
+
+/** One Markdown table: each target with its floor and our figure from the same run, the ratio, the goal, met. */
+function targetsTable(run: typeof doc): string {
+  const cell = (s: string) => s.replaceAll('|', '\\|');
+  const lines = [
+    `Run: ${run.at}, ${run.machine.cpus} CPUs (${run.machine.cpuModel}), ${run.machine.memoryGiB} GiB, Node ${run.node}; ` +
+      `load average ${run.load.start.join(' ')} at the start, ${run.load.end.join(' ')} at the end.`,
+    '',
+    '| bench | target | floor (same run) | figure | ratio | goal | met |',
+    '|---|---|---|---|---|---|---|',
+    ...run.sections.flatMap((s) =>
+      s.targets.map((t) => `| ${s.name} | ${cell(t.name)} | ${cell(t.floor ?? '–')} | ${cell(t.figure ?? '–')} | ${t.value} | ${cell(t.target)} | ${t.met ? 'yes' : 'no'} |`),
+    ),
+  ];
+  return lines.join('\n') + '\n';
+}
