@@ -7,7 +7,7 @@
  * disk (fdatasync) before the promise resolves; when a write fails, the promise
  * rejects with ERR_API_AUDIT_UNAVAILABLE and the request gets no patient data.
  * Writes are grouped: the lines queued while one batch is being synced go out
- * together in the next one (one open/write/fdatasync/close per batch), so the
+ * together in the next one (one write and one fdatasync per batch), so the
  * cost of syncing is shared by concurrent requests.
  *
  * The file stays open between batches (issue 49: an open, a stat of the
