@@ -11,7 +11,7 @@ import { appendFileSync, constants, mkdirSync, readFileSync, renameSync, rmSync,
 import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openAuditLog, PREPARED_MAX_AGE_MS, type AuditFs, type AuditProbeRecord } from '../../src/api/audit/audit.js';
+import { openAuditLog, type AuditFs, type AuditProbeRecord } from '../../src/api/audit/audit.js';
 import { HospitalApiError } from '../../src/errors/index.js';
 import { generateCa } from '../../src/tls/pki.js';
 import { installPaths } from '../../src/install-dir/layout.js';
@@ -40,21 +40,21 @@ function wholeLines(path: string): string[] {
 /**
  * A disk that fails while `state.fail` is set: a write puts half its bytes in
  * the file, then fails ENOSPC; with `state.noTakeBack` a truncate fails (EIO) too.
+ * Read at each call, not at the open: the log keeps its file open between batches (issue 49).
  */
 function failingDisk(state: { fail: boolean; noTakeBack: boolean }): AuditFs {
   return {
     async open(path, flags, mode) {
       const handle = await open(path, flags, mode);
-      if (!state.fail) return handle;
       return new Proxy(handle, {
         get(target, key) {
-          if (key === 'writeFile') {
+          if (key === 'writeFile' && state.fail) {
             return async (data: string) => {
               await target.write(data.slice(0, Math.floor(data.length / 2)));
               throw errno('ENOSPC');
             };
           }
-          if (key === 'truncate' && state.noTakeBack) return async () => Promise.reject(errno('EIO'));
+          if (key === 'truncate' && state.fail && state.noTakeBack) return async () => Promise.reject(errno('EIO'));
           const value = Reflect.get(target, key, target) as unknown;
           return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
         },
@@ -238,10 +238,11 @@ describe('hospital-api audit verify', () => {
 
 /**
  * Issue 28: the file of the next batch may be opened ahead (prepare), while the request does something
- * else, and a line's sync is reported before its file is closed. Counted at a real file, through an fs that
+ * else, and a line's sync is reported before any file is closed. Issue 49: the file stays open between
+ * batches, each batch writing only to the file at the path. Counted at a real file, through an fs that
  * notes each open and close.
  */
-describe('a file opened ahead, and a sync reported before the close', () => {
+describe('a file opened ahead and kept open, and a sync reported before any close', () => {
   function countingFs(closeGate?: Promise<void>) {
     const counts = { appends: 0, closes: 0, stats: 0 };
     const syncs = { datasync: 0, dsyncOpens: 0 };
@@ -271,18 +272,21 @@ describe('a file opened ahead, and a sync reported before the close', () => {
     return { fs, counts, syncs };
   }
 
-  it('writes the next batch to the file opened ahead, and closes a handle nobody took when the log closes', async () => {
+  it('writes the next batches to the file opened ahead, kept open (no open, stat or close of a file per batch), and closes it with the log', async () => {
     const path = join(tempDir(), 'audit.log');
     const { fs, counts } = countingFs();
     const log = openAuditLog(path, () => {}, { fs });
     log.prepare();
     log.prepare(); // one handle ahead at most
     await log.write(line('one'));
-    expect([counts.appends, counts.stats]).toEqual([1, 1]); // its size was read ahead too
+    expect([counts.appends, counts.stats]).toEqual([1, 1]);
     log.prepare();
+    await log.write(line('two'));
+    await log.write(line('three'));
+    expect(counts).toEqual({ appends: 1, closes: 0, stats: 1 });
     await log.close();
-    expect(counts).toEqual({ appends: 2, closes: 2, stats: 2 });
-    expect(wholeLines(path)).toEqual(['one']);
+    expect(counts).toEqual({ appends: 1, closes: 1, stats: 1 });
+    expect(wholeLines(path)).toEqual(['one', 'two', 'three']);
   });
 
   it('syncs a line by fdatasync, or by its write alone in a file opened ahead with O_DSYNC for a line its request waits for', async () => {
@@ -319,14 +323,13 @@ describe('a file opened ahead, and a sync reported before the close', () => {
     await log.close();
   });
 
-  it('follows a log moved away when the handle opened ahead is older than PREPARED_MAX_AGE_MS', async () => {
+  it('follows a log moved away while its file was kept open, and closes the file it moved away with', async () => {
     const dir = tempDir();
     const path = join(dir, 'audit.log');
     const { fs, counts } = countingFs();
     const log = openAuditLog(path, () => {}, { fs });
     await log.write(line('before the rotation'));
     log.prepare();
-    await new Promise((resolve) => setTimeout(resolve, PREPARED_MAX_AGE_MS + 200));
     renameSync(path, join(dir, 'audit.log.1')); // logrotate
     await log.write(line('after the rotation'));
     await log.close();
@@ -350,8 +353,9 @@ describe('a file opened ahead, and a sync reported before the close', () => {
             if (key === 'writeFile' && firstWrite) {
               firstWrite = false;
               return async (data: string) => {
+                const writeFile = target.writeFile; // the disk works as 'one' is written, and fails after
                 await held;
-                return target.writeFile(data);
+                return writeFile(data);
               };
             }
             const value = Reflect.get(target, key, target) as unknown;
@@ -373,21 +377,21 @@ describe('a file opened ahead, and a sync reported before the close', () => {
     expect(wholeLines(path)).toEqual(['one']);
   });
 
-  it('resolves a line once it is synced, without waiting for its file to close', { timeout: 5_000 }, async () => {
+  it('resolves a line once it is synced, without waiting for the close of the file the log moved away with', { timeout: 5_000 }, async () => {
     let open!: () => void;
     const { fs, counts } = countingFs(new Promise<void>((resolve) => (open = resolve)));
-    const path = join(tempDir(), 'audit.log');
+    const dir = tempDir();
+    const path = join(dir, 'audit.log');
     const log = openAuditLog(path, () => {}, { fs });
     await log.write(line('synced'));
-    expect(counts.closes).toBe(0); // its close is still held
     expect(wholeLines(path)).toEqual(['synced']);
-    // Opened ahead while only that close is pending: the size read ahead is the file's, and serves.
-    log.prepare();
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    open();
+    renameSync(path, join(dir, 'audit.log.1')); // logrotate: the kept file is closed, its close held
     await log.write(line('two'));
+    expect(counts.closes).toBe(0);
+    expect(wholeLines(path)).toEqual(['two']);
+    open();
     await log.close();
     expect(counts).toEqual({ appends: 2, closes: 2, stats: 2 });
-    expect(wholeLines(path)).toEqual(['synced', 'two']);
+    expect(wholeLines(join(dir, 'audit.log.1'))).toEqual(['synced']);
   });
 });

@@ -1,4 +1,5 @@
 /** Unit rules of the Hospital API: configuration, FHIR URLs, raw Bundle entries. */
+import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -6,6 +7,7 @@ import { parseBundlePage } from '../../src/api/fhir/bundle-page.js';
 import { scanPage as scan } from '../../src/api/fhir/page-scan.js';
 import { loadConfig } from '../../src/api/server/config.js';
 import { escapeTokenPart, identifierQuery, rebaseNextLink, serverBaseFromSelf } from '../../src/api/fhir/fhir-url.js';
+import { classifyFailure, deadline } from '../../src/api/fhir/upstream-http.js';
 import { HospitalApiError } from '../../src/errors/index.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 
@@ -175,5 +177,24 @@ describe('Bundle pages', () => {
     expect(() => scanBundlePage('<html>')).toThrow(/not JSON/);
     expect(() => parseBundlePage('{"resourceType":"OperationOutcome"}')).toThrow(/not a Bundle/);
     expect(parseBundlePage('{"resourceType":"Bundle"}').entries).toEqual([]);
+  });
+});
+
+/** Issue 49: an upstream request's deadline aborts as AbortSignal.timeout does, and is cleared once the request is done. */
+describe('deadline', () => {
+  it('aborts its signal with a TimeoutError, which is classified as a time-out', async () => {
+    const { signal } = deadline(20);
+    await once(signal, 'abort');
+    expect((signal.reason as DOMException).name).toBe('TimeoutError');
+    expect(classifyFailure(signal.reason).kind).toBe('timeout');
+  });
+
+  it('never aborts once cleared', async () => {
+    const cleared = deadline(10);
+    cleared.clear();
+    // Timers fire in order of their due times: by this later one's abort, the cleared one would have fired.
+    const later = deadline(40);
+    await once(later.signal, 'abort');
+    expect(cleared.signal.aborted).toBe(false);
   });
 });

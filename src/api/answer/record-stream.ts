@@ -32,7 +32,7 @@ export async function streamRecord(ctx: ApiContext, state: PatientRequest, reply
       async (entries, count) => {
         // Fail closed: not one byte of the record before its started line is on disk.
         await synced;
-        // A file opened ahead is used within a second: a long record's end line gets one opened while its last pages are written.
+        // Another request's line may have taken the O_DSYNC file's turn since: this record's end line asks for it again.
         ctx.audit.prepare({ syncOnWrite: true });
         ctx.metrics.pages.inc();
         ctx.metrics.resources.inc(count);

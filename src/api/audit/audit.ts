@@ -7,17 +7,22 @@
  * disk (fdatasync) before the promise resolves; when a write fails, the promise
  * rejects with ERR_API_AUDIT_UNAVAILABLE and the request gets no patient data.
  * Writes are grouped: the lines queued while one batch is being synced go out
- * together in the next one (one open/write/fdatasync/close per batch), so the
+ * together in the next one (one write and one fdatasync per batch), so the
  * cost of syncing is shared by concurrent requests.
  *
- * The file is opened for each batch rather than once: a log moved away by
+ * The file stays open between batches (issue 49: an open, a stat of the
+ * handle and a close per batch were six of a record's eleven file calls, each
+ * a trip through libuv's thread pool), but every batch first stats the path
+ * and writes only to the file that is there now: a log moved away by
  * logrotate, or a path that was unwritable (full disk, a directory in its way)
- * and is writable again, is picked up by the next write with no restart.
- * That is the automatic recovery: the next request, or /api/ready's probe,
- * finds out that writing works again. A request may open it for its next
- * batch ahead of time (prepare: during the patient search, while the last
- * page is written; issue 28), and such a file is used within
- * PREPARED_MAX_AGE_MS or opened again.
+ * and is writable again, is picked up by the next write with no restart, and
+ * a batch that fails closes its file so that the next one opens the path
+ * afresh. That is the automatic recovery: the next request, or /api/ready's
+ * probe, finds out that writing works again. Two files are kept: one
+ * appending, and one opened with O_DSYNC for a line whose request waits for
+ * its sync anyway (prepare({ syncOnWrite }): the `end` line of a record); a
+ * request may have either opened ahead of its batch (prepare: during the
+ * patient search, while the last page is written; issue 28).
  *
  * No broken line, whatever the disk does (issue 24). A batch that fails half
  * written (ENOSPC after some bytes, EIO at the sync) is taken back at once: the
@@ -179,12 +184,12 @@ export interface AuditLog {
    */
   append(record: AuditRecord | AuditProbeRecord): AuditAppend;
   /**
-   * Opens the file for the next batch ahead of time, so that its open runs
-   * while the caller does something else (the patient search before the
-   * `started` line, the last page's write before the `end` line); a no-op when
-   * a handle is already open ahead. The next batch within PREPARED_MAX_AGE_MS
-   * uses it, a later one opens the file again (a log moved away meanwhile is
-   * followed as before). Writes nothing.
+   * Says how the next batch syncs (`syncOnWrite`, else by fdatasync) and opens
+   * that file ahead when none is open, so that its open runs while the caller
+   * does something else (the patient search before the `started` line, the
+   * last page's write before the `end` line); a no-op when it is open. The
+   * batch still writes only to the file at the path then (a log moved away
+   * meanwhile is followed as before). Writes nothing.
    */
   prepare(options?: PrepareOptions): void;
   /** The outcome of the last write. */
@@ -227,9 +232,6 @@ export interface AuditLogOptions {
 }
 
 const NEWLINE = 0x0a;
-
-/** How long a handle opened ahead (AuditLog.prepare) may wait for its batch. */
-export const PREPARED_MAX_AGE_MS = 1000;
 
 /** Where the chain stands in a file: its inode, its size after the last line, its line count, first and last line hashes. */
 interface ChainAt {
@@ -381,48 +383,69 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
   // process may have died mid-line) and after a failed batch (its take-back may have failed too).
   let checkTail = true;
 
-  /**
-   * A file opened for a batch; `stat` when it was read ahead and is still the file's size;
-   * `syncOnWrite` when it was opened with O_DSYNC (its write is its sync).
-   */
+  /** A file opened for a batch; `stat`: the file at the path as the batch starts; `syncOnWrite` when it was opened with O_DSYNC (its write is its sync). */
   interface Opened {
     handle: FileHandle;
-    stat: Stats | null;
+    stat: Stats;
     syncOnWrite: boolean;
   }
   const openFile = (syncOnWrite = false): Promise<FileHandle> =>
     fs.open(path, syncOnWrite ? constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_DSYNC : 'a', 0o600);
-  /** A batch is between its start and its sync (or its take-back): the file's size is moving. */
-  let writing = false;
-  /**
-   * A file opened (and stat'ed) ahead of its batch by prepare(), when, and whether its size can serve
-   * that batch: when it was read while no batch was being written. (The next batch takes it, so no
-   * other batch runs between the two.)
-   */
-  let prepared: { opened: Promise<Opened>; at: number; idle: boolean } | null = null;
+  /** A file kept open between batches, and the file it is (its stat, read from the handle once, as it opened). */
+  interface Kept {
+    handle: FileHandle;
+    at: Stats;
+  }
+  /** The two files kept open (or opening): index 1 is the O_DSYNC one. */
+  const kept: Array<Promise<Kept> | null> = [null, null];
+  /** How the next batch syncs (prepare's `syncOnWrite`); the batch takes it and it goes back to fdatasync. */
+  let nextSyncOnWrite = false;
 
-  const closeAhead = (ahead: { opened: Promise<Opened> } | null): Promise<void> =>
-    ahead ? ahead.opened.then((o) => o.handle.close()).catch(() => undefined) : Promise.resolve();
+  const keep = (syncOnWrite: boolean): Promise<Kept> => {
+    const opening = openFile(syncOnWrite).then(async (handle): Promise<Kept> => {
+      try {
+        return { handle, at: await handle.stat() };
+      } catch (err) {
+        await handle.close().catch(() => undefined);
+        throw err;
+      }
+    });
+    // A failed open is reported by the batch that takes it.
+    opening.catch(() => undefined);
+    return opening;
+  };
+
+  /** Closes a kept file (once: it is no longer kept when this is called). */
+  const release = (which: Promise<Kept> | null): Promise<void> =>
+    which ? which.then((k) => k.handle.close()).catch(() => undefined) : Promise.resolve();
+
+  /** The kept file of this kind is dropped and closed: the next batch of its kind opens the path again. */
+  const drop = (syncOnWrite: boolean): Promise<void> => {
+    const i = syncOnWrite ? 1 : 0;
+    const which = kept[i] ?? null;
+    kept[i] = null;
+    return release(which);
+  };
 
   /**
-   * The file for the batch starting now: the one opened ahead when it is fresh and
-   * still the file at the path (with the size read ahead when that is still the
-   * file's), else opened now; one that is not used is closed.
+   * The file for the batch starting now, and the file at the path as it starts (one stat per batch): the kept
+   * file of the batch's kind when it is still the file at the path; else that one is closed and the path opened.
    */
   const takeFile = async (): Promise<Opened> => {
-    const ahead = prepared;
-    prepared = null;
-    if (ahead && performance.now() - ahead.at <= PREPARED_MAX_AGE_MS) {
-      const opened = await ahead.opened.catch(() => null);
-      // Still the file at the path? One moved away, deleted or replaced since (logrotate, an operator, a directory in
-      // its way) must not take the line: a deleted file's line would be "synced" nowhere (fail closed).
-      const now = opened?.stat ? await stat(path).catch(() => null) : null;
-      if (opened && now && now.ino === opened.stat?.ino && now.dev === opened.stat.dev) {
-        return ahead.idle ? opened : { ...opened, stat: null };
-      }
-    }
-    void closeAhead(ahead);
-    return { handle: await openFile(), stat: null, syncOnWrite: false };
+    const syncOnWrite = nextSyncOnWrite && constants.O_DSYNC !== undefined;
+    nextSyncOnWrite = false;
+    const i = syncOnWrite ? 1 : 0;
+    const [now, held] = await Promise.all([stat(path).catch(() => null), kept[i]?.catch(() => null) ?? null]);
+    // Still the file at the path? One moved away, deleted or replaced since (logrotate, an operator, a directory in
+    // its way) must not take the line: a deleted file's line would be "synced" nowhere (fail closed).
+    if (held && now && now.ino === held.at.ino && now.dev === held.at.dev) return { handle: held.handle, stat: now, syncOnWrite };
+    // Its close does not hold up the batch: a line is reported once on disk, whatever closing a file does.
+    void drop(syncOnWrite);
+    const opening = keep(syncOnWrite);
+    kept[i] = opening;
+    const fresh = await opening;
+    // Its size as it opened, now, with no batch between: the file's.
+    return { handle: fresh.handle, stat: fresh.at, syncOnWrite };
   };
 
   /**
@@ -487,18 +510,11 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
 
   const writeBatch = async (batch: Pending[], onWritten: () => void, onSynced: () => void): Promise<void> => {
     // Write-only, as before: opening a FIFO or a hung mount blocks here, and /api/ready's deadline reports it.
-    const opened = takeFile();
-    writing = true;
-    try {
-      await writeOpened(await opened, batch, onWritten, onSynced);
-    } finally {
-      writing = false;
-    }
+    await writeOpened(await takeFile(), batch, onWritten, onSynced);
   };
 
-  const writeOpened = async ({ handle, stat: ahead, syncOnWrite }: Opened, batch: Pending[], onWritten: () => void, onSynced: () => void): Promise<void> => {
+  const writeOpened = async ({ handle, stat, syncOnWrite }: Opened, batch: Pending[], onWritten: () => void, onSynced: () => void): Promise<void> => {
     try {
-      const stat = ahead ?? (await handle.stat());
       // A FIFO or a device (/dev/full in tests) has no tail to check or take back.
       const regular = stat.isFile();
       let start = stat.size;
@@ -533,16 +549,14 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
         checkTail = true;
         // Take back whatever part of the batch reached the file; if that fails too, the next batch cuts it.
         if (regular) await handle.truncate(start).then(() => handle.datasync()).catch(() => undefined);
-        writing = false;
         throw err;
       }
-      writing = false;
       onSynced();
     } catch (err) {
       checkTail = true;
+      // The next batch opens the path afresh (a disk that failed may be another one by then).
+      void drop(syncOnWrite);
       throw err;
-    } finally {
-      await handle.close();
     }
   };
 
@@ -620,14 +634,11 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
     write: (record) => append(record).synced,
     append,
     prepare(options = {}) {
-      if (prepared && performance.now() - prepared.at <= PREPARED_MAX_AGE_MS) return;
-      void closeAhead(prepared);
       // Where the platform has no O_DSYNC (Windows), the line is synced by fdatasync as usual.
-      const syncOnWrite = options.syncOnWrite === true && constants.O_DSYNC !== undefined;
-      const opened = openFile(syncOnWrite).then(async (handle): Promise<Opened> => ({ handle, stat: await handle.stat().catch(() => null), syncOnWrite }));
-      // A failed open is reported by the batch that takes it, as its own open would be.
-      opened.catch(() => undefined);
-      prepared = { opened, at: performance.now(), idle: !writing };
+      nextSyncOnWrite = options.syncOnWrite === true && constants.O_DSYNC !== undefined;
+      const i = nextSyncOnWrite ? 1 : 0;
+      if (closing || kept[i]) return;
+      kept[i] = keep(nextSyncOnWrite);
     },
     health: () => health,
     async close() {
@@ -638,9 +649,7 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
       // The last lines are sealed when the log closes (serve stopping); a seal that cannot be written is reported, not thrown.
       if (sealKey && unsealed > 0) await enqueue(null).synced.catch(() => undefined);
       while (flushing) await flushing;
-      const ahead = prepared;
-      prepared = null;
-      await closeAhead(ahead);
+      await Promise.all([drop(false), drop(true)]);
     },
   };
 }

@@ -13,7 +13,7 @@ import { identifierQuery, isUnderBase, rebaseNextLink, serverBaseFromSelf } from
 import { KeySet } from './key-set.js';
 import { PageBuffers, PagePool, type PooledPage } from './page-buffers.js';
 import { scanPage, type ScannedPage } from './page-scan.js';
-import { BodyTooLargeError, classifyFailure, discard, makeAgent, readBytes } from './upstream-http.js';
+import { BodyTooLargeError, classifyFailure, deadline, discard, makeAgent, readBytes } from './upstream-http.js';
 
 /** FHIR id grammar (R4 datatypes: [A-Za-z0-9\-\.]{1,64}). */
 const FHIR_ID = /^[A-Za-z0-9.-]{1,64}$/;
@@ -96,9 +96,9 @@ export function createFhirClient(config: ApiConfig): FhirClient {
   async function get<T>(url: URL, ms: number, read: (body: Dispatcher.ResponseData['body']) => Promise<T>): Promise<T> {
     // Last line of defence: the key never leaves for another origin or path.
     if (!isUnderBase(url, base)) throw new HospitalApiError('ERR_API_FHIR_FOREIGN_LINK', { origin: url.origin });
+    // One deadline for the request, its one retry and its body.
+    const { signal, clear } = deadline(ms);
     try {
-      // One deadline for the request and its one retry.
-      const signal = AbortSignal.timeout(ms);
       const send = () => {
         // Read per request: `consumer rotate-key` swaps the access on SIGHUP (src/api/fhir/key-reload.ts).
         const { access, agent } = current;
@@ -126,6 +126,8 @@ export function createFhirClient(config: ApiConfig): FhirClient {
       if (f.kind === 'timeout') throw new HospitalApiError('ERR_API_FHIR_TIMEOUT', { ms }, { cause: err });
       if (f.kind === 'tls') throw new HospitalApiError('ERR_API_FHIR_TLS', { detail: f.reason }, { cause: err });
       throw new HospitalApiError('ERR_API_FHIR_UNAVAILABLE', { detail: f.reason }, { cause: err });
+    } finally {
+      clear();
     }
   }
 

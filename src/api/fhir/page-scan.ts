@@ -69,6 +69,12 @@ function skipValue(b: Uint8Array, i: number): number {
 /** Bytes of `"fullUrl"`, the member HAPI writes first in every entry. */
 const FULL_URL_KEY = Buffer.from('"fullUrl"');
 
+/** `b` holds `key` at `i`: a byte loop, where a native compare per entry cost more than the nine bytes it compares (issue 49). */
+function startsAt(b: Buffer, i: number, key: Buffer): boolean {
+  for (let k = 0; k < key.length; k++) if (b[i + k] !== key[k]) return false;
+  return true;
+}
+
 /**
  * The span of the entry's fullUrl as a JSON string literal, as sent (quotes and
  * escapes kept), when it is the entry's first member; else -1 (its key is then
@@ -77,7 +83,7 @@ const FULL_URL_KEY = Buffer.from('"fullUrl"');
 function leadingFullUrl(b: Buffer, entryStart: number, entryEnd: number, span: Int32Array, at: number): void {
   span[at] = -1;
   let i = skipWs(b, entryStart + 1);
-  if (i + FULL_URL_KEY.length > entryEnd || b.compare(FULL_URL_KEY, 0, FULL_URL_KEY.length, i, i + FULL_URL_KEY.length) !== 0) return;
+  if (i + FULL_URL_KEY.length > entryEnd || !startsAt(b, i, FULL_URL_KEY)) return;
   i = skipWs(b, i + FULL_URL_KEY.length);
   if (b[i] !== COLON) return;
   i = skipWs(b, i + 1);
