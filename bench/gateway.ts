@@ -84,37 +84,67 @@ http.createServer((req, res) => { res.writeHead(200, { 'content-type': 'applicat
 `;
 
 /**
- * The floor (issue 49; argv: port, upstream port, key): the least a Node proxy of one process does
+ * The floor (issue 49; argv: port, upstream port, key[, "kong"]): the least a Node proxy of one process does
  * when it lets in only the holders of a key. node:http in; the `apikey` header found in the raw list
  * (no header object) and compared with the one key in constant time, both sides hashed first as
  * src/util/constant-time.ts does (401 otherwise); an undici Pool with keep-alive out through a raw
  * dispatch handler (as the gateway), the upstream's status, headers and body passed back whole. No
  * routing, no plugin chain, no X-Forwarded-* or other header rewriting, no timeouts or limits.
+ * With "kong" (information, not a target): the same proxy also sends the headers Kong's contract puts on
+ * each exchange, as the gateway does for this route (the client's headers, X-Forwarded-For/-Proto/-Host/
+ * -Port/-Path, X-Real-IP, Via, X-Kong-Request-Id and the consumer's headers upstream; X-Kong-Request-Id,
+ * Via, X-Kong-Upstream-Latency and X-Kong-Proxy-Latency back), so the run shows what those headers alone
+ * cost Node's HTTP server and undici, apart from the gateway's own logic.
  */
 const FLOOR_PROXY = `
 const http = require('node:http');
-const { hash, timingSafeEqual } = require('node:crypto');
+const { hash, timingSafeEqual, randomBytes } = require('node:crypto');
 const { Pool } = require('undici');
-const [port, upPort, key] = process.argv.slice(1);
+const [port, upPort, key, mode] = process.argv.slice(1);
+const kong = mode === 'kong';
 const want = hash('sha256', key, 'buffer');
 const pool = new Pool('http://127.0.0.1:' + upPort, { connections: 64 });
-const host = ['host', '127.0.0.1:' + upPort];
+const upHost = '127.0.0.1:' + upPort;
+const host = ['host', upHost];
+const idPrefix = randomBytes(8).toString('hex');
+const consumerId = '0a1b2c3d-0000-4000-8000-000000000001';
+const credentialId = '0a1b2c3d-0000-4000-8000-000000000002';
+let n = 0;
 function apikey(raw) {
   for (let i = 0; i < raw.length; i += 2) if (raw[i].length === 6 && raw[i].toLowerCase() === 'apikey') return raw[i + 1];
   return undefined;
 }
+function kongHeaders(req, id) {
+  const raw = req.rawHeaders;
+  const out = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const l = raw[i].toLowerCase();
+    if (l !== 'host' && l !== 'connection') out.push(raw[i], raw[i + 1]);
+  }
+  const ip = req.socket.remoteAddress;
+  const q = req.url.indexOf('?');
+  out.push('host', upHost, 'x-forwarded-for', ip, 'x-forwarded-proto', 'http', 'x-forwarded-host', '127.0.0.1',
+    'x-forwarded-port', String(req.socket.localPort), 'x-forwarded-path', q < 0 ? req.url : req.url.slice(0, q), 'x-real-ip', ip,
+    'via', '1.1 kong/3.9.1', 'x-kong-request-id', id, 'x-consumer-id', consumerId, 'x-consumer-username', 'bench',
+    'x-credential-identifier', credentialId);
+  return out;
+}
 http.createServer((req, res) => {
+  const started = performance.now();
   const k = apikey(req.rawHeaders);
   if (k === undefined || !timingSafeEqual(hash('sha256', k, 'buffer'), want)) {
     res.writeHead(401, ['Content-Length', '0']).end();
     return;
   }
+  const id = kong ? idPrefix + (++n).toString(16).padStart(16, '0') : '';
   const chunks = [];
   let status = 502;
   let raw = [];
-  pool.dispatch({ path: req.url, method: req.method, headers: host }, {
-    onConnect() {},
-    onHeaders(s, h) { status = s; raw = h; return true; },
+  let sent = 0;
+  let responded = 0;
+  pool.dispatch({ path: req.url, method: req.method, headers: kong ? kongHeaders(req, id) : host }, {
+    onConnect() { sent = performance.now(); },
+    onHeaders(s, h) { status = s; raw = h; responded = performance.now(); return true; },
     onData(c) { chunks.push(c); return true; },
     onComplete() {
       const headers = [];
@@ -123,6 +153,8 @@ http.createServer((req, res) => {
         const l = k.toLowerCase();
         if (l !== 'connection' && l !== 'keep-alive') headers.push(k, raw[i + 1].toString());
       }
+      if (kong) headers.push('X-Kong-Request-Id', id, 'Via', '1.1 kong/3.9.1',
+        'X-Kong-Upstream-Latency', String(Math.round(responded - sent)), 'X-Kong-Proxy-Latency', String(Math.round(sent - started)));
       res.writeHead(status, headers).end(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
     },
     onError() { res.writeHead(502).end(); },
@@ -344,13 +376,18 @@ export async function run(): Promise<BenchSection> {
     const floorProc = execa('node', [...COMPONENT_NODE_ARGS, '-e', FLOOR_PROXY, String(floorPort), String(upPort), KEY], { cwd: root, reject: false });
     children.push(floorProc);
     await waitFor(`http://127.0.0.1:${floorPort}/bench/x`, { apikey: KEY });
+    const kongFloorPort = await freePort();
+    const kongFloorProc = execa('node', [...COMPONENT_NODE_ARGS, '-e', FLOOR_PROXY, String(kongFloorPort), String(upPort), KEY, 'kong'], { cwd: root, reject: false });
+    children.push(kongFloorProc);
+    await waitFor(`http://127.0.0.1:${kongFloorPort}/bench/x`, { apikey: KEY });
 
     const key = [`apikey: ${KEY}`];
     const gateway: Front = { name: 'gateway', url: `http://127.0.0.1:${gw.proxyPort}/bench/x`, pid: gw.child.pid, headers: key, runs: [] };
     const floor: Front = { name: 'floor', url: `http://127.0.0.1:${floorPort}/bench/x`, pid: floorProc.pid, headers: key, runs: [] };
     const withProm: Front = { name: 'gateway+prometheus', url: `http://127.0.0.1:${gwProm.proxyPort}/bench/x`, pid: gwProm.child.pid, headers: key, runs: [] };
     const nginxFront: Front = { name: 'nginx', url: `http://127.0.0.1:${nginxPort}/bench/x`, pid: nginx.pid, headers: [], runs: [] };
-    const fronts = [gateway, floor, withProm, nginxFront];
+    const kongFloor: Front = { name: 'floor + Kong headers', url: `http://127.0.0.1:${kongFloorPort}/bench/x`, pid: kongFloorProc.pid, headers: key, runs: [] };
+    const fronts = [gateway, floor, withProm, kongFloor, nginxFront];
 
     const d = await measure(t, direct, up.pid);
     // Steady state before the rounds: a fresh gateway spends its first seconds in V8's optimising compilers
@@ -378,7 +415,10 @@ export async function run(): Promise<BenchSection> {
     const promCpuRatio = round(ratio(withProm, gateway, cpu));
     const nginxRatio = round(ratio(gateway, nginxFront, rps));
     const nginxP99Ratio = round(ratio(gateway, nginxFront, p99));
-    const [g, fl, gp, n] = fronts.map((f) => median(f.runs)) as [WrkResult, WrkResult, WrkResult, WrkResult];
+    const kongFloorRatio = round(ratio(gateway, kongFloor, rps));
+    const kongFloorCpuRatio = round(ratio(gateway, kongFloor, cpu));
+    const floorKongCpuRatio = round(ratio(kongFloor, floor, cpu));
+    const [g, fl, gp, kf, n] = fronts.map((f) => median(f.runs)) as [WrkResult, WrkResult, WrkResult, WrkResult, WrkResult];
     const rounds = gateway.runs
       .map((r, i) => {
         const f = floor.runs[i] as WrkResult;
@@ -404,12 +444,13 @@ export async function run(): Promise<BenchSection> {
         'CPU µs/req = CPU time of the front process tree (upstream row: the upstream itself) per request served. ' +
         `Rows: median run by req/s. Targets: median of the per-round ratios, so a ratio need not equal the quotient of the two medians beside it ` +
         `(per round gateway/floor/gateway+prometheus: ${rounds}). CPU per request, median per-round ratio: gateway ÷ floor ${cpuRatio}, ` +
-        `gateway+prometheus ÷ gateway ${promCpuRatio}. Gateway ÷ nginx (information): req/s ${nginxRatio}, p99 ${nginxP99Ratio}. ` +
+        `gateway+prometheus ÷ gateway ${promCpuRatio}. The floor again sending Kong's headers (information): its CPU ÷ the floor's ${floorKongCpuRatio}; ` +
+        `gateway ÷ it: req/s ${kongFloorRatio}, CPU ${kongFloorCpuRatio}. Gateway ÷ nginx (information): req/s ${nginxRatio}, p99 ${nginxP99Ratio}. ` +
         `Wrong passwords: key-auth wrk -c${CONNECTIONS} alone, then while a second wrk sends basic-auth with a different wrong password per request ` +
         `on 10 connections (${round(wp.flood.rps, 0)} req/s of those answered; ${wp.flood.errors}).`,
       rows: [
         row('upstream direct', d), row('hospital-api gateway + key-auth', g), row(`floor: ${floorName}`, fl),
-        row('gateway + key-auth + global prometheus', gp), row('nginx proxy (information)', n),
+        row('gateway + key-auth + global prometheus', gp), row("floor sending Kong's headers (information)", kf), row('nginx proxy (information)', n),
         row('gateway key-auth, wrong-password run: alone', wp.alone),
         row('gateway key-auth, with 10 conns of wrong basic-auth passwords', wp.loaded),
       ],
