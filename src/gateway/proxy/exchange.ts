@@ -20,16 +20,29 @@ import { upstreamPathV0 } from './upstream-uri.js';
 
 export const TOO_MANY_IN_FLIGHT = 'Too many requests in progress';
 
-/** The exchange a response belongs to (its log phase runs on the response's close, no per-request closure). */
+/**
+ * The exchange a response belongs to: the proxy's one close listener (gateway-proxy.ts) finds it here and
+ * runs its log phase and ends its upstream call (no per-request closure, no second or third listener).
+ */
 const EXCHANGE = Symbol('exchange');
 type WithExchange = ServerResponse & { [EXCHANGE]?: Exchange };
 
-function onResponseClose(this: WithExchange): void {
-  this[EXCHANGE]?.logPhase();
+/** The response closed (answered or cut): the exchange's log phase, then its upstream call's end. */
+export function exchangeResponseClosed(res: ServerResponse): void {
+  const exchange = (res as WithExchange)[EXCHANGE];
+  if (exchange === undefined) return;
+  (res as WithExchange)[EXCHANGE] = undefined;
+  exchange.responseClosed();
 }
 
-/** Bytes read and written on an HTTP/1 connection when its previous request ended (nginx request_length / bytes_sent per request). */
-const byteMarks = new WeakMap<Socket, { read: number; written: number }>();
+/**
+ * Bytes read and written on an HTTP/1 connection when its previous request ended (nginx request_length /
+ * bytes_sent per request), kept on the socket itself: a WeakMap lookup and a new record per request cost
+ * more than two numbers on an object that lives as long (issue 49).
+ */
+const BYTES_READ = Symbol('bytesReadMark');
+const BYTES_WRITTEN = Symbol('bytesWrittenMark');
+type MarkedSocket = Socket & { [BYTES_READ]?: number; [BYTES_WRITTEN]?: number };
 
 export class Exchange implements FailureSink {
   private filters: PluginRunner[] | null = null;
@@ -59,6 +72,13 @@ export class Exchange implements FailureSink {
     readonly trusted = false,
   ) {
     this.socket = (req.socket as Socket | null) ?? null;
+    (res as WithExchange)[EXCHANGE] = this;
+  }
+
+  /** Called once, when the response closes (exchangeResponseClosed). */
+  responseClosed(): void {
+    if (this.logChain !== null) this.logPhase();
+    this.call?.responseClosed();
   }
 
   /** Runs `chain` from slot `i`; then proxies (route) or stops (no route). */
@@ -94,8 +114,6 @@ export class Exchange implements FailureSink {
   /** Kong collects every plugin of the route's chain, even past an early exit: their log phases run at the end. */
   private watchEnd(chain: readonly ChainSlot[]): void {
     this.logChain = chain;
-    (this.res as WithExchange)[EXCHANGE] = this;
-    this.res.once('close', onResponseClose);
   }
 
   /** The request is over (answered or cut): what Kong's log phase sees, to each instance that applies. */
@@ -109,12 +127,14 @@ export class Exchange implements FailureSink {
     const responded = call !== null && call.respondedAt > 0;
     let ingress = 0;
     let egress = 0;
-    const socket = this.socket;
+    const socket = this.socket as MarkedSocket | null;
     if (this.req.httpVersionMajor < 2 && socket !== null) {
-      const mark = byteMarks.get(socket) ?? { read: 0, written: 0 };
-      ingress = socket.bytesRead - mark.read;
-      egress = socket.bytesWritten - mark.written;
-      byteMarks.set(socket, { read: socket.bytesRead, written: socket.bytesWritten });
+      const read = socket.bytesRead;
+      const written = socket.bytesWritten;
+      ingress = read - (socket[BYTES_READ] ?? 0);
+      egress = written - (socket[BYTES_WRITTEN] ?? 0);
+      socket[BYTES_READ] = read;
+      socket[BYTES_WRITTEN] = written;
     }
     const entry: PrometheusLogEntry = {
       service: route.service.label,

@@ -16,7 +16,7 @@ import type { ListenerStats, PrometheusExporter, TargetHealth } from '../plugins
 import type { ConfigSnapshot } from '../model/types.js';
 import { HealthRegistry } from './balancer.js';
 import { compileSnapshot, type CompileCaches, type CompiledConfig } from './compile.js';
-import { Exchange } from './exchange.js';
+import { Exchange, exchangeResponseClosed } from './exchange.js';
 import { normalisePath } from './normalise-path.js';
 import { BodyBudget, DEFAULT_BODY_LIMITS, type BodyLimits } from './request-body.js';
 import { readHead } from './request-head.js';
@@ -69,9 +69,18 @@ export interface GatewayProxyOptions {
 const STATS = Symbol('listenerStats');
 type WithStats = ServerResponse & { [STATS]?: ListenerStats };
 
+/**
+ * The one close listener of a proxied response, a shared function: the request is no longer in flight, then
+ * its exchange's log phase and upstream call end (exchange.ts). `on`, not `once`: a response closes once, and
+ * `once` wraps every listener in a bound function it removes again (issue 49: per-request CPU).
+ */
 function onResponseClose(this: WithStats): void {
   const stats = this[STATS];
-  if (stats !== undefined) stats.requestsInFlight--;
+  if (stats !== undefined) {
+    this[STATS] = undefined;
+    stats.requestsInFlight--;
+  }
+  exchangeResponseClosed(this);
 }
 
 export class GatewayProxy {
@@ -177,7 +186,7 @@ export class GatewayProxy {
     this.stats.requestsTotal++;
     this.stats.requestsInFlight++;
     (res as WithStats)[STATS] = this.stats;
-    res.once('close', onResponseClose);
+    res.on('close', onResponseClose);
     const requestId = nextRequestId();
     const cfg = this.current();
     const url = req.url ?? '/';

@@ -49,11 +49,6 @@ const CALL = Symbol('upstreamCall');
 type WithCall = ServerResponse & { [CALL]?: UpstreamCall };
 type BodyWithCall = IncomingMessage & { [CALL]?: UpstreamCall };
 
-function onResponseClose(this: WithCall): void {
-  const call = this[CALL];
-  if (call !== undefined && !call.done) call.abort(new Error('client closed'));
-}
-
 function onResponseDrain(this: WithCall): void {
   this[CALL]?.resumeUpstream();
 }
@@ -120,8 +115,8 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     /** Set the Host header to the balancer peer's (preserve_host off). */
     private readonly peerHost = false,
   ) {
+    // The response's close reaches responseClosed() through the exchange (exchange.ts), not a listener of its own.
     (res as WithCall)[CALL] = this;
-    res.on('close', onResponseClose);
     if (body !== null && !Buffer.isBuffer(body)) {
       // Only a streamed body can stall on the upstream side; GETs pay nothing.
       (body as BodyWithCall)[CALL] = this;
@@ -167,6 +162,11 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
         return;
       }
     }
+  }
+
+  /** The client's response closed: a call still running is aborted (its caller's slot freed at once). */
+  responseClosed(): void {
+    if (!this.done) this.abort(new Error('client closed'));
   }
 
   abort(err: Error): void {

@@ -86,6 +86,7 @@ function labels(names: readonly string[], values: readonly string[]): string {
 }
 
 interface HistogramSeries {
+  /** Observations per bucket, not cumulative: one increment per observation; render sums them into Kong's `le` counts. */
   buckets: number[];
   count: number;
   sum: number;
@@ -101,11 +102,30 @@ class Histogram {
       s = { buckets: new Array<number>(this.bounds.length).fill(0), count: 0, sum: 0 };
       this.series.set(key, s);
     }
-    // Cumulative buckets: every bound at or above the value counts it.
-    for (let i = 0; i < this.bounds.length; i++) if (value <= (this.bounds[i] as number)) s.buckets[i] = (s.buckets[i] as number) + 1;
+    // The first bound at or above the value (most latencies fall in the first buckets); past the last, +Inf only.
+    const bounds = this.bounds;
+    for (let i = 0; i < bounds.length; i++) {
+      if (value <= (bounds[i] as number)) {
+        s.buckets[i] = (s.buckets[i] as number) + 1;
+        break;
+      }
+    }
     s.count++;
     s.sum += value;
   }
+}
+
+/**
+ * The label strings of one service, route and consumer, built once (issue 49): building them per request
+ * (an escape per value, a join per family) made the global prometheus plugin cost the gateway about a fifth
+ * more CPU per request. As bounded as the counters themselves: one per series the counters hold.
+ */
+interface SeriesLabels {
+  latency: string;
+  ingress: string;
+  egress: string;
+  /** By status × 2 + (source is the service ? 1 : 0). */
+  status: Map<number, string>;
 }
 
 function add(map: Map<string, number>, key: string, by: number): void {
@@ -133,19 +153,48 @@ export class PrometheusExporter {
 
   constructor(private readonly sources: ExporterSources) {}
 
+  /** Label strings by service, route, then consumer ('' when not counted per consumer). */
+  private readonly labelCache = new Map<string, Map<string, Map<string, SeriesLabels>>>();
+
+  private seriesLabels(service: string, route: string, consumer: string): SeriesLabels {
+    let byRoute = this.labelCache.get(service);
+    if (byRoute === undefined) this.labelCache.set(service, (byRoute = new Map()));
+    let byConsumer = byRoute.get(route);
+    if (byConsumer === undefined) byRoute.set(route, (byConsumer = new Map()));
+    let l = byConsumer.get(consumer);
+    if (l === undefined) {
+      l = {
+        latency: labels(LATENCY_LABELS, [service, route, WORKSPACE]),
+        ingress: labels(BANDWIDTH_LABELS, [service, route, 'ingress', WORKSPACE, consumer]),
+        egress: labels(BANDWIDTH_LABELS, [service, route, 'egress', WORKSPACE, consumer]),
+        status: new Map(),
+      };
+      byConsumer.set(consumer, l);
+    }
+    return l;
+  }
+
   /** handler.lua `log` then exporter.lua `log`: what one request adds. */
   log(conf: PrometheusSwitches, e: PrometheusLogEntry): void {
     this.exportUpstreamHealth = conf.upstream_health_metrics;
+    if (!conf.bandwidth_metrics && !conf.status_code_metrics && !conf.latency_metrics) return;
     const consumer = conf.per_consumer && e.consumer !== null ? e.consumer : '';
+    const l = this.seriesLabels(e.service, e.route, consumer);
     if (conf.bandwidth_metrics) {
-      if (e.ingress > 0) add(this.bandwidth, labels(BANDWIDTH_LABELS, [e.service, e.route, 'ingress', WORKSPACE, consumer]), e.ingress);
-      if (e.egress > 0) add(this.bandwidth, labels(BANDWIDTH_LABELS, [e.service, e.route, 'egress', WORKSPACE, consumer]), e.egress);
+      if (e.ingress > 0) add(this.bandwidth, l.ingress, e.ingress);
+      if (e.egress > 0) add(this.bandwidth, l.egress, e.egress);
     }
     if (conf.status_code_metrics) {
-      add(this.requests, labels(STATUS_LABELS, [e.service, e.route, String(e.status), e.source, WORKSPACE, consumer]), 1);
+      const code = e.status * 2 + (e.source === 'service' ? 1 : 0);
+      let key = l.status.get(code);
+      if (key === undefined) {
+        key = labels(STATUS_LABELS, [e.service, e.route, String(e.status), e.source, WORKSPACE, consumer]);
+        l.status.set(code, key);
+      }
+      add(this.requests, key, 1);
     }
     if (conf.latency_metrics) {
-      const key = labels(LATENCY_LABELS, [e.service, e.route, WORKSPACE]);
+      const key = l.latency;
       if (e.latencies.request >= 0) this.requestLatency.observe(key, e.latencies.request);
       if (e.latencies.proxy !== null && e.latencies.proxy >= 0) this.upstreamLatency.observe(key, e.latencies.proxy);
       if (e.latencies.kong >= 0) this.kongLatency.observe(key, e.latencies.kong);
@@ -223,7 +272,12 @@ export class PrometheusExporter {
     out.push(`# HELP kong_${name} ${help}`, `# TYPE kong_${name} histogram`);
     const series = sorted(h.series);
     for (const [k, s] of series) {
-      h.bounds.forEach((b, i) => out.push(`kong_${name}_bucket{${k},le="${b}"} ${s.buckets[i]}`));
+      // Cumulative, as Prometheus reads a histogram: every bound counts the values at or below it.
+      let below = 0;
+      h.bounds.forEach((b, i) => {
+        below += s.buckets[i] as number;
+        out.push(`kong_${name}_bucket{${k},le="${b}"} ${below}`);
+      });
       out.push(`kong_${name}_bucket{${k},le="+Inf"} ${s.count}`);
     }
     for (const [k, s] of series) out.push(`kong_${name}_count{${k}} ${s.count}`);
