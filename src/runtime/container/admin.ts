@@ -41,15 +41,17 @@ export function parseAdminOutput(stdout: string): AdminResponse {
   const cut = stdout.indexOf('\n');
   const status = Number((cut >= 0 ? stdout.slice(0, cut) : stdout).trim());
   const text = cut >= 0 ? stdout.slice(cut + 1) : '';
-  let body: unknown = null;
-  if (text.trim()) {
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = text;
-    }
+  return { status: Number.isInteger(status) ? status : 0, body: adminBody(text) };
+}
+
+/** An admin API answer's body: its JSON, the text itself when it is not JSON (an error page), null when empty. */
+export function adminBody(text: string): unknown {
+  if (!text.trim()) return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
   }
-  return { status: Number.isInteger(status) ? status : 0, body };
 }
 
 /**

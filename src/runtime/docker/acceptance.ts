@@ -26,7 +26,7 @@ import { Client, request } from 'undici';
 import { HospitalApiError } from '../../errors/index.js';
 import { resolveHere } from '../gateway-reach.js';
 import type { AdminResponse, ComponentState, HostResolution } from '../types.js';
-import { ADMIN_URL } from '../container/admin.js';
+import { ADMIN_URL, adminBody } from '../container/admin.js';
 
 export const ACCEPTANCE_SERVICE = 'acceptance';
 export const RELAY_SERVICE = 'acceptance-relay';
@@ -75,16 +75,7 @@ async function callAdmin(admin: string, method: string, path: string, body: unkn
     bodyTimeout: 30_000,
     ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
   });
-  const text = await res.body.text();
-  let parsed: unknown = null;
-  if (text.trim()) {
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = text;
-    }
-  }
-  return { status: res.statusCode, body: parsed };
+  return { status: res.statusCode, body: adminBody(await res.body.text()) };
 }
 
 /**
