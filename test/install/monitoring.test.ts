@@ -149,7 +149,8 @@ describe('install --monitoring (docker compose project)', () => {
     const s = services({ ...base, monitoring: true });
     expect(s.kong!.environment!.KONG_STATUS_LISTEN).toBe('0.0.0.0:8007');
     expect(s.kong!.ports).toContain('127.0.0.1:18007:8007');
-    expect(s['hospital-api']!.environment).toEqual({ METRICS_LISTEN: '0.0.0.0:9464' });
+    // HOSPITAL_API_DIR: where the API reads reports/ for its acceptance gauges (issue 46), monitoring or not
+    expect(s['hospital-api']!.environment).toEqual({ HOSPITAL_API_DIR: '/srv/h', METRICS_LISTEN: '0.0.0.0:9464' });
     expect(s['hospital-api']!.ports).toContain('127.0.0.1:19464:9464');
   });
 
@@ -166,7 +167,7 @@ describe('install --monitoring (docker compose project)', () => {
     const s = services(base);
     expect(s.kong!.environment!.KONG_STATUS_LISTEN).toBe('127.0.0.1:8007');
     expect(s.kong!.ports!.some((p) => p.endsWith(':8007'))).toBe(false);
-    expect(s['hospital-api']!.environment).toBeUndefined();
+    expect(s['hospital-api']!.environment).toEqual({ HOSPITAL_API_DIR: '/srv/h' });
     expect(s['hospital-api']!.ports!.some((p) => p.endsWith(':9464'))).toBe(false);
   });
 });
