@@ -24,7 +24,7 @@ import { componentsFromInspect, containerAddresses, serviceOf, staleNetworkJoins
 import { composeFile, publishedPorts, renderCompose, settingsOf } from './render.js';
 import { builtApiImage } from '../container/images.js';
 import { projectName } from '../container/project.js';
-import { splitReference } from '../container/image-reference.js';
+import { referenceVersion } from '../container/image-reference.js';
 import { isPortFree } from '../../util/port-check.js';
 import { writeIfChanged } from '../../install-dir/write-if-changed.js';
 import { refuseStaleVolumes } from './volumes.js';
@@ -101,11 +101,7 @@ function insideAcceptance(host: Runtime, relay: string, config: InstallConfig): 
     // the images install.json names (a digest only where it pins one: the rest is the engine's to tell)
     async versions(): Promise<ComponentVersion[]> {
       const images: Array<[string, string]> = [['kong', settings.images.kong], ['hapi', settings.images.hapi], ['kong-database', settings.images.postgres], ['hapi-database', settings.images.postgres], ['hospital-api', settings.images.api ?? builtApiImage(config.toolkitVersion)]];
-      return images.map(([name, ref]) => {
-        const [image, tag] = splitReference(ref);
-        const at = ref.indexOf('@');
-        return { name, version: tag, image, tag, digest: at >= 0 ? ref.slice(at + 1) : null };
-      });
+      return images.map(([name, ref]) => referenceVersion(name, ref));
     },
   };
 }

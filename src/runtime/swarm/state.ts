@@ -11,7 +11,7 @@
  * So a service is Up when it has its desired number of running tasks.
  */
 import type { ComponentState, ComponentVersion, GatewayNode } from '../types.js';
-import { splitReference } from '../container/image-reference.js';
+import { referenceVersion, splitReference } from '../container/image-reference.js';
 import { ONE_SHOT_STACK_SERVICES, STACK_SERVICES, type StackService } from './render.js';
 
 export interface ServiceInspect {
@@ -152,11 +152,7 @@ export function versionsFromSwarm(stack: string, services: ServiceInspect[]): Co
   return services
     .map((s) => ({ name: stackServiceOf(stack, s.Spec.Name), ref: s.Spec.TaskTemplate?.ContainerSpec?.Image ?? '' }))
     .filter((x): x is { name: StackService; ref: string } => x.name !== null && !ONE_SHOT_STACK_SERVICES.includes(x.name))
-    .map(({ name, ref }) => {
-      const [image, tag] = splitReference(ref);
-      const at = ref.indexOf('@');
-      return { name, version: tag, image, tag, digest: at >= 0 ? ref.slice(at + 1) : null };
-    })
+    .map(({ name, ref }) => referenceVersion(name, ref))
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
