@@ -32,6 +32,16 @@ export function deadline(ms: number): { signal: AbortSignal; clear: () => void }
   return { signal: controller.signal, clear: () => clearTimeout(timer) };
 }
 
+/** Runs `work` under a deadline of `ms` (deadline()), cleared once `work` settles. */
+export async function withDeadline<T>(ms: number, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const { signal, clear } = deadline(ms);
+  try {
+    return await work(signal);
+  } finally {
+    clear();
+  }
+}
+
 /** Reads a response body as text, failing past `max` bytes. */
 export async function readText(body: Dispatcher.ResponseData['body'], max: number): Promise<string> {
   return (await readBytes(body, max)).toString('utf8');

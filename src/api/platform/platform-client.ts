@@ -6,7 +6,7 @@
 import { request, type Agent } from 'undici';
 import { HospitalApiError } from '../../errors/index.js';
 import type { ApiConfig } from '../server/config.js';
-import { classifyFailure, deadline, discard, makeAgent, readText } from '../fhir/upstream-http.js';
+import { classifyFailure, discard, makeAgent, readText, withDeadline } from '../fhir/upstream-http.js';
 
 export interface PlatformClient {
   /** Resolves when access is granted. @throws ERR_API_ACCESS_DENIED, ERR_API_UPSTREAM_CREDENTIALS, ERR_API_PLATFORM_* */
@@ -22,7 +22,7 @@ export function createPlatformClient(config: ApiConfig): PlatformClient {
   const base = config.platformApiUrl.href.replace(/\/+$/, '');
   const ms = config.platformTimeoutMs;
 
-  /** `signal`: the deadline of the request and its body, `ms` long (deadline(), cleared by the caller once the body is read). */
+  /** `signal`: the deadline of the request and its body, `ms` long (withDeadline, cleared once the body is read). */
   async function send(path: string, method: 'GET' | 'POST', headers: Record<string, string>, signal: AbortSignal, ms: number, body?: string) {
     try {
       return await request(`${base}${path}`, {
@@ -40,26 +40,15 @@ export function createPlatformClient(config: ApiConfig): PlatformClient {
   }
 
   return {
-    async validateAccess(token, platformCareId) {
-      const { signal, clear } = deadline(ms);
-      try {
-        await validate(token, platformCareId, signal);
-      } finally {
-        clear();
-      }
-    },
-    async ping(timeoutMs = ms) {
-      const { signal, clear } = deadline(timeoutMs);
-      try {
+    validateAccess: (token, platformCareId) => withDeadline(ms, (signal) => validate(token, platformCareId, signal)),
+    ping: (timeoutMs = ms) =>
+      withDeadline(timeoutMs, async (signal) => {
         const res = await send('/validate-access', 'GET', { accept: 'application/json' }, signal, timeoutMs);
         await discard(res.body);
         if (res.statusCode >= 500) {
           throw new HospitalApiError('ERR_API_PLATFORM_UNAVAILABLE', { detail: `answered ${res.statusCode}` });
         }
-      } finally {
-        clear();
-      }
-    },
+      }),
     close: () => agent.close(),
   };
 
