@@ -432,7 +432,8 @@ export function openAuditLog(path: string, onChange: (health: AuditHealth) => vo
    * file of the batch's kind when it is still the file at the path; else that one is closed and the path opened.
    */
   const takeFile = async (): Promise<Opened> => {
-    const syncOnWrite = nextSyncOnWrite && constants.O_DSYNC !== undefined;
+    // prepare() asks for O_DSYNC only where the platform has it
+    const syncOnWrite = nextSyncOnWrite;
     nextSyncOnWrite = false;
     const i = syncOnWrite ? 1 : 0;
     const [now, held] = await Promise.all([stat(path).catch(() => null), kept[i]?.catch(() => null) ?? null]);
