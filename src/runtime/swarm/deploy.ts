@@ -262,15 +262,20 @@ export function deployedReplicas(stack: string, services: ServiceInspect[]): Par
  * stopped an update or rolled it back; ERR_INSTALL_HEALTH_TIMEOUT naming those still rolling
  */
 export async function waitRolledOut(ctx: SwarmContext, since: string): Promise<void> {
+  let said = '';
   await waitFor(ctx, async () => {
     const services = await stackServices(ctx.cli, ctx.stack);
-    const { rolling, failed } = rolloutOf(ctx.stack, services, await serviceTasks(ctx.cli, services), since);
+    const { where, failed } = rolloutOf(ctx.stack, services, await serviceTasks(ctx.cli, services), since);
     if (failed.length) {
       throw new HospitalApiError('ERR_INSTALL_DOCKER', {
         command: 'stack deploy',
         detail: failed.map((f) => `the update of ${f.service} ended ${f.state}${f.message ? ` (${f.message})` : ''}`).join('; ') + '; see `docker service ps` and `hospital-api logs`',
       });
     }
-    return rolling.length === 0 ? null : `the rolling update of ${rolling.join(', ')}`;
+    if (where.length === 0) return null;
+    const stand = `the rolling update of ${where.join(', ')}`;
+    // each change of where it stands is a line of progress, so a slow roll shows what it waits for
+    if (stand !== said) ctx.progress((said = stand));
+    return stand;
   });
 }

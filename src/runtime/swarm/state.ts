@@ -201,8 +201,9 @@ export function rolloutOf(
   services: ServiceInspect[],
   tasks: TaskInspect[],
   since: string,
-): { rolling: StackService[]; failed: Array<{ service: StackService; state: string; message: string }> } {
+): { rolling: StackService[]; where: string[]; failed: Array<{ service: StackService; state: string; message: string }> } {
   const rolling: StackService[] = [];
+  const where: string[] = [];
   const failed: Array<{ service: StackService; state: string; message: string }> = [];
   for (const s of services) {
     const name = stackServiceOf(stack, s.Spec.Name);
@@ -215,7 +216,28 @@ export function rolloutOf(
     }
     const want = specPrint(s.Spec.TaskTemplate?.ContainerSpec);
     const stale = tasks.some((t) => t.ServiceID === s.ID && t.DesiredState === 'running' && specPrint(t.Spec?.ContainerSpec) !== want);
-    if (stale || (thisDeploy && (u!.State === 'updating' || u!.State === 'rollback_started'))) rolling.push(name);
+    if (stale || (thisDeploy && (u!.State === 'updating' || u!.State === 'rollback_started'))) {
+      rolling.push(name);
+      where.push(`${name} (${rolloutStand(s, tasks.filter((t) => t.ServiceID === s.ID && t.DesiredState === 'running'), want)})`);
+    }
   }
-  return { rolling, failed };
+  return { rolling, where, failed };
+}
+
+/**
+ * Where one service's roll stands, for the operator who waits on it or whose wait timed out:
+ * Swarm's update state, how many tasks meant to run are on the new spec and running, and the
+ * first of them that is not running with Swarm's own words (a pending task says why no node
+ * takes it: "no suitable node (host-mode port already in use on 2 nodes)", swarmkit
+ * manager/scheduler/scheduler.go noSuitableNode).
+ */
+function rolloutStand(s: ServiceInspect, meant: TaskInspect[], want: string): string {
+  const fresh = meant.filter((t) => specPrint(t.Spec?.ContainerSpec) === want);
+  const parts = [
+    ...(s.UpdateStatus?.State ? [`update ${s.UpdateStatus.State}${s.UpdateStatus.Message ? `: ${s.UpdateStatus.Message}` : ''}`] : []),
+    `${fresh.filter((t) => t.Status?.State === 'running').length} of ${desiredReplicas(s)} on the new spec running, ${meant.length - fresh.length} on the old`,
+  ];
+  const stuck = fresh.find((t) => t.Status?.State !== 'running');
+  if (stuck) parts.push(`a new task ${stuck.Status?.State ?? 'unknown'}${stuck.Status?.Err ? `: ${stuck.Status.Err}` : stuck.Status?.Message ? `: ${stuck.Status.Message}` : ''}`);
+  return parts.join('; ');
 }

@@ -130,10 +130,25 @@ describe('the rolling updates of a deploy', () => {
 
   it('waits while a task meant to run has an older image or secret than the service, whatever UpdateStatus says', () => {
     // a stack deploy that changed nothing resets UpdateStatus: none, while the earlier phase's roll goes on
-    expect(rolloutOf(STACK, [api], [runningTask('n1', 'api:1', 'env-b'), runningTask('n2', 'api:2', 'env-b')], since)).toEqual({ rolling: ['hospital-api'], failed: [] });
+    expect(rolloutOf(STACK, [api], [runningTask('n1', 'api:1', 'env-b'), runningTask('n2', 'api:2', 'env-b')], since)).toEqual({
+      rolling: ['hospital-api'],
+      where: ['hospital-api (1 of 2 on the new spec running, 1 on the old)'],
+      failed: [],
+    });
     expect(rolloutOf(STACK, [api], [runningTask('n1', 'api:2', 'env-a'), runningTask('n2', 'api:2', 'env-b')], since).rolling).toEqual(['hospital-api']);
     // the old tasks shut down, the new ones meant to run: done
-    expect(rolloutOf(STACK, [api], [runningTask('n1', 'api:1', 'env-b', 'shutdown'), runningTask('n1', 'api:2', 'env-b'), runningTask('n2', 'api:2', 'env-b')], since)).toEqual({ rolling: [], failed: [] });
+    expect(rolloutOf(STACK, [api], [runningTask('n1', 'api:1', 'env-b', 'shutdown'), runningTask('n1', 'api:2', 'env-b'), runningTask('n2', 'api:2', 'env-b')], since)).toEqual({ rolling: [], where: [], failed: [] });
+  });
+
+  it("says where a roll stands: Swarm's update state and why a new task does not run, in Swarm's words", () => {
+    const pending: TaskInspect = {
+      ...task('hospital-api', 'n3', 'pending', 'running', { Spec: { ContainerSpec: { Image: 'api:2', Secrets: [{ SecretName: 'env-b' }] } } }),
+      Status: { State: 'pending', Message: 'pending task scheduling', Err: 'no suitable node (host-mode port already in use on 2 nodes)' },
+    };
+    const updating = { ...api, UpdateStatus: { State: 'updating', StartedAt: '2026-11-26T23:00:01Z', Message: 'update in progress' } };
+    expect(rolloutOf(STACK, [updating], [runningTask('n1', 'api:1', 'env-b'), runningTask('n2', 'api:2', 'env-b'), pending], since).where).toEqual([
+      'hospital-api (update updating: update in progress; 1 of 2 on the new spec running, 1 on the old; a new task pending: no suitable node (host-mode port already in use on 2 nodes))',
+    ]);
   });
 
   it("waits for this deploy's update Swarm says is under way (nanosecond times included), not an earlier deploy's", () => {
@@ -142,7 +157,7 @@ describe('the rolling updates of a deploy', () => {
     expect(rolloutOf(STACK, [under('updating', '2026-11-26T23:00:01.123456789Z')], done, since).rolling).toEqual(['hospital-api']);
     expect(rolloutOf(STACK, [under('rollback_started', '2026-11-26T23:00:01Z')], done, since).rolling).toEqual(['hospital-api']);
     expect(rolloutOf(STACK, [under('updating', '2026-11-26T22:59:59.999999999Z')], done, since).rolling).toEqual([]);
-    expect(rolloutOf(STACK, [under('completed', '2026-11-26T23:00:01Z')], done, since)).toEqual({ rolling: [], failed: [] });
+    expect(rolloutOf(STACK, [under('completed', '2026-11-26T23:00:01Z')], done, since)).toEqual({ rolling: [], where: [], failed: [] });
   });
 
   it("names this deploy's update Swarm rolled back or paused, with its message, and not an earlier one", () => {
@@ -153,6 +168,7 @@ describe('the rolling updates of a deploy', () => {
     ], [], since);
     expect(r).toEqual({
       rolling: [],
+      where: [],
       failed: [
         { service: 'hospital-api', state: 'rollback_completed', message: 'rollback completed' },
         { service: 'kong', state: 'paused', message: 'update paused due to failure' },
