@@ -164,6 +164,13 @@ async function serviceInspect(service: string): Promise<{ Spec: { TaskTemplate: 
   return (JSON.parse((await onNode(MANAGER, ['service', 'inspect', `${stack}_${service}`])).out) as Array<Awaited<ReturnType<typeof serviceInspect>>>)[0]!;
 }
 
+/** `docker service ps` of one of the stack's services (every task, errors untruncated) and `docker node ls`, as the manager prints them. */
+async function swarmState(service: string): Promise<string> {
+  const ps = await onNode(MANAGER, ['service', 'ps', '--no-trunc', '--format', '{{.Name}} {{.Node}} {{.Image}} desired={{.DesiredState}} {{.CurrentState}} {{.Error}}', `${stack}_${service}`]);
+  const nodes = await onNode(MANAGER, ['node', 'ls', '--format', '{{.Hostname}} {{.Status}} {{.Availability}}']);
+  return `${ps.out}\n${nodes.out}`;
+}
+
 /** curl's exit codes for a request no server answered at all: 7 no connection, 52 closed with no reply, 56 reset. */
 const NO_SERVER = new Set([7, 52, 56]);
 
@@ -365,6 +372,8 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       const t0 = Date.now();
       const r = await cli(['install', '--api-image', next, '--json']);
       const rolled = secondsSince(t0);
+      // a roll that did not finish: what Swarm says of the API's tasks and the nodes, for the post-mortem
+      if (r.code !== 0) say(`roll failed; the API's tasks:\n${(await swarmState('hospital-api')).trim()}`);
       expect(r.code, `${r.out}\n${r.err}`).toBe(0);
       // install returned once Swarm's update of the API finished: every running API task has the new image
       const spec = (await serviceInspect('hospital-api')) as unknown as { Spec: { TaskTemplate: { ContainerSpec: { Image: string } } } };

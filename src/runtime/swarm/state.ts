@@ -238,6 +238,11 @@ function rolloutStand(s: ServiceInspect, meant: TaskInspect[], want: string): st
     `${fresh.filter((t) => t.Status?.State === 'running').length} of ${desiredReplicas(s)} on the new spec running, ${meant.length - fresh.length} on the old`,
   ];
   const stuck = fresh.find((t) => t.Status?.State !== 'running');
-  if (stuck) parts.push(`a new task ${stuck.Status?.State ?? 'unknown'}${stuck.Status?.Err ? `: ${stuck.Status.Err}` : stuck.Status?.Message ? `: ${stuck.Status.Message}` : ''}`);
+  if (stuck) {
+    const state = stuck.Status?.State ?? 'unknown';
+    // Swarm's message often repeats the state ("starting"): said only when it adds something
+    const why = stuck.Status?.Err ?? (stuck.Status?.Message && stuck.Status.Message !== state ? stuck.Status.Message : '');
+    parts.push(`a new task ${state}${why ? `: ${why}` : ''}`);
+  }
   return parts.join('; ');
 }
