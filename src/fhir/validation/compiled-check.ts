@@ -29,7 +29,6 @@ import {
   isEmpty,
   isPrimitiveType,
   isResourceType,
-  isValidCalendarDate,
   parseFhirPath,
   toTypedValue,
   tryGetDataType,
@@ -210,7 +209,22 @@ function primitivePasses(value: unknown, code: string, js: JsType): boolean {
   if (s.length > MAX_STRING || !s.trim()) return false;
   const regex = validationRegexes[code];
   if (regex && !regex.exec(s)) return false;
-  return !(code === 'date' || code === 'dateTime' || code === 'instant') || isValidCalendarDate(s);
+  return !(code === 'date' || code === 'dateTime' || code === 'instant') || dayExists(s);
+}
+
+/**
+ * Whether the day of a date the type's regex has passed exists in its month (2023-02-29 does not), as
+ * Medplum's `isValidCalendarDate` decides it, by arithmetic instead of a Date per value: the regex allows
+ * years 0001-9999, where Medplum's Date.UTC reads 1-99 as 1901-1999, which have the same leap years.
+ * Exported for its test against Medplum's over every year.
+ */
+export function dayExists(s: string): boolean {
+  if (s.length < 10) return true;
+  const year = Number(s.slice(0, 4));
+  const month = Number(s.slice(5, 7));
+  const day = Number(s.slice(8, 10));
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  return day <= (month === 2 ? (leap ? 29 : 28) : month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31);
 }
 
 class Check {

@@ -22,7 +22,8 @@ import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { generateDataset } from '../../../src/fhir-data/generate/dataset.js';
-import { compiledCheckPasses } from '../../../src/fhir/validation/compiled-check.js';
+import { isValidCalendarDate } from '@medplum/core';
+import { compiledCheckPasses, dayExists } from '../../../src/fhir/validation/compiled-check.js';
 import { loadStructureDefinitions, medplumIssues, validationIssues } from '../../../src/fhir/validation/validate.js';
 
 type Json = Record<string, any>;
@@ -234,5 +235,23 @@ describe('validationIssues with the compiled check', () => {
     expect(compiledCheckPasses(invalid)).toBe(false);
     expect(validationIssues(invalid)).toEqual(medplumIssues(invalid));
     expect(validationIssues(invalid)).toEqual([expect.objectContaining({ severity: 'error', expression: ['Observation.status'] })]);
+  });
+});
+
+describe('days of a month', () => {
+  it('exist where Medplum\'s isValidCalendarDate says so, for every year the date regex allows and days 28-31', () => {
+    const differ: string[] = [];
+    for (let y = 1; y <= 9999; y++) {
+      for (let m = 1; m <= 12; m++) {
+        for (let d = 28; d <= 31; d++) {
+          const s = `${String(y).padStart(4, '0')}-${String(m).padStart(2, '0')}-${d}`;
+          if (dayExists(s) !== isValidCalendarDate(s)) differ.push(s);
+        }
+      }
+    }
+    expect(differ).toEqual([]);
+    expect(dayExists('2024-02-29T10:00:00Z')).toBe(true);
+    expect(dayExists('2023-02-29')).toBe(false);
+    expect(dayExists('2023-02')).toBe(true);
   });
 });
