@@ -226,6 +226,28 @@ describe('the compiled check gives exactly Medplum\'s outcome', () => {
   });
 });
 
+describe('invariants the compiled check skips while their element is absent', () => {
+  const obs = { resourceType: 'Observation', status: 'final', code: { coding: [{ system: 'http://loinc.org', code: '2345-7' }] }, valueQuantity: { value: 1 } };
+  it.each([
+    ['obs-6: a value and a dataAbsentReason', { ...obs, dataAbsentReason: { text: 'x' } }],
+    ['obs-7: a component coded as the Observation is', { ...obs, component: [{ code: obs.code, valueString: 'x' }] }],
+    // (a contained resource makes the compiled check defer anyway: these three hold whatever the guard does)
+    ['dom-2: a contained resource with contained resources', { ...obs, contained: [{ resourceType: 'Patient', id: 'p', contained: [{ resourceType: 'Patient', id: 'q' }] }] }],
+    ['dom-4: a contained resource with a versionId', { ...obs, contained: [{ resourceType: 'Patient', id: 'p', meta: { versionId: '1' } }] }],
+    ['dom-5: a contained resource with a security label', { ...obs, contained: [{ resourceType: 'Patient', id: 'p', meta: { security: [{ code: 'R' }] } }] }],
+  ])('are evaluated once it is present (%s): Medplum\'s finding stands', (_, resource) => {
+    const t = tally();
+    compare(resource, 'violated', t);
+    expect(t.differences).toEqual([]);
+    expect(t.passed).toBe(0);
+    expect(medplumIssues(resource)).toEqual(expect.arrayContaining([expect.objectContaining({ code: 'invariant' })]));
+  });
+  it('and without it the resource passes', () => {
+    expect(compiledCheckPasses(obs)).toBe(true);
+    expect(medplumIssues(obs)).toEqual([]);
+  });
+});
+
 describe('validationIssues with the compiled check', () => {
   it('answers as before for a valid and an invalid resource (the invalid one gets Medplum\'s findings)', () => {
     const valid = { resourceType: 'Observation', status: 'final', code: { text: 'x' } };
