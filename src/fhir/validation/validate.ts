@@ -9,6 +9,7 @@
 import { isResourceType, OperationOutcomeError, validateResource } from '@medplum/core';
 import type { OperationOutcomeIssue, Resource } from '@medplum/fhirtypes';
 import { HospitalApiError } from '../../errors/index.js';
+import { compiledCheckPasses } from './compiled-check.js';
 import { bindingWarnings, elementIssues, type ValidationOptions } from './element-types.js';
 import { forbiddenKeyPath } from './forbidden-keys.js';
 import { isR4Id } from './ids.js';
@@ -52,6 +53,21 @@ function issue(path: string, text: string): OperationOutcomeIssue {
 }
 
 /**
+ * @medplum/core's `validateResource` findings of severity error or fatal (its warnings dropped), less
+ * the base64Binary ones R4's form allows. Exported for the differential test of compiled-check.ts.
+ */
+export function medplumIssues(resource: object): OperationOutcomeIssue[] {
+  let issues: OperationOutcomeIssue[];
+  try {
+    issues = validateResource(resource as Resource);
+  } catch (err) {
+    if (!(err instanceof OperationOutcomeError)) throw err;
+    issues = err.outcome.issue ?? [];
+  }
+  return issues.filter((i) => (i.severity === 'error' || i.severity === 'fatal') && !r4Base64(resource, i));
+}
+
+/**
  * The error issues for a resource (warnings dropped); empty when it is valid: @medplum/core's
  * `validateResource`, plus what it leaves out (element-types.ts: complex elements holding a
  * non-object, malformed references), the id form (ids.ts) and keys that reach a prototype
@@ -64,14 +80,9 @@ export function validationIssues(resource: unknown, options: ValidationOptions =
   const type = typeof r.resourceType === 'string' && /^[A-Z][A-Za-z]{0,63}$/.test(r.resourceType) ? r.resourceType : 'Resource';
   const forbidden = forbiddenKeyPath(resource, type);
   if (forbidden) return [issue(forbidden, `"${forbidden.slice(forbidden.lastIndexOf('.') + 1)}" is not a FHIR element (refused: it would reach an object prototype)`)];
-  let issues: OperationOutcomeIssue[];
-  try {
-    issues = validateResource(resource as Resource);
-  } catch (err) {
-    if (!(err instanceof OperationOutcomeError)) throw err;
-    issues = err.outcome.issue ?? [];
-  }
-  issues = issues.filter((i) => (i.severity === 'error' || i.severity === 'fatal') && !r4Base64(resource, i));
+  // the compiled check passes what Medplum finds no error in (compiled-check.ts, issue 49); anything else,
+  // and every invalid resource, gets Medplum's own findings
+  let issues: OperationOutcomeIssue[] = compiledCheckPasses(resource as Record<string, unknown>) ? [] : medplumIssues(resource);
   if (typeof r.id === 'string' && !isR4Id(r.id)) issues.push(issue(`${type}.id`, `"${String(r.id).slice(0, 80)}" is not a valid id (R4: 1-64 of A-Z a-z 0-9 - ., not "." or "..")`));
   // a resourceType R4 does not define has no schema to walk (validateResource has said so)
   if (isResourceType(type)) issues.push(...elementIssues(resource as Record<string, unknown>, options));
