@@ -24,7 +24,10 @@
  *      right before and right after the ingest (their mean is the floor);
  *    - identifier search p50 and `$everything` p50 ÷ the p50 of a trivial HTTP answer: a node:http server in a
  *      child process of its own answering a small fixed JSON, asked by the same client through the same undici
- *      Agent, one request to it interleaved with each request timed against the FHIR server
+ *      Agent, one request to it interleaved with each request timed against the FHIR server;
+ *    - beside the identifier search, not a goal: the same search answered by node:http + node:sqlite alone (the
+ *      server's two statements on its data file, the same bytes), interleaved likewise, so the run itself says how
+ *      much of the distance to the trivial answer is HTTP and SQLite and how much is the server's own
  */
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus as cpuList, loadavg } from 'node:os';
@@ -95,6 +98,7 @@ export async function run(): Promise<BenchSection> {
   const agent = new Agent({ connections: 4 });
   loadStructureDefinitions();
   let trivial: Awaited<ReturnType<typeof startTrivialServer>> | undefined;
+  let searchFloor: Awaited<ReturnType<typeof startSearchFloor>> | undefined;
   try {
     trivial = await startTrivialServer();
     await waitReady(base, child);
@@ -141,24 +145,43 @@ export async function run(): Promise<BenchSection> {
     const careIds = dataset.patients.map((p) => p.careId);
     const searchMs: number[] = [];
     const trivialSearchMs: number[] = [];
+    const floorSearchMs: number[] = [];
+    searchFloor = await startSearchFloor(join(dir, 'fhir.sqlite'));
+    const floorUrl = searchFloor.url;
     for (let i = 0; i < QUERIES; i++) {
       const careId = careIds[(i * 7919) % careIds.length] as string;
-      const path = `${baseUrl.pathname}/Patient?identifier=${encodeURIComponent(`${PLATFORM_CARE_ID_SYSTEM}|${careId}`)}`;
+      const query = `Patient?identifier=${encodeURIComponent(`${PLATFORM_CARE_ID_SYSTEM}|${careId}`)}`;
+      let answer = '';
+      let floorAnswer = '';
       const search = () =>
         timeMs(async () => {
-          const res = await agent.request({ origin: baseUrl.origin, path, method: 'GET', headers: { accept: 'application/fhir+json' } });
-          const body = (await res.body.json()) as { entry?: unknown[] };
-          if (res.statusCode !== 200 || body.entry?.length !== 1) throw new Error(`identifier search for ${careId} failed`);
+          const res = await agent.request({ origin: baseUrl.origin, path: `${baseUrl.pathname}/${query}`, method: 'GET', headers: { accept: 'application/fhir+json' } });
+          answer = await res.body.text();
+          if (res.statusCode !== 200 || (JSON.parse(answer) as { entry?: unknown[] }).entry?.length !== 1) throw new Error(`identifier search for ${careId} failed`);
         });
-      // interleaved, each first every other time, so neither always follows the other
-      const [ms, trivialMs] = i % 2 === 0 ? [await search(), await trivialAnswerMs(agent, trivial.url)] : (await swap(trivialAnswerMs(agent, trivial.url), search));
+      const floor = () =>
+        timeMs(async () => {
+          const res = await agent.request({ origin: floorUrl.origin, path: `/fhir/${query}`, method: 'GET', headers: { accept: 'application/fhir+json' } });
+          floorAnswer = await res.body.text();
+          if (res.statusCode !== 200 || (JSON.parse(floorAnswer) as { entry?: unknown[] }).entry?.length !== 1) throw new Error(`the search floor's answer for ${careId} failed`);
+        });
+      // interleaved, each first every third time, so none always follows another
+      const runs = [search, () => trivialAnswerMs(agent, trivial!.url), floor];
+      const times: number[] = [];
+      for (let k = 0; k < 3; k++) times[(i + k) % 3] = await runs[(i + k) % 3]!();
+      // the floor answers the same bytes, its own address and the instant aside
+      const same = (text: string, origin: string) => text.replaceAll(origin, '@').replace(/"lastUpdated":"[^"]*"/, '');
+      if (i % 100 === 0 && same(answer, baseUrl.origin) !== same(floorAnswer, floorUrl.origin)) throw new Error(`the search floor answered other bytes than the server:\n${floorAnswer}\n${answer}`);
       if (i >= 100) {
-        searchMs.push(ms); // the first 100 warm up
-        trivialSearchMs.push(trivialMs);
+        searchMs.push(times[0] as number); // the first 100 warm up
+        trivialSearchMs.push(times[1] as number);
+        floorSearchMs.push(times[2] as number);
       }
     }
+    await searchFloor.close();
     searchMs.sort((a, b) => a - b);
     trivialSearchMs.sort((a, b) => a - b);
+    floorSearchMs.sort((a, b) => a - b);
 
     // $everything of a 1,000-resource patient, every page
     const ids = await Promise.all(dataset.patients.slice(0, EVERYTHING_RUNS + 3).map((p) => patientId(agent, baseUrl, p.careId)));
@@ -246,6 +269,7 @@ export async function run(): Promise<BenchSection> {
     const p50Search = round(percentile(searchMs, 50), 3);
     const p50Everything = round(percentile(everythingMs, 50), 1);
     const trivialSearchP50 = round(percentile(trivialSearchMs, 50), 3);
+    const floorSearchP50 = round(percentile(floorSearchMs, 50), 3);
     const trivialEverythingP50 = round(percentile(trivialEverythingMs, 50), 3);
     const staticEverythingP50 = round(percentile(staticEverythingMs, 50), 2);
     const staticBytes = trivial.everythingBytes();
@@ -279,6 +303,8 @@ export async function run(): Promise<BenchSection> {
         { measure: 'ingest, validation ON, 4 in flight', value: validated4.rate, unit: 'resources/s', detail: `same Bundles, 4 in flight as fhir load sends them by default; server CPU ${validated4.cpuMsPer1000} ms per 1,000 resources` },
         { measure: 'ingest, validation OFF', value: unvalidatedRate, unit: 'resources/s', detail: `same Bundles, server with policy.validate false; server CPU ${unvalidated.cpuMsPer1000} ms per 1,000 resources; validation costs ${round((1 - validatedRate / unvalidatedRate) * 100, 1)}% of the rate` },
         { measure: 'floor: trivial HTTP answer p50, search phase', value: trivialSearchP50, unit: 'ms', detail: `interleaved with the searches; p90 ${round(percentile(trivialSearchMs, 90), 3)} ms` },
+        { measure: 'floor: the same identifier search, node:http + node:sqlite, p50', value: floorSearchP50, unit: 'ms', detail: `the server's two statements on its data file, the same bytes written by hand, interleaved; p90 ${round(percentile(floorSearchMs, 90), 3)} ms; ${round(floorSearchP50 / trivialSearchP50, 2)}× the trivial answer` },
+        { measure: 'Patient?identifier p50 ÷ the same search on node:http + node:sqlite', value: round(p50Search / floorSearchP50, 2), unit: 'ratio', detail: 'the distance that is the server\'s own (Fastify, the caller check, planning, the Bundle); the rest is HTTP and SQLite' },
         { measure: 'floor: trivial HTTP answer p50, $everything phase', value: trivialEverythingP50, unit: 'ms', detail: `${TRIVIAL_PER_RUN} after each $everything run; p90 ${round(percentile(trivialEverythingMs, 90), 3)} ms` },
         { measure: 'floor: the same $everything bytes served statically p50', value: staticEverythingP50, unit: 'ms', detail: `${staticBytes} bytes per page, ${pages} page(s), client parses them as it parses ours` },
         { measure: '$everything p50 ÷ the same bytes served statically', value: round(p50Everything / staticEverythingP50, 2), unit: 'ratio', detail: `the distance that is the server's own (reading, building, serializing); the rest is moving and parsing ${staticBytes} bytes` },
@@ -314,6 +340,7 @@ export async function run(): Promise<BenchSection> {
     child.kill('SIGTERM');
     await child.catch(() => undefined);
     await trivial?.close();
+    await searchFloor?.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -328,10 +355,52 @@ function loadAvg(): string {
   return `load ${round(loadavg()[0] ?? 0, 2)}`;
 }
 
-/** Runs `second` after `first` settles and answers their times in the order [second, first]: the FHIR request's time first. */
-async function swap(first: Promise<number>, second: () => Promise<number>): Promise<[number, number]> {
-  const a = await first;
-  return [await second(), a];
+/**
+ * Issue 49's floor for the identifier search: what this platform (node:http, node:sqlite) takes to answer the same
+ * search with the same bytes, in a child process of its own reading the server's data file (WAL: a second reader),
+ * with the same two statements the server runs for a first page of one index condition (search/execute.ts byIndex)
+ * and the Bundle written as a string. No caller check, no planning, no parse: what is left of the server's p50 above
+ * it is the server's own.
+ */
+async function startSearchFloor(file: string): Promise<{ url: URL; close: () => Promise<void> }> {
+  const script = `import { createServer } from 'node:http';
+import { DatabaseSync } from 'node:sqlite';
+const db = new DatabaseSync(${JSON.stringify(file)}, { readOnly: true });
+const pid = db.prepare("SELECT pid FROM param WHERE type = 'Patient' AND code = 'identifier'").get().pid;
+const rids = db.prepare('SELECT DISTINCT rid FROM sp_token WHERE pid = ? AND value = ? AND system = ? ORDER BY rid LIMIT 21');
+rids.setReturnArrays(true);
+const row = db.prepare('SELECT id, content FROM resource WHERE rid = ?');
+const s = createServer((req, res) => {
+  req.resume();
+  const q = req.url.slice(req.url.indexOf('?') + 1);
+  const token = decodeURIComponent(q.slice(q.indexOf('=') + 1));
+  const bar = token.indexOf('|');
+  const found = rids.all(pid, token.slice(bar + 1), token.slice(0, bar)).map((r) => r[0]);
+  const base = 'http://' + req.headers.host + '/fhir';
+  const entries = found.map((rid) => { const r = row.get(rid); return '{"fullUrl":"' + base + '/Patient/' + r.id + '","resource":' + r.content + ',"search":{"mode":"match"}}'; });
+  const body = Buffer.from('{"resourceType":"Bundle","meta":{"lastUpdated":"' + new Date().toISOString() + '"},"type":"searchset","total":' + found.length
+    + ',"link":[{"relation":"self","url":"' + base + '/Patient?' + q + '"}],"entry":[' + entries.join(',') + ']}');
+  res.writeHead(200, { 'content-type': 'application/fhir+json; charset=utf-8', 'content-length': body.length });
+  res.end(body);
+});
+s.keepAliveTimeout = 10_000;
+s.listen(0, '127.0.0.1', () => process.stdout.write('http://127.0.0.1:' + s.address().port + '/' + String.fromCharCode(10)));
+process.on('SIGTERM', () => process.exit(0));`;
+  const child = execa(process.execPath, ['--input-type=module', '-e', script], { reject: false });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout?.once('data', (c: Buffer) => resolve(c.toString().trim()));
+    void child.then((r) => reject(new Error(`search floor exited: ${String(r.stderr).slice(0, 500)}`)));
+  });
+  let closed = false;
+  return {
+    url: new URL(url),
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      child.kill('SIGTERM');
+      await child.catch(() => undefined);
+    },
+  };
 }
 
 /** The trivial HTTP answer of issue 49's floors: small, fixed, JSON, as a FHIR searchset with one entry would be shaped. */

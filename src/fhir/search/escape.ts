@@ -25,6 +25,9 @@ export function splitEscaped(value: string, sep: ',' | '|' | '$', name: string):
 }
 
 function split(value: string, sep: ',' | '|' | '$', name: string): string[] {
+  // with no escape in it (the API's `system|value` has none), the parts are String.split's: the loop below gives the
+  // same, a character at a time (issue 49: a search splits each value twice)
+  if (!value.includes('\\')) return value.split(sep);
   const parts: string[] = [];
   let cur = '';
   for (let i = 0; i < value.length; i++) {

@@ -154,12 +154,30 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
   // (the spec's check needs GET /fhir/metadata on this port). Checked before the body is read.
   // On loopback that is this server's own user (the gateway, the toolkit's commands) or root, not every local account
   // (src/util/local-peer.ts, issue 24).
-  app.addHook('onRequest', async (request) => {
-    const address = request.raw.socket.remoteAddress ?? '';
-    if (await fullAccess(request.raw.socket)) return;
+  const metadataOnly = (request: FastifyRequest, address: string): HospitalApiError | undefined => {
     const path = (request.raw.url ?? '').split('?')[0];
-    if (request.method === 'GET' && (path === '/fhir/metadata' || path === '/fhir/metadata/')) return;
-    throw new HospitalApiError('ERR_FHIR_METADATA_ONLY', { address: address.replace(/^::ffff:/, '') });
+    if (request.method === 'GET' && (path === '/fhir/metadata' || path === '/fhir/metadata/')) return undefined;
+    return new HospitalApiError('ERR_FHIR_METADATA_ONLY', { address: address.replace(/^::ffff:/, '') });
+  };
+  // fullAccess's answers that have settled, by the promise that gave them. isServiceCaller answers a connection
+  // with one promise, made at its first request (local-peer.ts), so from a connection's second request on its
+  // answer is found here and the request goes on in the same tick: an async hook cost every request a promise of
+  // its own and the ticks to settle it (issue 49). A function that answers with a new promise each time is
+  // awaited each time, as before; a boolean is taken as it is.
+  const settled = new WeakMap<Promise<boolean>, boolean>();
+  app.addHook('onRequest', (request, _reply, done) => {
+    const socket = request.raw.socket;
+    const answer = fullAccess(socket);
+    const known = typeof answer === 'boolean' ? answer : settled.get(answer);
+    if (known !== undefined) return done(known ? undefined : metadataOnly(request, socket.remoteAddress ?? ''));
+    const address = socket.remoteAddress ?? '';
+    (answer as Promise<boolean>).then(
+      (ok) => {
+        settled.set(answer as Promise<boolean>, ok);
+        done(ok ? undefined : metadataOnly(request, address));
+      },
+      (err: Error) => done(err),
+    );
   });
 
   app.setErrorHandler((err, _req, reply) => {

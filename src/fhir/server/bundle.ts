@@ -12,12 +12,45 @@ export interface SearchsetBundle {
   entry: Array<{ fullUrl: string; resource: Resource; search: { mode: 'match' | 'include' } }>;
 }
 
+/** What encodeURIComponent leaves as it is and the application/x-www-form-urlencoded serializer escapes. */
+const FORM_ONLY = /[!'()~]/g;
+const formEscape = (c: string): string => `%${c.charCodeAt(0).toString(16).toUpperCase()}`;
+
+/**
+ * A name or value as URLSearchParams writes it (the WHATWG URL Standard's application/x-www-form-urlencoded
+ * serializer: UTF-8, every byte percent-encoded but ASCII letters, digits and `*-._`), with a space as %20, not `+`.
+ * Throws URIError for a lone surrogate (encodeURIComponent), which URLSearchParams writes as U+FFFD instead.
+ */
+function formEncode(text: string): string {
+  return encodeURIComponent(text).replace(FORM_ONLY, formEscape);
+}
+
 /** `${base}/${path}?params&_cursor=…` with every value percent-encoded (escapes inside values survive). */
 export function pageLink(base: string, path: string, params: Array<[string, string]>, cursor?: string | null): string {
+  const query = (params.some(([k]) => k === '_cursor') ? undefined : encodedQuery(params, cursor)) ?? searchParamsQuery(params, cursor);
+  return `${base}/${path}${query ? `?${query}` : ''}`;
+}
+
+/**
+ * searchParamsQuery's bytes without building a URLSearchParams (issue 49: two links on every search page), for
+ * params without `_cursor` (where its set() appends); undefined for a lone surrogate, which URLSearchParams writes
+ * as U+FFFD.
+ */
+function encodedQuery(params: Array<[string, string]>, cursor?: string | null): string | undefined {
+  try {
+    const pairs = params.map(([k, v]) => `${formEncode(k)}=${formEncode(v)}`);
+    if (cursor) pairs.push(`_cursor=${formEncode(cursor)}`);
+    return pairs.join('&');
+  } catch (err) {
+    if (err instanceof URIError) return undefined;
+    throw err;
+  }
+}
+
+function searchParamsQuery(params: Array<[string, string]>, cursor?: string | null): string {
   const q = new URLSearchParams(params);
   if (cursor) q.set('_cursor', cursor);
-  const query = q.toString().replace(/\+/g, '%20');
-  return `${base}/${path}${query ? `?${query}` : ''}`;
+  return q.toString().replace(/\+/g, '%20');
 }
 
 export function searchsetBundle(options: {

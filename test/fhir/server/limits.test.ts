@@ -4,6 +4,7 @@
  * than loopback get GET /fhir/metadata only.
  */
 import { connect, type Socket } from 'node:net';
+import { Pool } from 'undici';
 import { PEER_UIDS_KNOWN } from '../../../src/util/local-peer.js';
 import { describe, expect, it } from 'vitest';
 import { buildFhirApp, DEFAULT_LIMITS } from '../../../src/fhir/server/app.js';
@@ -144,6 +145,60 @@ describe('who gets the full API', () => {
       // (fail closed); the real sockets of this user and of another account are in test/util/local-peer.test.ts
       const loopback = PEER_UIDS_KNOWN ? 403 : 200;
       expect(seen).toEqual([loopback, loopback, loopback, 403, 403, 403, 403]);
+    } finally {
+      await app.close();
+      store.close();
+    }
+  });
+
+  /** GET `paths` in turn over one keep-alive connection to `app`; their statuses. */
+  async function overOneConnection(app: ReturnType<typeof buildFhirApp>, paths: string[]): Promise<number[]> {
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const addr = app.server.address();
+    const pool = new Pool(`http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`, { connections: 1 });
+    try {
+      const statuses: number[] = [];
+      for (const path of paths) {
+        const r = await pool.request({ method: 'GET', path, headers: { accept: 'application/fhir+json' } });
+        await r.body.text(); // read whole: dump() closes the connection past 128 KiB (the CapabilityStatement)
+        statuses.push(r.statusCode);
+      }
+      return statuses;
+    } finally {
+      await pool.close();
+    }
+  }
+
+  it('a connection answered once (as isServiceCaller answers each) keeps that answer for every request on it (issue 49: settled without a promise per request)', async () => {
+    const store = openFhirStore(tempDir('fhir-remote-'));
+    const answers = new WeakMap<Socket, Promise<boolean>>();
+    const sockets = new Set<Socket>();
+    const app = buildFhirApp({
+      store,
+      fullAccess: (socket) => {
+        sockets.add(socket);
+        let answer = answers.get(socket);
+        if (!answer) answers.set(socket, (answer = new Promise((resolve) => setTimeout(() => resolve(false), 5))));
+        return answer;
+      },
+    });
+    try {
+      const paths = ['/fhir/Patient', '/fhir/metadata', '/fhir/Patient', '/fhir/Patient/1', '/fhir/metadata', '/fhir/Patient'];
+      expect(await overOneConnection(app, paths)).toEqual([403, 200, 403, 403, 200, 403]);
+      expect(sockets.size).toBe(1);
+    } finally {
+      await app.close();
+      store.close();
+    }
+  });
+
+  it('a fullAccess that answers each request anew is asked each time, on the same connection too', async () => {
+    const store = openFhirStore(tempDir('fhir-remote-'));
+    let asked = 0;
+    const app = buildFhirApp({ store, fullAccess: async () => ++asked % 2 === 0 });
+    try {
+      expect(await overOneConnection(app, Array.from({ length: 6 }, () => '/fhir/Patient?_count=1'))).toEqual([403, 200, 403, 200, 403, 200]);
+      expect(asked).toBe(6);
     } finally {
       await app.close();
       store.close();

@@ -71,6 +71,19 @@ describe('keyset paging through every page', () => {
     expect(all.length).toBe(N + 1);
   });
 
+  it('gives each _count its page when the same search runs with several in turn (issue 49: the row limit is written into each statement)', async () => {
+    for (const query of [`Observation?subject=Patient/${patientId}`, `Observation?subject=Patient/${patientId}&_sort=date`]) {
+      const pages: Array<[number, any]> = [];
+      for (const count of [1, 30, 2, 30, 1]) pages.push([count, (await call(fhir.base, 'GET', `${query}&_count=${count}`)).body]);
+      const whole = ids((await call(fhir.base, 'GET', `${query}&_count=1000`)).body);
+      expect(whole.length).toBeGreaterThan(30);
+      for (const [count, page] of pages) {
+        expect(ids(page), `${query}&_count=${count}`).toEqual(whole.slice(0, count));
+        expect(page.link.some((l: any) => l.relation === 'next')).toBe(true);
+      }
+    }
+  });
+
   it('rejects a forged cursor with 400 and ignores _count above the maximum', async () => {
     expect((await call(fhir.base, 'GET', 'Observation?_cursor=bm90LWEtY3Vyc29y')).status).toBe(400);
     expect((await call(fhir.base, 'GET', 'Observation?_count=-1')).status).toBe(400);
