@@ -79,7 +79,7 @@ function byIndex(store: SearchSource, rids: Sql, limit: number): Array<Record<st
  * this module's own count (a page size + 1: at most MAX_COUNT + 1), never input text, so the cached statements
  * stay few.
  */
-function limitClause(n: number): string {
+export function limitClause(n: number): string {
   if (!Number.isSafeInteger(n) || n < 0) throw new Error(`a row limit must be a whole number, not ${n}`);
   return ` LIMIT ${n}`;
 }
