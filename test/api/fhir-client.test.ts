@@ -282,6 +282,29 @@ describe('failures', () => {
     expect(err.cause).toBeDefined();
   });
 
+  // Issue 49: a body is read as 'data' events; a body cut or stalled half-way is still a failure, never a page.
+  it('a page cut half-way through its body is unavailable, and no page reaches the sink', async () => {
+    const page = bundle(Array.from({ length: 40 }, (_, i) => ({ type: 'Observation', id: `b${i}` })));
+    answer = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/fhir+json', 'content-length': String(page.length) });
+      res.write(page.slice(0, page.length >> 1), () => res.socket?.destroy());
+    };
+    let sunk = 0;
+    const err = await failure(client().everything('p1', async () => void sunk++, { pages: 0, resources: 0 }));
+    expect(err.code).toBe('ERR_API_FHIR_UNAVAILABLE');
+    expect(sunk).toBe(0);
+  });
+
+  it('a body that stops half-way is a time-out within FHIR_TIMEOUT_MS', async () => {
+    const page = bundle([{ id: 'p1', mode: 'match' }]);
+    answer = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/fhir+json', 'content-length': String(page.length) });
+      res.write(page.slice(0, 10));
+    };
+    const err = await failure(client({ fhirTimeoutMs: 300 }).findPatients('c1'));
+    expect([err.code, err.message]).toEqual(['ERR_API_FHIR_TIMEOUT', expect.stringContaining('300 ms')]);
+  });
+
   it('a refused connection is unavailable, with the network error named', async () => {
     const closed = createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));

@@ -172,6 +172,20 @@ describe('Bundle pages', () => {
     expect(scanBundlePage('{"resourceType":"Bundle","entry":[]}').entries).toEqual([]);
   });
 
+  // Issue 49: an entry is read once, its scan going on past its leading fullUrl, one bracket deep.
+  it('delimits an entry from past its leading fullUrl, brackets and quotes in that URL included', () => {
+    const url = '"urn:x:}]{[\\"\\\\"';
+    const text = `{"resourceType":"Bundle","entry":[{ "fullUrl" : ${url} ,"resource":{"a":[{"b":"}"}]}},{"fullUrl":"u2"},{"fullUrl":"u3","x":{}}]}`;
+    const page = scanBundlePage(text);
+    expect(page.entries.map((e) => e.raw.toString())).toEqual([`{ "fullUrl" : ${url} ,"resource":{"a":[{"b":"}"}]}}`, '{"fullUrl":"u2"}', '{"fullUrl":"u3","x":{}}']);
+    expect(page.entries.map((e) => e.key)).toEqual([url, '"u2"', '"u3"']);
+    expect(JSON.parse(`[${page.interior.toString()}]`)).toHaveLength(3);
+    // cut after the fullUrl, inside it, or one bracket short: never a page
+    expect(() => scanBundlePage('{"resourceType":"Bundle","entry":[{"fullUrl":"u1"')).toThrow(/unbalanced/);
+    expect(() => scanBundlePage('{"resourceType":"Bundle","entry":[{"fullUrl":"u1')).toThrow(/unterminated/);
+    expect(() => scanBundlePage('{"resourceType":"Bundle","entry":[{"fullUrl":"u1","r":{"a":1}]}')).toThrow(/malformed|unbalanced/);
+  });
+
   it('rejects what is not a Bundle', () => {
     expect(() => parseBundlePage('<html>')).toThrow(/not JSON/);
     expect(() => scanBundlePage('<html>')).toThrow(/not JSON/);

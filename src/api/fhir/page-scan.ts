@@ -47,6 +47,33 @@ function skipString(b: Uint8Array, i: number): number {
   throw bad('unterminated string');
 }
 
+/**
+ * The scan's byte classes: 1 a quote, 2 an opening bracket, 3 a closing one, 0 anything else. Most bytes
+ * outside strings are 0, and one load from this table replaces the four comparisons each of them took (issue 49).
+ */
+const CLASS = new Uint8Array(256);
+CLASS[QUOTE] = 1;
+CLASS[OPEN_OBJ] = 2;
+CLASS[OPEN_ARR] = 2;
+CLASS[CLOSE_OBJ] = 3;
+CLASS[CLOSE_ARR] = 3;
+
+/**
+ * Index just past the object or array that is `depth` brackets deep at `i` (its opening bracket, and
+ * whatever of it came before `i`, already read): an entry is scanned once, from past its leading fullUrl.
+ */
+function closeValue(b: Uint8Array, i: number, depth: number): number {
+  const n = b.length;
+  for (; i < n; i++) {
+    const k = CLASS[b[i] as number];
+    if (k === 0) continue;
+    if (k === 1) i = skipString(b, i) - 1;
+    else if (k === 2) depth++;
+    else if (--depth === 0) return i + 1;
+  }
+  throw bad('unbalanced JSON');
+}
+
 /** Index just past the JSON value starting at `i`. */
 function skipValue(b: Uint8Array, i: number): number {
   const c = b[i];
@@ -55,15 +82,7 @@ function skipValue(b: Uint8Array, i: number): number {
     while (i < b.length && !(b[i] === COMMA || b[i] === CLOSE_OBJ || b[i] === CLOSE_ARR || b[i]! <= 32)) i++;
     return i;
   }
-  let depth = 0;
-  const n = b.length;
-  for (; i < n; i++) {
-    const d = b[i];
-    if (d === QUOTE) i = skipString(b, i) - 1;
-    else if (d === OPEN_OBJ || d === OPEN_ARR) depth++;
-    else if ((d === CLOSE_OBJ || d === CLOSE_ARR) && --depth === 0) return i + 1;
-  }
-  throw bad('unbalanced JSON');
+  return closeValue(b, i + 1, 1);
 }
 
 /** Bytes of `"fullUrl"`, the member HAPI writes first in every entry. */
@@ -76,20 +95,23 @@ function startsAt(b: Buffer, i: number, key: Buffer): boolean {
 }
 
 /**
- * The span of the entry's fullUrl as a JSON string literal, as sent (quotes and
- * escapes kept), when it is the entry's first member; else -1 (its key is then
- * found by parsing the entry, see ScannedPage.keyOf).
+ * The span of the entry starting at `entryStart` (its `{`) of its fullUrl as a JSON string literal, as sent
+ * (quotes and escapes kept), when it is the entry's first member; else -1 (its key is then found by parsing
+ * the entry, see ScannedPage.keyOf). Returns where the entry's scan goes on: past that literal, which is then
+ * read once (issue 49: it was read here and again by the scan of the whole entry), else past the `{`.
  */
-function leadingFullUrl(b: Buffer, entryStart: number, entryEnd: number, span: Int32Array, at: number): void {
+function leadingFullUrl(b: Buffer, entryStart: number, span: Int32Array, at: number): number {
   span[at] = -1;
   let i = skipWs(b, entryStart + 1);
-  if (i + FULL_URL_KEY.length > entryEnd || !startsAt(b, i, FULL_URL_KEY)) return;
+  if (i + FULL_URL_KEY.length > b.length || !startsAt(b, i, FULL_URL_KEY)) return entryStart + 1;
   i = skipWs(b, i + FULL_URL_KEY.length);
-  if (b[i] !== COLON) return;
+  if (b[i] !== COLON) return entryStart + 1;
   i = skipWs(b, i + 1);
-  if (b[i] !== QUOTE) return;
+  if (b[i] !== QUOTE) return entryStart + 1;
+  const end = skipString(b, i);
   span[at] = i;
-  span[at + 1] = skipString(b, i);
+  span[at + 1] = end;
+  return end;
 }
 
 /** One $everything page, delimited: offsets into `bytes`, no copies. */
@@ -157,14 +179,14 @@ export function scanPage(b: Buffer): ScannedPage {
         i = skipWs(b, i + 1);
         while (b[i] !== CLOSE_ARR) {
           if (b[i] !== OPEN_OBJ) throw bad('Bundle.entry holds a non-object');
-          const end = skipValue(b, i);
           if (2 * count === bounds.length) {
             bounds = grow(bounds, new Uint32Array(2 * bounds.length));
             keys = grow(keys, new Int32Array(2 * keys.length));
           }
+          // One pass over the entry: its leading fullUrl, then the rest of it, one bracket deep.
+          const end = closeValue(b, leadingFullUrl(b, i, keys, 2 * count), 1);
           bounds[2 * count] = i;
           bounds[2 * count + 1] = end;
-          leadingFullUrl(b, i, end, keys, 2 * count);
           count++;
           i = skipWs(b, end);
           if (b[i] === COMMA) i = skipWs(b, i + 1);
