@@ -21,7 +21,9 @@
  *    figures on this shared machine swing by 2x from one hour to the next):
  *    - ingest with validation on ÷ the SQLite floor: the same resources as JSON rows written by this process
  *      through node:sqlite (the library the server uses), 100 per transaction, WAL, synchronous=FULL, measured
- *      right before and right after the ingest (their mean is the floor);
+ *      right before and right after the ingest (their mean is the floor); beside it, not a goal, the store's own
+ *      write statements for the same resources replayed by bare node:sqlite (what the schema's rows cost SQLite
+ *      alone, storeWritesFloor);
  *    - identifier search p50 and `$everything` p50 ÷ the p50 of a trivial HTTP answer: a node:http server in a
  *      child process of its own answering a small fixed JSON, asked by the same client through the same undici
  *      Agent, one request to it interleaved with each request timed against the FHIR server;
@@ -31,7 +33,7 @@
  */
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus as cpuList, loadavg } from 'node:os';
-import { DatabaseSync } from 'node:sqlite';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { execa } from 'execa';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,7 +45,8 @@ import { postBundle } from '../src/fhir-data/load/post.js';
 import { freePort } from '../src/util/port-check.js';
 import { startCli } from '../test/helpers/cli.js';
 import { matchIds } from '../src/fhir/search/match-ids.js';
-import { openFhirStore } from '../src/fhir/store/sqlite-store.js';
+import { openFhirStore, SqliteFhirStore } from '../src/fhir/store/sqlite-store.js';
+import { applySchema } from '../src/fhir/store/schema.js';
 import { extractIndex } from '../src/fhir/store/index-rows.js';
 import type { Resource } from '../src/fhir/store/types.js';
 import { loadStructureDefinitions, validationIssues } from '../src/fhir/validation/validate.js';
@@ -257,6 +260,7 @@ export async function run(): Promise<BenchSection> {
     const validated = await policyIngest(true);
     floorRuns.push(sqliteFloor(policySet), sqliteFloor(policySet));
     const floorRate = [...floorRuns].sort((a, b) => a - b)[1] as number;
+    const writes = storeWritesFloor(policySet);
     const unvalidated = await policyIngest(false);
     // as `hospital-api fhir load` sends them by default (--concurrency 4): beside the target, not instead of it
     const validated4 = await policyIngest(true, 4);
@@ -309,6 +313,12 @@ export async function run(): Promise<BenchSection> {
         { measure: 'floor: the same $everything bytes served statically p50', value: staticEverythingP50, unit: 'ms', detail: `${staticBytes} bytes per page, ${pages} page(s), client parses them as it parses ours` },
         { measure: '$everything p50 ÷ the same bytes served statically', value: round(p50Everything / staticEverythingP50, 2), unit: 'ratio', detail: `the distance that is the server's own (reading, building, serializing); the rest is moving and parsing ${staticBytes} bytes` },
         { measure: 'floor: SQLite JSON rows (median of 3)', value: floorRate, unit: 'rows/s', detail: floorRuns.join(', ') },
+        {
+          measure: 'floor: the store\'s own writes, bare node:sqlite',
+          value: writes.rate,
+          unit: 'resources/s',
+          detail: `the ${writes.statements.toLocaleString('en')} write statements (${writes.perResource} per resource: the resource row and its index rows) store.update ran for the same resources, replayed by prepared statements alone, same schema, 100 per transaction, FULL: ${round(writes.rate / floorRate, 2)}× the JSON-row floor before any of the server's own work (issue 49)`,
+        },
         { measure: 'GET /metadata', value: metadataRate, unit: 'requests/s', detail: `${metadataRuns} sequential requests, cached CapabilityStatement` },
       ],
       targets: [
@@ -478,6 +488,66 @@ function sqliteFloor(dataset: ReturnType<typeof generateDataset>): number {
     return Math.round(rows.length / (Number(process.hrtime.bigint() - t) / 1e9));
   } finally {
     db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * What SQLite alone takes for the rows this server writes (issue 49): every write statement `store.update` runs for
+ * the same resources (the resource row, its index and compartment rows), recorded through a connection that notes each
+ * statement run, then replayed by bare prepared statements on a fresh file with the same schema and pragmas, in the
+ * same transactions of 100, WAL, synchronous FULL. No extraction, JSON or HTTP of ours: beside the JSON-row floor it
+ * shows how much of the ingest target's distance the schema's rows take by themselves.
+ */
+function storeWritesFloor(dataset: ReturnType<typeof generateDataset>): { rate: number; statements: number; perResource: number } {
+  const resources = [...dataset.shared, ...dataset.patients.flatMap((p) => [p.patient, ...p.groups.flatMap((g) => g.resources)])] as unknown as Resource[];
+  const recorded: Array<Array<[string, unknown[]]>> = [];
+  let current: Array<[string, unknown[]]> = [];
+  const dir = mkdtempSync(join(tmpdir(), 'fhir-bench-writes-'));
+  try {
+    const real = new DatabaseSync(join(dir, 'recorded.sqlite'));
+    const noting = (st: StatementSync): StatementSync =>
+      new Proxy(st, {
+        get: (target, key) => {
+          const value = Reflect.get(target, key, target) as unknown;
+          if (key === 'run') return (...args: unknown[]) => (current.push([target.sourceSQL, args]), target.run(...(args as Parameters<StatementSync['run']>)));
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+    const db = new Proxy(real, {
+      get: (target, key) => {
+        if (key === 'prepare') return (sql: string) => noting(target.prepare(sql));
+        const value = Reflect.get(target, key, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const store = new SqliteFhirStore(db);
+    for (let i = 0; i < resources.length; i += 100) {
+      current = [];
+      store.transaction(() => {
+        for (const r of resources.slice(i, i + 100)) store.update(structuredClone(r));
+      });
+      recorded.push(current);
+    }
+    store.close();
+    const bare = new DatabaseSync(join(dir, 'replayed.sqlite'));
+    applySchema(bare, 'full');
+    const prepared = new Map<string, StatementSync>();
+    const t = process.hrtime.bigint();
+    for (const transaction of recorded) {
+      bare.exec('BEGIN IMMEDIATE');
+      for (const [sql, args] of transaction) {
+        let st = prepared.get(sql);
+        if (!st) prepared.set(sql, (st = bare.prepare(sql)));
+        st.run(...(args as Parameters<StatementSync['run']>));
+      }
+      bare.exec('COMMIT');
+    }
+    const seconds = Number(process.hrtime.bigint() - t) / 1e9;
+    bare.close();
+    const statements = recorded.reduce((n, tx) => n + tx.length, 0);
+    return { rate: Math.round(resources.length / seconds), statements, perResource: round(statements / resources.length, 1) };
+  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -134,6 +134,15 @@ function addParam(all: Map<string, Map<string, ParamDef>>, type: string, sp: SpR
   m.set(sp.code, def);
 }
 
+/**
+ * The FHIRPath expression a parameter of `resourceType` was compiled from (its type's own, `Resource.` made that
+ * type's): what test/fhir/store/compiled-extract.test.ts evaluates with Medplum's FHIRPath beside `extract`.
+ */
+export function paramExpression(resourceType: string, code: string): string | undefined {
+  const def = paramDef(resourceType, code);
+  return def && expressions.get(def);
+}
+
 /** Splits `a | b` at the top level (not inside parentheses or quotes). */
 function splitUnion(expr: string): string[] {
   const parts: string[] = [];
@@ -172,9 +181,12 @@ function compilePart(type: string, raw: string): Extractor {
   const plain = new RegExp(`^${type}((?:\\.${IDENT})+)$`).exec(part);
   if (plain) return walker((plain[1] as string).slice(1).split('.'));
   const as = new RegExp(`^${type}((?:\\.${IDENT})+)\\s+as\\s+(${IDENT})$`).exec(part);
-  const fn = new RegExp(`^${type}((?:\\.${IDENT})+)\\.(?:ofType|as)\\((${IDENT})\\)$`).exec(part);
+  // Type.x.ofType(T), also followed by a path: Observation.value.ofType(CodeableConcept).text (`value-string`, on
+  // every Observation: evaluated by FHIRPath it was half of extractIndex on the synthetic data, 8.5 → 4.4 µs per
+  // resource, issue 49)
+  const fn = new RegExp(`^${type}((?:\\.${IDENT})+)\\.(?:ofType|as)\\((${IDENT})\\)((?:\\.${IDENT})*)$`).exec(part);
   const choice = as ?? fn;
-  if (choice) return walker(choicePath(choice[1] as string, choice[2] as string));
+  if (choice) return walker([...choicePath(choice[1] as string, choice[2] as string), ...(choice[3] ? choice[3].slice(1).split('.') : [])]);
   // (Type.x as T).y
   const asThen = new RegExp(`^\\(${type}((?:\\.${IDENT})+)\\s+as\\s+(${IDENT})\\)((?:\\.${IDENT})+)$`).exec(part);
   if (asThen) return walker([...choicePath(asThen[1] as string, asThen[2] as string), ...(asThen[3] as string).slice(1).split('.')]);

@@ -22,19 +22,31 @@ export function localReferences(resource: Resource, base: string): Map<string, s
 /**
  * One walk for both: with `paths` false no location string is built (locations are needed only for a
  * refusal's message, and building one per node was most of the walk's cost); the targets come in the same order.
+ * The walk runs on every resource written (issue 49: a write-path cost), so it allocates nothing per node: two
+ * parallel stacks instead of a [node, path] pair each, and for…in over the parsed JSON's own keys instead of
+ * Object.entries (the same keys in the same order: ECMA-262 OrdinaryOwnPropertyKeys, and JSON.parse's objects
+ * inherit no enumerable key).
  */
 function collect(resource: Resource, base: string, paths: boolean): Map<string, string> {
   const out = new Map<string, string>();
   const prefix = `${base}/`;
-  const stack: Array<[unknown, string]> = [[resource, paths ? resource.resourceType : '']];
-  while (stack.length) {
-    const [node, path] = stack.pop()!;
+  const nodes: unknown[] = [resource];
+  const at: string[] = [paths ? resource.resourceType : ''];
+  while (nodes.length) {
+    const node = nodes.pop();
+    const path = at.pop()!;
     if (Array.isArray(node)) {
-      node.forEach((x, i) => stack.push([x, paths ? `${path}[${i}]` : '']));
+      for (let i = 0; i < node.length; i++) {
+        nodes.push(node[i]);
+        at.push(paths ? `${path}[${i}]` : '');
+      }
       continue;
     }
     if (!node || typeof node !== 'object') continue;
-    for (const [key, value] of Object.entries(node)) {
+    const obj = node as Record<string, unknown>;
+    for (const key in obj) {
+      if (!Object.hasOwn(obj, key)) continue;
+      const value = obj[key];
       if (key === 'reference' && typeof value === 'string') {
         const rel = value.startsWith(prefix) ? value.slice(prefix.length) : value;
         const m = RELATIVE.exec(rel);
@@ -42,7 +54,10 @@ function collect(resource: Resource, base: string, paths: boolean): Map<string, 
           const target = `${m[1]}/${m[2]}`;
           if (!out.has(target)) out.set(target, paths ? `${path}.reference` : '');
         }
-      } else if (value && typeof value === 'object') stack.push([value, paths ? `${path}.${key}` : '']);
+      } else if (value && typeof value === 'object') {
+        nodes.push(value);
+        at.push(paths ? `${path}.${key}` : '');
+      }
     }
   }
   return out;

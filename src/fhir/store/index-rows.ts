@@ -3,7 +3,7 @@
  * (store/schema.ts). Values are recognised by their JSON shape, which is
  * enough for the R4 datatypes the indexed parameters select.
  */
-import { paramsFor } from '../definitions/search-params.js';
+import { paramsFor, type ParamDef } from '../definitions/search-params.js';
 import { dateRange } from '../definitions/dates.js';
 
 export interface IndexRows {
@@ -35,38 +35,42 @@ export function extractIndex(resource: Obj): IndexRows {
   const type = resource.resourceType as string;
   for (const def of paramsFor(type).values()) {
     const values = def.extract(resource);
-    if (values.length === 0) continue;
-    const code = def.code;
-    for (const v of values) {
-      switch (def.type) {
-        case 'token':
-          addToken(rows, code, v);
-          break;
-        case 'uri':
-          if (typeof v === 'string') rows.token.push([code, null, v]);
-          break;
-        case 'string':
-          addString(rows, code, v);
-          break;
-        case 'reference': {
-          const ref = isObj(v) ? str(v.reference) : str(v);
-          if (!ref) break;
-          const parsed = parseReference(ref);
-          // canonical/absolute targets we cannot split are kept whole, searchable by their exact value
-          rows.reference.push(parsed ? [code, parsed[0], parsed[1]] : [code, '', ref]);
-          break;
-        }
-        case 'date':
-          addDate(rows, code, v);
-          break;
-        case 'number':
-          if (typeof v === 'number') rows.number.push([code, v]);
-          else if (isObj(v) && typeof v.value === 'number') rows.number.push([code, v.value]);
-          break;
-      }
-    }
+    if (values.length) addRows(rows, def, values);
   }
   return rows;
+}
+
+/** Appends to `rows` the rows of `values`, what `def`'s expression selected in a resource. */
+export function addRows(rows: IndexRows, def: Pick<ParamDef, 'code' | 'type'>, values: readonly unknown[]): void {
+  const code = def.code;
+  for (const v of values) {
+    switch (def.type) {
+      case 'token':
+        addToken(rows, code, v);
+        break;
+      case 'uri':
+        if (typeof v === 'string') rows.token.push([code, null, v]);
+        break;
+      case 'string':
+        addString(rows, code, v);
+        break;
+      case 'reference': {
+        const ref = isObj(v) ? str(v.reference) : str(v);
+        if (!ref) break;
+        const parsed = parseReference(ref);
+        // canonical/absolute targets we cannot split are kept whole, searchable by their exact value
+        rows.reference.push(parsed ? [code, parsed[0], parsed[1]] : [code, '', ref]);
+        break;
+      }
+      case 'date':
+        addDate(rows, code, v);
+        break;
+      case 'number':
+        if (typeof v === 'number') rows.number.push([code, v]);
+        else if (isObj(v) && typeof v.value === 'number') rows.number.push([code, v.value]);
+        break;
+    }
+  }
 }
 
 function addToken(rows: IndexRows, code: string, v: unknown): void {
