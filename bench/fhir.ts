@@ -393,13 +393,23 @@ const s = createServer((req, res) => {
   res.writeHead(200, { 'content-type': 'application/fhir+json; charset=utf-8', 'content-length': body.length });
   res.end(body);
 });
+`;
+  return childServer(script, 'search floor');
+}
+
+/**
+ * Runs `script` (an ES module that makes a node:http server `s`) in a child process of its own, listening on an
+ * ephemeral 127.0.0.1 port with keep-alive as the FHIR server's clients use it; answers once it listens.
+ */
+async function childServer(script: string, what: string): Promise<{ url: URL; close: () => Promise<void> }> {
+  const listen = `
 s.keepAliveTimeout = 10_000;
 s.listen(0, '127.0.0.1', () => process.stdout.write('http://127.0.0.1:' + s.address().port + '/' + String.fromCharCode(10)));
 process.on('SIGTERM', () => process.exit(0));`;
-  const child = execa(process.execPath, ['--input-type=module', '-e', script], { reject: false });
+  const child = execa(process.execPath, ['--input-type=module', '-e', script + listen], { reject: false });
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout?.once('data', (c: Buffer) => resolve(c.toString().trim()));
-    void child.then((r) => reject(new Error(`search floor exited: ${String(r.stderr).slice(0, 500)}`)));
+    void child.then((r) => reject(new Error(`${what} exited: ${String(r.stderr).slice(0, 500)}`)));
   });
   let closed = false;
   return {
@@ -432,27 +442,18 @@ const s = createServer((req, res) => {
   const parts = [];
   req.on('data', (c) => parts.push(c)).on('end', () => { everything = Buffer.concat(parts); answer(res, body); });
 });
-s.keepAliveTimeout = 10_000;
-s.listen(0, '127.0.0.1', () => process.stdout.write('http://127.0.0.1:' + s.address().port + '/' + String.fromCharCode(10)));
-process.on('SIGTERM', () => process.exit(0));`;
-  const child = execa(process.execPath, ['--input-type=module', '-e', script], { reject: false });
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout?.once('data', (c: Buffer) => resolve(c.toString().trim()));
-    void child.then((r) => reject(new Error(`trivial server exited: ${String(r.stderr).slice(0, 500)}`)));
-  });
+`;
+  const { url, close } = await childServer(script, 'trivial server');
   let size = 0;
   return {
-    url: new URL(url),
+    url,
     setEverything: async (bytes) => {
       const res = await request(new URL('/everything', url), { method: 'POST', body: bytes });
       await res.body.dump();
       size = bytes.length;
     },
     everythingBytes: () => size,
-    close: async () => {
-      child.kill('SIGTERM');
-      await child.catch(() => undefined);
-    },
+    close,
   };
 }
 
