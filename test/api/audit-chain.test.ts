@@ -369,6 +369,24 @@ describe('the seal key in the settings', () => {
     expect(code(() => loadConfig({}, { ...base, AUDIT_SEAL_CERT_FILE: 'signer.pem', AUDIT_SEAL_KEY_FILE: 'signer.key' }, dir))).toBe('ERR_CONFIG_INVALID AUDIT_SEAL_CERT_FILE');
     expect(() => openAuditLog(join(dir, 'audit.log'), () => {}, { seal: { certPem: signer.certPem, keyPem: '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n' } })).toThrow();
   });
+
+  it("a key that is not the certificate's stops the start, naming the file and never the key", () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'seal.pem'), signer.certPem);
+    // a key that signs, from the same CA, but of another certificate: its seals would be foreign to audit verify
+    writeFileSync(join(dir, 'other.key'), recordSigner.keyPem, { mode: 0o600 });
+    let err: unknown;
+    try {
+      loadConfig({}, { ...base, AUDIT_SEAL_CERT_FILE: 'seal.pem', AUDIT_SEAL_KEY_FILE: 'other.key' }, dir);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(HospitalApiError);
+    expect((err as HospitalApiError).code).toBe('ERR_CONFIG_INVALID');
+    expect((err as HospitalApiError).params.name).toBe('AUDIT_SEAL_KEY_FILE');
+    expect((err as Error).message).toContain("does not hold the certificate's key");
+    expect((err as Error).message).not.toContain(recordSigner.keyPem.split('\n')[1]!);
+  });
 });
 
 describe('the seal key after cert renew, without a restart (issue 46)', () => {

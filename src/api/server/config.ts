@@ -11,6 +11,7 @@ import { resolve } from 'node:path';
 import { HospitalApiError } from '../../errors/index.js';
 import { readTokenFile } from '../../util/token-file.js';
 import { signerRoleProblem } from '../../tls/cms-verify.js';
+import { sealPairProblem } from '../audit/seal-key.js';
 import { ANY_IDENTIFIER_SYSTEM, isIdentifierSystem } from '../../install-dir/api-settings.js';
 import { mergedEnv } from '../../util/env-file.js';
 import { blockListOf, parseIpOrCidr } from '../../util/ip-list.js';
@@ -167,6 +168,10 @@ function auditSeal(env: Env, cwd: string): { certPem: string; keyPem: string; ce
     throw invalid('AUDIT_SEAL_KEY_FILE', `cannot read ${keyFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
   }
   if (!keyPem.includes('PRIVATE KEY-----')) throw invalid('AUDIT_SEAL_KEY_FILE', `${keyFile} holds no PEM private key`);
+  // the key must be the certificate's: another key would sign seals that no check accepts (a foreign seal to
+  // `audit verify`), found only when an auditor looks; refused at start instead, as the reload after renew does
+  const pair = sealPairProblem(certPem, keyPem);
+  if (pair) throw invalid('AUDIT_SEAL_KEY_FILE', `${keyFile}: ${pair}`);
   return { certPem, keyPem, certFile: resolve(cwd, text(env, 'AUDIT_SEAL_CERT_FILE')!), keyFile: resolve(cwd, keyFile) };
 }
 
