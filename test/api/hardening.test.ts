@@ -18,7 +18,7 @@ import type { AuditFs } from '../../src/api/audit/audit.js';
 import { startCli } from '../helpers/cli.js';
 import { freePort } from '../../src/util/port-check.js';
 import { API_KEY, TOKEN_OK, defaultPlatform, testPki, useHarness, type Harness } from './harness.js';
-import { makeRecord, startFhir, startPlatform } from './stand-ins.js';
+import { makeRecord, startFhirStandIn, startPlatform } from './stand-ins.js';
 
 const harness = useHarness();
 
@@ -185,7 +185,7 @@ describe('audit trail fails closed', () => {
     const { pki } = testPki();
     const dir = tempDir();
     const platform = await startPlatform(defaultPlatform);
-    const fhir = await startFhir({ tls: pki.server, apiKey: API_KEY, patients: { 'care-1': ['p1'] }, records: { p1: makeRecord('p1', 40) }, maxPageSize: 10, pageDelay: { page: 2, ms: 60_000 } });
+    const fhir = await startFhirStandIn({ tls: pki.server, apiKey: API_KEY, patients: { 'care-1': ['p1'] }, records: { p1: makeRecord('p1', 40) }, maxPageSize: 10, pageDelay: { page: 2, ms: 60_000 } });
     const port = await freePort();
     const child = startCli(['serve', '--host', '127.0.0.1', '--port', String(port)], {
       cwd: dir,

@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/api/server/config.js';
 import { startApi, type RunningApi } from '../../src/api/server/server.js';
 import { makeTestPki, type TestPki } from '../helpers/pki.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
-import { startFhir, startPlatform, type FhirOptions, type PlatformReply, type Seen, type StandIn } from './stand-ins.js';
+import { startFhirStandIn, startPlatform, type FhirOptions, type PlatformReply, type Seen, type StandIn } from './stand-ins.js';
 
 export const API_KEY = 'test-fhir-key-7f3a9c1e5b';
 export const TOKEN_OK = 'Bearer good-token-4d2e8a';
@@ -67,7 +67,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const { pki } = testPki();
   const dir = tempDir('hapi-api-');
   const platform = await startPlatform(options.platform ?? defaultPlatform, options.platformTls ? pki.server : undefined);
-  const fhir = await startFhir({
+  const fhir = await startFhirStandIn({
     tls: pki.server,
     apiKey: API_KEY,
     patients: { 'care-1': ['p1'] },

@@ -13,7 +13,7 @@ import { loadConfig } from '../../src/api/server/config.js';
 import { startApi, type RunningApi } from '../../src/api/server/server.js';
 import { tempDir } from '../helpers/tmp.js';
 import { API_KEY, TOKEN_OK, defaultPlatform, testPki } from './harness.js';
-import { makeRecord, startFhir, startPlatform, type FhirOptions, type StandIn } from './stand-ins.js';
+import { makeRecord, startFhirStandIn, startPlatform, type FhirOptions, type StandIn } from './stand-ins.js';
 
 const open: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
@@ -23,7 +23,7 @@ afterEach(async () => {
 async function logged(options: { env?: Record<string, string>; fhir?: Partial<FhirOptions>; platform?: Parameters<typeof startPlatform>[0] } = {}): Promise<{ url: string; logs: Array<Record<string, unknown>>; text: () => string; running: RunningApi; platform: StandIn }> {
   const { pki } = testPki();
   const platform: StandIn = await startPlatform(options.platform ?? defaultPlatform);
-  const fhir = await startFhir({ tls: pki.server, apiKey: API_KEY, patients: { 'care-1': ['p1'] }, records: { p1: makeRecord('p1', 3) }, ...options.fhir });
+  const fhir = await startFhirStandIn({ tls: pki.server, apiKey: API_KEY, patients: { 'care-1': ['p1'] }, records: { p1: makeRecord('p1', 3) }, ...options.fhir });
   open.push(platform, fhir);
   const dir = tempDir('hapi-api-log-');
   const config = loadConfig({ host: '127.0.0.1', port: 0 }, {

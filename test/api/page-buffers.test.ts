@@ -16,7 +16,7 @@ import { createFhirClient } from '../../src/api/fhir/fhir-client.js';
 import { PageBuffers, PagePool } from '../../src/api/fhir/page-buffers.js';
 import { removeTempDirs } from '../helpers/tmp.js';
 import { API_KEY, testPki } from './harness.js';
-import { makeRecord, startFhir } from './stand-ins.js';
+import { makeRecord, startFhirStandIn } from './stand-ins.js';
 
 afterAll(() => removeTempDirs());
 
@@ -103,7 +103,7 @@ describe('the pages of one record', () => {
     const { pki } = testPki();
     const record = makeRecord('p1', 400);
     const include = { fullUrl: 'http://hapi:8080/fhir/Practitioner/dr1', resource: { resourceType: 'Practitioner', id: 'dr1' }, search: { mode: 'include' } };
-    const fhir = await startFhir({ tls: pki.server, apiKey: API_KEY, patients: {}, records: { p1: record }, maxPageSize: 20, repeatedInclude: include });
+    const fhir = await startFhirStandIn({ tls: pki.server, apiKey: API_KEY, patients: {}, records: { p1: record }, maxPageSize: 20, repeatedInclude: include });
     const config = {
       fhirBaseUrl: new URL(fhir.url),
       fhirApiKey: API_KEY,

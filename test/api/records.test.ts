@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { API_KEY, TOKEN_OK, testPki, useHarness, waitForAudit, type Harness } from './harness.js';
-import { makeRecord, startFhir, type StandIn } from './stand-ins.js';
+import { makeRecord, startFhirStandIn, type StandIn } from './stand-ins.js';
 import { READY_CACHE_MS } from '../../src/api/routes/health.js';
 
 const extra: StandIn[] = [];
@@ -161,7 +161,7 @@ describe('$everything', () => {
 
   it('refuses a next link to another host and never sends it the key', async () => {
     const { pki } = testPki();
-    const other = await startFhir({ tls: pki.server, apiKey: API_KEY, patients: {}, records: {} });
+    const other = await startFhirStandIn({ tls: pki.server, apiKey: API_KEY, patients: {}, records: {} });
     extra.push(other);
     const foreign = `${other.url}?_getpages=stolen&_getpagesoffset=10`;
     const t = await harness({ fhir: { records: { p1: makeRecord('p1', 25) }, maxPageSize: 10, foreignNext: foreign } });

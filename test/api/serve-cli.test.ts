@@ -11,7 +11,7 @@ import { freePort, freePorts } from '../../src/util/port-check.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 import { API_KEY, TOKEN_OK, defaultPlatform, testPki } from './harness.js';
-import { makeRecord, startFhir, startPlatform } from './stand-ins.js';
+import { makeRecord, startFhirStandIn, startPlatform } from './stand-ins.js';
 
 afterAll(() => removeTempDirs());
 
@@ -80,7 +80,7 @@ describe('serve: a full run', () => {
     const { pki } = testPki();
     const dir = tempDir();
     const platform = await startPlatform(defaultPlatform);
-    const fhir = await startFhir({ tls: pki.server, apiKey: API_KEY, patients: { 'care-1': ['p1'] }, records: { p1: makeRecord('p1', 40) }, maxPageSize: 15 });
+    const fhir = await startFhirStandIn({ tls: pki.server, apiKey: API_KEY, patients: { 'care-1': ['p1'] }, records: { p1: makeRecord('p1', 40) }, maxPageSize: 15 });
     const [port, metricsPort] = (await freePorts(2)) as [number, number];
     // The key lives in the .env file, as the installer writes it; the rest in the environment.
     writeFileSync(join(dir, '.env'), `FHIR_API_KEY=${API_KEY}\nFHIR_CA_FILE=${pki.files.ca}\n`, { mode: 0o600 });

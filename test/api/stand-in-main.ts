@@ -7,7 +7,7 @@
  * runs until killed.
  */
 import { makeTestPki } from '../helpers/pki.js';
-import { makeRecord, startFhir, startPlatform } from './stand-ins.js';
+import { makeRecord, startFhirStandIn, startPlatform } from './stand-ins.js';
 
 const [dir, ...sizes] = process.argv.slice(2);
 if (!dir || sizes.length === 0) {
@@ -23,7 +23,7 @@ for (const size of sizes) {
   records[`p${size}`] = makeRecord(`p${size}`, Number(size));
 }
 const platform = await startPlatform(() => ({ status: 200, body: { granted: true } }));
-const fhir = await startFhir({ tls: pki.server, apiKey, patients, records, maxPageSize: 1000 });
+const fhir = await startFhirStandIn({ tls: pki.server, apiKey, patients, records, maxPageSize: 1000 });
 process.stdout.write(`${JSON.stringify({ platformUrl: platform.url, fhirUrl: fhir.url, caFile: pki.files.ca, apiKey })}\n`);
 const stop = async () => {
   await Promise.all([platform.close(), fhir.close()]);

@@ -136,7 +136,7 @@ function tokenMatches(identified: Record<string, Array<{ system: string; value: 
 }
 
 /** A HAPI-like FHIR server behind a key-auth gateway, over HTTPS. */
-export async function startFhir(opts: FhirOptions): Promise<StandIn & { options: FhirOptions }> {
+export async function startFhirStandIn(opts: FhirOptions): Promise<StandIn & { options: FhirOptions }> {
   const seen: Seen[] = [];
   const basePath = opts.basePath ?? '/fhir-api-key-auth';
   const searches = new Map<string, { id: string; size: number }>();

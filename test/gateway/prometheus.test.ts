@@ -112,7 +112,7 @@ interface Running extends GatewayProcess {
   status: string;
 }
 
-async function startGateway(state: string): Promise<Running> {
+async function startGatewayWithStatus(state: string): Promise<Running> {
   const g = await startGatewayProcess(state, ['--status-listen', '127.0.0.1:0']);
   return { ...g, status: g.status! };
 }
@@ -151,7 +151,7 @@ beforeAll(async () => {
   upstream.listen(0, '127.0.0.1');
   await once(upstream, 'listening');
   upstreamPort = (upstream.address() as AddressInfo).port;
-  gw = await startGateway(join(tempDir('gw-prometheus-'), 'state.json'));
+  gw = await startGatewayWithStatus(join(tempDir('gw-prometheus-'), 'state.json'));
 });
 
 afterAll(async () => {
