@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/util/port-check.js';
+import { freePorts } from '../../src/util/port-check.js';
 import { OLD_NODE_VERSION, oldNode, oldNodePath } from '../helpers/old-node.js';
 import { removeTempDirs, tempDir } from '../helpers/tmp.js';
 
@@ -63,10 +63,10 @@ describe.skipIf(!node20)(`a fresh clone on a machine whose Node is ${OLD_NODE_VE
   }, 600_000);
 
   it('npm start brings up the demo and prints a curl that returns a real record', async () => {
-    const flags: string[] = [];
-    for (const name of ['--api-port', '--fhir-port', '--gateway-http-port', '--gateway-https-port', '--gateway-admin-port', '--metrics-port', '--platform-port']) {
-      flags.push(name, String(await freePort()));
-    }
+    // seven ports that differ: freePort one at a time may hand the port it just released out again
+    const names = ['--api-port', '--fhir-port', '--gateway-http-port', '--gateway-https-port', '--gateway-admin-port', '--metrics-port', '--platform-port'];
+    const ports = await freePorts(names.length);
+    const flags = names.flatMap((name, i) => [name, String(ports[i])]);
     const start = await execa('npm', ['start', '--', '--patients', '2', '--sizes', '10-60', ...flags], inClone);
     expect(start.exitCode, `${start.stdout}\n${start.stderr}`).toBe(0);
     const curl = start.stdout.split('\n').find((l) => l.startsWith('curl '));
