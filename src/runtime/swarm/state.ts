@@ -215,10 +215,11 @@ export function rolloutOf(
       continue;
     }
     const want = specPrint(s.Spec.TaskTemplate?.ContainerSpec);
-    const stale = tasks.some((t) => t.ServiceID === s.ID && t.DesiredState === 'running' && specPrint(t.Spec?.ContainerSpec) !== want);
+    const meant = current(tasks, s.ID);
+    const stale = meant.some((t) => specPrint(t.Spec?.ContainerSpec) !== want);
     if (stale || (thisDeploy && (u!.State === 'updating' || u!.State === 'rollback_started'))) {
       rolling.push(name);
-      where.push(`${name} (${rolloutStand(s, tasks.filter((t) => t.ServiceID === s.ID && t.DesiredState === 'running'), want)})`);
+      where.push(`${name} (${rolloutStand(s, meant, want)})`);
     }
   }
   return { rolling, where, failed };
