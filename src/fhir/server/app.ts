@@ -167,10 +167,10 @@ export function buildFhirApp(options: FhirAppOptions): FastifyInstance {
   const settled = new WeakMap<Promise<boolean>, boolean>();
   app.addHook('onRequest', (request, _reply, done) => {
     const socket = request.raw.socket;
+    const address = socket.remoteAddress ?? '';
     const answer = fullAccess(socket);
     const known = typeof answer === 'boolean' ? answer : settled.get(answer);
-    if (known !== undefined) return done(known ? undefined : metadataOnly(request, socket.remoteAddress ?? ''));
-    const address = socket.remoteAddress ?? '';
+    if (known !== undefined) return done(known ? undefined : metadataOnly(request, address));
     (answer as Promise<boolean>).then(
       (ok) => {
         settled.set(answer as Promise<boolean>, ok);
