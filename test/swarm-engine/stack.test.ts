@@ -367,6 +367,8 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
     const body = JSON.stringify({ platformCareId: patient.careId, token: tokenOf(tokens, patient.careId) });
     const send = balancer(['n1', 'n2', 'n3']);
     expect((await send(body)).ok).toBe(true);
+    const before = ((await serviceInspect('hospital-api')) as unknown as { Spec: { TaskTemplate: { ContainerSpec: { Image: string } } } }).Spec.TaskTemplate.ContainerSpec.Image;
+    expect(before).not.toBe(next);
     const client = steadyClient(() => send(body));
     try {
       const t0 = Date.now();
@@ -376,8 +378,13 @@ describe.skipIf(reason !== null)('the swarm runtime on a real three-node swarm (
       if (r.code !== 0) say(`roll failed; the API's tasks:\n${(await swarmState('hospital-api')).trim()}`);
       expect(r.code, `${r.out}\n${r.err}`).toBe(0);
       // install returned once Swarm's update of the API finished: every running API task has the new image
-      const spec = (await serviceInspect('hospital-api')) as unknown as { Spec: { TaskTemplate: { ContainerSpec: { Image: string } } } };
+      type Spec = { TaskTemplate: { ContainerSpec: { Image: string } } };
+      const spec = (await serviceInspect('hospital-api')) as unknown as { Spec: Spec; PreviousSpec?: Spec };
       expect(spec.Spec.TaskTemplate.ContainerSpec.Image).toBe(next);
+      // the start updated the API once: its previous spec is the image it ran before, which is what a failed
+      // roll's rollback returns to; a second update mid-roll (a later phase of the start deploying the API
+      // again) can leave a new task pending for ever (stack-changes.ts, moby/moby#53722)
+      expect(spec.PreviousSpec?.TaskTemplate.ContainerSpec.Image).toBe(before);
       const images = (await onNode(MANAGER, ['service', 'ps', `${stack}_hospital-api`, '--filter', 'desired-state=running', '--format', '{{.Image}} {{.CurrentState}}'])).out.split('\n').filter((l) => / Running /.test(` ${l} `));
       expect(images.map((l) => l.split(' ')[0])).toEqual([next, next]);
       const results = await client.stop();

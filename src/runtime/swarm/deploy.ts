@@ -10,11 +10,13 @@
  * 1. the stack with Kong's migrations at one task (a new run each time) and Kong's
  *    proxies and kong-admin as they are now (none on a first deploy): the databases,
  *    HAPI, the FHIR door and ops start meanwhile;
- * 2. once that task is Complete, the stack as install.json asks (the migrations at 0);
+ * 2. once that task is Complete, the stack as install.json asks (the migrations at 0): only the
+ *    services that differ from step 1's file, so a service rolling since step 1 is not updated
+ *    again mid-roll (stack-changes.ts);
  * 3. every long-running service at its desired count of running tasks.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HospitalApiError } from '../../errors/index.js';
@@ -25,6 +27,7 @@ import type { DockerCli } from '../container/compose.js';
 import { databaseOf } from './databases.js';
 import { renderStack, stackFile, type StackInputs, type StackService } from './render.js';
 import { SECRET_KEYS, secretName, secretPayloads } from './secrets.js';
+import { stackChanges } from './stack-changes.js';
 import { desiredReplicas, oneShotOutcome, rolloutOf, stackServiceOf, type NodeInspect, type ServiceInspect, type TaskInspect } from './state.js';
 
 /** The node labels templates/stack.yaml places services by. */
@@ -157,19 +160,53 @@ export async function labelledNodes(ctx: SwarmContext): Promise<NodeInspect[]> {
 }
 
 /**
- * Writes the secrets' files and the stack file for this phase, then deploys it. `--resolve-image
- * never`: each node runs the image as named (a digest pins it: --kong-image kong:3.9.3@sha256:…),
- * so images loaded onto the nodes without a registry work too. `--prune`: a service the file no
- * longer has (a database moved outside the swarm) goes.
+ * Writes the secrets' files and the stack file for this phase, then deploys it, and answers the file's
+ * text. `--resolve-image never`: each node runs the image as named (a digest pins it: --kong-image
+ * kong:3.9.3@sha256:…), so images loaded onto the nodes without a registry work too. `--prune`: a
+ * service the file no longer has (a database moved outside the swarm) goes.
+ *
+ * `previous`, the file the phase before of the same start deployed (at `since`): then only the services
+ * this phase changes are deployed, the others left rolling as they are, and a service this phase changes
+ * that is still rolling from the phase before (a new image and a new replica count at once) finishes
+ * that roll first (stack-changes.ts says why).
  */
-export async function deploy(ctx: SwarmContext, inputs: Omit<StackInputs, 'payloads' | 'eligibleNodes'>, nodes: NodeInspect[]): Promise<void> {
+export async function deploy(
+  ctx: SwarmContext,
+  inputs: Omit<StackInputs, 'payloads' | 'eligibleNodes'>,
+  nodes: NodeInspect[],
+  previous?: { text: string; since: string },
+): Promise<string> {
   const payloads = secretPayloads(ctx.dir, ctx.config);
   const folder = join(ctx.dir, 'swarm', 'secrets');
   mkdirSync(folder, { recursive: true, mode: 0o700 });
   for (const key of SECRET_KEYS) writeIfChanged(join(folder, key), payloads[key], true);
   const text = renderStack(ctx.dir, ctx.config, { payloads, eligibleNodes: eligibleNodes(nodes).length, ...inputs });
   writeIfChanged(stackFile(ctx.dir), text);
-  await ctx.cli.run(['stack', 'deploy', '--compose-file', stackFile(ctx.dir), '--resolve-image', 'never', '--prune', '--with-registry-auth', ctx.stack], {
+  if (previous === undefined) {
+    await stackDeploy(ctx, stackFile(ctx.dir), true);
+    return text;
+  }
+  const changes = stackChanges(previous.text, text);
+  if (changes.services.length === 0) return text;
+  await waitRolledOut(ctx, previous.since, changes.services);
+  // beside stack.yaml: the secrets' `file: ./secrets/…` are read relative to the stack file
+  const file = changesFile(ctx.dir);
+  writeFileSync(file, changes.text, { mode: 0o600 });
+  try {
+    await stackDeploy(ctx, file, false);
+  } finally {
+    rmSync(file, { force: true });
+  }
+  return text;
+}
+
+/** The part of the stack file a later phase of a start deploys (deploy), there only while it is deployed. */
+export function changesFile(dir: string): string {
+  return join(dir, 'swarm', 'stack.changes.yaml');
+}
+
+async function stackDeploy(ctx: SwarmContext, file: string, prune: boolean): Promise<void> {
+  await ctx.cli.run(['stack', 'deploy', '--compose-file', file, '--resolve-image', 'never', ...(prune ? ['--prune'] : []), '--with-registry-auth', ctx.stack], {
     timeoutMs: null,
     // a docker CLI from 26 on warns that it does not wait (docker/cli cli/command/stack/deploy.go); the
     // runtime waits itself, and 20.10's CLI has no --detach flag to say so
@@ -258,13 +295,14 @@ export function deployedReplicas(stack: string, services: ServiceInspect[]): Par
 /**
  * Waits until the rolling updates a deploy started at `since` have finished (a new image, new
  * settings: Swarm replaces the tasks one at a time, update_config in templates/stack.yaml), so
- * the command returns once every task runs what was asked. @throws ERR_INSTALL_DOCKER when Swarm
+ * the command returns once every task runs what was asked; `only`: those services of the stack alone. @throws ERR_INSTALL_DOCKER when Swarm
  * stopped an update or rolled it back; ERR_INSTALL_HEALTH_TIMEOUT naming those still rolling
  */
-export async function waitRolledOut(ctx: SwarmContext, since: string): Promise<void> {
+export async function waitRolledOut(ctx: SwarmContext, since: string, only?: readonly string[]): Promise<void> {
   let said = '';
   await waitFor(ctx, async () => {
-    const services = await stackServices(ctx.cli, ctx.stack);
+    const all = await stackServices(ctx.cli, ctx.stack);
+    const services = only ? all.filter((s) => only.includes(stackServiceOf(ctx.stack, s.Spec.Name) ?? '')) : all;
     const { where, failed } = rolloutOf(ctx.stack, services, await serviceTasks(ctx.cli, services), since);
     if (failed.length) {
       throw new HospitalApiError('ERR_INSTALL_DOCKER', {

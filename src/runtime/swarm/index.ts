@@ -96,10 +96,10 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
   };
 
   /** Deploys the stack as install.json asks (the API with no replica until it is ready) and waits for it. */
-  const deployAll = async (since = new Date(Date.now() - 1000).toISOString(), labelled?: NodeInspect[]): Promise<void> => {
+  const deployAll = async (since = new Date(Date.now() - 1000).toISOString(), labelled?: NodeInspect[], previous?: { text: string; since: string }): Promise<void> => {
     const nodes = labelled ?? (await labelledNodes(ctx));
     const withApi = apiReady(dir);
-    await deploy(ctx, withApi ? {} : { scale: { [api]: 0 } }, nodes);
+    await deploy(ctx, withApi ? {} : { scale: { [api]: 0 } }, nodes, previous);
     // a changed service (a new image, new settings) is replaced task by task: until its last task
     await waitRolledOut(ctx, since);
     await waitUp(ctx, components, expected.filter((s) => withApi || s !== api));
@@ -131,11 +131,11 @@ export async function createSwarmRuntime(dir: string, config: InstallConfig, opt
       // 1. Kong's migrations, with Kong as it runs now (not at all on a first deploy)
       const run = newRun();
       ctx.progress(`deploying stack ${stack}: databases, HAPI, the FHIR door; Kong's migrations (run ${run})`);
-      await deploy(ctx, { scale: { 'kong-migrations': 1, kong: now.kong ?? 0, 'kong-admin': now['kong-admin'] ?? 0, [api]: withApi ? (now[api] ?? 0) : 0 }, migrationsRun: run }, nodes);
+      const first = await deploy(ctx, { scale: { 'kong-migrations': 1, kong: now.kong ?? 0, 'kong-admin': now['kong-admin'] ?? 0, [api]: withApi ? (now[api] ?? 0) : 0 }, migrationsRun: run }, nodes);
       await waitOneShot(ctx, 'kong-migrations', run);
-      // 2. everything as install.json asks; 3. each service at its count
+      // 2. everything as install.json asks, the services step 1 left otherwise; 3. each service at its count
       ctx.progress('migrations complete; starting Kong');
-      await deployAll(since, nodes);
+      await deployAll(since, nodes, { text: first, since });
     },
     async down() {
       await cli.run(['stack', 'rm', stack], { allowFail: true });
