@@ -46,6 +46,9 @@ export const ONE_SHOT_STACK_SERVICES: readonly StackService[] = ['kong-migration
 
 export type StackService = (typeof STACK_SERVICES)[number];
 
+/** How the docker CLI reads a stack file: YAML 1.1 (gopkg.in/yaml.v2), merge keys included. */
+export const STACK_YAML = Object.freeze({ merge: true, version: '1.1' } as const);
+
 /** What the stack needs beyond install.json, known when it is deployed. */
 export interface StackInputs {
   /** Each secret's content: only its digest reaches the file (the secret's name). */
@@ -198,6 +201,6 @@ export function renderStack(dir: string, config: InstallConfig, inputs: StackInp
   });
   if (!kongDb.own) text = cutService(text, 'kong-database');
   if (!hapiDb.own) text = cutService(text, 'hapi-database');
-  parse(text, { merge: true });
+  parse(text, STACK_YAML);
   return text;
 }

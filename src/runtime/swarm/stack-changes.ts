@@ -15,7 +15,8 @@
  * automatic rollback (update_config failure_action: rollback) would go back to the new spec itself.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { parse, parseDocument } from 'yaml';
+import { parseDocument } from 'yaml';
+import { STACK_YAML } from './render.js';
 
 export interface StackChanges {
   /** The services `after` defines otherwise than `before` (or that `before` does not have), in `after`'s order. */
@@ -24,19 +25,15 @@ export interface StackChanges {
   text: string;
 }
 
-// as the docker CLI reads a stack file: YAML 1.1 (gopkg.in/yaml.v2), merge keys included
-const READ = { merge: true, version: '1.1' } as const;
-
-function servicesOf(text: string): Record<string, unknown> {
-  const doc = parse(text, READ) as { services?: Record<string, unknown> } | null;
-  return doc?.services ?? {};
+function servicesOf(value: unknown): Record<string, unknown> {
+  return (value as { services?: Record<string, unknown> } | null)?.services ?? {};
 }
 
 export function stackChanges(before: string, after: string): StackChanges {
-  const was = servicesOf(before);
-  const now = servicesOf(after);
+  const was = servicesOf(parseDocument(before, STACK_YAML).toJS());
+  const doc = parseDocument(after, STACK_YAML);
+  const now = servicesOf(doc.toJS());
   const services = Object.keys(now).filter((name) => !Object.hasOwn(was, name) || !isDeepStrictEqual(was[name], now[name]));
-  const doc = parseDocument(after, READ);
   for (const name of Object.keys(now)) if (!services.includes(name)) doc.deleteIn(['services', name]);
   return { services, text: doc.toString() };
 }

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import AjvDraft04Module from 'ajv-draft-04';
 import { parse } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
-import { renderStack, stackFile, updateOrder, type StackInputs } from '../../../src/runtime/swarm/render.js';
+import { renderStack, STACK_YAML, stackFile, updateOrder, type StackInputs } from '../../../src/runtime/swarm/render.js';
 import { pgpass, SECRET_KEYS, secretName, secretPayloads, type SecretPayloads } from '../../../src/runtime/swarm/secrets.js';
 import { swarmSettings } from '../../../src/runtime/swarm/settings.js';
 import { swarmProfile } from '../../../src/runtime/swarm/profile.js';
@@ -81,7 +81,7 @@ function swarmConfig(flags: RuntimeFlags = {}, overrides: Partial<InstallConfig>
 function render(config: InstallConfig = swarmConfig(), inputs: Partial<StackInputs> = {}): { text: string; stack: Stack } {
   const text = renderStack(dir, config, { payloads, eligibleNodes: 3, ...inputs });
   // the docker CLI reads it with a YAML 1.1 parser (gopkg.in/yaml.v2), merge keys included
-  return { text, stack: parse(text, { merge: true, version: '1.1' }) as Stack };
+  return { text, stack: parse(text, STACK_YAML) as Stack };
 }
 
 const variants: Array<[string, InstallConfig]> = [
@@ -336,7 +336,7 @@ describe('the rendered stack file', () => {
     expect(more).toEqual([]);
     expect(file!.path).toBe(stackFile(inst));
     expect(file!.path).toBe(join(p.root, 'swarm', 'stack.yaml'));
-    const stack = parse(file!.text, { merge: true, version: '1.1' }) as Stack;
+    const stack = parse(file!.text, STACK_YAML) as Stack;
     const digest = createHash('sha256').update('kong-db-password-1\n').digest('hex').slice(0, 8);
     expect(stack.secrets['kong-pg-password']!.name).toBe(`${projectName(inst)}_kong-pg-password-${digest}`);
     expect(file!.text).not.toContain('kong-db-password-1');

@@ -5,7 +5,7 @@
  */
 import { parse } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
-import { renderStack, type StackInputs } from '../../../src/runtime/swarm/render.js';
+import { renderStack, STACK_YAML, type StackInputs } from '../../../src/runtime/swarm/render.js';
 import { SECRET_KEYS, type SecretPayloads } from '../../../src/runtime/swarm/secrets.js';
 import { swarmSettings } from '../../../src/runtime/swarm/settings.js';
 import { stackChanges } from '../../../src/runtime/swarm/stack-changes.js';
@@ -18,7 +18,6 @@ afterAll(removeTempDirs);
 const payloads = Object.fromEntries(SECRET_KEYS.map((k) => [k, `content-of-${k}`])) as unknown as SecretPayloads;
 const dir = tempDir('hapi-swarm-changes-');
 const config = installConfig({ runtime: 'swarm', ports: { api: 19000, fhir: 18080, gatewayHttps: 18443 }, swarm: swarmSettings(undefined, withDatabaseCa({ gatewayReplicas: '2', apiReplicas: '2' })) });
-const READ = { merge: true, version: '1.1' } as const;
 
 function render(inputs: Partial<StackInputs>): string {
   return renderStack(dir, config, { payloads, eligibleNodes: 3, ...inputs });
@@ -36,8 +35,8 @@ describe('the services the second phase of a start deploys', () => {
     const changes = stackChanges(first, second);
     expect(changes.services).toEqual(['kong-migrations']);
     // the part deployed is the full file's migrations with everything the file defines beside services
-    const part = parse(changes.text, READ) as Record<string, unknown> & { services: Record<string, unknown> };
-    const full = parse(second, READ) as Record<string, unknown> & { services: Record<string, unknown> };
+    const part = parse(changes.text, STACK_YAML) as Record<string, unknown> & { services: Record<string, unknown> };
+    const full = parse(second, STACK_YAML) as Record<string, unknown> & { services: Record<string, unknown> };
     expect(part.services).toEqual({ 'kong-migrations': full.services['kong-migrations'] });
     for (const key of Object.keys(full).filter((k) => k !== 'services')) expect(part[key], key).toEqual(full[key]);
     // the migrations' replicas and run are what changed
@@ -56,7 +55,7 @@ describe('the services the second phase of a start deploys', () => {
 
   it('a file the phase before did not have a service of: that service is deployed', () => {
     const second = render({});
-    const before = parse(second, READ) as { services: Record<string, unknown> };
+    const before = parse(second, STACK_YAML) as { services: Record<string, unknown> };
     delete before.services.ops;
     const changes = stackChanges(JSON.stringify(before), second);
     expect(changes.services).toEqual(['ops']);
